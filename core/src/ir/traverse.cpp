@@ -1,0 +1,62 @@
+// ir/traverse.cpp - toposort and substitute with explicit stacks.
+#include "ir/traverse.hpp"
+
+#include "ir/uop_access.hpp"
+#include "support/flat_map.hpp"
+
+namespace kiln {
+
+std::vector<const UOpNode*> toposort_nodes(const UOp& root, const std::function<bool(const UOpNode*)>& stop) {
+  std::vector<const UOpNode*> out;
+  if (!root) return out;
+  PtrMap<char> seen(64);
+  // (node, next source index to visit)
+  std::vector<std::pair<const UOpNode*, uint32_t>> stack{{root.node(), 0}};
+  seen[root.node()] = 1;
+  bool descend_root = !(stop && stop(root.node()));
+  if (!descend_root) return {root.node()};
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    if (i < n->nsrc) {
+      const UOpNode* c = n->srcs()[i++].node();
+      if (seen.emplace(c).second) {
+        if (stop && stop(c)) out.push_back(c);
+        else stack.push_back({c, 0});
+      }
+      continue;
+    }
+    out.push_back(n);
+    stack.pop_back();
+  }
+  return out;
+}
+
+std::vector<const UOpNode*> toposort_nodes(const UOp& root) { return toposort_nodes(root, nullptr); }
+
+std::vector<UOp> toposort(const UOp& root) {
+  std::vector<UOp> out;
+  for (const UOpNode* n : toposort_nodes(root)) out.push_back(UOpAccess::from_node(n));
+  return out;
+}
+
+UOp substitute(const UOp& root, const std::vector<std::pair<UOp, UOp>>& replacements) {
+  PtrMap<UOp> done(replacements.size() * 2 + 16);
+  for (const auto& [from, to] : replacements) done[from.node()] = to;
+  for (const UOpNode* n : toposort_nodes(root, [&](const UOpNode* x) { return done.contains(x); })) {
+    if (done.contains(n)) continue;
+    std::vector<UOp> src;
+    src.reserve(n->nsrc);
+    bool changed = false;
+    for (uint32_t i = 0; i < n->nsrc; ++i) {
+      const UOp& s = n->srcs()[i];
+      const UOp* r = done.find(s.node());
+      src.push_back(r ? *r : s);
+      changed |= r && !(*r == s);
+    }
+    UOp self = UOpAccess::from_node(n);
+    done[n] = changed ? self.replace_src(src) : self;
+  }
+  return *done.find(root.node());
+}
+
+}  // namespace kiln

@@ -1,0 +1,20 @@
+// ir/traverse.hpp - iterative graph traversals (no recursion: graphs can be a million deep).
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "kiln/uop.hpp"
+
+namespace kiln {
+
+// Every node reachable from `root`, children before parents. Deterministic: sources are visited
+// in order, so the same graph always gives the same order.
+std::vector<const UOpNode*> toposort_nodes(const UOp& root);
+std::vector<UOp> toposort(const UOp& root);
+// The same, but does not descend into nodes for which `stop` returns true (they are included).
+std::vector<const UOpNode*> toposort_nodes(const UOp& root, const std::function<bool(const UOpNode*)>& stop);
+
+// Replaces nodes by identity (a map from old to new) and rebuilds everything above them.
+UOp substitute(const UOp& root, const std::vector<std::pair<UOp, UOp>>& replacements);
+
+}  // namespace kiln

@@ -1,0 +1,169 @@
+// rewrite/graph_rewrite.cpp - iterative bottom-up and top-down drivers with memoisation.
+//
+// The memo table maps node ids (never reused, so a node freed during the pass cannot alias a new
+// one) to results, in pages of consecutive ids for locality.
+#include "rewrite/graph_rewrite.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "ir/uop_access.hpp"
+#include "support/check.hpp"
+#include "support/env.hpp"
+#include "support/id_map.hpp"
+
+namespace kiln {
+
+namespace {
+
+using Memo = IdMap<UOp>;
+
+// Per-call statistics; only collected when KILN_DEBUG >= 6.
+class Trace {
+ public:
+  Trace(const PatternMatcher& pm, const char* name) : pm_(pm), name_(name), on_(debug_level() >= 6) {
+    if (on_) start_ = std::chrono::steady_clock::now();
+  }
+  void visit() { ++visited_; }
+  void hit(int rule) {
+    ++rewrites_;
+    recent_[recent_n_++ % kRecent] = rule;
+    if (on_) ++hits_[rule];
+  }
+  // The rules that fired last, for the loop error.
+  std::string recent_rules() const {
+    std::map<int, int> count;
+    for (uint64_t i = 0; i < std::min<uint64_t>(recent_n_, kRecent); ++i) ++count[recent_[i]];
+    std::string s;
+    for (auto [r, c] : count) s += cat("\n  ", pm_.rule_at(r).where(), " (", c, " of the last ", std::min<uint64_t>(recent_n_, kRecent), " rewrites)");
+    return s;
+  }
+  ~Trace() {
+    if (!on_) return;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    std::string out = cat("graph_rewrite '", name_, "': ", visited_, " nodes, ", rewrites_, " rewrites, ", ms, " ms");
+    std::vector<std::pair<int, int>> rows(hits_.begin(), hits_.end());
+    std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    for (auto [r, c] : rows) out += cat("\n  ", c, "\t", pm_.rule_at(r).where());
+    log_line(out);
+  }
+
+ private:
+  static constexpr int kRecent = 64;
+  const PatternMatcher& pm_;
+  const char* name_;
+  bool on_;
+  std::chrono::steady_clock::time_point start_;
+  uint64_t visited_ = 0, rewrites_ = 0, recent_n_ = 0;
+  int recent_[kRecent] = {};
+  std::map<int, int> hits_;
+};
+
+[[noreturn]] void loop_error(const char* name, const Trace& trace) {
+  fail(ErrorCode::internal, "graph_rewrite '", name, "': rewrite did not reach a fixed point after ", kRewriteChainLimit,
+       " chained rewrites (a rule cycle?); rules that kept firing:", trace.recent_rules());
+}
+
+// Rebuilds `n` over memoised sources; returns n itself when no source changed.
+UOp rebuild(const UOp& n, Memo& memo) {
+  std::span<const UOp> src = n.src();
+  size_t i = 0;
+  for (; i < src.size(); ++i)
+    if (!(*memo.find(src[i].id()) == src[i])) break;
+  if (i == src.size()) return n;
+  std::vector<UOp> fresh(src.begin(), src.end());
+  for (; i < src.size(); ++i) fresh[i] = *memo.find(src[i].id());
+  return n.replace_src(fresh);
+}
+
+}  // namespace
+
+UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, void* ctx, const char* name) {
+  Trace trace(pm, name);
+  Memo memo;
+  // stage 0: push sources; 1: sources done, rewrite; 2: `link` finished, copy its result.
+  struct Frame {
+    UOp n;
+    uint8_t stage;
+    UOp link;
+  };
+  std::vector<Frame> stack;
+  stack.push_back({root, 0, {}});
+  int chain = 0;  // stage-2 frames on the stack: nesting of rewrite chains
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    const uint64_t key = f.n.id();
+    if (f.stage == 0) {
+      if (memo.contains(key)) continue;
+      trace.visit();
+      stack.push_back({f.n, 1, {}});
+      std::span<const UOp> src = f.n.src();
+      for (size_t i = src.size(); i-- > 0;)
+        if (!memo.contains(src[i].id())) stack.push_back({src[i], 0, {}});
+    } else if (f.stage == 1) {
+      if (memo.contains(key)) continue;
+      UOp next = rebuild(f.n, memo);
+      if (next == f.n) {
+        int fired = -1;
+        next = pm.rewrite(f.n, ctx, &fired);
+        if (!next) {
+          memo[key] = f.n;
+          continue;
+        }
+        trace.hit(fired);
+      }
+      if (const UOp* done = memo.find(next.id())) {
+        memo[key] = *done;
+        continue;
+      }
+      if (++chain > kRewriteChainLimit) loop_error(name, trace);
+      stack.push_back({f.n, 2, next});
+      stack.push_back({next, 0, {}});
+    } else {
+      --chain;
+      UOp result = *memo.find(f.link.id());
+      memo[key] = std::move(result);
+    }
+  }
+  return *memo.find(root.id());
+}
+
+UOp graph_rewrite_topdown(const UOp& root, const PatternMatcher& pm, void* ctx, const char* name) {
+  Trace trace(pm, name);
+  Memo memo;
+  struct Frame {
+    UOp n;     // the original node (memo key)
+    UOp cur;   // after rewriting n to a fixed point
+    bool expanded;
+  };
+  std::vector<Frame> stack;
+  stack.push_back({root, {}, false});
+  while (!stack.empty()) {
+    Frame f = std::move(stack.back());
+    stack.pop_back();
+    if (!f.expanded && memo.contains(f.n.id())) continue;
+    if (!f.expanded) {
+      trace.visit();
+      UOp cur = f.n;
+      for (int steps = 0;; ++steps) {
+        int fired = -1;
+        UOp next = pm.rewrite(cur, ctx, &fired);
+        if (!next) break;
+        trace.hit(fired);
+        if (steps >= kRewriteChainLimit) loop_error(name, trace);
+        cur = std::move(next);
+      }
+      stack.push_back({f.n, cur, true});
+      std::span<const UOp> src = cur.src();
+      for (size_t i = src.size(); i-- > 0;)
+        if (!memo.contains(src[i].id())) stack.push_back({src[i], {}, false});
+      continue;
+    }
+    memo[f.n.id()] = rebuild(f.cur, memo);
+  }
+  return *memo.find(root.id());
+}
+
+}  // namespace kiln

@@ -1,0 +1,87 @@
+// support/id_map.hpp - a map keyed by node ids, stored in pages of consecutive ids.
+//
+// Node ids are handed out in creation order and never reused, and graphs are mostly built (and
+// traversed) in that order, so consecutive lookups land in the same page: far fewer cache misses
+// than hashing node addresses. Values are default-constructed on first access; `present` tells
+// whether a slot was ever written through operator[].
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "support/hash.hpp"
+
+namespace kiln {
+
+template <typename V>
+class IdMap {
+  static constexpr int kPageBits = 10;
+  static constexpr uint64_t kPageSize = uint64_t{1} << kPageBits;
+  struct Page {
+    V values[kPageSize];
+    uint64_t present[kPageSize / 64] = {};
+  };
+
+ public:
+  V* find(uint64_t id) {
+    Page* p = page(id >> kPageBits, false);
+    if (!p) return nullptr;
+    uint64_t i = id & (kPageSize - 1);
+    return (p->present[i >> 6] >> (i & 63)) & 1 ? &p->values[i] : nullptr;
+  }
+  bool contains(uint64_t id) { return find(id) != nullptr; }
+  V& operator[](uint64_t id) {
+    Page* p = page(id >> kPageBits, true);
+    uint64_t i = id & (kPageSize - 1);
+    if (!((p->present[i >> 6] >> (i & 63)) & 1)) ++count_;
+    p->present[i >> 6] |= uint64_t{1} << (i & 63);
+    return p->values[i];
+  }
+  size_t size() const { return count_; }
+
+ private:
+  // Open-addressing table from page number to page; the last page is cached.
+  Page* page(uint64_t no, bool create) {
+    if (no == last_no_ && last_) return last_;
+    if (!slots_.empty()) {
+      for (size_t i = mix64(no) & mask_;; i = (i + 1) & mask_) {
+        if (!slots_[i].page) break;
+        if (slots_[i].no == no) {
+          last_no_ = no;
+          return last_ = slots_[i].page;
+        }
+      }
+    }
+    if (!create) return nullptr;
+    if ((pages_.size() + 1) * 2 > slots_.size()) grow();
+    pages_.push_back(std::make_unique<Page>());
+    Page* p = pages_.back().get();
+    insert(no, p);
+    last_no_ = no;
+    return last_ = p;
+  }
+  void insert(uint64_t no, Page* p) {
+    size_t i = mix64(no) & mask_;
+    while (slots_[i].page) i = (i + 1) & mask_;
+    slots_[i] = {no, p};
+  }
+  void grow() {
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(old.empty() ? 16 : old.size() * 2, Slot{});
+    mask_ = slots_.size() - 1;
+    for (const Slot& s : old)
+      if (s.page) insert(s.no, s.page);
+  }
+  struct Slot {
+    uint64_t no = 0;
+    Page* page = nullptr;
+  };
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  std::vector<std::unique_ptr<Page>> pages_;
+  uint64_t last_no_ = ~uint64_t{0};
+  Page* last_ = nullptr;
+  size_t count_ = 0;
+};
+
+}  // namespace kiln

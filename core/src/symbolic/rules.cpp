@@ -1,0 +1,412 @@
+// symbolic/rules.cpp - symbolic_simple and symbolic. One-line rules first, named folds below them.
+#include <algorithm>
+#include <numeric>
+
+#include "ir/alu.hpp"
+#include "symbolic/bounds.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+using namespace pat;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// constant folding
+
+UOp fold_const_alu(const Match& m) {
+  const UOp& u = m[r0];
+  Value vals[3];
+  for (size_t i = 0; i < u.nsrc(); ++i) vals[i] = value_of(u.src(i));
+  DType in = u.op() == Ops::WHERE ? u.src(1).dtype() : u.src(0).dtype();
+  auto v = exec_alu(u.op(), u.dtype(), in.scalar_type(), std::span<const Value>(vals, u.nsrc()));
+  return v ? const_of(u.dtype(), *v) : UOp{};
+}
+
+UOp fold_const_cast(const Match& m) {
+  const UOp& u = m[r0];
+  const UOp& c = m[c0];
+  auto v = u.op() == Ops::CAST ? exec_cast(c.dtype().scalar_type(), u.dtype().scalar_type(), value_of(c))
+                               : exec_bitcast(c.dtype().scalar_type(), u.dtype().scalar_type(), value_of(c));
+  return v ? const_of(u.dtype(), *v) : UOp{};
+}
+
+// ---------------------------------------------------------------------------------------------
+// casts
+
+UOp fold_noop_cast(const Match& m) { return m[r0].dtype() == m[x].dtype() ? m[x] : UOp{}; }
+
+// Every value of `from` is representable in `to`.
+bool lossless(DType from, DType to) {
+  if (from == to) return true;
+  if (from.is_bool()) return true;
+  if (from.is_int() && to.is_int()) {
+    if (from.is_unsigned() == to.is_unsigned()) return to.scalar_size() >= from.scalar_size();
+    return !to.is_unsigned() && to.scalar_size() > from.scalar_size();
+  }
+  if (from.is_int() && to.is_float()) {
+    int mant = to.scalar() == Scalar::float64 ? 53 : to.scalar() == Scalar::float32 ? 24 : to.scalar() == Scalar::float16 ? 11 : 8;
+    return 8 * from.scalar_size() - (from.is_unsigned() ? 0 : 1) <= mant;
+  }
+  if (from.is_float() && to.is_float())
+    return to.scalar() == Scalar::float64 || (to.scalar() == Scalar::float32 && from.scalar() != Scalar::float64);
+  return false;
+}
+
+// x.cast(a).cast(b) -> x when b is x's dtype and a holds every value of it
+UOp fold_double_cast(const Match& m) {
+  const UOp& outer = m[r0];
+  const UOp& inner = m[r1];
+  if (outer.dtype() == m[x].dtype() && lossless(m[x].dtype().scalar_type(), inner.dtype().scalar_type())) return m[x];
+  return {};
+}
+
+UOp cast_to_bool(const Match& m) {
+  if (!m[r0].dtype().is_bool() || m[x].dtype().is_bool()) return {};
+  return m[x].ne(m[x].const_like(0));
+}
+
+UOp fold_const_where(const Match& m) { return std::get<bool>(value_of(m[c0])) ? m[x] : m[y]; }
+
+// ---------------------------------------------------------------------------------------------
+// canonical order and bounds
+
+int64_t order_rank(const UOp& u) { return static_cast<int64_t>(u.op()); }
+
+// Structural comparison, depth limited; ties beyond the limit fall back to the stable key.
+int compare(const UOp& a, const UOp& b, int depth) {
+  if (a == b) return 0;
+  if (order_rank(a) != order_rank(b)) return order_rank(a) < order_rank(b) ? -1 : 1;
+  if (a.op() == Ops::RANGE) {
+    int64_t x0 = a.arg_ints()[0], x1 = b.arg_ints()[0];
+    if (x0 != x1) return x0 < x1 ? -1 : 1;
+  }
+  if (a.op() == Ops::DEFINE_VAR) {
+    const auto& n0 = std::get<NamedInts>(a.arg()).name;
+    const auto& n1 = std::get<NamedInts>(b.arg()).name;
+    if (n0 != n1) return n0 < n1 ? -1 : 1;
+  }
+  if (a.op() == Ops::CONST) {
+    double v0 = as_double(value_of(a)), v1 = as_double(value_of(b));
+    if (v0 != v1) return v0 < v1 ? -1 : 1;
+  }
+  if (depth > 0 && a.nsrc() == b.nsrc()) {
+    for (size_t i = 0; i < a.nsrc(); ++i)
+      if (int c = compare(a.src(i), b.src(i), depth - 1)) return c;
+  }
+  Key128 ka = a.key(), kb = b.key();
+  return ka == kb ? 0 : (ka < kb ? -1 : 1);
+}
+
+UOp fold_by_bounds(const Match& m) {
+  const UOp& u = m[r0];
+  DType d = u.dtype();
+  if (d.count() != 1 || !(d.is_int() || d.is_bool()) || d.scalar() == Scalar::uint64) return {};
+  auto [lo, hi] = bounds(u);
+  if (lo != hi) return {};
+  return d.is_bool() ? UOp::cbool(lo != 0) : UOp::cint(d, lo);
+}
+
+UOp canonical_swap(const Match& m) {
+  const UOp& u = m[r0];
+  if (!(u.dtype().is_int() || u.dtype().is_bool()) && !u.src(0).is_const()) return {};
+  return canonical_after(u.src(0), u.src(1)) ? u.replace_src({u.src(1), u.src(0)}) : UOp{};
+}
+
+bool int_scalar(const UOp& u) { return u.dtype().is_int() && u.dtype().count() == 1 && u.dtype().scalar() != Scalar::uint64; }
+
+// ---------------------------------------------------------------------------------------------
+// sums as terms: x = sum(atom_i * k_i) + offset
+
+struct Term {
+  const UOp* atom;  // a node inside the matched expression (kept alive by it)
+  int64_t k;
+};
+
+// A sum's terms, in a fixed array: these folds run on every integer ADD, so no allocation.
+constexpr size_t kMaxTerms = 32;
+struct Terms {
+  Term t[kMaxTerms];
+  size_t n = 0;
+  void push(Term x) { t[n++] = x; }
+  const Term* begin() const { return t; }
+  const Term* end() const { return t + n; }
+  Term* begin() { return t; }
+  Term* end() { return t + n; }
+  bool empty() const { return n == 0; }
+};
+
+// Flattens an ADD tree into terms; false when it has more than kMaxTerms terms (long chains are
+// left alone so folding stays linear in the graph size).
+bool split_sum(const UOp& u, Terms& out, int64_t& offset) {
+  const UOp* todo[kMaxTerms + 2];
+  size_t top = 0;
+  todo[top++] = &u;
+  while (top) {
+    if (out.n + top > kMaxTerms) return false;
+    const UOp& t = *todo[--top];
+    if (t.op() == Ops::ADD) {
+      todo[top++] = &t.src(1);
+      todo[top++] = &t.src(0);
+    } else if (t.is_const()) {
+      offset += as_int(value_of(t));
+    } else if (t.op() == Ops::MUL && t.src(1).is_const()) {
+      out.push({&t.src(0), as_int(value_of(t.src(1)))});
+    } else {
+      out.push({&t, 1});
+    }
+  }
+  return true;
+}
+
+UOp build_sum(DType d, const Terms& terms, int64_t offset) {
+  UOp acc;
+  for (const Term& t : terms) {
+    UOp v = t.k == 1 ? *t.atom : *t.atom * t.k;
+    acc = acc ? acc + v : v;
+  }
+  if (!acc) return UOp::cint(d, offset);
+  return offset ? acc + offset : acc;
+}
+
+int64_t mathmod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
+
+// Expression-tree size (each use of a shared node counts), or -1 when the DAG has more than
+// kSizeWalk nodes: folds that might grow an expression compare sizes first, on small graphs only.
+constexpr size_t kSizeWalk = 256;
+int64_t tree_size(const UOp& root) {
+  std::vector<std::pair<const UOpNode*, int64_t>> memo;  // tiny graphs: linear lookup is fine
+  auto find = [&](const UOpNode* n) -> int64_t* {
+    for (auto& [k, v] : memo)
+      if (k == n) return &v;
+    return nullptr;
+  };
+  std::vector<std::pair<const UOpNode*, bool>> stack{{root.node(), false}};
+  while (!stack.empty()) {
+    auto [n, expanded] = stack.back();
+    stack.pop_back();
+    if (find(n)) continue;
+    if (!expanded) {
+      stack.push_back({n, true});
+      for (uint32_t i = 0; i < n->nsrc; ++i)
+        if (!find(n->srcs()[i].node())) stack.push_back({n->srcs()[i].node(), false});
+      continue;
+    }
+    int64_t size = 1;
+    for (uint32_t i = 0; i < n->nsrc; ++i) size += *find(n->srcs()[i].node());
+    memo.push_back({n, size});
+    if (memo.size() > kSizeWalk) return -1;
+  }
+  return *find(root.node());
+}
+
+// `candidate` unless it is a larger expression than `original` (or too big to tell).
+UOp if_not_larger(const UOp& candidate, const UOp& original) {
+  int64_t a = tree_size(candidate), b = tree_size(original);
+  return a >= 0 && b >= 0 && a <= b ? candidate : UOp{};
+}
+
+// (sum of terms) // c and % c for c > 0 and a non-negative numerator.
+UOp fold_divmod(const Match& m) {
+  const UOp& u = m[r0];
+  const UOp& num = m[x];
+  int64_t c = m.i(c0);
+  if (c <= 0 || !int_scalar(u)) return {};
+  bool is_div = u.op() == Ops::IDIV;
+  auto [lo, hi] = bounds(num);
+  if (lo < 0) return {};
+  if (hi < c) return is_div ? u.const_like(0) : num;
+  if (lo / c == hi / c) return is_div ? u.const_like(lo / c) : num - (lo / c) * c;
+  Terms terms;
+  int64_t offset = 0;
+  if (!split_sum(num, terms, offset)) return {};
+  // gcd of every factor with the divisor
+  int64_t g = c;
+  for (const Term& t : terms) g = std::gcd(g, t.k);
+  g = std::gcd(g, offset);
+  if (g > 1) {
+    for (Term& t : terms) t.k /= g;
+    UOp reduced = build_sum(u.dtype(), terms, offset / g);
+    return if_not_larger(is_div ? reduced.idiv(c / g) : reduced.mod(c / g) * g, u);
+  }
+  // split into multiples of c (leave the division) and the rest
+  Terms quot, rest;
+  for (const Term& t : terms) (t.k % c == 0 ? quot : rest).push(t.k % c == 0 ? Term{t.atom, t.k / c} : t);
+  int64_t q_off = floordiv(offset, c), r_off = mathmod(offset, c);
+  if (quot.empty() && q_off == 0) return {};
+  UOp r = build_sum(u.dtype(), rest, r_off);
+  auto [rlo, rhi] = bounds(r);
+  if (rlo < 0) return {};
+  if (is_div) {
+    UOp q = build_sum(u.dtype(), quot, q_off);
+    return if_not_larger(rhi < c ? q : q + r.idiv(c), u);
+  }
+  return if_not_larger(rhi < c ? r : r.mod(c), u);
+}
+
+// sum(..., (x%c)*k, ..., (x//c)*(c*k), ...) -> sum(..., x*k, ...)   (C semantics: always exact)
+UOp fold_divmod_recombine(const Match& m) {
+  const UOp& u = m[r0];
+  if (!int_scalar(u)) return {};
+  Terms terms;
+  int64_t offset = 0;
+  if (!split_sum(u, terms, offset)) return {};
+  for (size_t i = 0; i < terms.n; ++i) {
+    const Term& mt = terms.t[i];
+    const UOp& mod = *mt.atom;
+    if (mod.op() != Ops::MOD || !mod.src(1).is_const()) continue;
+    int64_t c = as_int(value_of(mod.src(1)));
+    for (size_t j = 0; j < terms.n; ++j) {
+      const Term& dt = terms.t[j];
+      const UOp& div = *dt.atom;
+      if (i == j || div.op() != Ops::IDIV || !(div.src(0) == mod.src(0)) || !(div.src(1) == mod.src(1))) continue;
+      if (dt.k != c * mt.k) continue;
+      Terms out;
+      for (size_t k = 0; k < terms.n; ++k)
+        if (k != i && k != j) out.push(terms.t[k]);
+      out.push({&mod.src(0), mt.k});
+      return build_sum(u.dtype(), out, offset);
+    }
+  }
+  return {};
+}
+
+// x*c0 < c1 -> x < ceil(c1/c0) for c0 > 0;  x*c0 < c1 -> floor(-c1/-c0) < x ... for c0 < 0
+UOp fold_mul_lt(const Match& m) {
+  int64_t k = m.i(c0), c = m.i(c1);
+  const UOp& v = m[x];
+  if (!int_scalar(v) || k == 0) return {};
+  if (k > 0) return v.lt(v.const_like(floordiv(c + k - 1, k)));
+  // k*v < c  <=>  v > c/k (k < 0)  <=>  v > floor((c)/k) when ... use: v*(-k) > -c  <=>  v > floor(-c/-k)
+  int64_t nk = -k;
+  return v.const_like(floordiv(-c, nk)).lt(v);
+}
+
+// sum(a_i * k_i) + rest < c with gcd d of the k_i and c, 0 <= rest < d  ->  sum(a_i*k_i/d) < c/d
+UOp fold_lt_gcd(const Match& m) {
+  const UOp& s = m[x];
+  int64_t c = m.i(c0);
+  if (!int_scalar(s)) return {};
+  Terms terms;
+  int64_t offset = 0;
+  if (!split_sum(s, terms, offset)) return {};
+  if (offset != 0) return {};
+  Terms scaled, unit;
+  for (const Term& t : terms) (t.k == 1 ? unit : scaled).push(t);
+  if (scaled.empty()) return {};
+  int64_t d = c;
+  for (const Term& t : scaled) d = std::gcd(d, t.k);
+  if (d <= 1) return {};
+  UOp rest = build_sum(s.dtype(), unit, 0);
+  auto [lo, hi] = bounds(rest);
+  if (!unit.empty() && (lo < 0 || hi >= d)) return {};
+  for (Term& t : scaled) t.k /= d;
+  UOp lhs = build_sum(s.dtype(), scaled, 0);
+  return lhs.lt(lhs.const_like(floordiv(c, d) + (mathmod(c, d) != 0)));
+}
+
+bool max_left_dominates(const Match& m) { return int_scalar(m[x]) && vmin(m[x]) >= vmax(m[y]); }
+bool positive_pair(const Match& m) { return m.i(c0) > 0 && m.i(c1) > 0; }
+bool c0_multiple_of_c1(const Match& m) { return m.i(c1) != 0 && m.i(c0) % m.i(c1) == 0; }
+bool both_ints(const Match& m) { return int_scalar(m[x]); }
+
+const OpMask kFoldable = groups::ALU | OpMask{Ops::CAST};
+
+}  // namespace
+
+bool canonical_after(const UOp& a, const UOp& b) {
+  if (b.is_const()) return false;
+  if (a.is_const()) return true;
+  return compare(a, b, 3) > 0;
+}
+
+const PatternMatcher& symbolic_simple() {
+  static const PatternMatcher pm{
+      // ** constant folding **
+      rule(UPat::repeat(groups::ALU, UPat::any_const()).named(r0), fold_const_alu),
+      rule(UPat::ops({Ops::CAST, Ops::BITCAST}, {c0}).named(r0), fold_const_cast),
+      // ** self folding **
+      rule(x + 0, x),
+      rule(x * 1, x),
+      rule(x / 1, x),
+      rule(x / x, 1),
+      rule(x ^ 0, x),
+      rule(x | 0, x),
+      rule(x << 0, x),
+      rule(x >> 0, x),
+      rule((x ^ y) ^ y, x),
+      rule((x % y).named(r0) % y, r0),
+      rule(UPat::ops(groups::Idempotent, {x, x}), x),
+      rule((x & 1).dtype(dts::boolean), x),
+      rule((x | 1).dtype(dts::boolean), 1),
+      rule(UPat(x).dtype(dts::boolean) != 0, x),
+      rule(UPat(x).logical_not().logical_not(), x),
+      rule(UPat(x).where(UPat::cbool(true), UPat::cbool(false)), x),
+      rule(UPat(x).where(UPat::cbool(false), UPat::cbool(true)), UPat(x) != UPat::cbool(true)),
+      // ** zero folding **
+      rule(x < x, 0),
+      rule(x % x, 0),
+      rule(x % 1, 0),
+      rule(x ^ x, 0),
+      rule(x & 0, 0),
+      rule((x * 0).dtype(dts::ints | dts::boolean), 0),
+      rule(UPat(x).dtype(dts::ints | dts::boolean) != x, 0),
+      rule(UPat(x).dtype(dts::ints | dts::boolean).eq(x), 1),
+      // ** bool arithmetic is logic **
+      rule((x * y).dtype(dts::boolean), UPat(x) & UPat(y)),
+      rule((x + y).dtype(dts::boolean), UPat(x) | UPat(y)),
+      rule(UPat(x).maximum(y).dtype(dts::boolean), UPat(x) | UPat(y)),
+      // ** where **
+      rule(UPat(y).where(x, x), x),
+      rule(UPat(c0).where(x, y), fold_const_where),
+      rule(UPat(x).logical_not().where(y, z), UPat(x).where(z, y)),
+      rule(UPat(a).where(UPat(b).where(x, y), y), (UPat(a) & UPat(b)).where(x, y)),
+      rule(UPat(a).where(x, UPat(b).where(x, y)), (UPat(a) | UPat(b)).where(x, y)),
+      // ** casts **
+      rule(UPat::ops({Ops::CAST, Ops::BITCAST}, {x}).named(r0), fold_noop_cast),
+      rule(UPat::op(Ops::CAST, {UPat::op(Ops::CAST, {x}).named(r1)}).named(r0), fold_double_cast),
+      rule(UPat::op(Ops::CAST, {x}).named(r0), cast_to_bool),
+  };
+  return pm;
+}
+
+const PatternMatcher& symbolic() {
+  static const PatternMatcher pm = symbolic_simple() + PatternMatcher{
+      // ** integer normal form: no NEG or SUB, negation is *-1 **
+      rule(UPat::op(Ops::NEG, {x}).dtype(dts::ints), x * -1),
+      rule((x - y).dtype(dts::ints), x + y * -1),
+      // ** bounds: a value with one possible result is that constant **
+      rule(UPat::ops(kFoldable).allow_any_len().named(r0), fold_by_bounds),
+      rule(UPat(x).maximum(y), x, max_left_dominates),
+      // ** canonical order: constants right, then structural **
+      rule(UPat::ops(groups::Commutative, {y, z}).named(r0), canonical_swap),
+      // ** reassociate constants **
+      rule(((x + c0) + c1).dtype(dts::ints), x + (UPat(c0) + UPat(c1))),
+      rule(((x * c0) * c1).dtype(dts::ints), x * (UPat(c0) * UPat(c1))),
+      rule(((x + c0) + y).dtype(dts::ints), (UPat(x) + UPat(y)) + c0),
+      rule((x + c1) * c0, x * c0 + UPat(c0) * UPat(c1), both_ints),
+      // ** like terms **
+      rule((x * c0 + x * c1).dtype(dts::ints), x * (UPat(c0) + UPat(c1))),
+      rule(((y + x * c0) + x * c1).dtype(dts::ints), y + x * (UPat(c0) + UPat(c1))),
+      rule((x + x * c0).dtype(dts::ints), x * (UPat(c0) + 1)),
+      rule(((y + x) + x * c0).dtype(dts::ints), y + x * (UPat(c0) + 1)),
+      rule(((y + x * c0) + x).dtype(dts::ints), y + x * (UPat(c0) + 1)),
+      // ** division and modulo **
+      rule((x / c0) / c1, x / (UPat(c0) * UPat(c1)), positive_pair),
+      rule((x % c0) % c1, x % c1, c0_multiple_of_c1),
+      rule((x * c0) % c1, 0, c0_multiple_of_c1),
+      rule((x * c0) / c1, x * (UPat(c0) / UPat(c1)), c0_multiple_of_c1),
+      rule(UPat::ops({Ops::IDIV, Ops::MOD}, {x, c0}).named(r0), fold_divmod),
+      rule(UPat::op(Ops::ADD, {y, z}).named(r0), fold_divmod_recombine),
+      // ** comparisons **
+      rule((x + c0) < c1, x < (UPat(c1) - UPat(c0)), both_ints),
+      rule((x * c0) < c1, fold_mul_lt),
+      rule(UPat::op(Ops::ADD, {y, z}).named(x) < c0, fold_lt_gcd),
+  };
+  return pm;
+}
+
+UOp simplify(const UOp& u) { return graph_rewrite(u, symbolic(), nullptr, "simplify"); }
+
+}  // namespace kiln

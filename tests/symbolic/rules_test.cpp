@@ -1,0 +1,119 @@
+// tests/symbolic/rules_test.cpp - one expectation per rule family: input -> simplified text.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ir/print.hpp"
+#include "symbolic/symbolic.hpp"
+
+using namespace kiln;
+
+namespace {
+UOp x() { return UOp::variable("x", 0, 100); }
+UOp y() { return UOp::variable("y", 0, 3); }
+UOp z() { return UOp::variable("z", -10, 10); }
+UOp c(int64_t v) { return UOp::cint(dtypes::index, v); }
+std::string s(const UOp& u) { return render_expr(simplify(u)); }
+}  // namespace
+
+TEST(Symbolic, ConstantFolding) {
+  EXPECT_EQ(s(c(3) + c(4) * c(5)), "23");
+  EXPECT_EQ(s(c(-7).idiv(2)), "-3");
+  EXPECT_EQ(s(c(-7).mod(2)), "-1");
+  EXPECT_EQ(s(c(7).lt(c(3))), "False");
+  UOp f = UOp::cfloat(dtypes::float32, 2.0);
+  EXPECT_EQ(simplify(UOp::alu(Ops::SQRT, {f}) * f), UOp::cfloat(dtypes::float32, std::sqrt(2.0f) * 2.0f));
+  EXPECT_EQ(simplify(UOp::cint(dtypes::int32, 300).cast(dtypes::uint8)), UOp::cint(dtypes::uint8, 44));
+  // undefined operations are left alone, never folded to garbage
+  UOp div0 = c(1).idiv(c(0));
+  EXPECT_EQ(simplify(div0).op(), Ops::IDIV);
+}
+
+TEST(Symbolic, Identities) {
+  EXPECT_EQ(s(x() + 0), "x");
+  EXPECT_EQ(s(x() * 1), "x");
+  EXPECT_EQ(s(x().idiv(1)), "x");
+  EXPECT_EQ(s(x() * 0), "0");
+  EXPECT_EQ(s(x().mod(1)), "0");
+  EXPECT_EQ(s(x().idiv(x())), "1");
+  EXPECT_EQ(s(x().maximum(x())), "x");
+  EXPECT_EQ(s(x().lt(x())), "False");
+  EXPECT_EQ(s(x() - x()), "0");
+  // floats keep IEEE semantics: x*0 is not 0 (x may be inf or NaN)
+  UOp f = UOp::variable("f", 0, 1).cast(dtypes::float32);
+  EXPECT_EQ(simplify(f * UOp::cfloat(dtypes::float32, 0.0)).op(), Ops::MUL);
+  EXPECT_EQ(simplify(f + UOp::cfloat(dtypes::float32, 0.0)), f);
+}
+
+TEST(Symbolic, CanonicalOrderAndReassociation) {
+  EXPECT_EQ(s(c(3) + x()), "(x+3)");
+  EXPECT_EQ(s((x() + 3) + 4), "(x+7)");
+  EXPECT_EQ(s((x() + 3) + y()), "((x+y)+3)");
+  EXPECT_EQ(s(y() + x()), "(x+y)");
+  EXPECT_EQ(s((x() * 2) * 3), "(x*6)");
+  EXPECT_EQ(s((x() + 2) * 3), "((x*3)+6)");
+  EXPECT_EQ(s(UOp::range(4, 1) + UOp::range(4, 0)), "(r0+r1)");
+}
+
+TEST(Symbolic, LikeTerms) {
+  EXPECT_EQ(s(x() * 2 + x() * 3), "(x*5)");
+  EXPECT_EQ(s(x() + x() * 3), "(x*4)");
+  EXPECT_EQ(s((y() + x()) + x() * 3), "(y+(x*4))");
+  EXPECT_EQ(s(x() * 3 - x() * 3), "0");
+}
+
+TEST(Symbolic, DivModFromBounds) {
+  EXPECT_EQ(s((x() * 4 + y()).idiv(4)), "x");
+  EXPECT_EQ(s((x() * 4 + y()).mod(4)), "y");
+  EXPECT_EQ(s(y().idiv(4)), "0");
+  EXPECT_EQ(s(y().mod(4)), "y");
+  EXPECT_EQ(s((x() * 8 + y() * 2 + 1).idiv(2)), "(y+(x*4))");
+  EXPECT_EQ(s((x() * 6 + 4).idiv(2)), "((x*3)+2)") << "gcd";
+  EXPECT_EQ(s((x() * 4 + 7).idiv(4)), "(x+1)") << "constant split";
+  EXPECT_EQ(s((x() * 4 + 7).mod(4)), "3");
+  EXPECT_EQ(s(x().idiv(2).idiv(3)), "(x//6)");
+  EXPECT_EQ(s(x().mod(8).mod(4)), "(x%4)");
+  EXPECT_EQ(s((x() * 8).mod(4)), "0");
+  EXPECT_EQ(s((x() * 8).idiv(4)), "(x*2)");
+  // C semantics: a possibly negative numerator is not split
+  EXPECT_EQ(s((z() * 4 + y()).idiv(4)), "((y+(z*4))//4)");
+}
+
+TEST(Symbolic, DivModRecombine) {
+  EXPECT_EQ(s(x().mod(4) + x().idiv(4) * 4), "x");
+  EXPECT_EQ(s(z().mod(4) + z().idiv(4) * 4), "z") << "holds for negative values with C semantics";
+  EXPECT_EQ(s(y() + x().mod(4) * 3 + x().idiv(4) * 12), "(y+(x*3))");
+}
+
+TEST(Symbolic, ComparisonsFromBounds) {
+  EXPECT_EQ(s(x().lt(c(101))), "True");
+  EXPECT_EQ(s(x().lt(c(0))), "False");
+  EXPECT_EQ(s(y().lt(c(2))), "(y<2)");
+  EXPECT_EQ(s((x() + 3).lt(c(10))), "(x<7)");
+  EXPECT_EQ(s((x() * 4).lt(c(10))), "(x<3)");
+  EXPECT_EQ(s((x() * 4 + y()).lt(c(8))), "(x<2)") << "gcd with a small remainder";
+  EXPECT_EQ(s(x().ne(c(200))), "True");
+  EXPECT_EQ(s(x().eq(c(-1))), "False");
+}
+
+TEST(Symbolic, WhereAndMaxFromBounds) {
+  EXPECT_EQ(s(x().lt(c(1000)).where(x(), y())), "x");
+  EXPECT_EQ(s(x().maximum(c(0))), "x");
+  EXPECT_EQ(s(c(-5).maximum(y())), "y");
+  UOp b = y().lt(c(2));
+  EXPECT_EQ(s(b.where(x(), x())), "x");
+  EXPECT_EQ(s(b.logical_not().where(x(), y())), "((y<2)?y:x)");
+}
+
+TEST(Symbolic, RangeOfOneIsZero) {
+  UOp r = UOp::range(1, 0);
+  EXPECT_EQ(s(r * 7 + x()), "x");
+}
+
+TEST(Symbolic, BooleanAlgebra) {
+  UOp b = y().lt(c(2));
+  EXPECT_EQ(simplify(b & UOp::cbool(true)), simplify(b));
+  EXPECT_EQ(s(b & UOp::cbool(false)), "False");
+  EXPECT_EQ(s(b | UOp::cbool(true)), "True");
+  EXPECT_EQ(s(b.logical_not().logical_not()), "(y<2)");
+}
