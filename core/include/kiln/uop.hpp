@@ -252,6 +252,12 @@ inline void UOp::retain() const {
 // Number of live interned nodes (for tests and leak checks).
 size_t intern_table_size();
 
+// Registers a function called when a node of `op` is destroyed (after it left the intern table,
+// before its memory is freed). Owners of side data keyed by node id (buffer storage for BUFFER)
+// release it here. The hook must not create or destroy UOps. One hook per op; set once at start-up.
+using DestroyHook = void (*)(const UOpNode* node);
+void set_destroy_hook(Ops op, DestroyHook hook);
+
 struct UOpHash {
   size_t operator()(const UOp& u) const { return u.node() ? u.hash() : 0; }
 };

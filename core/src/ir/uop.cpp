@@ -184,12 +184,15 @@ bool same(const UOpNode* n, Ops op, DType dtype, std::span<const UOp> src, const
   return n->arg == arg;
 }
 
+std::atomic<DestroyHook> g_hooks[kNumOps];
+
 void destroy(UOpNode* n) {
   Shard& sh = g_shards[n->hash & (kShards - 1)];
   {
     std::lock_guard<std::mutex> lock(sh.mu);
     sh.erase(n);
   }
+  if (DestroyHook hook = g_hooks[static_cast<int>(n->op)].load(std::memory_order_acquire)) hook(n);
   UOp* s = n->srcs();
   for (uint32_t i = 0; i < n->nsrc; ++i) s[i].~UOp();
   n->~UOpNode();
@@ -270,6 +273,8 @@ UOp UOp::make(Ops op, DType dtype, std::span<const UOp> src, Arg arg, int32_t ta
   ++sh.count;
   return UOp(n);
 }
+
+void set_destroy_hook(Ops op, DestroyHook hook) { g_hooks[static_cast<int>(op)].store(hook, std::memory_order_release); }
 
 size_t intern_table_size() {
   size_t total = 0;

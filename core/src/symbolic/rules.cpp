@@ -230,9 +230,15 @@ UOp fold_divmod(const Match& m) {
     UOp reduced = build_sum(u.dtype(), terms, offset / g);
     return if_not_larger(is_div ? reduced.idiv(c / g) : reduced.mod(c / g) * g, u);
   }
-  // split into multiples of c (leave the division) and the rest
+  // split every coefficient k into c*(k div c) (leaves the division) and k mod c (stays): exact
+  // when the part that stays is non-negative, so only non-negative atoms are split
   Terms quot, rest;
-  for (const Term& t : terms) (t.k % c == 0 ? quot : rest).push(t.k % c == 0 ? Term{t.atom, t.k / c} : t);
+  for (const Term& t : terms) {
+    int64_t q = floordiv(t.k, c), r = mathmod(t.k, c);
+    if (r == 0) quot.push({t.atom, q});
+    else if (q != 0 && vmin(*t.atom) >= 0) quot.push({t.atom, q}), rest.push({t.atom, r});
+    else rest.push(t);
+  }
   int64_t q_off = floordiv(offset, c), r_off = mathmod(offset, c);
   if (quot.empty() && q_off == 0) return {};
   UOp r = build_sum(u.dtype(), rest, r_off);

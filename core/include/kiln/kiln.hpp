@@ -1,0 +1,5 @@
+// kiln/kiln.hpp - the umbrella header: everything a kiln user program needs.
+#pragma once
+#include "kiln/dtype.hpp"
+#include "kiln/error.hpp"
+#include "kiln/tensor.hpp"

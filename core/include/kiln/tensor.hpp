@@ -1,0 +1,206 @@
+// kiln/tensor.hpp - the lazy Tensor API.
+//
+// A Tensor is a handle to a node of a lazy graph: operations only build graph nodes; realize()
+// (or to_vector/item) schedules the graph into fused kernels and runs them on the tensor's device.
+// Copies of a Tensor share their state: realizing one realizes all copies. Semantics follow numpy
+// (broadcasting, matmul, take_along_axis, bool results of comparisons); misuse throws kiln::Error
+// naming the operation, the shapes and what was expected.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kiln/dtype.hpp"
+#include "kiln/error.hpp"
+#include "kiln/uop.hpp"
+
+namespace kiln {
+
+using Shape = std::vector<int64_t>;
+using Pads = std::vector<std::pair<int64_t, int64_t>>;
+
+std::string default_device();      // resolved as in DESIGN.md section 8, e.g. "cpu:0"
+std::vector<std::string> devices(); // every usable device
+void manual_seed(uint64_t seed);    // seeds rand/randn and resets their counter
+
+// A symbolic integer (a dimension that varies between calls, e.g. a batch size).
+class Variable {
+ public:
+  Variable(const std::string& name, int64_t min, int64_t max);
+  // This variable with a value; throws kiln::Error when value is outside [min, max].
+  class BoundVariable bind(int64_t value) const;
+  const UOp& uop() const { return var_; }
+
+ private:
+  UOp var_;
+};
+
+class BoundVariable {
+ public:
+  int64_t value() const;
+  const UOp& uop() const { return bind_; }  // BIND(DEFINE_VAR, CONST)
+
+ private:
+  friend class Variable;
+  explicit BoundVariable(UOp bind) : bind_(std::move(bind)) {}
+  UOp bind_;
+};
+
+
+// One step of a schedule: a kernel launch or a copy.
+struct ExecItem {
+  bool is_copy = false;
+  std::string name;                 // kernel name ("E_4096_1024", "r_256_65536") or "copy N bytes"
+  std::string device;               // where it runs
+  UOp ast;                          // the kernel AST (SINK of END(STORE)) or the COPY node
+  std::vector<UOp> buffers;         // BUFFER nodes, in parameter order (output first)
+  std::vector<std::pair<std::string, int64_t>> var_vals;  // variable values for this launch
+};
+
+namespace detail {
+struct TensorState;
+}
+
+class Tensor {
+ public:
+  // creation; device "" means the default device
+  static Tensor empty(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  static Tensor zeros(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  static Tensor ones(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  static Tensor full(const Shape&, double value, DType = dtypes::float32, const std::string& device = "");
+  static Tensor arange(double start, double stop, double step = 1, DType = dtypes::float32,
+                       const std::string& device = "");
+  static Tensor rand(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  static Tensor randn(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  template <typename T>  // T: bool, int8..int64, uint8..uint64, float, double
+  static Tensor from_vector(const std::vector<T>& data, const Shape&, const std::string& device = "");
+
+  // movement: views, nothing is copied until realized
+  Tensor reshape(const Shape&) const;  // one -1 allowed
+  Tensor permute(const std::vector<int>& order) const;
+  Tensor expand(const Shape&) const;   // -1 keeps a dimension
+  Tensor pad(const Pads& before_after, double value = 0.0) const;
+  Tensor shrink(const Pads& start_end) const;
+  Tensor shrink(int axis, const BoundVariable& end) const;  // [0, end) along axis: a symbolic dimension
+  Tensor flip(const std::vector<int>& axes) const;
+  Tensor transpose(int a = -2, int b = -1) const;
+  Tensor flatten(int start = 0, int end = -1) const;
+  Tensor squeeze(int axis) const;
+  Tensor unsqueeze(int axis) const;
+
+  // elementwise; numpy broadcasting and dtype promotion
+  Tensor operator+(const Tensor&) const;
+  Tensor operator-(const Tensor&) const;
+  Tensor operator*(const Tensor&) const;
+  Tensor operator/(const Tensor&) const;  // true division (integers divide as float32)
+  Tensor operator-() const;
+  Tensor exp() const; Tensor log() const; Tensor exp2() const; Tensor log2() const;
+  Tensor sqrt() const; Tensor rsqrt() const; Tensor sin() const; Tensor cos() const;
+  Tensor tan() const; Tensor abs() const; Tensor sign() const; Tensor reciprocal() const;
+  Tensor relu() const; Tensor sigmoid() const; Tensor tanh() const; Tensor gelu() const;
+  Tensor silu() const;
+  Tensor maximum(const Tensor&) const; Tensor minimum(const Tensor&) const;
+  Tensor pow(const Tensor&) const; Tensor pow(double) const;
+  static Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+  Tensor lt(const Tensor&) const; Tensor gt(const Tensor&) const; Tensor le(const Tensor&) const;
+  Tensor ge(const Tensor&) const; Tensor eq(const Tensor&) const; Tensor ne(const Tensor&) const;
+  Tensor cast(DType) const;
+  // integer division truncating toward zero and the matching remainder (C semantics; integers only)
+  Tensor idiv(const Tensor&) const;
+  Tensor mod(const Tensor&) const;
+  Tensor logical_not() const;  // for bool tensors
+
+  // reductions; empty axes = all; negative axes count from the end
+  Tensor sum(const std::vector<int>& axes = {}, bool keepdim = false) const;
+  Tensor max(const std::vector<int>& axes = {}, bool keepdim = false) const;
+  Tensor min(const std::vector<int>& axes = {}, bool keepdim = false) const;
+  Tensor mean(const std::vector<int>& axes = {}, bool keepdim = false) const;
+  Tensor var(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor std(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
+  Tensor prod(const std::vector<int>& axes = {}, bool keepdim = false) const;
+  Tensor argmax(int axis, bool keepdim = false) const;  // int32 result
+  Tensor softmax(int axis = -1) const;
+  Tensor log_softmax(int axis = -1) const;
+
+  // linear algebra and nn (NCHW; weight OIHW)
+  Tensor matmul(const Tensor&) const;  // numpy matmul semantics, batched broadcast
+  Tensor dot(const Tensor&) const;
+  Tensor linear(const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt) const;  // x @ weight.T + bias
+  Tensor conv2d(const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt, int stride = 1, int padding = 0,
+                int dilation = 1, int groups = 1) const;
+  Tensor max_pool2d(int kernel = 2, int stride = 0, int padding = 0) const;  // stride 0 = kernel
+  Tensor avg_pool2d(int kernel = 2, int stride = 0, int padding = 0) const;
+  static Tensor cat(const std::vector<Tensor>&, int axis = 0);
+  static Tensor stack(const std::vector<Tensor>&, int axis = 0);
+  Tensor gather(int axis, const Tensor& index) const;  // numpy take_along_axis
+
+  // execution
+  std::vector<ExecItem> schedule() const;  // what realize() would run, without running it
+  static std::vector<ExecItem> schedule_all(const std::vector<Tensor>& outputs);  // one schedule for all
+  Tensor& realize();
+  static void realize_all(std::vector<Tensor>& tensors);
+  Tensor contiguous() const;
+  Tensor to(const std::string& device) const;
+  // Writes value (broadcast and cast to this tensor's shape and dtype) into this tensor's buffer
+  // when realized; readers scheduled before see the old contents.
+  Tensor& assign(const Tensor& value);
+  template <typename T>
+  std::vector<T> to_vector() const;  // realizes, copies to host
+  template <typename T>
+  T item() const;  // for one-element tensors
+  const Shape& shape() const;
+  DType dtype() const;
+  const std::string& device() const;
+  int64_t numel() const;
+  int ndim() const { return static_cast<int>(shape().size()); }
+
+  // The graph node behind this tensor (for tools and tests), and the shared state (library use).
+  const UOp& uop() const;
+  explicit Tensor(std::shared_ptr<detail::TensorState> state) : s_(std::move(state)) {}
+  const std::shared_ptr<detail::TensorState>& state() const { return s_; }
+
+ private:
+  std::shared_ptr<detail::TensorState> s_;
+};
+
+// bitwise (integers) or logical (bool) operations, broadcasting
+Tensor operator&(const Tensor&, const Tensor&);
+Tensor operator|(const Tensor&, const Tensor&);
+Tensor operator^(const Tensor&, const Tensor&);
+
+Tensor operator+(double, const Tensor&);
+Tensor operator-(double, const Tensor&);
+Tensor operator*(double, const Tensor&);
+Tensor operator/(double, const Tensor&);
+Tensor operator+(const Tensor&, double);
+Tensor operator-(const Tensor&, double);
+Tensor operator*(const Tensor&, double);
+Tensor operator/(const Tensor&, double);
+
+// Integer scalars keep an integer tensor's dtype (a double scalar makes it float32, as in numpy's
+// "weak" Python scalars): t + 1 stays int32 for an int32 t, t + 1.0 is float32.
+Tensor scalar_like(const Tensor& like, int64_t value);
+template <typename I>
+  requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Tensor operator+(const Tensor& t, I v) { return t + scalar_like(t, static_cast<int64_t>(v)); }
+template <typename I>
+  requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Tensor operator-(const Tensor& t, I v) { return t - scalar_like(t, static_cast<int64_t>(v)); }
+template <typename I>
+  requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Tensor operator*(const Tensor& t, I v) { return t * scalar_like(t, static_cast<int64_t>(v)); }
+template <typename I>
+  requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Tensor operator+(I v, const Tensor& t) { return scalar_like(t, static_cast<int64_t>(v)) + t; }
+template <typename I>
+  requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Tensor operator-(I v, const Tensor& t) { return scalar_like(t, static_cast<int64_t>(v)) - t; }
+template <typename I>
+  requires std::is_integral_v<I> && (!std::is_same_v<I, bool>)
+Tensor operator*(I v, const Tensor& t) { return scalar_like(t, static_cast<int64_t>(v)) * t; }
+
+}  // namespace kiln

@@ -1,0 +1,219 @@
+// runtime/buffer.cpp - the BUFFER -> Storage table, lazy allocation and the allocation cache.
+#include "runtime/buffer.hpp"
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/device_alloc.hpp"
+#include "support/check.hpp"
+
+namespace kiln::runtime {
+
+namespace {
+
+std::atomic<int64_t> g_next_unique{1};
+
+// unique id -> storage; entries leave when their BUFFER node dies
+struct Table {
+  std::mutex mu;
+  std::unordered_map<int64_t, std::shared_ptr<Storage>> map;
+};
+Table& table() {
+  static Table* t = new Table;  // never destroyed: BUFFER nodes may die during static destruction
+  return *t;
+}
+
+void on_buffer_destroyed(const UOpNode* n) {
+  const auto* ints = std::get_if<std::vector<int64_t>>(&n->arg);
+  if (!ints || ints->empty()) return;
+  std::shared_ptr<Storage> dead;  // released outside the lock
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.map.find((*ints)[0]);
+  if (it == t.map.end()) return;
+  dead = std::move(it->second);
+  t.map.erase(it);
+}
+
+struct HookInstaller {
+  HookInstaller() { set_destroy_hook(Ops::BUFFER, on_buffer_destroyed); }
+} g_hook_installer;
+
+// ---- host allocation cache: freed blocks kept by exact size, reused LRU-first ----
+struct DeviceAccount {
+  MemoryStats stats;
+  std::multimap<uint64_t, void*> free_host;  // bytes -> block
+};
+struct Accounts {
+  std::mutex mu;
+  std::map<std::string, DeviceAccount> by_device;
+};
+Accounts& accounts() {
+  static Accounts* a = new Accounts;
+  return *a;
+}
+
+constexpr uint64_t kHugeThreshold = 2u << 20;
+constexpr uint64_t kCacheLimit = uint64_t{2} << 30;  // bytes of free blocks kept per device
+
+void* host_alloc(const std::string& device, uint64_t bytes) {
+  uint64_t size = bytes ? (bytes + 63) & ~uint64_t{63} : 64;
+  {
+    std::lock_guard<std::mutex> lock(accounts().mu);
+    DeviceAccount& acc = accounts().by_device[device];
+    auto it = acc.free_host.find(size);
+    if (it != acc.free_host.end()) {
+      void* p = it->second;
+      acc.free_host.erase(it);
+      acc.stats.cached_bytes -= size;
+      ++acc.stats.cache_hits;
+      return p;
+    }
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, size >= kHugeThreshold ? (2u << 20) : 64, size) != 0 || !p)
+    fail(ErrorCode::resource_exhausted, "out of host memory allocating ", bytes, " bytes for device ", device);
+  // big buffers: huge pages make first-touch page faults ~10x cheaper
+  if (size >= kHugeThreshold) madvise(p, size, MADV_HUGEPAGE);
+  std::lock_guard<std::mutex> lock(accounts().mu);
+  DeviceAccount& acc = accounts().by_device[device];
+  acc.stats.live_bytes += size;
+  acc.stats.peak_bytes = std::max(acc.stats.peak_bytes, acc.stats.live_bytes);
+  ++acc.stats.allocations;
+  return p;
+}
+
+void host_free(const std::string& device, void* p, uint64_t bytes) {
+  uint64_t size = bytes ? (bytes + 63) & ~uint64_t{63} : 64;
+  std::lock_guard<std::mutex> lock(accounts().mu);
+  DeviceAccount& acc = accounts().by_device[device];
+  if (acc.stats.cached_bytes + size <= kCacheLimit) {
+    acc.free_host.emplace(size, p);
+    acc.stats.cached_bytes += size;
+    return;
+  }
+  acc.stats.live_bytes -= size;
+  std::free(p);
+}
+
+bool is_host_memory(const std::string& device) { return device == kHostDevice || device == kRefDevice; }
+
+}  // namespace
+
+Storage::~Storage() {
+  if (host_) host_free(device_, host_, bytes_);
+  if (dev_buf_) device_free(dev_, dev_buf_, bytes_);
+}
+
+void Storage::reserve(uint64_t bytes) {
+  KILN_CHECK(!allocated(), "cannot grow allocated storage");
+  bytes_ = std::max(bytes_, bytes);
+}
+
+void Storage::ensure_allocated() {
+  if (allocated()) return;
+  if (is_host_memory(device_)) {
+    host_ = host_alloc(device_, bytes_);
+  } else {
+    dev_ = open_device(device_);
+    dev_buf_ = device_alloc(dev_, bytes_);
+  }
+}
+
+void* Storage::host_ptr() {
+  KILN_CHECK(is_host_memory(device_), "host_ptr() of device storage on ", device_);
+  ensure_allocated();
+  return host_;
+}
+
+kiln_buffer* Storage::device_buffer() {
+  KILN_CHECK(!is_host_memory(device_), "device_buffer() of host storage");
+  ensure_allocated();
+  return dev_buf_;
+}
+
+UOp new_buffer(const std::string& device, DType dtype, int64_t size) {
+  int64_t id = g_next_unique.fetch_add(1, std::memory_order_relaxed);
+  return UOp::make(Ops::BUFFER, dtype, {UOp::make(Ops::DEVICE, dtypes::void_, {}, Arg{device})},
+                   Arg{std::vector<int64_t>{id, size}});
+}
+
+UOp new_host_buffer(DType dtype, int64_t size, const void* data) {
+  UOp b = new_buffer(kHostDevice, dtype, size);
+  auto s = storage_of(b);
+  if (size) std::memcpy(s->host_ptr(), data, static_cast<size_t>(size) * dtype.itemsize());
+  return b;
+}
+
+void read_buffer(const UOp& buffer, void* dst, uint64_t bytes) {
+  auto s = storage_of(buffer);
+  if (is_host_memory(s->device())) std::memcpy(dst, s->host_ptr(), bytes);
+  else device_read(*s, dst, bytes);
+}
+
+uint64_t buffer_bytes(const UOp& buffer) {
+  return static_cast<uint64_t>(buffer.arg_ints()[1]) * static_cast<uint64_t>(buffer.dtype().itemsize());
+}
+
+const std::string& buffer_device(const UOp& buffer) { return buffer.src(0).arg_string(); }
+
+std::shared_ptr<Storage> storage_of(const UOp& buffer) {
+  KILN_CHECK(buffer.op() == Ops::BUFFER, "storage_of(", op_name(buffer.op()), ")");
+  int64_t id = buffer.arg_ints()[0];
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto& slot = t.map[id];
+  if (!slot) slot = std::make_shared<Storage>(buffer_device(buffer), buffer_bytes(buffer));
+  return slot;
+}
+
+void bind_storage(const UOp& buffer, std::shared_ptr<Storage> storage) {
+  int64_t id = buffer.arg_ints()[0];
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto& slot = t.map[id];
+  KILN_CHECK(!slot || slot == storage, "buffer ", id, " already has storage");
+  slot = std::move(storage);
+}
+
+MemoryStats memory_stats(const std::string& device) {
+  std::lock_guard<std::mutex> lock(accounts().mu);
+  MemoryStats s = accounts().by_device[device].stats;
+  DeviceMemory d = device_memory(device);
+  s.live_bytes += d.live_bytes;
+  s.peak_bytes = std::max(s.peak_bytes, d.peak_bytes);
+  s.cached_bytes += d.cached_bytes;
+  s.allocations += d.allocations;
+  s.cache_hits += d.cache_hits;
+  return s;
+}
+
+void reset_peak(const std::string& device) {
+  {
+    std::lock_guard<std::mutex> lock(accounts().mu);
+    auto& st = accounts().by_device[device].stats;
+    st.peak_bytes = st.live_bytes;
+  }
+  reset_device_peak(device);
+}
+
+void clear_allocation_cache() {
+  std::lock_guard<std::mutex> lock(accounts().mu);
+  for (auto& [dev, acc] : accounts().by_device) {
+    for (auto& [size, p] : acc.free_host) {
+      std::free(p);
+      acc.stats.live_bytes -= size;
+    }
+    acc.free_host.clear();
+    acc.stats.cached_bytes = 0;
+  }
+  clear_device_cache();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,79 @@
+// runtime/buffer.hpp - storage behind BUFFER nodes.
+//
+// A BUFFER node (arg = (unique id, elements), src = DEVICE) names storage; the storage itself is a
+// Storage object bound to the unique id here. Binding is weak in one direction and strong in the
+// other: the storage lives while its BUFFER node lives (a destroy hook unbinds it when the node
+// dies), and several BUFFER nodes may share one Storage (the memory planner's aliasing). Storage
+// is allocated on first use, from a per-device cache of freed allocations (exact-size LRU), so a
+// loop that creates and drops same-sized tensors reuses memory instead of faulting in new pages.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kiln/uop.hpp"
+
+struct kiln_buffer;
+
+namespace kiln {
+class Device;
+}
+
+namespace kiln::runtime {
+
+inline constexpr const char* kHostDevice = "host";  // host memory holding data given by the user
+inline constexpr const char* kRefDevice = "ref";    // the built-in reference executor (host memory)
+
+// Memory of one allocation: host memory (host/ref devices) or a plugin device buffer.
+class Storage {
+ public:
+  Storage(std::string device, uint64_t bytes) : device_(std::move(device)), bytes_(bytes) {}
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  const std::string& device() const { return device_; }
+  uint64_t bytes() const { return bytes_; }
+  bool allocated() const { return host_ || dev_buf_; }
+  // Grows an unallocated storage (the memory planner sizes a group to its largest member).
+  void reserve(uint64_t bytes);
+  // Allocates on first use; host memory for host/ref devices, else the device's allocator.
+  void ensure_allocated();
+  void* host_ptr();                  // host/ref devices only
+  kiln_buffer* device_buffer();      // plugin devices only
+  const std::shared_ptr<Device>& plugin_device() const { return dev_; }
+
+ private:
+  std::string device_;
+  uint64_t bytes_;
+  void* host_ = nullptr;
+  kiln_buffer* dev_buf_ = nullptr;
+  std::shared_ptr<Device> dev_;
+};
+
+// A new BUFFER node on `device` for `size` elements of `dtype`; storage is allocated lazily.
+UOp new_buffer(const std::string& device, DType dtype, int64_t size);
+// A BUFFER on the host device holding a copy of `data` (size * itemsize bytes).
+UOp new_host_buffer(DType dtype, int64_t size, const void* data);
+// The storage of a BUFFER node (creating an unallocated one on first request).
+std::shared_ptr<Storage> storage_of(const UOp& buffer);
+// Makes `buffer` use `storage` (aliasing); the buffer must not have storage yet.
+void bind_storage(const UOp& buffer, std::shared_ptr<Storage> storage);
+uint64_t buffer_bytes(const UOp& buffer);
+// Copies the first `bytes` bytes of a buffer to host memory.
+void read_buffer(const UOp& buffer, void* dst, uint64_t bytes);
+const std::string& buffer_device(const UOp& buffer);
+
+// Device memory accounting, for tests and KILN_DEBUG: bytes currently allocated (including the
+// free-allocation cache) and the peak, per device.
+struct MemoryStats {
+  uint64_t live_bytes = 0, peak_bytes = 0, cached_bytes = 0;
+  uint64_t allocations = 0, cache_hits = 0;
+};
+MemoryStats memory_stats(const std::string& device);
+void reset_peak(const std::string& device);
+// Releases every cached free allocation (tests, low-memory situations).
+void clear_allocation_cache();
+
+}  // namespace kiln::runtime

@@ -1,0 +1,192 @@
+// runtime/reference.cpp - the kernel AST interpreter.
+#include "runtime/reference.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "ir/alu.hpp"
+#include "support/check.hpp"
+#include "support/flat_map.hpp"
+#include "support/half.hpp"
+
+namespace kiln::runtime {
+
+namespace {
+
+Value read_elem(const void* base, DType d, int64_t i) {
+  const char* p = static_cast<const char*>(base) + i * d.itemsize();
+  switch (d.scalar()) {
+    case Scalar::bool_: return Value{*reinterpret_cast<const uint8_t*>(p) != 0};
+    case Scalar::int8: return Value{int64_t{*reinterpret_cast<const int8_t*>(p)}};
+    case Scalar::int16: { int16_t v; std::memcpy(&v, p, 2); return Value{int64_t{v}}; }
+    case Scalar::int32: { int32_t v; std::memcpy(&v, p, 4); return Value{int64_t{v}}; }
+    case Scalar::int64: { int64_t v; std::memcpy(&v, p, 8); return Value{v}; }
+    case Scalar::uint8: return Value{int64_t{*reinterpret_cast<const uint8_t*>(p)}};
+    case Scalar::uint16: { uint16_t v; std::memcpy(&v, p, 2); return Value{int64_t{v}}; }
+    case Scalar::uint32: { uint32_t v; std::memcpy(&v, p, 4); return Value{int64_t{v}}; }
+    case Scalar::uint64: { uint64_t v; std::memcpy(&v, p, 8); return Value{static_cast<int64_t>(v)}; }
+    case Scalar::float16: { uint16_t v; std::memcpy(&v, p, 2); return Value{static_cast<double>(half_to_float(v))}; }
+    case Scalar::bfloat16: { uint16_t v; std::memcpy(&v, p, 2); return Value{static_cast<double>(bf16_to_float(v))}; }
+    case Scalar::float32: { float v; std::memcpy(&v, p, 4); return Value{static_cast<double>(v)}; }
+    case Scalar::float64: { double v; std::memcpy(&v, p, 8); return Value{v}; }
+    default: KILN_UNREACHABLE("reference executor: cannot load ", d.name());
+  }
+}
+
+void write_elem(void* base, DType d, int64_t i, const Value& val) {
+  char* p = static_cast<char*>(base) + i * d.itemsize();
+  Value v = normalize(d, val);
+  switch (d.scalar()) {
+    case Scalar::bool_: *reinterpret_cast<uint8_t*>(p) = std::get<bool>(v); break;
+    case Scalar::int8: case Scalar::uint8: { uint8_t x = static_cast<uint8_t>(std::get<int64_t>(v)); std::memcpy(p, &x, 1); break; }
+    case Scalar::int16: case Scalar::uint16: { uint16_t x = static_cast<uint16_t>(std::get<int64_t>(v)); std::memcpy(p, &x, 2); break; }
+    case Scalar::int32: case Scalar::uint32: { uint32_t x = static_cast<uint32_t>(std::get<int64_t>(v)); std::memcpy(p, &x, 4); break; }
+    case Scalar::int64: case Scalar::uint64: { int64_t x = std::get<int64_t>(v); std::memcpy(p, &x, 8); break; }
+    case Scalar::float16: { uint16_t x = float_to_half(static_cast<float>(std::get<double>(v))); std::memcpy(p, &x, 2); break; }
+    case Scalar::bfloat16: { uint16_t x = float_to_bf16(static_cast<float>(std::get<double>(v))); std::memcpy(p, &x, 2); break; }
+    case Scalar::float32: { float x = static_cast<float>(std::get<double>(v)); std::memcpy(p, &x, 4); break; }
+    case Scalar::float64: { double x = std::get<double>(v); std::memcpy(p, &x, 8); break; }
+    default: KILN_UNREACHABLE("reference executor: cannot store ", d.name());
+  }
+}
+
+Value identity(Ops op, DType d) {
+  if (op == Ops::ADD) return normalize(d, Value{int64_t{0}});
+  if (op == Ops::MUL) return normalize(d, Value{int64_t{1}});
+  if (d.is_float()) return Value{-std::numeric_limits<double>::infinity()};
+  if (d.is_bool()) return Value{false};
+  return Value{d.imin()};
+}
+
+class Interp {
+ public:
+  Interp(const UOp& ast, const std::vector<HostBuffer>& bufs, const std::vector<std::pair<std::string, int64_t>>& vars)
+      : name_(ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel"),
+        bufs_(bufs), vars_(vars) {}
+
+  void run(const UOp& u) {
+    switch (u.op()) {
+      case Ops::SINK: case Ops::GROUP:
+        for (const UOp& s : u.src()) run(s);
+        return;
+      case Ops::END: loop(u, 1, [&] { run(u.src(0)); }); return;
+      case Ops::STORE: {
+        const UOp& idx = u.src(0);
+        if (u.nsrc() > 2 && !std::get<bool>(eval(u.src(2)))) return;
+        auto [slot, i, ok] = address(idx);
+        if (!ok) return;
+        write_elem(bufs_[slot].data, idx.dtype().base(), i, eval(u.src(1)));
+        return;
+      }
+      case Ops::NOOP: return;
+      default: KILN_UNREACHABLE("reference executor: unexpected statement ", op_name(u.op()));
+    }
+  }
+
+ private:
+  // Runs body for every value of the RANGEs u.src(first..): outer ranges first.
+  template <typename F>
+  void loop(const UOp& u, size_t first, F&& body) {
+    if (first == u.nsrc()) return body();
+    const UOp& r = u.src(first);
+    int64_t n = as_int(eval(r.src(0)));
+    for (int64_t i = 0; i < n; ++i) {
+      ranges_[r.node()] = i;
+      ++stamp_;
+      loop(u, first + 1, body);
+    }
+  }
+
+  struct Addr {
+    size_t slot;
+    int64_t index;
+    bool valid;
+  };
+  Addr address(const UOp& idx) {
+    KILN_CHECK(idx.op() == Ops::INDEX && idx.src(0).op() == Ops::PARAM, "reference executor: address is ", op_name(idx.op()));
+    size_t slot = static_cast<size_t>(idx.src(0).arg_int());
+    KILN_CHECK(slot < bufs_.size(), "kernel ", name_, " uses buffer slot ", slot, " but ", bufs_.size(), " were given");
+    if (idx.nsrc() > 2 && !std::get<bool>(eval(idx.src(2)))) return {slot, 0, false};
+    int64_t i = as_int(eval(idx.src(1)));
+    int64_t n = static_cast<int64_t>(bufs_[slot].bytes / idx.dtype().base().itemsize());
+    if (i < 0 || i >= n)
+      fail(ErrorCode::internal, "reference executor: kernel ", name_, " accesses buffer ", slot, " at element ", i,
+           " (it has ", n, ")");
+    return {slot, i, true};
+  }
+
+  Value eval(const UOp& u) {
+    auto [slot, fresh] = cache_.emplace(u.node());
+    if (!fresh && slot->first == stamp_) return slot->second;
+    Value v = compute(u);
+    auto* s2 = cache_.find(u.node());  // the map may have grown during compute
+    s2->first = stamp_;
+    s2->second = v;
+    return v;
+  }
+
+  Value compute(const UOp& u) {
+    switch (u.op()) {
+      case Ops::CONST: return normalize(u.dtype(), value_of(u));
+      case Ops::RANGE: {
+        const int64_t* v = ranges_.find(u.node());
+        KILN_CHECK(v, "kernel ", name_, ": RANGE used outside its loop");
+        return Value{*v};
+      }
+      case Ops::DEFINE_VAR: {
+        const std::string& n = std::get<NamedInts>(u.arg()).name;
+        for (const auto& [name, v] : vars_)
+          if (name == n) return Value{v};
+        fail(ErrorCode::invalid_argument, "kernel ", name_, " needs a value for variable '", n, "'");
+      }
+      case Ops::LOAD: {
+        auto [slot, i, ok] = address(u.src(0));
+        if (!ok) return u.nsrc() > 1 ? eval(u.src(1)) : normalize(u.dtype(), Value{int64_t{0}});
+        return read_elem(bufs_[slot].data, u.src(0).dtype().base(), i);
+      }
+      case Ops::REDUCE: {
+        Ops op = static_cast<Ops>(u.arg_ints()[0]);
+        DType d = u.dtype();
+        Value acc = identity(op, d);
+        loop(u, 1, [&] {
+          Value x = eval(u.src(0));
+          Value pair[2] = {acc, x};
+          acc = *exec_alu(op, d, d, std::span<const Value>(pair, 2));
+        });
+        return acc;
+      }
+      case Ops::CAST: {
+        auto r = exec_cast(u.src(0).dtype().scalar_type(), u.dtype().scalar_type(), eval(u.src(0)));
+        if (!r) fail(ErrorCode::out_of_range, "kernel ", name_, ": cast of an out-of-range value to ", u.dtype().name());
+        return *r;
+      }
+      case Ops::BITCAST: return *exec_bitcast(u.src(0).dtype(), u.dtype(), eval(u.src(0)));
+      default: break;
+    }
+    if (!groups::ALU.has(u.op())) fail(ErrorCode::internal, "reference executor: cannot run ", op_name(u.op()));
+    Value vs[3];
+    for (size_t i = 0; i < u.nsrc(); ++i) vs[i] = eval(u.src(i));
+    DType in = u.op() == Ops::WHERE ? u.src(1).dtype() : u.src(0).dtype();
+    auto r = exec_alu(u.op(), u.dtype().scalar_type(), in.scalar_type(), std::span<const Value>(vs, u.nsrc()));
+    if (!r) fail(ErrorCode::out_of_range, "kernel ", name_, ": ", op_name(u.op()), " is undefined for these operands (",
+                 "division by zero or a shift out of range)");
+    return *r;
+  }
+
+  std::string name_;
+  const std::vector<HostBuffer>& bufs_;
+  const std::vector<std::pair<std::string, int64_t>>& vars_;
+  PtrMap<int64_t> ranges_;
+  PtrMap<std::pair<uint64_t, Value>> cache_;
+  uint64_t stamp_ = 1;
+};
+
+}  // namespace
+
+void run_reference_kernel(const UOp& ast, const std::vector<HostBuffer>& bufs,
+                          const std::vector<std::pair<std::string, int64_t>>& vars) {
+  Interp(ast, bufs, vars).run(ast);
+}
+
+}  // namespace kiln::runtime

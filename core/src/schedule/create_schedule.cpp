@@ -1,0 +1,237 @@
+// schedule/create_schedule.cpp - ordering, memory planning, the schedule cache and the entry
+// points create_linear_with_vars / linear_to_schedule.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <unordered_map>
+
+#include "ir/traverse.hpp"
+#include "ir/uop_access.hpp"
+#include "runtime/buffer.hpp"
+#include "schedule/kernelize.hpp"
+#include "schedule/schedule.hpp"
+#include "support/check.hpp"
+#include "support/env.hpp"
+
+namespace kiln {
+
+void create_schedule(Template& t) {
+  size_t n = t.kernels.size();
+  std::vector<std::vector<int>> users(n);
+  std::vector<int> pending(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    std::sort(t.kernels[k].after.begin(), t.kernels[k].after.end());
+    t.kernels[k].after.erase(std::unique(t.kernels[k].after.begin(), t.kernels[k].after.end()), t.kernels[k].after.end());
+    for (int j : t.kernels[k].after) {
+      users[j].push_back(static_cast<int>(k));
+      ++pending[k];
+    }
+  }
+  // Kahn: among ready kernels, the one created first (toposort order) runs first
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t k = 0; k < n; ++k)
+    if (!pending[k]) ready.push(static_cast<int>(k));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int k = ready.top();
+    ready.pop();
+    order.push_back(k);
+    for (int u : users[k])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if (order.size() != n) {
+    std::string stuck;
+    for (size_t k = 0; k < n; ++k)
+      if (pending[k]) stuck += cat(stuck.empty() ? "" : ", ", "#", k, " (", t.kernels[k].is_copy ? "copy" : "kernel", ")");
+    fail(ErrorCode::invalid_argument, "schedule: the kernels ", stuck,
+         " depend on each other in a cycle (an assign whose value needs a later write of the same buffer?)");
+  }
+  std::vector<int> pos(n);
+  for (size_t i = 0; i < n; ++i) pos[order[i]] = static_cast<int>(i);
+  std::vector<TemplateKernel> sorted;
+  for (int k : order) sorted.push_back(std::move(t.kernels[k]));
+  for (TemplateKernel& k : sorted)
+    for (int& j : k.after) j = pos[j];
+  t.kernels = std::move(sorted);
+}
+
+void memory_planner(Template& t) {
+  size_t nl = t.locals.size();
+  std::vector<int> first(nl, -1), last(nl, -1);
+  for (size_t k = 0; k < t.kernels.size(); ++k)
+    for (const BufRef& b : t.kernels[k].bufs)
+      if (b.local) {
+        if (first[b.index] < 0) first[b.index] = static_cast<int>(k);
+        last[b.index] = static_cast<int>(k);
+      }
+  auto bytes = [&](size_t i) { return static_cast<uint64_t>(t.locals[i].size) * t.locals[i].dtype.itemsize(); };
+  // intermediates by start; a group is free once its last member's last use is before the start
+  std::vector<size_t> inter;
+  for (size_t i = 0; i < nl; ++i) {
+    if (t.locals[i].output) t.locals[i].group = t.n_groups++;
+    else if (first[i] >= 0) inter.push_back(i);
+  }
+  std::sort(inter.begin(), inter.end(), [&](size_t a, size_t b) { return first[a] != first[b] ? first[a] < first[b] : a < b; });
+  struct Group {
+    std::string device;
+    uint64_t bytes;
+    int busy_until;
+    int id;
+  };
+  std::vector<Group> groups;
+  for (size_t i : inter) {
+    t.unplanned_bytes += bytes(i);
+    // best fit among free groups on this device: the smallest that holds it, else the largest
+    Group* best = nullptr;
+    for (Group& g : groups) {
+      if (g.device != t.locals[i].device || g.busy_until >= first[i]) continue;
+      bool fits = g.bytes >= bytes(i), best_fits = best && best->bytes >= bytes(i);
+      if (!best || (fits && !best_fits) || (fits && best_fits && g.bytes < best->bytes) ||
+          (!fits && !best_fits && g.bytes > best->bytes))
+        best = &g;
+    }
+    if (!best) {
+      groups.push_back(Group{t.locals[i].device, bytes(i), last[i], t.n_groups++});
+      best = &groups.back();
+    }
+    best->bytes = std::max(best->bytes, bytes(i));
+    best->busy_until = last[i];
+    t.locals[i].group = best->id;
+  }
+  for (const Group& g : groups) t.planned_bytes += g.bytes;
+  for (size_t i = 0; i < nl; ++i)
+    if (t.locals[i].group < 0) t.locals[i].group = t.n_groups++;  // never used (a no-op output?)
+}
+
+namespace {
+
+struct Cache {
+  std::mutex mu;
+  std::unordered_map<Key128, std::shared_ptr<const Template>, Key128Hash> map;
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+// BIND(var, value) -> var, collecting the values; one variable bound to two values is an error.
+UOp strip_binds(const UOp& sink, VarVals& vals) {
+  std::vector<std::pair<UOp, UOp>> repl;
+  std::map<std::string, int64_t> seen;
+  for (const UOpNode* n : toposort_nodes(sink)) {
+    if (n->op != Ops::BIND) continue;
+    UOp b = UOpAccess::from_node(n);
+    const std::string& name = std::get<NamedInts>(b.src(0).arg()).name;
+    int64_t v = b.src(1).arg_int();
+    auto [it, fresh] = seen.emplace(name, v);
+    if (!fresh && it->second != v)
+      fail(ErrorCode::invalid_argument, "schedule: variable '", name, "' is bound to two different values in one graph: ",
+           it->second, " and ", v);
+    repl.push_back({b, b.src(0)});
+  }
+  for (auto& [name, v] : seen) vals.push_back({name, v});
+  return repl.empty() ? sink : substitute(sink, repl);
+}
+
+// Input BUFFERs -> PARAM(slot) (the slot order is the toposort order, so it is deterministic).
+UOp normalize_inputs(const UOp& sink, std::vector<UOp>& inputs) {
+  std::vector<std::pair<UOp, UOp>> repl;
+  for (const UOpNode* n : toposort_nodes(sink)) {
+    if (n->op != Ops::BUFFER) continue;
+    UOp b = UOpAccess::from_node(n);
+    UOp p = UOp::make(Ops::PARAM, b.dtype().ptr(b.arg_ints()[1]), {b.src(0)}, Arg{static_cast<int64_t>(inputs.size())});
+    inputs.push_back(b);
+    repl.push_back({b, p});
+  }
+  return repl.empty() ? sink : substitute(sink, repl);
+}
+
+}  // namespace
+
+LinearResult create_linear_with_vars(const UOp& big_sink) {
+  auto t0 = std::chrono::steady_clock::now();
+  LinearResult out;
+  std::vector<UOp> inputs;
+  UOp sink = normalize_inputs(strip_binds(big_sink, out.var_vals), inputs);
+  bool use_cache = knob(Knob::scache) != 0;
+  Key128 key = sink.key();
+  std::shared_ptr<const Template> tmpl;
+  if (use_cache) {
+    std::lock_guard<std::mutex> lock(cache().mu);
+    auto it = cache().map.find(key);
+    if (it != cache().map.end()) tmpl = it->second;
+  }
+  out.cache_hit = static_cast<bool>(tmpl);
+  if (!tmpl) {
+    auto t = std::make_shared<Template>(kernelize(sink, inputs.size()));
+    create_schedule(*t);
+    memory_planner(*t);
+    tmpl = t;
+    if (use_cache) {
+      std::lock_guard<std::mutex> lock(cache().mu);
+      cache().map.emplace(key, tmpl);
+    }
+  }
+  // instantiate: fresh buffers for the locals, one storage per memory group
+  std::vector<UOp> locals;
+  std::vector<std::shared_ptr<runtime::Storage>> groups(tmpl->n_groups);
+  for (const LocalBuf& l : tmpl->locals) {
+    UOp b = runtime::new_buffer(l.device, l.dtype, l.size);
+    auto& g = groups[l.group];
+    uint64_t bytes = static_cast<uint64_t>(l.size) * l.dtype.itemsize();
+    if (!g) g = std::make_shared<runtime::Storage>(l.device, bytes);
+    else g->reserve(bytes);
+    runtime::bind_storage(b, g);
+    locals.push_back(b);
+  }
+  auto resolve = [&](BufRef r) { return r.local ? locals[r.index] : inputs[r.index]; };
+  std::vector<UOp> calls;
+  for (const TemplateKernel& k : tmpl->kernels) {
+    std::vector<UOp> src{k.body};
+    for (BufRef b : k.bufs) src.push_back(resolve(b));
+    calls.push_back(UOp::make(Ops::CALL, dtypes::void_, src));
+    out.kernels += !k.is_copy;
+  }
+  out.linear = UOp::make(Ops::LINEAR, dtypes::void_, calls);
+  for (BufRef b : tmpl->outputs) out.outputs.push_back(resolve(b));
+  out.planned_bytes = tmpl->planned_bytes;
+  out.unplanned_bytes = tmpl->unplanned_bytes;
+  if (debug_level() >= 1) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    log_line(cat("scheduled ", out.kernels, " kernels in ", ms, " ms | cache ", out.cache_hit ? "hit" : "miss",
+                 " | memory planner: ", tmpl->unplanned_bytes, " -> ", tmpl->planned_bytes, " bytes of intermediates"));
+  }
+  return out;
+}
+
+std::vector<ExecItem> linear_to_schedule(const LinearResult& lr) {
+  std::vector<ExecItem> items;
+  for (const UOp& call : lr.linear.src()) {
+    ExecItem e;
+    const UOp& body = call.src(0);
+    e.is_copy = body.op() == Ops::COPY;
+    e.ast = body;
+    for (size_t i = 1; i < call.nsrc(); ++i) e.buffers.push_back(call.src(i));
+    e.device = runtime::buffer_device(e.buffers[0]);
+    e.name = e.is_copy ? cat("copy ", runtime::buffer_bytes(e.buffers[0]), " bytes ", runtime::buffer_device(e.buffers[1]), " -> ",
+                             e.device)
+                       : body.arg_string();
+    e.var_vals = lr.var_vals;
+    items.push_back(std::move(e));
+  }
+  return items;
+}
+
+void clear_schedule_cache() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  cache().map.clear();
+}
+
+size_t schedule_cache_size() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  return cache().map.size();
+}
+
+}  // namespace kiln

@@ -1,0 +1,336 @@
+// schedule/kernelize.cpp - kernel boundaries: which tensor nodes get their own buffer.
+//
+// The rules, each with the case that needs it:
+//  - Outputs (the SINK's sources) are realized, unless they already are a buffer (a realized
+//    tensor reshaped is still that buffer).
+//  - CONTIGUOUS is realized: the user asked for a buffer (x.contiguous() of a buffer is a no-op).
+//  - COPY is realized on its target device, and its source must be a buffer: copies move memory.
+//  - ASSIGN writes its target buffer: the kernel's output is the target, not a new buffer. When
+//    the value reads the target at another element than the one it writes (a.assign(a.T)), the
+//    value is realized first: no kernel reads and writes one buffer through different indices.
+//  - A REDUCE_AXIS is realized when its result is consumed in a different iteration space: when
+//    it is expanded on the way to a consumer (x.sum() + y: the sum would be recomputed for every
+//    element of y), or feeds another reduce (nested reduce loops), or is used by several consumers,
+//    directly or through a shared elementwise/movement chain (two outputs realized together share
+//    it instead of computing it twice).
+//  - Elementwise and movement chains are never realized: they fuse into every consumer
+//    (recomputing them is cheaper than a round trip through memory).
+//  - A reduce whose input is at least 32768 times larger than its output is split in two kernels
+//    (split_reduce): the first reduces chunks in parallel, the second combines the partials.
+#include "schedule/kernelize.hpp"
+
+#include <algorithm>
+
+#include "ir/traverse.hpp"
+#include "ir/uop_access.hpp"
+#include "support/check.hpp"
+#include "symbolic/bounds.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+namespace {
+
+UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
+
+std::vector<UOp> shape_of(const GraphInfo& g, const UOp& u) { return *g.shape.find(u.node()); }
+
+int64_t max_size(const std::vector<UOp>& shape) {
+  int64_t n = 1;
+  for (const UOp& d : shape) n *= d.is_const() ? d.arg_int() : vmax(d);
+  return n;
+}
+
+bool concrete(const std::vector<UOp>& shape) {
+  return std::all_of(shape.begin(), shape.end(), [](const UOp& d) { return d.is_const(); });
+}
+
+// A node whose value is exactly an input buffer's memory in order.
+bool buffer_view(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() == Ops::RESHAPE) x = &x->src(0);
+  return x->op() == Ops::PARAM;
+}
+const UOp& view_base(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() == Ops::RESHAPE) x = &x->src(0);
+  return *x;
+}
+
+// An ASSIGN kernel may read its target only at the element it writes.
+bool in_place_safe(const UOp& ast) {
+  UOp store_index;
+  std::vector<UOp> target_reads;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() == Ops::STORE) store_index = u.src(0).src(1);
+    if (u.op() == Ops::LOAD && u.src(0).src(0).op() == Ops::PARAM && u.src(0).src(0).arg_int() == 0)
+      target_reads.push_back(u.src(0).src(1));
+  }
+  for (const UOp& r : target_reads)
+    if (!(r == store_index)) return false;
+  return true;
+}
+
+}  // namespace
+
+GraphInfo analyze(const UOp& sink) {
+  GraphInfo g;
+  for (const UOpNode* node : toposort_nodes(sink)) g.order.push_back(UOpAccess::from_node(node));
+  for (const UOp& n : g.order) {
+    for (const UOp& s : n.src()) ++g.consumers[s.node()];
+    std::vector<UOp> shape;
+    std::string dev;
+    auto src_shape = [&](size_t i) { return shape_of(g, n.src(i)); };
+    switch (n.op()) {
+      case Ops::SINK: case Ops::DEVICE: break;
+      case Ops::PARAM: shape = {ci(n.dtype().ptr_size())}; dev = n.src(0).arg_string(); break;
+      case Ops::CONST: dev = n.nsrc() ? n.src(0).arg_string() : ""; break;
+      case Ops::DEFINE_VAR: break;
+      case Ops::IOTA: shape = {ci(n.arg_int())}; dev = n.src(0).arg_string(); break;
+      case Ops::RESHAPE: case Ops::EXPAND: shape = movement_dims(n, 0, n.arg_ints().size()); break;
+      case Ops::PERMUTE: {
+        auto in = src_shape(0);
+        for (int64_t a : n.arg_ints()) shape.push_back(in[a]);
+        break;
+      }
+      case Ops::PAD: {
+        shape = src_shape(0);
+        for (size_t i = 0; i < shape.size(); ++i) shape[i] = shape[i] + n.arg_ints()[2 * i] + n.arg_ints()[2 * i + 1];
+        break;
+      }
+      case Ops::SHRINK: {
+        auto in = src_shape(0);
+        for (size_t i = 0; i < in.size(); ++i) {
+          UOp end = movement_dims(n, 2 * i + 1, 1)[0];
+          shape.push_back(n.arg_ints()[2 * i] ? end - n.arg_ints()[2 * i] : end);
+        }
+        break;
+      }
+      case Ops::REDUCE_AXIS: {
+        shape = src_shape(0);
+        for (size_t k = 1; k < n.arg_ints().size(); ++k) shape[n.arg_ints()[k]] = ci(1);
+        break;
+      }
+      case Ops::COPY: shape = src_shape(0); dev = n.src(1).arg_string(); break;
+      case Ops::WHERE: shape = src_shape(1); break;
+      default:
+        if (n.nsrc()) shape = src_shape(0);
+    }
+    for (UOp& d : shape)
+      if (!d.is_const() && d.op() != Ops::DEFINE_VAR) d = simplify(d);  // PAD/SHRINK arithmetic on dims
+    if (dev.empty())
+      for (const UOp& s : n.src())
+        if (const std::string* d = g.device.find(s.node()); d && !d->empty()) {
+          dev = *d;
+          break;
+        }
+    g.shape[n.node()] = std::move(shape);
+    g.device[n.node()] = std::move(dev);
+  }
+  return g;
+}
+
+namespace {
+
+// Splits big reductions: REDUCE_AXIS(x) with in/out >= 32768 becomes
+// REDUCE_AXIS(CONTIGUOUS(REDUCE_AXIS(x reshaped to (..., split, n/split, ...)))).
+UOp split_reduce(const UOp& sink) {
+  GraphInfo g = analyze(sink);
+  std::vector<std::pair<UOp, UOp>> repl;
+  for (const UOp& n : g.order) {
+    if (n.op() != Ops::REDUCE_AXIS) continue;
+    std::vector<UOp> in = shape_of(g, n.src(0)), out = shape_of(g, n);
+    if (!concrete(in)) continue;
+    int64_t in_n = max_size(in), out_n = max_size(out);
+    if (out_n == 0 || in_n / out_n < 32768) continue;
+    const auto& arg = n.arg_ints();
+    // the first reduced axis divisible by a split between 256 and 8
+    int axis = -1;
+    int64_t split = 0;
+    for (size_t k = 1; k < arg.size() && axis < 0; ++k)
+      for (int64_t s = 256; s >= 8; s /= 2)
+        if (in[arg[k]].arg_int() % s == 0 && in[arg[k]].arg_int() / s >= 1) {
+          axis = static_cast<int>(arg[k]);
+          split = s;
+          break;
+        }
+    if (axis < 0) continue;
+    // (..., N, ...) -> (..., split, N/split, ...): reduce the inner part (and the other axes)
+    std::vector<int64_t> split_shape;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (static_cast<int>(i) == axis) split_shape.push_back(split), split_shape.push_back(in[i].arg_int() / split);
+      else split_shape.push_back(in[i].arg_int());
+    }
+    UOp x = UOp::make(Ops::RESHAPE, n.src(0).dtype(), {n.src(0)}, Arg{split_shape});
+    std::vector<int64_t> first{arg[0]}, second{arg[0], axis};
+    for (size_t k = 1; k < arg.size(); ++k) first.push_back(arg[k] > axis ? arg[k] + 1 : arg[k] == axis ? axis + 1 : arg[k]);
+    UOp partial = UOp::make(Ops::REDUCE_AXIS, n.dtype(), {x}, Arg{first});
+    UOp stage = UOp::make(Ops::CONTIGUOUS, n.dtype(), {partial});
+    UOp total = UOp::make(Ops::REDUCE_AXIS, n.dtype(), {stage}, Arg{second});
+    std::vector<int64_t> out_shape;
+    for (const UOp& d : out) out_shape.push_back(d.arg_int());
+    repl.push_back({n, UOp::make(Ops::RESHAPE, n.dtype(), {total}, Arg{out_shape})});
+  }
+  return repl.empty() ? sink : substitute(sink, repl);
+}
+
+struct Decider {
+  const GraphInfo& g;
+  PtrMap<char> realize;
+
+  int users_of(const UOpNode* n) const {
+    const int* c = g.consumers.find(n);
+    return c ? *c : 0;
+  }
+
+  void decide(const UOp& sink) {
+    PtrMap<std::vector<const UOpNode*>> users;
+    for (const UOp& n : g.order)
+      for (const UOp& s : n.src()) (*users.emplace(s.node()).first).push_back(n.node());
+    for (const UOp& s : sink.src())
+      if (!buffer_view(s)) realize[s.node()] = 1;
+    for (const UOp& n : g.order) {
+      if (n.op() == Ops::CONTIGUOUS && !buffer_view(n.src(0))) realize[n.node()] = 1;
+      if (n.op() == Ops::COPY) {
+        realize[n.node()] = 1;
+        if (!buffer_view(n.src(0))) realize[n.src(0).node()] = 1;
+      }
+      if (n.op() == Ops::ASSIGN) {
+        if (!buffer_view(n.src(0)))
+          fail(ErrorCode::invalid_argument, "assign: the target must be a realized tensor (a buffer), not a computed view");
+        realize[n.node()] = 1;
+      }
+    }
+    // reverse toposort: a node's consumers are decided before it
+    struct Flags {
+      bool expanded = false, in_reduce = false, shared = false;
+    };
+    PtrMap<Flags> flags;
+    for (size_t i = g.order.size(); i-- > 0;) {
+      const UOp& n = g.order[i];
+      Flags f;
+      if (const auto* us = users.find(n.node()))
+        for (const UOpNode* c : *us) {
+          Flags base = realize.contains(c) ? Flags{} : *flags.find(c);
+          if (c->op == Ops::EXPAND) {
+            const auto& in = *g.shape.find(n.node());
+            const auto& out = *g.shape.find(c);
+            for (size_t d = 0; d < in.size(); ++d) base.expanded |= !(in[d] == out[d]);
+          }
+          if (c->op == Ops::REDUCE_AXIS) base.in_reduce = true;
+          if (!realize.contains(c) && users_of(c) > 1) base.shared = true;
+          f.expanded |= base.expanded;
+          f.in_reduce |= base.in_reduce;
+          f.shared |= base.shared;
+        }
+      flags[n.node()] = f;
+      if (n.op() == Ops::REDUCE_AXIS && !realize.contains(n.node()) &&
+          (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1))
+        realize[n.node()] = 1;
+    }
+  }
+};
+
+}  // namespace
+
+Template kernelize(const UOp& input_sink, size_t n_inputs) {
+  UOp sink = split_reduce(input_sink);
+  GraphInfo g = analyze(sink);
+  Decider d{g, {}};
+  d.decide(sink);
+
+  Template t;
+  PtrMap<BufRef> realized;
+  auto new_local = [&](const UOp& n, const std::string& dev) {
+    t.locals.push_back(LocalBuf{dev, n.dtype(), max_size(shape_of(g, n)), false, -1});
+    return BufRef{true, static_cast<uint32_t>(t.locals.size() - 1)};
+  };
+  auto buffer_of = [&](const UOp& n) -> BufRef {
+    if (buffer_view(n)) return BufRef{false, static_cast<uint32_t>(view_base(n).arg_int())};
+    const BufRef* b = realized.find(n.node());
+    KILN_CHECK(b, "no buffer for ", op_name(n.op()));
+    return *b;
+  };
+  PtrMap<int> producer;                         // realized node -> kernel index
+  std::vector<std::vector<int>> writers(n_inputs);  // input slot -> ASSIGN kernels, in order
+  // reader kernel, input slot, version read (-1: the original contents, i: after writer i)
+  struct Read {
+    int kernel;
+    uint32_t slot;
+    int version;
+  };
+  std::vector<Read> input_reads;
+  for (const UOp& n : g.order) {
+    if (!d.realize.contains(n.node())) continue;
+    const std::string& dev = *g.device.find(n.node());
+    TemplateKernel k;
+    k.device = dev;
+    int index = static_cast<int>(t.kernels.size());
+    UOp value = n.op() == Ops::CONTIGUOUS ? n.src(0) : n.op() == Ops::ASSIGN ? n.src(1) : n;
+    // what this kernel reads: realized nodes (their producers run first) and input buffers
+    auto stop = [&](const UOpNode* x) { return x != n.node() && (d.realize.contains(x) || x->op == Ops::PARAM); };
+    for (const UOpNode* r : toposort_nodes(n.op() == Ops::COPY ? n.src(0) : value, stop)) {
+      if (r == n.node()) continue;
+      if (const int* j = producer.find(r)) {
+        k.after.push_back(*j);
+        if (r->op == Ops::ASSIGN) {
+          uint32_t slot = static_cast<uint32_t>(view_base(UOpAccess::from_node(r).src(0)).arg_int());
+          auto& ws = writers[slot];
+          input_reads.push_back({index, slot, static_cast<int>(std::find(ws.begin(), ws.end(), *j) - ws.begin())});
+        }
+      } else if (r->op == Ops::PARAM) {
+        input_reads.push_back({index, static_cast<uint32_t>(std::get<int64_t>(r->arg)), -1});
+      }
+    }
+    if (n.op() == Ops::COPY) {
+      BufRef src = buffer_of(n.src(0));
+      BufRef out = new_local(n, dev);
+      k.is_copy = true;
+      k.body = UOp::make(Ops::COPY, n.dtype(), {UOp::make(Ops::DEVICE, dtypes::void_, {}, Arg{*g.device.find(n.src(0).node())}),
+                                                 n.src(1)});
+      k.bufs = {out, src};
+      realized[n.node()] = out;
+    } else if (n.op() == Ops::ASSIGN) {
+      BufRef out = buffer_of(n.src(0));
+      k.body = rangeify_kernel(g, n, value, out, realized, k.bufs);
+      if (!in_place_safe(k.body)) {  // stage the value in a temporary buffer first
+        TemplateKernel tmp;
+        tmp.device = dev;
+        tmp.after = k.after;
+        BufRef staged = new_local(value, dev);
+        tmp.body = rangeify_kernel(g, value, value, staged, realized, tmp.bufs);
+        for (const BufRef& b : tmp.bufs)
+          if (!b.local) input_reads.push_back({index, b.index, -1});
+        realized[value.node()] = staged;
+        producer[value.node()] = index;
+        t.kernels.push_back(std::move(tmp));
+        k.after.push_back(index++);
+        k.body = rangeify_kernel(g, n, value, out, realized, k.bufs);
+      }
+      auto& ws = writers[out.index];
+      if (!ws.empty()) k.after.push_back(ws.back());  // write after write
+      ws.push_back(index);
+      realized[n.node()] = out;
+    } else {
+      BufRef out = new_local(n, dev);
+      k.body = rangeify_kernel(g, n, value, out, realized, k.bufs);
+      realized[n.node()] = out;
+    }
+    producer[n.node()] = index;
+    t.kernels.push_back(std::move(k));
+  }
+  // write after read: a reader of version v of an input runs before the writer of version v+1
+  for (const Read& r : input_reads) {
+    const auto& ws = writers[r.slot];
+    size_t next = static_cast<size_t>(r.version + 1);
+    if (next < ws.size() && ws[next] != r.kernel) t.kernels[ws[next]].after.push_back(r.kernel);
+  }
+  for (const UOp& s : sink.src()) {
+    BufRef b = buffer_of(s);
+    if (b.local) t.locals[b.index].output = true;
+    t.outputs.push_back(b);
+  }
+  return t;
+}
+
+}  // namespace kiln

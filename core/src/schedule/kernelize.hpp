@@ -1,0 +1,75 @@
+// schedule/kernelize.hpp - the schedule template: kernels over abstract buffers.
+//
+// A Template is what the schedule cache stores: kernels whose buffers are references to either
+// the program's inputs (the normalised PARAMs, by slot) or buffers the schedule creates (locals),
+// plus the memory plan for the locals. Instantiating it for concrete input buffers only creates
+// BUFFER nodes and CALLs.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kiln/uop.hpp"
+#include "support/flat_map.hpp"
+
+namespace kiln {
+
+struct BufRef {
+  bool local = false;  // false: input slot `index`; true: template-local buffer `index`
+  uint32_t index = 0;
+  friend bool operator==(const BufRef&, const BufRef&) = default;
+};
+
+struct TemplateKernel {
+  UOp body;                  // kernel AST (kernel PARAM slot i is bufs[i]) or a COPY node
+  std::vector<BufRef> bufs;  // output first
+  std::string device;
+  bool is_copy = false;
+  std::vector<int> after;    // kernels (by index) that must run first: RAW, WAR and WAW edges
+};
+
+struct LocalBuf {
+  std::string device;
+  DType dtype;
+  int64_t size = 0;   // elements (symbolic sizes use their maximum)
+  bool output = false;
+  int group = -1;     // memory-plan group: locals in one group share storage
+};
+
+struct Template {
+  std::vector<TemplateKernel> kernels;  // in execution order (after create_schedule)
+  std::vector<LocalBuf> locals;
+  std::vector<BufRef> outputs;          // per big_sink source
+  int n_groups = 0;
+  uint64_t planned_bytes = 0, unplanned_bytes = 0;
+};
+
+// Shapes and devices of a normalised tensor graph, computed once per schedule.
+struct GraphInfo {
+  PtrMap<std::vector<UOp>> shape;  // dims as index UOps (CONST, or DEFINE_VAR for symbolic dims)
+  PtrMap<std::string> device;
+  PtrMap<int> consumers;
+  std::vector<UOp> order;          // toposort
+};
+GraphInfo analyze(const UOp& sink);
+
+// Kernel boundaries and kernels, in dependency order, for a normalised SINK whose inputs are
+// PARAM(slot) nodes; `n_inputs` is the number of input slots.
+Template kernelize(const UOp& sink, size_t n_inputs);
+
+// Orders the kernels (Kahn's algorithm over `after`, stable by index) and rewrites the indices in
+// `after`; a cycle is a kiln::Error naming the kernels involved.
+void create_schedule(Template& t);
+// Assigns template-local intermediates to shared storage groups when their lifetimes do not
+// overlap (outputs and inputs are never shared) and records the bytes before and after.
+void memory_planner(Template& t);
+
+// Builds the AST of one kernel: computes `root` (whose body is `value`) into buffer slot 0.
+// `realized` maps already-realized nodes to their buffers; `params` receives the kernel's buffer
+// list (output first).
+UOp rangeify_kernel(const GraphInfo& g, const UOp& root, const UOp& value, BufRef out,
+                    const PtrMap<BufRef>& realized, std::vector<BufRef>& params);
+
+// Decodes a movement op's dims (symbolic entries refer to sources).
+std::vector<UOp> movement_dims(const UOp& mop, size_t begin, size_t count);
+
+}  // namespace kiln

@@ -1,0 +1,283 @@
+// schedule/rangeify.cpp - one kernel: movement ops become index math over RANGEs.
+//
+// A kernel gets one RANGE per output dimension. The value is built top-down: every tensor node is
+// lowered for a tuple of index expressions (one per dimension of that node), and movement ops
+// rewrite the tuple on the way to the sources:
+//   RESHAPE  flat index of the new shape, re-split over the source shape (div/mod)
+//   PERMUTE  reorders;  EXPAND  broadcast dimensions read index 0;  SHRINK  adds the start
+//   FLIP     size-1-i;  PAD  shifts by the left pad and gates: where(inside, value, 0), and the
+//            loads under it only read when inside (the gate rides along as `valid`)
+//   REDUCE_AXIS  new REDUCE ranges for the reduced dimensions, REDUCE(value, ranges)
+// until a realized node is reached, which becomes LOAD(INDEX(buffer, flat index[, valid])).
+// Results are memoised per (node, index tuple, valid), so shared subgraphs stay shared.
+#include <algorithm>
+#include <map>
+
+#include "ir/traverse.hpp"
+#include "schedule/kernelize.hpp"
+#include "support/check.hpp"
+#include "symbolic/bounds.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+std::vector<UOp> movement_dims(const UOp& mop, size_t begin, size_t count) {
+  const auto& arg = mop.arg_ints();
+  std::vector<UOp> out;
+  for (size_t i = begin; i < begin + count; ++i) {
+    int64_t v = arg[i];
+    if (v >= 0) {
+      out.push_back(UOp::cint(dtypes::index, v));
+    } else {
+      UOp s = mop.src(static_cast<size_t>(-v));  // -1-k refers to source 1+k
+      out.push_back(s.op() == Ops::BIND ? s.src(0) : s);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
+bool is_one(const UOp& u) { return u.is_const() && u.arg_int() == 1; }
+bool is_true(const UOp& u) { return u.is_const() && u.dtype().is_bool() && u.arg_bool(); }
+
+UOp flat_index(const std::vector<UOp>& shape, const std::vector<UOp>& idx) {
+  UOp flat = ci(0), stride = ci(1);
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (!is_one(shape[i])) flat = flat + idx[i] * stride;
+    stride = stride * shape[i];
+  }
+  return flat;
+}
+
+UOp and_(const UOp& a, const UOp& b) {
+  if (is_true(a)) return b;
+  if (is_true(b)) return a;
+  return a & b;
+}
+
+UOp zero_of(DType d) { return d.is_bool() ? UOp::cbool(false) : UOp::cvalue(d, 0); }
+
+struct Key {
+  const UOpNode* node;
+  std::vector<uint64_t> ids;  // index tuple, then valid
+  bool operator<(const Key& o) const { return node != o.node ? node < o.node : ids < o.ids; }
+};
+
+class Builder {
+ public:
+  Builder(const GraphInfo& g, const UOp& root, BufRef out, const PtrMap<BufRef>& realized, std::vector<BufRef>& params)
+      : g_(g), root_(root), realized_(realized), params_(params) {
+    params_.clear();
+    params_.push_back(out);
+  }
+
+  UOp build(const UOp& value) {
+    const std::vector<UOp>& shape = *g_.shape.find(root_.node());
+    std::vector<UOp> ranges, idx;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (is_one(shape[i])) {  // a size-1 dimension needs no loop
+        idx.push_back(ci(0));
+        continue;
+      }
+      UOp r = UOp::range(shape[i], next_axis_++, AxisType::LOOP);
+      ranges.push_back(r);
+      idx.push_back(r);
+    }
+    UOp v = lower(value, idx, UOp::cbool(true));
+    DType out_dtype = root_.dtype();
+    if (!(v.dtype() == out_dtype)) v = v.cast(out_dtype);
+    UOp out = param(0, out_dtype, shape);
+    UOp store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out.dtype(), {out, flat_index(shape, idx)}), v});
+    if (!ranges.empty()) {
+      std::vector<UOp> src{store};
+      src.insert(src.end(), ranges.begin(), ranges.end());
+      store = UOp::make(Ops::END, dtypes::void_, src);
+    }
+    return UOp::sink({store});
+  }
+
+ private:
+  // The kernel PARAM for buffer slot `slot` (pointer to `dtype`, sized by the shape's maximum).
+  UOp param(size_t slot, DType dtype, const std::vector<UOp>& shape) {
+    int64_t size = 1;
+    for (const UOp& d : shape) size *= d.is_const() ? d.arg_int() : vmax(d);
+    return UOp::make(Ops::PARAM, dtype.ptr(size), {}, Arg{static_cast<int64_t>(slot)});
+  }
+
+  size_t slot_of(BufRef b) {
+    for (size_t i = 0; i < params_.size(); ++i)
+      if (params_[i] == b) return i;
+    params_.push_back(b);
+    return params_.size() - 1;
+  }
+
+  UOp load(const UOp& n, BufRef b, const std::vector<UOp>& idx, const UOp& valid) {
+    const std::vector<UOp>& shape = *g_.shape.find(n.node());
+    DType d = n.op() == Ops::PARAM ? n.dtype().base() : n.dtype();
+    UOp p = param(slot_of(b), d, shape);
+    UOp flat = flat_index(shape, idx);
+    UOp index = is_true(valid) ? UOp::make(Ops::INDEX, p.dtype(), {p, flat}) : UOp::make(Ops::INDEX, p.dtype(), {p, flat, valid});
+    return UOp::make(Ops::LOAD, d, {index});
+  }
+
+  UOp lower(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
+    Key key{n.node(), {}};
+    for (const UOp& i : idx) key.ids.push_back(i.id());
+    key.ids.push_back(valid.id());
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    UOp out = lower_uncached(n, idx, valid);
+    memo_.emplace(std::move(key), out);
+    return out;
+  }
+
+  UOp lower_uncached(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
+    if (!(n == root_)) {
+      if (const BufRef* b = realized_.find(n.node())) return load(n, *b, idx, valid);
+    }
+    switch (n.op()) {
+      case Ops::PARAM: return load(n, BufRef{false, static_cast<uint32_t>(n.arg_int())}, idx, valid);
+      case Ops::CONST: return UOp::make(Ops::CONST, n.dtype(), {}, n.arg());
+      case Ops::DEFINE_VAR: return n;
+      case Ops::IOTA: return idx[0].cast(n.dtype());
+      case Ops::CONTIGUOUS: case Ops::DETACH: return lower(n.src(0), idx, valid);
+      case Ops::RESHAPE: return lower(n.src(0), reshape_index(n, idx), valid);
+      case Ops::PERMUTE: {
+        const auto& order = n.arg_ints();
+        std::vector<UOp> src_idx(order.size());
+        for (size_t i = 0; i < order.size(); ++i) src_idx[order[i]] = idx[i];
+        return lower(n.src(0), src_idx, valid);
+      }
+      case Ops::EXPAND: {
+        const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
+        std::vector<UOp> src_idx(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = is_one(in[i]) ? ci(0) : idx[i];
+        return lower(n.src(0), src_idx, valid);
+      }
+      case Ops::SHRINK: {
+        std::vector<UOp> src_idx(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = idx[i] + n.arg_ints()[2 * i];
+        return lower(n.src(0), src_idx, valid);
+      }
+      case Ops::FLIP: {
+        const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
+        std::vector<UOp> src_idx(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = n.arg_ints()[i] ? in[i] - 1 - idx[i] : idx[i];
+        return lower(n.src(0), src_idx, valid);
+      }
+      case Ops::PAD: {
+        const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
+        std::vector<UOp> src_idx(idx.size());
+        UOp inside = UOp::cbool(true);
+        for (size_t i = 0; i < idx.size(); ++i) {
+          int64_t before = n.arg_ints()[2 * i], after = n.arg_ints()[2 * i + 1];
+          src_idx[i] = before ? idx[i] - before : idx[i];
+          if (before) inside = and_(inside, ci(before - 1).lt(idx[i]));
+          if (after) inside = and_(inside, idx[i].lt(in[i] + before));
+        }
+        UOp v = lower(n.src(0), src_idx, and_(valid, inside));
+        return inside.where(v, zero_of(v.dtype()));
+      }
+      case Ops::REDUCE_AXIS: {
+        const auto& arg = n.arg_ints();
+        const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
+        std::vector<UOp> src_idx = idx, ranges;
+        for (size_t k = 1; k < arg.size(); ++k) {
+          if (is_one(in[arg[k]])) {
+            src_idx[arg[k]] = ci(0);
+            continue;
+          }
+          UOp r = UOp::range(in[arg[k]], next_axis_++, AxisType::REDUCE);
+          ranges.push_back(r);
+          src_idx[arg[k]] = r;
+        }
+        if (ranges.empty()) return lower(n.src(0), src_idx, valid);  // reducing only size-1 dimensions
+        std::vector<UOp> src{lower(n.src(0), src_idx, valid)};
+        src.insert(src.end(), ranges.begin(), ranges.end());
+        return UOp::make(Ops::REDUCE, n.dtype(), src, Arg{std::vector<int64_t>{arg[0]}});
+      }
+      case Ops::ASSIGN: case Ops::COPY:
+        KILN_UNREACHABLE(op_name(n.op()), " must be realized before it is read");
+      default: break;
+    }
+    KILN_CHECK(groups::Elementwise.has(n.op()), "rangeify: unexpected ", op_name(n.op()), " in a tensor graph");
+    std::vector<UOp> src;
+    for (const UOp& s : n.src()) src.push_back(lower(s, idx, valid));
+    return UOp::make(n.op(), n.dtype(), src);
+  }
+
+  // The source index tuple of a RESHAPE: size-1 dimensions only (inserted or removed) map
+  // directly; anything else re-splits the flat index over the source shape.
+  std::vector<UOp> reshape_index(const UOp& n, const std::vector<UOp>& idx) {
+    const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
+    const std::vector<UOp>& out = *g_.shape.find(n.node());
+    std::vector<size_t> in_big, out_big;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (!is_one(in[i])) in_big.push_back(i);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!is_one(out[i])) out_big.push_back(i);
+    std::vector<UOp> src_idx(in.size(), ci(0));
+    bool direct = in_big.size() == out_big.size();
+    for (size_t k = 0; direct && k < in_big.size(); ++k) direct = in[in_big[k]] == out[out_big[k]];
+    if (direct) {
+      for (size_t k = 0; k < in_big.size(); ++k) src_idx[in_big[k]] = idx[out_big[k]];
+      return src_idx;
+    }
+    UOp flat = flat_index(out, idx);
+    UOp stride = ci(1);
+    for (size_t i = in.size(); i-- > 0;) {
+      if (!is_one(in[i])) {
+        UOp q = is_one(stride) ? flat : flat.idiv(stride);
+        src_idx[i] = i == in_big.front() ? q : q.mod(in[i]);  // the outermost needs no modulo
+      }
+      stride = stride * in[i];
+    }
+    return src_idx;
+  }
+
+  const GraphInfo& g_;
+  UOp root_;
+  const PtrMap<BufRef>& realized_;
+  std::vector<BufRef>& params_;
+  int64_t next_axis_ = 0;
+  std::map<Key, UOp> memo_;
+};
+
+}  // namespace
+
+namespace {
+
+std::string dim_name(const UOp& size) {
+  if (size.is_const()) return std::to_string(size.arg_int());
+  if (size.op() == Ops::DEFINE_VAR) return std::get<NamedInts>(size.arg()).name;
+  return "n";
+}
+
+// "E_<loop sizes>" for elementwise kernels, "r_<loop sizes>_<reduce sizes>" with a reduction.
+std::string kernel_name(const UOp& ast) {
+  std::vector<std::pair<int64_t, std::string>> loops, reduces;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) {
+      auto& dst = static_cast<AxisType>(u.arg_ints()[1]) == AxisType::REDUCE ? reduces : loops;
+      dst.push_back({u.arg_ints()[0], dim_name(u.src(0))});
+    }
+  std::sort(loops.begin(), loops.end());
+  std::sort(reduces.begin(), reduces.end());
+  std::string name = reduces.empty() ? "E" : "r";
+  for (auto& [axis, d] : loops) name += "_" + d;
+  if (loops.empty()) name += "_1";
+  for (auto& [axis, d] : reduces) name += "_" + d;
+  return name;
+}
+
+}  // namespace
+
+UOp rangeify_kernel(const GraphInfo& g, const UOp& root, const UOp& value, BufRef out, const PtrMap<BufRef>& realized,
+                    std::vector<BufRef>& params) {
+  Builder b(g, root, out, realized, params);
+  UOp ast = graph_rewrite(b.build(value), symbolic(), nullptr, "rangeify symbolic");
+  return ast.replace_arg(Arg{kernel_name(ast)});
+}
+
+}  // namespace kiln

@@ -1,0 +1,41 @@
+// schedule/schedule.hpp - from a tensor graph to an ordered list of kernel and copy calls.
+//
+// create_linear_with_vars(big_sink) takes a SINK of tensor nodes to realize and returns:
+//   linear    LINEAR(CALL(body, buffers...), ...) in an order that respects every read-after-write,
+//             write-after-read and write-after-write dependency; body is a kernel AST (a SINK of
+//             END(STORE) over RANGEs) or a COPY node; buffers are BUFFER nodes, output first
+//   var_vals  the values bound to variables (BIND) in the graph
+//   outputs   for each source of big_sink, the BUFFER that holds its value
+// Steps: strip variable values, normalise input buffers to PARAMs (so identical programs on other
+// buffers share one schedule), look the result up in the schedule cache, and on a miss decide
+// kernel boundaries (kernelize), lower each kernel's movement ops to index math (rangeify), order
+// kernels (create_schedule) and plan memory (memory_planner).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/tensor.hpp"
+
+namespace kiln {
+
+using VarVals = std::vector<std::pair<std::string, int64_t>>;
+
+struct LinearResult {
+  UOp linear;
+  VarVals var_vals;
+  std::vector<UOp> outputs;
+  bool cache_hit = false;
+  int kernels = 0;               // CALLs that run kernels (not copies)
+  uint64_t planned_bytes = 0;    // intermediate bytes after memory planning
+  uint64_t unplanned_bytes = 0;  // ... and without it
+};
+
+LinearResult create_linear_with_vars(const UOp& big_sink);
+std::vector<ExecItem> linear_to_schedule(const LinearResult& linear);
+
+// Drops every cached schedule (tests).
+void clear_schedule_cache();
+size_t schedule_cache_size();
+
+}  // namespace kiln

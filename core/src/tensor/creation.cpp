@@ -1,0 +1,163 @@
+// tensor/creation.cpp - creating tensors: constants, ranges, host data, random numbers, variables.
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/buffer.hpp"
+#include "support/hash.hpp"
+#include "tensor/tensor_state.hpp"
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+void check_shape(const Shape& shape, const char* op) {
+  for (int64_t d : shape)
+    if (d < 0) fail(ErrorCode::invalid_argument, op, ": shape ", shape_str(shape), " has a negative dimension");
+}
+
+struct RngState {
+  std::mutex mu;
+  uint64_t seed = 0;
+  uint64_t counter = 0;
+};
+RngState& rng() {
+  static RngState s;
+  return s;
+}
+
+// Uniform [0, 1) numbers of `dtype`: threefry bits of (counter + i) under the seed's key, keeping
+// as many top bits as the dtype's mantissa holds so the value is exact and below 1.
+Tensor uniform(const Shape& shape, DType dtype, const std::string& dev) {
+  int64_t n = numel_of(shape);
+  uint64_t seed, offset;
+  {
+    std::lock_guard<std::mutex> lock(rng().mu);
+    seed = rng().seed;
+    offset = rng().counter;
+    rng().counter += static_cast<uint64_t>(n);
+  }
+  int mant = dtype.scalar() == Scalar::float64 ? 53 : dtype.scalar() == Scalar::float16 ? 11
+           : dtype.scalar() == Scalar::bfloat16 ? 8 : 24;
+  DType compute = dtype.scalar() == Scalar::float64 ? dtypes::float64 : dtypes::float32;
+  UOp ctr = UOp::make(Ops::IOTA, dtypes::uint64, {device_node(dev)}, Arg{n});
+  Tensor c = make(ctr, {n}, dev);
+  // 64-bit constants are built exactly (a double cannot hold every uint64)
+  uint64_t k = mix64(seed ^ 0x6b696c6e72616e64ULL);  // "kilnrand"
+  auto u64 = [&](uint64_t v) {
+    UOp u = UOp::make(Ops::CONST, dtypes::uint64, {device_node(dev)}, Arg{static_cast<int64_t>(v)});
+    return make(u, {}, dev).reshape({1}).expand({n});
+  };
+  c = c + u64(offset);
+  Tensor bits = alu(Ops::THREEFRY, {c, u64(k)}, dtypes::uint64);
+  Tensor top = alu(Ops::SHR, {bits, u64(static_cast<uint64_t>(64 - mant))}, dtypes::uint64);
+  Tensor v = top.cast(compute) * const_tensor(std::ldexp(1.0, -mant), compute, {n}, dev);
+  return v.cast(dtype).reshape(shape);
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(rng().mu);
+  rng().seed = seed;
+  rng().counter = 0;
+}
+
+Variable::Variable(const std::string& name, int64_t min, int64_t max) {
+  if (name.empty()) fail(ErrorCode::invalid_argument, "Variable: the name must not be empty");
+  if (min > max) fail(ErrorCode::invalid_argument, "Variable '", name, "': min ", min, " > max ", max);
+  if (min < 0) fail(ErrorCode::invalid_argument, "Variable '", name, "': a dimension cannot be negative (min ", min, ")");
+  var_ = UOp::variable(name, min, max);
+}
+
+BoundVariable Variable::bind(int64_t value) const {
+  const auto& v = std::get<NamedInts>(var_.arg());
+  if (value < v.ints[0] || value > v.ints[1])
+    fail(ErrorCode::invalid_argument, "Variable '", v.name, "': value ", value, " is outside its range [", v.ints[0], ", ",
+         v.ints[1], "]");
+  return BoundVariable(UOp::make(Ops::BIND, dtypes::index, {var_, UOp::cint(dtypes::index, value)}));
+}
+
+int64_t BoundVariable::value() const { return bind_.src(1).arg_int(); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
+  check_shape(shape, "empty");
+  std::string dev = canonical_device(device);
+  Tensor t = make(runtime::new_buffer(dev, dtype, numel_of(shape)), {numel_of(shape)}, dev);
+  return t.reshape(shape);
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device) {
+  check_shape(shape, "full");
+  return const_tensor(value, dtype, shape, canonical_device(device));
+}
+Tensor Tensor::zeros(const Shape& shape, DType dtype, const std::string& device) { return full(shape, 0, dtype, device); }
+Tensor Tensor::ones(const Shape& shape, DType dtype, const std::string& device) { return full(shape, 1, dtype, device); }
+
+Tensor Tensor::arange(double start, double stop, double step, DType dtype, const std::string& device) {
+  if (step == 0) fail(ErrorCode::invalid_argument, "arange: step must not be 0");
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    fail(ErrorCode::invalid_argument, "arange: start, stop and step must be finite");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  std::string dev = canonical_device(device);
+  Tensor i = make(UOp::make(Ops::IOTA, dtype, {device_node(dev)}, Arg{n}), {n}, dev);
+  if (step != 1) i = i * const_tensor(step, dtype, {n}, dev);
+  if (start != 0) i = i + const_tensor(start, dtype, {n}, dev);
+  return i;
+}
+
+Tensor Tensor::rand(const Shape& shape, DType dtype, const std::string& device) {
+  check_shape(shape, "rand");
+  if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "rand: dtype must be a float type, got ", dtype.name());
+  return uniform(shape, dtype, canonical_device(device));
+}
+
+Tensor Tensor::randn(const Shape& shape, DType dtype, const std::string& device) {
+  check_shape(shape, "randn");
+  if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "randn: dtype must be a float type, got ", dtype.name());
+  std::string dev = canonical_device(device);
+  DType compute = dtype.scalar() == Scalar::float64 ? dtypes::float64 : dtypes::float32;
+  // Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2); 1 - u1 is in (0, 1] so the log is finite
+  Tensor u1 = uniform(shape, compute, dev), u2 = uniform(shape, compute, dev);
+  Tensor r = ((1.0 - u1).log() * -2.0).sqrt();
+  return (r * (u2 * (2 * M_PI)).cos()).cast(dtype);
+}
+
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape, const std::string& device) {
+  check_shape(shape, "from_vector");
+  if (static_cast<int64_t>(data.size()) != numel_of(shape))
+    fail(ErrorCode::invalid_argument, "from_vector: ", data.size(), " values cannot fill shape ", shape_str(shape), " (",
+         numel_of(shape), " elements)");
+  std::string dev = canonical_device(device);
+  DType d = dtype_of<T>();
+  int64_t n = numel_of(shape);
+  UOp host;
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(data.begin(), data.end());
+    host = runtime::new_host_buffer(d, n, bytes.data());
+  } else {
+    host = runtime::new_host_buffer(d, n, data.data());
+  }
+  Tensor h = make(host, {n}, runtime::kHostDevice);
+  return h.to(dev).reshape(shape);
+}
+
+#define KILN_FROM_VECTOR(T) template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&, const std::string&);
+KILN_FROM_VECTOR(bool)
+KILN_FROM_VECTOR(int8_t)
+KILN_FROM_VECTOR(int16_t)
+KILN_FROM_VECTOR(int32_t)
+KILN_FROM_VECTOR(int64_t)
+KILN_FROM_VECTOR(uint8_t)
+KILN_FROM_VECTOR(uint16_t)
+KILN_FROM_VECTOR(uint32_t)
+KILN_FROM_VECTOR(uint64_t)
+KILN_FROM_VECTOR(float)
+KILN_FROM_VECTOR(double)
+#undef KILN_FROM_VECTOR
+
+}  // namespace kiln

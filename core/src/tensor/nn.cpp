@@ -1,0 +1,213 @@
+// tensor/nn.cpp - matmul, convolution and pooling (movement ops + reduce), cat, stack, gather.
+#include <limits>
+
+#include "tensor/tensor_state.hpp"
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+// Tiles x `reps[i]` times along each of its last reps.size() dimensions.
+Tensor tile(const Tensor& x, const std::vector<int64_t>& reps) {
+  const Shape& s = x.shape();
+  size_t lead = s.size() - reps.size();
+  Shape split(s.begin(), s.begin() + lead), expanded(s.begin(), s.begin() + lead), merged(s.begin(), s.begin() + lead);
+  for (size_t i = 0; i < reps.size(); ++i) {
+    int64_t d = s[lead + i];
+    split.push_back(1), split.push_back(d);
+    expanded.push_back(reps[i]), expanded.push_back(d);
+    merged.push_back(reps[i] * d);
+  }
+  return x.reshape(split).expand(expanded).reshape(merged);
+}
+
+// Sliding windows over the last k.size() dimensions: (..., I1, I2) -> (..., O1, O2, K1, K2) with
+// element [o, k] = x[o*stride + k*dilation]. Each dimension is tiled so that reshaping it into
+// rows of length L = I*f + D starts row k at offset k*D (k*L = k*D mod I); taking every
+// stride-th column of those rows gives the windows without any gather.
+Tensor pool(const Tensor& x, const std::vector<int64_t>& k, int64_t stride, int64_t dilation, const char* op) {
+  const Shape& s = x.shape();
+  size_t n = k.size(), lead = s.size() - n;
+  std::vector<int64_t> in(n), out(n), len(n), reps(n);
+  for (size_t i = 0; i < n; ++i) {
+    in[i] = s[lead + i];
+    int64_t span = dilation * (k[i] - 1) + 1;
+    if (span > in[i])
+      fail(ErrorCode::invalid_argument, op, ": window ", k[i], " (dilation ", dilation, ") is larger than the input size ", in[i],
+           " of dimension ", lead + i);
+    out[i] = (in[i] - span) / stride + 1;
+    int64_t f = std::max<int64_t>(1, (out[i] * stride - dilation + in[i] - 1) / in[i]);
+    len[i] = in[i] * f + dilation;
+    reps[i] = (k[i] * len[i] + in[i] - 1) / in[i];
+  }
+  Tensor t = tile(x, reps);
+  Pads keep;  // shrink ranges of the leading dimensions: whole
+  for (size_t i = 0; i < lead; ++i) keep.push_back({0, s[i]});
+  Pads cut = keep;
+  Shape rows(s.begin(), s.begin() + lead);
+  for (size_t i = 0; i < n; ++i) cut.push_back({0, k[i] * len[i]}), rows.push_back(k[i]), rows.push_back(len[i]);
+  t = t.shrink(cut).reshape(rows);
+  Pads cols = keep;
+  Shape strided(s.begin(), s.begin() + lead);
+  for (size_t i = 0; i < n; ++i) {
+    cols.push_back({0, k[i]}), cols.push_back({0, out[i] * stride});
+    strided.push_back(k[i]), strided.push_back(out[i]), strided.push_back(stride);
+  }
+  t = t.shrink(cols).reshape(strided);
+  Pads first = keep;
+  Shape windows(s.begin(), s.begin() + lead);
+  for (size_t i = 0; i < n; ++i) {
+    first.push_back({0, k[i]}), first.push_back({0, out[i]}), first.push_back({0, 1});
+    windows.push_back(k[i]), windows.push_back(out[i]);
+  }
+  t = t.shrink(first).reshape(windows);
+  std::vector<int> order;
+  for (size_t i = 0; i < lead; ++i) order.push_back(static_cast<int>(i));
+  for (size_t i = 0; i < n; ++i) order.push_back(static_cast<int>(lead + 2 * i + 1));
+  for (size_t i = 0; i < n; ++i) order.push_back(static_cast<int>(lead + 2 * i));
+  return t.permute(order);
+}
+
+void check_4d(const Tensor& x, const char* op) {
+  if (x.ndim() != 4)
+    fail(ErrorCode::invalid_argument, op, ": input must be NCHW (4 dimensions), got shape ", shape_str(x.shape()));
+}
+
+}  // namespace
+
+Tensor Tensor::matmul(const Tensor& w) const {
+  int an = ndim(), bn = w.ndim();
+  if (an == 0 || bn == 0)
+    fail(ErrorCode::invalid_argument, "matmul: operands must have at least one dimension, got ", shape_str(shape()), " @ ",
+         shape_str(w.shape()));
+  Tensor a = an == 1 ? reshape({1, shape()[0]}) : *this;
+  Tensor b = bn == 1 ? w.reshape({w.shape()[0], 1}) : w;
+  int64_t k = a.shape().back(), kb = b.shape()[b.ndim() - 2];
+  if (k != kb)
+    fail(ErrorCode::invalid_argument, "matmul: inner dimensions do not match: ", shape_str(shape()), " @ ", shape_str(w.shape()),
+         " (", k, " != ", kb, ")");
+  // (..., M, 1, K) * (..., 1, N, K) summed over K
+  Shape sa = a.shape(), sb = b.transpose(-1, -2).shape();
+  sa.insert(sa.end() - 1, 1);
+  sb.insert(sb.end() - 2, 1);
+  Tensor r = (a.reshape(sa) * b.transpose(-1, -2).reshape(sb)).sum({-1});
+  if (an == 1) r = r.squeeze(-2);
+  if (bn == 1) r = r.squeeze(-1);
+  return r;
+}
+
+Tensor Tensor::dot(const Tensor& w) const { return matmul(w); }
+
+Tensor Tensor::linear(const Tensor& weight, const std::optional<Tensor>& bias) const {
+  Tensor y = matmul(weight.transpose(-1, -2));
+  return bias ? y + *bias : y;
+}
+
+Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, int stride, int padding, int dilation,
+                      int groups) const {
+  check_4d(*this, "conv2d");
+  if (weight.ndim() != 4)
+    fail(ErrorCode::invalid_argument, "conv2d: weight must be OIHW (4 dimensions), got shape ", shape_str(weight.shape()));
+  if (stride < 1 || dilation < 1 || groups < 1 || padding < 0)
+    fail(ErrorCode::invalid_argument, "conv2d: stride, dilation and groups must be >= 1 and padding >= 0 (got stride ", stride,
+         ", padding ", padding, ", dilation ", dilation, ", groups ", groups, ")");
+  int64_t n = shape()[0], cin = shape()[1], cout = weight.shape()[0], kh = weight.shape()[2], kw = weight.shape()[3];
+  if (cin % groups || cout % groups || weight.shape()[1] * groups != cin)
+    fail(ErrorCode::invalid_argument, "conv2d: input ", shape_str(shape()), " with ", groups, " group(s) needs weight (", cout, ", ",
+         cin / std::max(1, groups), ", kh, kw), got ", shape_str(weight.shape()));
+  Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}) : *this;
+  Tensor win = pool(x, {kh, kw}, stride, dilation, "conv2d");  // (N, Cin, OH, OW, KH, KW)
+  int64_t oh = win.shape()[2], ow = win.shape()[3], cg = cin / groups, og = cout / groups;
+  win = win.reshape({n, groups, 1, cg, oh, ow, kh, kw});
+  Tensor wt = weight.reshape({1, groups, og, cg, 1, 1, kh, kw});
+  Tensor y = (win * wt).sum({3, 6, 7}).reshape({n, cout, oh, ow});
+  if (bias) {
+    if (bias->ndim() != 1 || bias->shape()[0] != cout)
+      fail(ErrorCode::invalid_argument, "conv2d: bias must have shape (", cout, ",), got ", shape_str(bias->shape()));
+    y = y + bias->reshape({1, cout, 1, 1});
+  }
+  return y;
+}
+
+Tensor Tensor::max_pool2d(int kernel, int stride, int padding) const {
+  check_4d(*this, "max_pool2d");
+  if (kernel < 1 || stride < 0 || padding < 0) fail(ErrorCode::invalid_argument, "max_pool2d: invalid kernel/stride/padding");
+  double lowest = dtype().is_float() ? -std::numeric_limits<double>::infinity() : static_cast<double>(dtype().imin());
+  Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}, lowest) : *this;
+  return pool(x, {kernel, kernel}, stride ? stride : kernel, 1, "max_pool2d").max({-2, -1});
+}
+
+Tensor Tensor::avg_pool2d(int kernel, int stride, int padding) const {
+  check_4d(*this, "avg_pool2d");
+  if (kernel < 1 || stride < 0 || padding < 0) fail(ErrorCode::invalid_argument, "avg_pool2d: invalid kernel/stride/padding");
+  Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}) : *this;
+  return pool(x, {kernel, kernel}, stride ? stride : kernel, 1, "avg_pool2d").mean({-2, -1});
+}
+
+Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
+  if (ts.empty()) fail(ErrorCode::invalid_argument, "cat: needs at least one tensor");
+  int a = norm_axis(axis, ts[0].ndim(), "cat");
+  int64_t total = 0;
+  DType d = ts[0].dtype();
+  for (const Tensor& t : ts) {
+    if (t.ndim() != ts[0].ndim())
+      fail(ErrorCode::invalid_argument, "cat: shapes ", shape_str(ts[0].shape()), " and ", shape_str(t.shape()), " differ in rank");
+    for (int i = 0; i < t.ndim(); ++i)
+      if (i != a && t.shape()[i] != ts[0].shape()[i])
+        fail(ErrorCode::invalid_argument, "cat: shapes ", shape_str(ts[0].shape()), " and ", shape_str(t.shape()),
+             " differ in dimension ", i, " (only the cat axis ", a, " may differ)");
+    total += t.shape()[a];
+    d = least_upper_dtype(d, t.dtype());
+  }
+  if (ts.size() == 1) return ts[0].cast(d);
+  std::optional<Tensor> out;
+  int64_t offset = 0;
+  for (const Tensor& t : ts) {
+    Pads p(t.ndim(), {0, 0});
+    p[a] = {offset, total - offset - t.shape()[a]};
+    Tensor part = t.cast(d).pad(p);
+    out = out ? *out + part : part;
+    offset += t.shape()[a];
+  }
+  return *out;
+}
+
+Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
+  if (ts.empty()) fail(ErrorCode::invalid_argument, "stack: needs at least one tensor");
+  int a = norm_axis(axis, ts[0].ndim() + 1, "stack");
+  std::vector<Tensor> parts;
+  for (const Tensor& t : ts) {
+    if (t.shape() != ts[0].shape())
+      fail(ErrorCode::invalid_argument, "stack: all tensors must have the same shape, got ", shape_str(ts[0].shape()), " and ",
+           shape_str(t.shape()));
+    parts.push_back(t.unsqueeze(a));
+  }
+  return cat(parts, a);
+}
+
+Tensor Tensor::gather(int axis, const Tensor& index) const {
+  int a = norm_axis(axis, ndim(), "gather");
+  if (index.ndim() != ndim())
+    fail(ErrorCode::invalid_argument, "gather: index shape ", shape_str(index.shape()), " must have the rank of ", shape_str(shape()));
+  if (!index.dtype().is_int()) fail(ErrorCode::invalid_argument, "gather: index must be an integer tensor, got ", index.dtype().name());
+  Pads cut;
+  for (int i = 0; i < ndim(); ++i) {
+    if (i != a && index.shape()[i] > shape()[i])
+      fail(ErrorCode::invalid_argument, "gather: index shape ", shape_str(index.shape()), " exceeds ", shape_str(shape()),
+           " in dimension ", i);
+    cut.push_back({0, i == a ? shape()[i] : index.shape()[i]});
+  }
+  int64_t n = shape()[a];
+  Tensor x = shrink(cut).transpose(a, -1);                          // (..., N)
+  Tensor idx = index.cast(dtypes::int32).transpose(a, -1);          // (..., M)
+  idx = where(idx.lt(const_like(idx, 0)), idx + scalar_like(idx, n), idx);  // numpy: negative counts from the end
+  Shape ar(idx.ndim() + 1, 1);
+  ar.back() = n;
+  Tensor onehot = idx.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(n), 1, dtypes::int32, device()).reshape(ar));
+  Tensor picked = where(onehot, x.unsqueeze(-2), const_like(x.unsqueeze(-2), 0)).sum({-1});
+  return picked.cast(dtype()).transpose(a, -1);
+}
+
+}  // namespace kiln

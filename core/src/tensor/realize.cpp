@@ -1,0 +1,211 @@
+// tensor/realize.cpp - scheduling and running tensors, reading results, assign, device moves.
+//
+// After a realize, every live lazy tensor whose graph contains a realized node is rewritten to
+// read the new buffer instead (the tensor registry below), so work is never done twice.
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "ir/traverse.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/runtime.hpp"
+#include "schedule/schedule.hpp"
+#include "support/flat_map.hpp"
+#include "tensor/tensor_state.hpp"
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+// Every live TensorState, so realize can point lazy graphs at new buffers.
+struct Registry {
+  std::mutex mu;
+  std::vector<std::weak_ptr<TensorState>> all;
+  size_t since_cleanup = 0;
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+bool is_view(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() == Ops::RESHAPE || (x->op() == Ops::SHRINK && x->arg_ints()[0] == 0 && x->arg_ints().size() == 2)) x = &x->src(0);
+  return x->op() == Ops::BUFFER;
+}
+const UOp& view_buffer(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() != Ops::BUFFER) x = &x->src(0);
+  return *x;
+}
+
+// A concrete view of `buffer` (whose first numel_of(shape) elements hold the value) as `shape`.
+UOp buffer_view(const UOp& buffer, const Shape& shape) {
+  int64_t n = numel_of(shape), size = buffer.arg_ints()[1];
+  UOp v = buffer;
+  if (n != size) v = UOp::make(Ops::SHRINK, buffer.dtype(), {v}, Arg{std::vector<int64_t>{0, n}});
+  if (shape.size() != 1 || n != size) v = UOp::make(Ops::RESHAPE, buffer.dtype(), {v}, Arg{std::vector<int64_t>(shape.begin(), shape.end())});
+  return v;
+}
+
+// The states to realize (lazy, deduplicated by node) for these tensors.
+std::vector<std::shared_ptr<TensorState>> pending(const std::vector<Tensor>& ts) {
+  std::vector<std::shared_ptr<TensorState>> out;
+  for (const Tensor& t : ts) {
+    const auto& s = t.state();
+    if (is_view(s->uop)) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o->uop == s->uop; })) out.push_back(s);
+  }
+  return out;
+}
+
+UOp sink_of(const std::vector<std::shared_ptr<TensorState>>& states) {
+  std::vector<UOp> src;
+  for (const auto& s : states) src.push_back(s->uop);
+  return UOp::sink(src);
+}
+
+void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
+  Registry& r = registry();
+  std::vector<std::shared_ptr<TensorState>> live;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto& all = r.all;
+    all.erase(std::remove_if(all.begin(), all.end(), [](const auto& w) { return w.expired(); }), all.end());
+    for (const auto& w : all)
+      if (auto s = w.lock()) live.push_back(std::move(s));
+  }
+  PtrMap<char> targets;
+  for (const auto& [from, to] : becomes) targets[from.node()] = 1;
+  for (const auto& s : live) {
+    if (is_view(s->uop)) continue;
+    bool touches = false;
+    for (const UOpNode* n : toposort_nodes(s->uop, [&](const UOpNode* x) { return targets.contains(x); }))
+      touches |= targets.contains(n);
+    if (touches) s->uop = substitute(s->uop, becomes);
+  }
+}
+
+void read_into(const Tensor& t, void* dst, uint64_t bytes) {
+  const UOp& buf = view_buffer(t.uop());
+  runtime::read_buffer(buf, dst, bytes);
+}
+
+}  // namespace
+
+namespace detail {
+void register_state(const std::shared_ptr<TensorState>& s) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.all.push_back(s);
+  if (++r.since_cleanup > 4096) {
+    r.all.erase(std::remove_if(r.all.begin(), r.all.end(), [](const auto& w) { return w.expired(); }), r.all.end());
+    r.since_cleanup = 0;
+  }
+}
+}  // namespace detail
+
+const UOp& Tensor::uop() const { return s_->uop; }
+const Shape& Tensor::shape() const { return s_->shape; }
+DType Tensor::dtype() const { return s_->uop.dtype(); }
+const std::string& Tensor::device() const { return s_->device; }
+int64_t Tensor::numel() const { return numel_of(s_->shape); }
+
+std::vector<ExecItem> Tensor::schedule_all(const std::vector<Tensor>& outputs) {
+  auto states = pending(outputs);
+  if (states.empty()) return {};
+  return linear_to_schedule(create_linear_with_vars(sink_of(states)));
+}
+std::vector<ExecItem> Tensor::schedule() const { return schedule_all({*this}); }
+
+void Tensor::realize_all(std::vector<Tensor>& tensors) {
+  auto states = pending(tensors);
+  if (states.empty()) return;
+  LinearResult lr = create_linear_with_vars(sink_of(states));
+  runtime::run_schedule(linear_to_schedule(lr));
+  std::vector<std::pair<UOp, UOp>> becomes;
+  for (size_t i = 0; i < states.size(); ++i) {
+    UOp view = buffer_view(lr.outputs[i], states[i]->shape);
+    becomes.push_back({states[i]->uop, view});
+    states[i]->uop = view;
+    states[i]->vars.clear();
+  }
+  apply_becomes(becomes);
+}
+
+Tensor& Tensor::realize() {
+  std::vector<Tensor> one{*this};
+  realize_all(one);
+  return *this;
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_view(s_->uop)) return *this;
+  return make(UOp::make(Ops::CONTIGUOUS, dtype(), {s_->uop}), s_->shape, s_->device, s_->vars);
+}
+
+Tensor Tensor::to(const std::string& device) const {
+  std::string dev = canonical_device(device);
+  if (dev == s_->device) return *this;
+  UOp c = UOp::make(Ops::COPY, dtype(), {s_->uop, device_node(dev)});
+  return make(c, s_->shape, dev, s_->vars);
+}
+
+Tensor& Tensor::assign(const Tensor& value) {
+  if (!is_view(s_->uop)) realize();
+  Tensor v = value;
+  if (v.device() != device())
+    fail(ErrorCode::invalid_argument, "assign: value is on ", v.device(), ", target on ", device(), "; move it with .to()");
+  if (!(v.dtype() == dtype())) v = v.cast(dtype());
+  if (v.shape() != shape()) {
+    if (v.ndim() > ndim())
+      fail(ErrorCode::invalid_argument, "assign: value of shape ", shape_str(v.shape()), " does not fit target ", shape_str(shape()));
+    v = v.expand(shape());
+  }
+  s_->uop = UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v.uop()});
+  return *this;
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  DType want = dtype_of<T>();
+  Tensor t = want == dtype() ? *this : cast(want);
+  if (!is_view(t.uop())) t = t.contiguous().realize();  // views of a buffer start at its element 0
+  int64_t n = t.numel();
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(n));
+    if (n) read_into(t, bytes.data(), static_cast<uint64_t>(n));
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<size_t>(n));
+    if (n) read_into(t, out.data(), static_cast<uint64_t>(n) * sizeof(T));
+    return out;
+  }
+}
+
+template <typename T>
+T Tensor::item() const {
+  if (numel() != 1)
+    fail(ErrorCode::invalid_argument, "item: the tensor has ", numel(), " elements (shape ", shape_str(shape()), "), expected 1");
+  return to_vector<T>()[0];
+}
+
+#define KILN_READ(T) \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template T Tensor::item<T>() const;
+KILN_READ(bool)
+KILN_READ(int8_t)
+KILN_READ(int16_t)
+KILN_READ(int32_t)
+KILN_READ(int64_t)
+KILN_READ(uint8_t)
+KILN_READ(uint16_t)
+KILN_READ(uint32_t)
+KILN_READ(uint64_t)
+KILN_READ(float)
+KILN_READ(double)
+#undef KILN_READ
+
+}  // namespace kiln

@@ -1,0 +1,156 @@
+// tensor/reduce.cpp - reductions and the functions built from them (mean, var, softmax, argmax).
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/tensor_state.hpp"
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+std::vector<int> norm_axes(const std::vector<int>& axes, int ndim, const char* op) {
+  std::vector<int> out;
+  if (axes.empty()) {
+    for (int i = 0; i < ndim; ++i) out.push_back(i);
+    return out;
+  }
+  for (int a : axes) {
+    int n = norm_axis(a, ndim, op);
+    if (std::find(out.begin(), out.end(), n) != out.end()) fail(ErrorCode::invalid_argument, op, ": axis ", a, " given twice");
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// REDUCE_AXIS over `axes` (normalised), then drop them unless keepdim.
+Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, bool keepdim) {
+  const TensorState& s = st(x);
+  if (axes.empty()) return x;
+  Shape shape = s.shape;
+  std::vector<UOp> vars = s.vars;
+  std::vector<int64_t> arg{static_cast<int64_t>(op)};
+  for (int a : axes) {
+    arg.push_back(a);
+    shape[a] = 1;
+    if (!vars.empty()) vars[a] = UOp();
+  }
+  Tensor r = make(UOp::make(Ops::REDUCE_AXIS, s.uop.dtype(), {s.uop}, Arg{arg}), shape, s.device, vars);
+  if (keepdim) return r;
+  Shape out;
+  std::vector<UOp> out_vars;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (std::find(axes.begin(), axes.end(), static_cast<int>(i)) == axes.end()) {
+      out.push_back(shape[i]);
+      out_vars.push_back(i < vars.size() ? vars[i] : UOp());
+    }
+  return shaped(r, Ops::RESHAPE, out, out_vars);
+}
+
+// Sums accumulate small integers in 32 bits and half floats in float32 (then cast back).
+DType sum_acc_dtype(DType d) {
+  if (d.is_bool()) return dtypes::int32;
+  if (d.is_int() && d.scalar_size() < 4) return d.is_unsigned() ? dtypes::uint32 : dtypes::int32;
+  if (d.scalar() == Scalar::float16 || d.scalar() == Scalar::bfloat16) return dtypes::float32;
+  return d;
+}
+
+// The element count over `axes` as a tensor of dtype d (a symbolic dimension uses its variable).
+Tensor count(const Tensor& x, const std::vector<int>& axes, DType d) {
+  const TensorState& s = st(x);
+  int64_t concrete = 1;
+  Tensor n = const_tensor(1, d, {}, s.device);
+  bool symbolic = false;
+  for (int a : axes) {
+    if (a < static_cast<int>(s.vars.size()) && s.vars[a]) {
+      n = n * make(s.vars[a], {}, s.device).cast(d);
+      symbolic = true;
+    } else {
+      concrete *= s.shape[a];
+    }
+  }
+  Tensor c = const_tensor(static_cast<double>(concrete), d, {}, s.device);
+  return symbolic ? n * c : c;
+}
+
+}  // namespace
+
+Tensor Tensor::sum(const std::vector<int>& axes, bool keepdim) const {
+  DType acc = sum_acc_dtype(dtype());
+  Tensor x = acc == dtype() ? *this : cast(acc);
+  Tensor r = reduce(x, Ops::ADD, norm_axes(axes, ndim(), "sum"), keepdim);
+  bool half = dtype().scalar() == Scalar::float16 || dtype().scalar() == Scalar::bfloat16;
+  return half ? r.cast(dtype()) : r;
+}
+
+Tensor Tensor::prod(const std::vector<int>& axes, bool keepdim) const {
+  DType acc = sum_acc_dtype(dtype());
+  Tensor x = acc == dtype() ? *this : cast(acc);
+  return reduce(x, Ops::MUL, norm_axes(axes, ndim(), "prod"), keepdim);
+}
+
+Tensor Tensor::max(const std::vector<int>& axes, bool keepdim) const {
+  return reduce(*this, Ops::MAX, norm_axes(axes, ndim(), "max"), keepdim);
+}
+
+Tensor Tensor::min(const std::vector<int>& axes, bool keepdim) const {
+  auto ax = norm_axes(axes, ndim(), "min");
+  if (dtype().is_float()) return -reduce(-*this, Ops::MAX, ax, keepdim);
+  if (dtype().is_bool()) return reduce(logical_not(), Ops::MAX, ax, keepdim).logical_not();
+  // ~x is order-reversing and exact for every integer (unlike -x at the minimum value)
+  Tensor inv = *this ^ const_like(*this, -1);
+  Tensor m = reduce(inv, Ops::MAX, ax, keepdim);
+  return m ^ const_like(m, -1);
+}
+
+Tensor Tensor::mean(const std::vector<int>& axes, bool keepdim) const {
+  auto ax = norm_axes(axes, ndim(), "mean");
+  DType d = dtype().is_float() ? dtype() : dtypes::default_float;
+  Tensor s = sum(axes, keepdim).cast(d);
+  return s / count(*this, ax, d);
+}
+
+Tensor Tensor::var(const std::vector<int>& axes, bool keepdim, double correction) const {
+  auto ax = norm_axes(axes, ndim(), "var");
+  DType d = dtype().is_float() ? dtype() : dtypes::default_float;
+  Tensor x = cast(d);
+  Tensor dev = x - x.mean(axes, true);
+  Tensor n = count(*this, ax, d);
+  Tensor denom = (n - correction).maximum(const_like(n, 0));
+  return (dev * dev).sum(axes, keepdim) / denom;
+}
+
+Tensor Tensor::std(const std::vector<int>& axes, bool keepdim, double correction) const {
+  return var(axes, keepdim, correction).sqrt();
+}
+
+Tensor Tensor::argmax(int axis, bool keepdim) const {
+  int a = norm_axis(axis, ndim(), "argmax");
+  int64_t n = shape()[a];
+  if (n == 0) fail(ErrorCode::invalid_argument, "argmax: dimension ", a, " is empty");
+  // the first maximum: among positions equal to the max, take the largest (n - index)
+  Tensor is_max = eq(max({a}, true));
+  Shape idx_shape(ndim(), 1);
+  idx_shape[a] = n;
+  Tensor rev = Tensor::arange(static_cast<double>(n), 0, -1, dtypes::int32, device()).reshape(idx_shape);
+  Tensor picked = where(is_max, rev, const_like(rev, 0));
+  return const_like(picked.max({a}, keepdim), static_cast<double>(n)) - picked.max({a}, keepdim);
+}
+
+Tensor Tensor::softmax(int axis) const {
+  int a = norm_axis(axis, ndim(), "softmax");
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  Tensor e = (x - x.max({a}, true)).exp();
+  return e / e.sum({a}, true);
+}
+
+Tensor Tensor::log_softmax(int axis) const {
+  int a = norm_axis(axis, ndim(), "log_softmax");
+  Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
+  Tensor shifted = x - x.max({a}, true);
+  return shifted - shifted.exp().sum({a}, true).log();
+}
+
+}  // namespace kiln

@@ -1,0 +1,130 @@
+// tensor/tensor_state.cpp - shared graph-building helpers of the frontend.
+#include "tensor/tensor_state.hpp"
+
+#include "runtime/runtime.hpp"
+
+namespace kiln::detail {
+
+Tensor make(UOp uop, Shape shape, std::string device, std::vector<UOp> vars) {
+  bool any = false;
+  for (const UOp& v : vars) any |= static_cast<bool>(v);
+  if (!any) vars.clear();
+  auto s = std::make_shared<TensorState>(TensorState{std::move(uop), std::move(shape), std::move(vars), std::move(device)});
+  register_state(s);
+  return Tensor(std::move(s));
+}
+
+std::string canonical_device(const std::string& device) { return runtime::canonical_device(device); }
+
+UOp device_node(const std::string& device) { return UOp::make(Ops::DEVICE, dtypes::void_, {}, Arg{device}); }
+
+std::string shape_str(const Shape& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+int64_t numel_of(const Shape& s) {
+  int64_t p = 1;
+  for (int64_t d : s) p *= d;
+  return p;
+}
+
+int norm_axis(int axis, int ndim, const char* op) {
+  int a = axis < 0 ? axis + ndim : axis;
+  if (a < 0 || a >= ndim)
+    fail(ErrorCode::invalid_argument, op, ": axis ", axis, " is out of range for a tensor with ", ndim,
+         " dimensions (expected ", -ndim, " <= axis < ", ndim, ")");
+  return a;
+}
+
+Tensor const_tensor(double value, DType dtype, const Shape& shape, const std::string& device) {
+  UOp c = UOp::make(Ops::CONST, dtype, {device_node(device)},
+                    dtype.is_float() ? Arg{Float(value)} : dtype.is_bool() ? Arg{value != 0} : Arg{static_cast<int64_t>(value)});
+  Tensor t = make(c, {}, device);
+  if (shape.empty()) return t;
+  Shape ones(shape.size(), 1);
+  t = movement(t, Ops::RESHAPE, ones, ones, {});
+  return movement(t, Ops::EXPAND, shape, shape, {});
+}
+
+Tensor const_like(const Tensor& like, double value, DType dtype) {
+  const TensorState& s = st(like);
+  Tensor c = const_tensor(value, dtype, {}, s.device);
+  if (s.shape.empty()) return c;
+  Shape ones(s.shape.size(), 1);
+  c = movement(c, Ops::RESHAPE, ones, ones, {});
+  return shaped(c, Ops::EXPAND, s.shape, s.vars);  // the (possibly symbolic) shape of `like`
+}
+Tensor const_like(const Tensor& like, double value) { return const_like(like, value, like.dtype()); }
+
+Tensor movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, const Shape& new_shape,
+                const std::vector<UOp>& new_vars, const std::vector<UOp>& arg_vars) {
+  const TensorState& s = st(x);
+  std::vector<UOp> src{s.uop};
+  src.insert(src.end(), arg_vars.begin(), arg_vars.end());
+  UOp u = UOp::make(op, s.uop.dtype(), src, Arg{arg});
+  return make(u, new_shape, s.device, new_vars);
+}
+
+Tensor shaped(const Tensor& x, Ops op, const Shape& dims, const std::vector<UOp>& vars) {
+  std::vector<int64_t> arg(dims.begin(), dims.end());
+  std::vector<UOp> extra;
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (vars[i]) {
+      arg[i] = -1 - static_cast<int64_t>(extra.size());
+      extra.push_back(vars[i]);
+    }
+  return movement(x, op, arg, dims, vars, extra);
+}
+
+Tensor alu(Ops op, const std::vector<Tensor>& srcs, DType out) {
+  std::vector<UOp> u;
+  for (const Tensor& t : srcs) u.push_back(t.uop());
+  const TensorState& s = st(srcs[0]);
+  // a symbolic dimension of any operand is the result's
+  std::vector<UOp> vars = s.vars;
+  for (const Tensor& t : srcs)
+    if (!st(t).vars.empty()) vars = st(t).vars;
+  return make(UOp::make(op, out, u), s.shape, s.device, vars);
+}
+
+namespace {
+UOp var_at(const TensorState& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
+}  // namespace
+
+std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char* op) {
+  const TensorState &sa = st(a), &sb = st(b);
+  if (sa.device != sb.device)
+    fail(ErrorCode::invalid_argument, op, ": operands are on different devices (", sa.device, " and ", sb.device,
+         "); move one with .to(\"", sa.device, "\")");
+  if (sa.shape == sb.shape && sa.vars == sb.vars) return {a, b};
+  size_t n = std::max(sa.shape.size(), sb.shape.size());
+  Shape out(n), pa(n, 1), pb(n, 1);
+  std::vector<UOp> va(n), vb(n), vout(n);
+  for (size_t i = 0; i < sa.shape.size(); ++i) pa[n - sa.shape.size() + i] = sa.shape[i], va[n - sa.shape.size() + i] = var_at(sa, i);
+  for (size_t i = 0; i < sb.shape.size(); ++i) pb[n - sb.shape.size() + i] = sb.shape[i], vb[n - sb.shape.size() + i] = var_at(sb, i);
+  for (size_t i = 0; i < n; ++i) {
+    bool same = pa[i] == pb[i] && va[i] == vb[i];
+    if (same || pb[i] == 1) out[i] = pa[i], vout[i] = va[i];
+    else if (pa[i] == 1) out[i] = pb[i], vout[i] = vb[i];
+    else
+      fail(ErrorCode::invalid_argument, op, ": shapes ", shape_str(sa.shape), " and ", shape_str(sb.shape),
+           " cannot be broadcast: dimension ", i, " is ", pa[i], " vs ", pb[i], " (sizes must match or one must be 1)");
+  }
+  auto fit = [&](const Tensor& t, const Shape& padded, const std::vector<UOp>& pv) {
+    Tensor r = st(t).shape.size() != n ? shaped(t, Ops::RESHAPE, padded, pv) : t;
+    return padded == out && pv == vout ? r : shaped(r, Ops::EXPAND, out, vout);
+  };
+  return {fit(a, pa, va), fit(b, pb, vb)};
+}
+
+std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, const char* op) {
+  auto [x, y] = broadcast(a, b, op);
+  DType d = least_upper_dtype(x.dtype(), y.dtype());
+  if (!(x.dtype() == d)) x = x.cast(d);
+  if (!(y.dtype() == d)) y = y.cast(d);
+  return {x, y};
+}
+
+}  // namespace kiln::detail

@@ -1,0 +1,402 @@
+// tests/common/op_corpus.cpp - the cases.
+#include "op_corpus.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+namespace kiln::testing {
+
+namespace {
+
+using A = std::vector<HostArray>;
+using T = std::vector<Tensor>;
+const DType f32 = dtypes::float32, i32 = dtypes::int32, b8 = dtypes::bool_;
+
+HostArray F(std::vector<int64_t> s, uint64_t seed = 1, double lo = -2, double hi = 2) { return make_array(s, f32, seed, lo, hi); }
+HostArray I(std::vector<int64_t> s, uint64_t seed = 2) { return make_array(s, i32, seed, -10, 10); }
+
+double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+double nanmax(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+
+void add_elementwise(std::vector<OpCase>& c) {
+  auto un = [&](std::string name, std::function<Tensor(const Tensor&)> f, std::function<double(double)> r, HostArray in,
+                double rtol = 1e-5) {
+    c.push_back({name, {in}, [f](const T& t) { return f(t[0]); }, [r](const A& a) { return map(a[0], r, a[0].dtype); }, rtol, 1e-6});
+  };
+  un("neg", [](const Tensor& x) { return -x; }, [](double x) { return -x; }, F({3, 5}));
+  un("exp", [](const Tensor& x) { return x.exp(); }, [](double x) { return std::exp(x); }, F({3, 5}));
+  un("log", [](const Tensor& x) { return x.log(); }, [](double x) { return std::log(x); }, F({3, 5}, 3, 0.01, 10));
+  un("exp2", [](const Tensor& x) { return x.exp2(); }, [](double x) { return std::exp2(x); }, F({17}));
+  un("log2", [](const Tensor& x) { return x.log2(); }, [](double x) { return std::log2(x); }, F({17}, 4, 0.01, 100));
+  un("sqrt", [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, F({4, 4}, 5, 0, 9));
+  un("rsqrt", [](const Tensor& x) { return x.rsqrt(); }, [](double x) { return 1 / std::sqrt(x); }, F({4, 4}, 5, 0.1, 9));
+  un("sin", [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }, F({3, 7}, 6, -10, 10));
+  un("cos", [](const Tensor& x) { return x.cos(); }, [](double x) { return std::cos(x); }, F({3, 7}, 7, -10, 10));
+  un("tan", [](const Tensor& x) { return x.tan(); }, [](double x) { return std::tan(x); }, F({3, 7}, 8, -1.2, 1.2), 1e-4);
+  un("abs", [](const Tensor& x) { return x.abs(); }, [](double x) { return std::fabs(x); }, F({3, 5}));
+  un("sign", [](const Tensor& x) { return x.sign(); }, [](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, F({3, 5}));
+  un("reciprocal", [](const Tensor& x) { return x.reciprocal(); }, [](double x) { return 1 / x; }, F({3, 5}, 9, 0.5, 4));
+  un("relu", [](const Tensor& x) { return x.relu(); }, [](double x) { return std::max(x, 0.0); }, F({3, 5}));
+  un("sigmoid", [](const Tensor& x) { return x.sigmoid(); }, [](double x) { return sigmoid(x); }, F({3, 5}));
+  un("tanh", [](const Tensor& x) { return x.tanh(); }, [](double x) { return std::tanh(x); }, F({3, 5}), 1e-4);
+  un("gelu", [](const Tensor& x) { return x.gelu(); },
+     [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, F({3, 5}), 1e-4);
+  un("silu", [](const Tensor& x) { return x.silu(); }, [](double x) { return x * sigmoid(x); }, F({3, 5}));
+  un("pow_scalar", [](const Tensor& x) { return x.pow(3.0); }, [](double x) { return x * x * x; }, F({3, 5}), 1e-4);
+  un("pow_half", [](const Tensor& x) { return x.pow(0.5); }, [](double x) { return std::sqrt(x); }, F({6}, 10, 0, 4));
+  un("add_scalar", [](const Tensor& x) { return x + 1.5; }, [](double x) { return x + 1.5; }, F({2, 3}));
+  un("rsub_scalar", [](const Tensor& x) { return 2.0 - x; }, [](double x) { return 2 - x; }, F({2, 3}));
+  un("rdiv_scalar", [](const Tensor& x) { return 1.0 / x; }, [](double x) { return 1 / x; }, F({2, 3}, 11, 0.5, 3));
+
+  auto bin = [&](std::string name, std::function<Tensor(const Tensor&, const Tensor&)> f, std::function<double(double, double)> r,
+                 HostArray a, HostArray b, DType out, double rtol = 1e-5) {
+    c.push_back({name, {a, b}, [f](const T& t) { return f(t[0], t[1]); },
+                 [r, out](const A& x) { return zip(x[0], x[1], r, out); }, rtol, 1e-6});
+  };
+  bin("add", [](auto& a, auto& b) { return a + b; }, std::plus<double>(), F({3, 4}), F({3, 4}, 2), f32);
+  bin("add_broadcast", [](auto& a, auto& b) { return a + b; }, std::plus<double>(), F({2, 3, 4}), F({3, 1}, 2), f32);
+  bin("sub_broadcast", [](auto& a, auto& b) { return a - b; }, std::minus<double>(), F({4}), F({3, 1}, 2), f32);
+  bin("mul", [](auto& a, auto& b) { return a * b; }, std::multiplies<double>(), F({5, 3}), F({5, 3}, 3), f32);
+  bin("div", [](auto& a, auto& b) { return a / b; }, std::divides<double>(), F({5, 3}), F({5, 3}, 3, 0.5, 3), f32);
+  bin("div_int", [](auto& a, auto& b) { return a / b; }, std::divides<double>(), I({6}), make_array({6}, i32, 7, 1, 15), f32);
+  bin("maximum", [](auto& a, auto& b) { return a.maximum(b); }, nanmax, F({7}), F({7}, 4), f32);
+  bin("minimum", [](auto& a, auto& b) { return a.minimum(b); }, [](double x, double y) { return std::min(x, y); }, F({7}),
+      F({7}, 4), f32);
+  bin("pow", [](auto& a, auto& b) { return a.pow(b); }, [](double x, double y) { return std::pow(x, y); }, F({6}, 5, 0.1, 3),
+      F({6}, 6, -2, 2), f32, 1e-4);
+  bin("lt", [](auto& a, auto& b) { return a.lt(b); }, [](double x, double y) { return x < y; }, F({8}), F({8}, 3), b8);
+  bin("gt", [](auto& a, auto& b) { return a.gt(b); }, [](double x, double y) { return x > y; }, F({8}), F({8}, 3), b8);
+  bin("le_int", [](auto& a, auto& b) { return a.le(b); }, [](double x, double y) { return x <= y; }, I({9}), I({9}, 5), b8);
+  bin("ge_int", [](auto& a, auto& b) { return a.ge(b); }, [](double x, double y) { return x >= y; }, I({9}), I({9}, 5), b8);
+  bin("eq_int", [](auto& a, auto& b) { return a.eq(b); }, [](double x, double y) { return x == y; }, I({9}), I({9}, 5), b8);
+  bin("ne_int", [](auto& a, auto& b) { return a.ne(b); }, [](double x, double y) { return x != y; }, I({9}), I({9}, 5), b8);
+  bin("add_int", [](auto& a, auto& b) { return a + b; }, std::plus<double>(), I({3, 3}), I({3}, 4), i32);
+  bin("mul_int_wrap", [](auto& a, auto& b) { return (a * b) * scalar_like(a, 100000); },
+      [](double x, double y) { return static_cast<double>(static_cast<int32_t>(static_cast<int64_t>(x * y) * 100000)); }, I({5}),
+      I({5}, 9), i32);
+  bin("idiv_c_semantics", [](auto& a, auto& b) { return a.idiv(b); },
+      [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) / static_cast<int64_t>(y)); }, I({12}, 3),
+      make_array({12}, i32, 13, 1, 6), i32);
+  bin("idiv_negative_divisor", [](auto& a, auto& b) { return a.idiv(b * scalar_like(b, -1)); },
+      [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) / -static_cast<int64_t>(y)); }, I({12}, 3),
+      make_array({12}, i32, 13, 1, 6), i32);
+  bin("mod_c_semantics", [](auto& a, auto& b) { return a.mod(b); },
+      [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) % static_cast<int64_t>(y)); }, I({12}, 3),
+      make_array({12}, i32, 14, 1, 6), i32);
+  bin("and_int", [](auto& a, auto& b) { return a & b; },
+      [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) & static_cast<int64_t>(y)); }, I({8}), I({8}, 3), i32);
+  bin("or_bool", [](auto& a, auto& b) { return a.lt(b) | b.lt(a); }, [](double x, double y) { return x != y; }, F({8}), F({8}, 3),
+      b8);
+  bin("xor_int", [](auto& a, auto& b) { return a ^ b; },
+      [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) ^ static_cast<int64_t>(y)); }, I({8}), I({8}, 3), i32);
+
+  c.push_back({"int_scalar_keeps_dtype", {I({5})}, [](const T& t) { return t[0] * 3 + 1; },
+               [](const A& a) { return map(a[0], [](double x) { return x * 3 + 1; }, i32); }});
+  c.push_back({"where", {make_array({3, 4}, b8, 3), F({3, 4}), F({1, 4}, 2)},
+               [](const T& t) { return Tensor::where(t[0], t[1], t[2]); }, [](const A& a) { return where(a[0], a[1], a[2]); }});
+  c.push_back({"where_scalar_branch", {F({6}), F({6}, 5)},
+               [](const T& t) { return Tensor::where(t[0].gt(t[1]), t[0], t[1] * 0.0 - 1.0); },
+               [](const A& a) { return zip(a[0], a[1], [](double x, double y) { return x > y ? x : -1.0; }, f32); }});
+  c.push_back({"logical_not", {F({6}), F({6}, 5)}, [](const T& t) { return t[0].lt(t[1]).logical_not(); },
+               [](const A& a) { return zip(a[0], a[1], [](double x, double y) { return !(x < y); }, b8); }});
+}
+
+void add_casts_and_specials(std::vector<OpCase>& c) {
+  auto cast_case = [&](std::string name, HostArray in, DType to) {
+    c.push_back({name, {in}, [to](const T& t) { return t[0].cast(to); }, [to](const A& a) { return cast(a[0], to); }});
+  };
+  cast_case("cast_f32_i32", F({9}, 3, -50, 50), i32);
+  cast_case("cast_i32_f32", I({9}), f32);
+  cast_case("cast_i32_u8_wrap", make_array({9}, i32, 4, -300, 300), dtypes::uint8);
+  cast_case("cast_i32_i8_wrap", make_array({9}, i32, 5, -300, 300), dtypes::int8);
+  cast_case("cast_f32_bool", F({9}, 6, -1, 1), b8);
+  cast_case("cast_bool_f32", make_array({9}, b8, 7), f32);
+  cast_case("cast_f32_f16", F({9}, 8, -1000, 1000), dtypes::float16);
+  cast_case("cast_f32_bf16", F({9}, 9, -1000, 1000), dtypes::bfloat16);
+  cast_case("cast_f32_f64", F({9}, 10), dtypes::float64);
+  cast_case("cast_u8_f32", make_array({9}, dtypes::uint8, 11, 0, 250), f32);
+  cast_case("cast_i64_i16", make_array({9}, dtypes::int64, 12, -100000, 100000), dtypes::int16);
+
+  HostArray specials{{8}, {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e30, -1e-30, 3.5}, f32};
+  specials.v[5] = static_cast<float>(1e30);
+  specials.v[6] = static_cast<float>(-1e-30);
+  auto sp = [&](std::string name, std::function<Tensor(const Tensor&)> f, std::function<double(double)> r) {
+    c.push_back({name, {specials}, [f](const T& t) { return f(t[0]); }, [r](const A& a) { return map(a[0], r, f32); }, 1e-5, 1e-30});
+  };
+  sp("nan_inf_relu", [](const Tensor& x) { return x.relu(); }, [](double x) { return std::isnan(x) ? x : std::max(x, 0.0); });
+  sp("nan_inf_exp", [](const Tensor& x) { return x.exp(); }, [](double x) { return std::exp(x); });
+  sp("nan_inf_log", [](const Tensor& x) { return x.log(); }, [](double x) { return std::log(x); });
+  sp("nan_inf_sqrt", [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); });
+  sp("nan_inf_reciprocal", [](const Tensor& x) { return x.reciprocal(); }, [](double x) { return 1 / x; });
+  sp("nan_inf_mul_zero", [](const Tensor& x) { return x * 0.0; }, [](double x) { return x * 0; });
+  sp("nan_inf_max", [](const Tensor& x) { return x.maximum(x * 0.0 + 1.0); }, [](double x) { return nanmax(x, x * 0 + 1); });
+  c.push_back({"nan_compare", {specials}, [](const T& t) { return t[0].lt(t[0] * 0.0 + 1.0); },
+               [](const A& a) { return map(a[0], [](double x) { return x < x * 0 + 1; }, b8); }});
+  c.push_back({"sum_with_inf", {specials}, [](const T& t) { return t[0].sum(); },
+               [](const A& a) { return reduce(a[0], {}, false, std::plus<double>(), 0, f32); }});
+}
+
+void add_movement(std::vector<OpCase>& c) {
+  auto mv = [&](std::string name, HostArray in, std::function<Tensor(const Tensor&)> f, std::function<HostArray(const HostArray&)> r) {
+    // each view is followed by arithmetic so the view is read through the kernel, not copied
+    c.push_back({name, {in}, [f](const T& t) { return f(t[0]) * 2.0; },
+                 [r](const A& a) { return map(r(a[0]), [](double x) { return x * 2; }, f32); }});
+  };
+  HostArray x = F({2, 3, 4});
+  mv("reshape", x, [](const Tensor& t) { return t.reshape({4, -1}); }, [](const HostArray& a) { return reshape(a, {4, 6}); });
+  mv("permute", x, [](const Tensor& t) { return t.permute({2, 0, 1}); }, [](const HostArray& a) { return permute(a, {2, 0, 1}); });
+  mv("transpose", x, [](const Tensor& t) { return t.transpose(0, 2); }, [](const HostArray& a) { return permute(a, {2, 1, 0}); });
+  mv("expand", F({3, 1}), [](const Tensor& t) { return t.expand({2, 3, 5}); },
+     [](const HostArray& a) { return expand(a, {2, 3, 5}); });
+  mv("pad", x, [](const Tensor& t) { return t.pad({{1, 0}, {0, 2}, {1, 1}}); },
+     [](const HostArray& a) { return pad(a, {{1, 0}, {0, 2}, {1, 1}}, 0); });
+  mv("pad_value", x, [](const Tensor& t) { return t.pad({{0, 0}, {1, 1}, {0, 0}}, -7.5); },
+     [](const HostArray& a) { return pad(a, {{0, 0}, {1, 1}, {0, 0}}, -7.5); });
+  mv("shrink", x, [](const Tensor& t) { return t.shrink({{1, 2}, {0, 3}, {1, 3}}); },
+     [](const HostArray& a) { return shrink(a, {{1, 2}, {0, 3}, {1, 3}}); });
+  mv("flip", x, [](const Tensor& t) { return t.flip({0, -1}); }, [](const HostArray& a) { return flip(a, {0, -1}); });
+  mv("flatten", x, [](const Tensor& t) { return t.flatten(1); }, [](const HostArray& a) { return reshape(a, {2, 12}); });
+  mv("squeeze_unsqueeze", F({3, 1, 4}), [](const Tensor& t) { return t.squeeze(1).unsqueeze(0); },
+     [](const HostArray& a) { return reshape(a, {1, 3, 4}); });
+  mv("chain", x, [](const Tensor& t) { return t.pad({{0, 1}, {1, 0}, {2, 2}}).flip({2}).shrink({{1, 3}, {0, 4}, {1, 7}}).permute({2, 1, 0}).reshape({-1}); },
+     [](const HostArray& a) {
+       return reshape(permute(shrink(flip(pad(a, {{0, 1}, {1, 0}, {2, 2}}, 0), {2}), {{1, 3}, {0, 4}, {1, 7}}), {2, 1, 0}), {48});
+     });
+  c.push_back({"noncontiguous_add", {F({4, 3}), F({3, 4}, 2)}, [](const T& t) { return t[0].transpose() + t[1]; },
+               [](const A& a) { return zip(permute(a[0], {1, 0}), a[1], std::plus<double>(), f32); }});
+  c.push_back({"contiguous_view", {F({4, 3})}, [](const T& t) { return t[0].transpose().contiguous(); },
+               [](const A& a) { return permute(a[0], {1, 0}); }});
+}
+
+void add_reductions(std::vector<OpCase>& c) {
+  HostArray x = F({3, 4, 5}, 21);
+  for (std::vector<int> axes : std::vector<std::vector<int>>{{0}, {1}, {2}, {-1}, {0, 2}, {}}) {
+    std::string tag;
+    for (int a : axes) tag += (a < 0 ? "_m" : "_") + std::to_string(a < 0 ? -a : a);
+    if (axes.empty()) tag = "_all";
+    c.push_back({"sum" + tag, {x}, [axes](const T& t) { return t[0].sum(axes); },
+                 [axes](const A& a) { return reduce(a[0], axes, false, std::plus<double>(), 0, f32); }});
+    c.push_back({"max" + tag, {x}, [axes](const T& t) { return t[0].max(axes, true); },
+                 [axes](const A& a) { return reduce(a[0], axes, true, nanmax, -INFINITY, f32); }});
+  }
+  c.push_back({"min_float", {x}, [](const T& t) { return t[0].min({1}); },
+               [](const A& a) { return reduce(a[0], {1}, false, [](double p, double q) { return std::min(p, q); }, INFINITY, f32); }});
+  HostArray xi = make_array({4, 6}, i32, 22, -1000, 1000);
+  c.push_back({"min_int", {xi}, [](const T& t) { return t[0].min({1}); },
+               [](const A& a) { return reduce(a[0], {1}, false, [](double p, double q) { return std::min(p, q); }, 1e18, i32); }});
+  c.push_back({"max_int", {xi}, [](const T& t) { return t[0].max({0}); },
+               [](const A& a) { return reduce(a[0], {0}, false, [](double p, double q) { return std::max(p, q); }, -1e18, i32); }});
+  c.push_back({"sum_int8_accumulates_int32", {make_array({40}, dtypes::int8, 23, -120, 120)},
+               [](const T& t) { return t[0].sum(); },
+               [](const A& a) { return reduce(a[0], {}, false, std::plus<double>(), 0, i32); }});
+  c.push_back({"prod", {F({3, 4}, 24, 0.5, 1.5)}, [](const T& t) { return t[0].prod({1}); },
+               [](const A& a) { return reduce(a[0], {1}, false, std::multiplies<double>(), 1, f32); }});
+  c.push_back({"mean", {x}, [](const T& t) { return t[0].mean({0, 2}, true); },
+               [](const A& a) { return map(reduce(a[0], {0, 2}, true, std::plus<double>(), 0, dtypes::float64), [](double s) { return s / 15; }, f32); }});
+  c.push_back({"var_std", {x}, [](const T& t) { return t[0].var({2}) + t[0].std({2}, false, 0); },
+               [](const A& a) {
+                 HostArray r{{3, 4}, {}, f32};
+                 for (int i = 0; i < 3; ++i)
+                   for (int j = 0; j < 4; ++j) {
+                     double m = 0, s = 0;
+                     for (int k = 0; k < 5; ++k) m += a[0].at({i, j, k});
+                     m /= 5;
+                     for (int k = 0; k < 5; ++k) s += (a[0].at({i, j, k}) - m) * (a[0].at({i, j, k}) - m);
+                     r.v.push_back(s / 4 + std::sqrt(s / 5));
+                   }
+                 return r;
+               }, 1e-4});
+  c.push_back({"argmax", {make_array({4, 7}, i32, 25, -10, 10)}, [](const T& t) { return t[0].argmax(1); },
+               [](const A& a) {
+                 HostArray r{{4}, {}, i32};
+                 for (int i = 0; i < 4; ++i) {
+                   int best = 0;
+                   for (int j = 1; j < 7; ++j)
+                     if (a[0].at({i, j}) > a[0].at({i, best})) best = j;
+                   r.v.push_back(best);
+                 }
+                 return r;
+               }});
+  auto softmax_ref = [](const HostArray& a, bool log) {
+    HostArray r{a.shape, {}, f32};
+    int64_t rows = a.numel() / a.shape.back(), n = a.shape.back();
+    for (int64_t i = 0; i < rows; ++i) {
+      double m = -INFINITY, s = 0;
+      for (int64_t j = 0; j < n; ++j) m = std::max(m, a.v[i * n + j]);
+      for (int64_t j = 0; j < n; ++j) s += std::exp(a.v[i * n + j] - m);
+      for (int64_t j = 0; j < n; ++j) r.v.push_back(log ? a.v[i * n + j] - m - std::log(s) : std::exp(a.v[i * n + j] - m) / s);
+    }
+    return r;
+  };
+  c.push_back({"softmax", {F({5, 9}, 26, -5, 5)}, [](const T& t) { return t[0].softmax(); },
+               [softmax_ref](const A& a) { return softmax_ref(a[0], false); }, 1e-5});
+  c.push_back({"log_softmax", {F({5, 9}, 27, -5, 5)}, [](const T& t) { return t[0].log_softmax(-1); },
+               [softmax_ref](const A& a) { return softmax_ref(a[0], true); }, 1e-5});
+}
+
+void add_nn(std::vector<OpCase>& c) {
+  c.push_back({"matmul", {F({5, 7}, 31), F({7, 3}, 32)}, [](const T& t) { return t[0].matmul(t[1]); },
+               [](const A& a) { return matmul(a[0], a[1]); }});
+  c.push_back({"matmul_vector", {F({7}, 33), F({7, 3}, 34)}, [](const T& t) { return t[0].matmul(t[1]); },
+               [](const A& a) { return reshape(matmul(reshape(a[0], {1, 7}), a[1]), {3}); }});
+  c.push_back({"matmul_batched_broadcast", {F({2, 3, 4}, 35), F({4, 5}, 36)}, [](const T& t) { return t[0].matmul(t[1]); },
+               [](const A& a) {
+                 HostArray r{{2, 3, 5}, {}, f32};
+                 for (int b = 0; b < 2; ++b) {
+                   HostArray s = reshape(shrink(a[0], {{b, b + 1}, {0, 3}, {0, 4}}), {3, 4});
+                   HostArray m = matmul(s, a[1]);
+                   r.v.insert(r.v.end(), m.v.begin(), m.v.end());
+                 }
+                 return r;
+               }});
+  c.push_back({"dot", {F({6}, 37), F({6}, 38)}, [](const T& t) { return t[0].dot(t[1]); },
+               [](const A& a) { return reshape(matmul(reshape(a[0], {1, 6}), reshape(a[1], {6, 1})), {}); }});
+  c.push_back({"linear_bias_relu", {F({4, 6}, 39), F({3, 6}, 40), F({3}, 41)},
+               [](const T& t) { return t[0].linear(t[1], t[2]).relu(); },
+               [](const A& a) {
+                 HostArray y = zip(matmul(a[0], permute(a[1], {1, 0})), a[2], std::plus<double>(), f32);
+                 return map(y, [](double v) { return std::max(v, 0.0); }, f32);
+               }});
+  struct Conv {
+    std::string name;
+    std::vector<int64_t> x, w;
+    int stride, pad, dil, groups;
+  };
+  for (const Conv& cv : std::vector<Conv>{{"conv2d", {2, 3, 7, 6}, {4, 3, 3, 3}, 1, 0, 1, 1},
+                                          {"conv2d_pad", {1, 2, 5, 5}, {3, 2, 3, 3}, 1, 1, 1, 1},
+                                          {"conv2d_stride", {1, 2, 9, 8}, {2, 2, 3, 2}, 2, 1, 1, 1},
+                                          {"conv2d_dilation", {1, 1, 8, 8}, {2, 1, 3, 3}, 1, 0, 2, 1},
+                                          {"conv2d_groups", {1, 4, 6, 6}, {6, 2, 3, 3}, 1, 1, 1, 2}}) {
+    c.push_back({cv.name, {F(cv.x, 42), F(cv.w, 43), F({cv.w[0]}, 44)},
+                 [cv](const T& t) { return t[0].conv2d(t[1], t[2], cv.stride, cv.pad, cv.dil, cv.groups); },
+                 [cv](const A& a) {
+                   HostArray y = conv2d(a[0], a[1], cv.stride, cv.pad, cv.dil, cv.groups);
+                   return zip(y, reshape(a[2], {1, cv.w[0], 1, 1}), std::plus<double>(), f32);
+                 }, 1e-4, 1e-5});
+  }
+  c.push_back({"max_pool2d", {F({2, 3, 6, 6}, 45)}, [](const T& t) { return t[0].max_pool2d(2); },
+               [](const A& a) { return pool2d(a[0], 2, 2, 0, true); }});
+  c.push_back({"max_pool2d_pad_stride", {F({1, 2, 7, 7}, 46)}, [](const T& t) { return t[0].max_pool2d(3, 2, 1); },
+               [](const A& a) { return pool2d(a[0], 3, 2, 1, true); }});
+  c.push_back({"avg_pool2d", {F({1, 2, 6, 4}, 47)}, [](const T& t) { return t[0].avg_pool2d(2); },
+               [](const A& a) { return pool2d(a[0], 2, 2, 0, false); }});
+  c.push_back({"cat", {F({2, 3}, 48), F({4, 3}, 49), F({1, 3}, 50)}, [](const T& t) { return Tensor::cat({t[0], t[1], t[2]}); },
+               [](const A& a) { return cat({a[0], a[1], a[2]}, 0); }});
+  c.push_back({"cat_axis1", {F({2, 3}, 48), F({2, 2}, 49)}, [](const T& t) { return Tensor::cat({t[0], t[1]}, -1); },
+               [](const A& a) { return cat({a[0], a[1]}, 1); }});
+  c.push_back({"stack", {F({2, 3}, 51), F({2, 3}, 52)}, [](const T& t) { return Tensor::stack({t[0], t[1]}, 1); },
+               [](const A& a) { return cat({reshape(a[0], {2, 1, 3}), reshape(a[1], {2, 1, 3})}, 1); }});
+  HostArray idx{{3, 2}, {0, 3, -1, 2, 1, 1}, i32};
+  c.push_back({"gather", {F({3, 4}, 53), idx}, [](const T& t) { return t[0].gather(1, t[1]); },
+               [](const A& a) { return gather(a[0], 1, a[1]); }});
+  HostArray idx0{{2, 4}, {2, 0, 1, 2, 0, 0, 2, 1}, i32};
+  c.push_back({"gather_axis0", {F({3, 4}, 54), idx0}, [](const T& t) { return t[0].gather(0, t[1]); },
+               [](const A& a) { return gather(a[0], 0, a[1]); }});
+}
+
+void add_creation(std::vector<OpCase>& c) {
+  // creation ops take their device from a dummy input
+  c.push_back({"arange", {F({1})}, [](const T& t) { return Tensor::arange(-3, 5, 0.5, f32, t[0].device()); },
+               [](const A&) {
+                 HostArray r{{16}, {}, f32};
+                 for (int i = 0; i < 16; ++i) r.v.push_back(-3 + 0.5 * i);
+                 return r;
+               }});
+  c.push_back({"arange_int", {F({1})}, [](const T& t) { return Tensor::arange(10, 0, -3, i32, t[0].device()); },
+               [](const A&) { return HostArray{{4}, {10, 7, 4, 1}, i32}; }});
+  c.push_back({"full_ones_zeros", {F({1})}, [](const T& t) {
+                 const std::string& d = t[0].device();
+                 return Tensor::full({2, 3}, 2.5, f32, d) + Tensor::ones({3}, f32, d) - Tensor::zeros({2, 1}, f32, d);
+               },
+               [](const A&) { return HostArray{{2, 3}, std::vector<double>(6, 3.5), f32}; }});
+}
+
+}  // namespace
+
+std::vector<OpCase> op_corpus() {
+  std::vector<OpCase> c;
+  add_elementwise(c);
+  add_casts_and_specials(c);
+  add_movement(c);
+  add_reductions(c);
+  add_nn(c);
+  add_creation(c);
+  return c;
+}
+
+namespace {
+template <typename V>
+Tensor upload_as(const HostArray& a, const std::string& device) {
+  std::vector<V> data;
+  for (double x : a.v) data.push_back(static_cast<V>(x));
+  return Tensor::from_vector<V>(data, a.shape, device);
+}
+}  // namespace
+
+Tensor upload(const HostArray& a, const std::string& device) {
+  switch (a.dtype.scalar()) {
+    case Scalar::bool_: {
+      std::vector<bool> data;
+      for (double x : a.v) data.push_back(x != 0);
+      return Tensor::from_vector<bool>(data, a.shape, device);
+    }
+    case Scalar::int8: return upload_as<int8_t>(a, device);
+    case Scalar::int32: return upload_as<int32_t>(a, device);
+    case Scalar::int64: return upload_as<int64_t>(a, device);
+    case Scalar::uint8: return upload_as<uint8_t>(a, device);
+    case Scalar::float64: return upload_as<double>(a, device);
+    case Scalar::float32: return upload_as<float>(a, device);
+    default: throw std::runtime_error("upload: unsupported dtype " + a.dtype.name());
+  }
+}
+
+HostArray download(const Tensor& t) {
+  HostArray r{t.shape(), {}, t.dtype()};
+  DType d = t.dtype();
+  if (d.is_float()) {
+    for (double x : t.to_vector<double>()) r.v.push_back(x);
+  } else if (d.is_bool()) {
+    for (bool x : t.to_vector<bool>()) r.v.push_back(x);
+  } else if (d.scalar() == Scalar::uint64) {
+    for (uint64_t x : t.to_vector<uint64_t>()) r.v.push_back(static_cast<double>(x));
+  } else {
+    for (int64_t x : t.to_vector<int64_t>()) r.v.push_back(static_cast<double>(x));
+  }
+  return r;
+}
+
+HostArray run_case(const OpCase& c, const std::string& device) {
+  std::vector<Tensor> in;
+  for (const HostArray& a : c.inputs) in.push_back(upload(a, device));
+  Tensor out = c.build(in);
+  return download(out);
+}
+
+std::string compare(const HostArray& got, const HostArray& want, double rtol, double atol) {
+  std::ostringstream os;
+  if (got.shape != want.shape) {
+    os << "shape mismatch: got (";
+    for (auto d : got.shape) os << d << ",";
+    os << ") want (";
+    for (auto d : want.shape) os << d << ",";
+    os << ")";
+    return os.str();
+  }
+  if (!(got.dtype == want.dtype)) return "dtype mismatch: got " + got.dtype.name() + " want " + want.dtype.name();
+  for (size_t i = 0; i < got.v.size(); ++i) {
+    double g = got.v[i], w = want.v[i];
+    bool ok;
+    if (std::isnan(w)) ok = std::isnan(g);
+    else if (std::isinf(w)) ok = g == w;
+    else if (got.dtype.is_float()) ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    else ok = g == w;
+    if (!ok) {
+      os << "element " << i << ": got " << g << " want " << w;
+      return os.str();
+    }
+  }
+  return "";
+}
+
+}  // namespace kiln::testing

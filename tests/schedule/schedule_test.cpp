@@ -1,0 +1,190 @@
+// tests/schedule/schedule_test.cpp - kernel boundaries (fusion goldens), ordering, the schedule
+// cache, symbolic dimensions and the memory planner.
+#include <gtest/gtest.h>
+
+#include "golden.hpp"
+#include "ir/print.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/buffer.hpp"
+#include "schedule/schedule.hpp"
+#include "support/env.hpp"
+
+using namespace kiln;
+
+namespace {
+const char* R = "ref";
+Tensor input(const Shape& s) { return Tensor::empty(s, dtypes::float32, R); }
+std::vector<ExecItem> kernels_of(const std::vector<ExecItem>& items) {
+  std::vector<ExecItem> out;
+  for (const ExecItem& e : items)
+    if (!e.is_copy) out.push_back(e);
+  return out;
+}
+std::string names(const std::vector<ExecItem>& ks) {
+  std::string s;
+  for (const auto& k : ks) s += (s.empty() ? "" : " ") + k.name;
+  return s;
+}
+// Kernel ASTs of a schedule, printed, for the golden files.
+std::string asts(const std::vector<ExecItem>& ks) {
+  std::string s;
+  for (const auto& k : ks) s += "# " + k.name + "\n" + print_graph(k.ast);
+  return s;
+}
+}  // namespace
+
+TEST(Fusion, ElementwiseChainIsOneKernel) {
+  auto ks = kernels_of(((input({16, 32}) + 1.0) * 2.0).relu().schedule());
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_GOLDEN("schedule/elementwise", asts(ks));
+}
+
+TEST(Fusion, MulSumIsOneKernel) {
+  auto ks = kernels_of((input({64}) * input({64})).sum().schedule());
+  ASSERT_EQ(ks.size(), 1u) << names(ks);
+  EXPECT_GOLDEN("schedule/mul_sum", asts(ks));
+}
+
+TEST(Fusion, BroadcastReduceIsTwoKernels) {
+  auto ks = kernels_of((input({16, 32}).sum() + input({16, 32})).schedule());
+  EXPECT_EQ(ks.size(), 2u) << names(ks);
+}
+
+TEST(Fusion, SoftmaxIsAtMostThreeKernels) {
+  auto ks = kernels_of(input({16, 32}).softmax().schedule());
+  EXPECT_LE(ks.size(), 3u) << names(ks);
+  EXPECT_GOLDEN("schedule/softmax", asts(ks));
+}
+
+TEST(Fusion, MatmulIsOneKernel) {
+  auto ks = kernels_of(input({8, 16}).matmul(input({16, 4})).schedule());
+  ASSERT_EQ(ks.size(), 1u) << names(ks);
+  EXPECT_GOLDEN("schedule/matmul", asts(ks));
+}
+
+TEST(Fusion, MovementChainIsOneKernel) {
+  Tensor x = input({4, 6});
+  auto ks = kernels_of(x.pad({{1, 2}, {0, 3}}).shrink({{0, 6}, {2, 8}}).flip({0}).permute({1, 0}).reshape({36}).schedule());
+  ASSERT_EQ(ks.size(), 1u) << names(ks);
+  EXPECT_GOLDEN("schedule/movement_chain", asts(ks));
+}
+
+TEST(Fusion, DiamondRecomputesElementwiseAndRealizesTheReduce) {
+  Tensor d = (input({16, 32}) * 2.0).exp();
+  auto ks = kernels_of((d + d.sum({1}, true)).schedule());
+  EXPECT_EQ(ks.size(), 2u) << names(ks);
+  // an elementwise-only diamond is one kernel
+  Tensor e = input({16, 32}) * 2.0;
+  EXPECT_EQ(kernels_of((e.exp() + e.sin()).schedule()).size(), 1u);
+}
+
+TEST(Fusion, TwoOutputsShareTheirReduce) {
+  Tensor s = (input({16, 32}) * 2.0).sum({1});
+  auto ks = kernels_of(Tensor::schedule_all({s + 1.0, s * 3.0}));
+  EXPECT_EQ(ks.size(), 3u) << "the shared sum once, then each output: " << names(ks);
+}
+
+TEST(Fusion, BigReduceIsSplit) {
+  auto ks = kernels_of(input({1 << 20}).sum().schedule());
+  EXPECT_EQ(ks.size(), 2u) << names(ks);
+  EXPECT_EQ(names(ks), "r_256_4096 r_1_256");
+}
+
+TEST(Ordering, AssignRunsAfterItsReaders) {
+  Tensor a = input({8}).realize();
+  Tensor reader = a + 1.0;
+  a.assign(a * 2.0);
+  // the assign comes first in the sink, the reader must still run before it
+  auto ks = kernels_of(Tensor::schedule_all({a, reader}));
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[0].buffers[0], ks[0].buffers[0]);
+  EXPECT_NE(ks[0].ast, ks[1].ast);
+  // the first kernel writes a fresh buffer (reader), the second writes a's buffer
+  EXPECT_EQ(ks[1].buffers[0], ks[0].buffers[1]);
+}
+
+TEST(Cache, SecondIdenticalGraphIsAHit) {
+  clear_schedule_cache();
+  auto build = [] { return ((input({32, 8}) + 1.0) * input({32, 8})).sum({0}); };
+  UOp s1 = UOp::sink({build().uop()});
+  LinearResult a = create_linear_with_vars(s1);
+  EXPECT_FALSE(a.cache_hit);
+  UOp s2 = UOp::sink({build().uop()});  // new buffers, same shapes and ops
+  EXPECT_NE(s1, s2);
+  LinearResult b = create_linear_with_vars(s2);
+  EXPECT_TRUE(b.cache_hit);
+  EXPECT_NE(a.outputs[0], b.outputs[0]) << "a hit still gets fresh output buffers";
+  set_knob(Knob::scache, 0);
+  LinearResult c = create_linear_with_vars(UOp::sink({build().uop()}));
+  set_knob(Knob::scache, 1);
+  EXPECT_FALSE(c.cache_hit) << "KILN_SCACHE=0 disables the cache";
+}
+
+TEST(Symbolic, VariableBatchSharesOneSchedule) {
+  clear_schedule_cache();
+  Variable batch("batch", 1, 16);
+  Tensor data = Tensor::from_vector<float>(std::vector<float>(16 * 4, 1.0f), {16, 4}, R).realize();
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 4}, {4, 1}, R).realize();
+  auto run = [&](int64_t b) {
+    Tensor x = data.shrink(0, batch.bind(b));
+    EXPECT_EQ(x.shape(), (Shape{b, 4}));
+    Tensor y = (x.matmul(w) + 1.0).relu();
+    UOp sink = UOp::sink({y.uop()});
+    LinearResult lr = create_linear_with_vars(sink);
+    EXPECT_EQ(lr.var_vals, (VarVals{{"batch", b}}));
+    return std::make_pair(lr.cache_hit, y.to_vector<float>());
+  };
+  auto [hit3, y3] = run(3);
+  auto [hit5, y5] = run(5);
+  EXPECT_FALSE(hit3);
+  EXPECT_TRUE(hit5) << "the same schedule for another bound value";
+  EXPECT_EQ(y3, std::vector<float>(3, 11.0f));
+  EXPECT_EQ(y5, std::vector<float>(5, 11.0f));
+}
+
+TEST(Symbolic, OneVariableTwoValuesIsAnError) {
+  Variable n("n", 1, 8);
+  Tensor x = Tensor::zeros({8}, dtypes::float32, R).realize();
+  Tensor a = x.shrink(0, n.bind(2)).sum(), b = x.shrink(0, n.bind(3)).sum();
+  try {
+    Tensor::schedule_all({a + b});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("'n'"), std::string::npos) << m;
+    EXPECT_NE(m.find("2"), std::string::npos) << m;
+    EXPECT_NE(m.find("3"), std::string::npos) << m;
+  }
+}
+
+TEST(MemoryPlanner, ChainReusesIntermediates) {
+  Tensor x = input({1 << 16});
+  Tensor y = x;
+  for (int i = 0; i < 10; ++i) y = (y + 1.0).contiguous();
+  LinearResult lr = create_linear_with_vars(UOp::sink({y.uop()}));
+  uint64_t one = (1 << 16) * 4;
+  EXPECT_EQ(lr.unplanned_bytes, 9 * one) << "9 intermediates (the 10th is the output)";
+  EXPECT_LE(lr.planned_bytes, 2 * one) << "ping-pong between two buffers";
+}
+
+TEST(MemoryPlanner, StepByStepRealizePeaksAtThreeBuffers) {
+  runtime::clear_allocation_cache();
+  uint64_t one = (1 << 20) * 4;
+  Tensor x = Tensor::zeros({1 << 20}, dtypes::float32, R).contiguous().realize();
+  runtime::reset_peak(R);
+  uint64_t base = runtime::memory_stats(R).live_bytes;
+  for (int i = 0; i < 10; ++i) x = (x + 1.0).realize();
+  uint64_t peak = runtime::memory_stats(R).peak_bytes - base;
+  EXPECT_LE(peak, 3 * one) << "each step frees the buffer it no longer needs";
+  EXPECT_FLOAT_EQ(x.to_vector<float>()[12345], 10.0f);
+}
+
+TEST(Debug, LevelOneReportsScheduling) {
+  set_knob(Knob::debug, 1);
+  ::testing::internal::CaptureStderr();
+  Tensor::schedule_all({(input({4}) * 3.0).sum()});
+  std::string err = ::testing::internal::GetCapturedStderr();
+  set_knob(Knob::debug, 0);
+  EXPECT_NE(err.find("scheduled 1 kernels in"), std::string::npos) << err;
+  EXPECT_NE(err.find("cache"), std::string::npos) << err;
+}

@@ -1,0 +1,142 @@
+// tests/tensor/api_test.cpp - shapes, dtypes, errors and execution semantics of the Tensor API.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kiln/kiln.hpp"
+
+using namespace kiln;
+
+namespace {
+const char* R = "ref";
+Tensor vec(std::vector<float> v) { return Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}, R); }
+
+// The message of the kiln::Error `f` throws ("" if none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+#define EXPECT_ERROR(stmt, ...)                                                \
+  do {                                                                         \
+    std::string msg_ = error_of([&] { (void)(stmt); });                        \
+    EXPECT_NE(msg_, "") << #stmt " did not throw";                             \
+    for (const char* part : {__VA_ARGS__}) EXPECT_NE(msg_.find(part), std::string::npos) << "'" << part << "' not in: " << msg_; \
+  } while (0)
+}  // namespace
+
+TEST(TensorApi, ShapesAndDtypes) {
+  Tensor x = Tensor::zeros({2, 3}, dtypes::float32, R);
+  EXPECT_EQ(x.shape(), (Shape{2, 3}));
+  EXPECT_EQ(x.numel(), 6);
+  EXPECT_EQ(x.reshape({3, -1}).shape(), (Shape{3, 2}));
+  EXPECT_EQ(x.sum({-1}).shape(), (Shape{2}));
+  EXPECT_EQ(x.sum({0}, true).shape(), (Shape{1, 3}));
+  EXPECT_EQ(x.sum().shape(), (Shape{}));
+  EXPECT_EQ((x + Tensor::ones({3}, dtypes::float32, R)).shape(), (Shape{2, 3}));
+  EXPECT_EQ(x.lt(x).dtype(), dtypes::bool_);
+  Tensor i = Tensor::zeros({2}, dtypes::int32, R);
+  EXPECT_EQ((i + x.sum({0}).shrink({{0, 2}})).dtype(), dtypes::float32);
+  EXPECT_EQ((i + 1).dtype(), dtypes::int32) << "integer scalars are weak";
+  EXPECT_EQ((i + 1.0).dtype(), dtypes::float32) << "double scalars make floats";
+  EXPECT_EQ((i / i).dtype(), dtypes::float32) << "true division";
+  EXPECT_EQ(Tensor::zeros({2}, dtypes::int8, R).sum().dtype(), dtypes::int32);
+  EXPECT_EQ((Tensor::zeros({2}, dtypes::int8, R) + Tensor::zeros({2}, dtypes::uint8, R)).dtype(), dtypes::int16);
+  EXPECT_EQ(x.argmax(1).dtype(), dtypes::int32);
+  EXPECT_EQ(x.matmul(x.transpose()).shape(), (Shape{2, 2}));
+  EXPECT_EQ(Tensor::zeros({5, 2, 3}, dtypes::float32, R).matmul(Tensor::zeros({3, 4}, dtypes::float32, R)).shape(), (Shape{5, 2, 4}));
+  EXPECT_EQ(Tensor::zeros({1, 3, 8, 8}, dtypes::float32, R).conv2d(Tensor::zeros({4, 3, 3, 3}, dtypes::float32, R), std::nullopt, 2, 1).shape(),
+            (Shape{1, 4, 4, 4}));
+}
+
+TEST(TensorApi, MisuseNamesOpShapesAndFix) {
+  Tensor a = Tensor::zeros({2, 3}, dtypes::float32, R), b = Tensor::zeros({4, 3}, dtypes::float32, R);
+  EXPECT_ERROR(a + b, "add", "(2, 3)", "(4, 3)", "broadcast");
+  EXPECT_ERROR(a.matmul(a), "matmul", "inner dimensions", "(2, 3)", "3 != 2");
+  EXPECT_ERROR(a.sum({2}), "sum", "axis 2", "out of range");
+  EXPECT_ERROR(a.reshape({4, 2}), "reshape", "(2, 3)", "(4, 2)");
+  EXPECT_ERROR(a.reshape({-1, -1}), "reshape", "only one dimension can be -1");
+  EXPECT_ERROR(a.pad({{1, 1}}), "pad", "one per dimension");
+  EXPECT_ERROR(a.pad({{-1, 0}, {0, 0}}), "pad", "negative", "shrink");
+  EXPECT_ERROR(a.shrink({{0, 3}, {0, 3}}), "shrink", "(0, 3)", "size 2");
+  EXPECT_ERROR(a.permute({0, 0}), "permute", "twice");
+  EXPECT_ERROR(a.expand({4, 3}), "expand", "(2, 3)", "(4, 3)");
+  EXPECT_ERROR(a.idiv(a), "idiv", "integer");
+  EXPECT_ERROR(a.item<float>(), "item", "6 elements");
+  EXPECT_ERROR(Tensor::from_vector<float>({1, 2, 3}, {2, 2}, R), "from_vector", "3 values", "(2, 2)");
+  EXPECT_ERROR(Tensor::zeros({1, 1, 4, 4}, dtypes::float32, R).conv2d(b), "conv2d", "OIHW");
+  EXPECT_ERROR(a.conv2d(b), "conv2d", "NCHW");
+  EXPECT_ERROR(Tensor::zeros({2}, dtypes::float32, "nosuchdevice"), "nosuchdevice");
+  EXPECT_ERROR(Variable("n", 1, 8).bind(9), "'n'", "9", "[1, 8]");
+  EXPECT_ERROR(Tensor::arange(0, 1, 0, dtypes::float32, R), "arange", "step");
+}
+
+TEST(TensorApi, RealizeSharesStateAndRedirectsLazyGraphs) {
+  Tensor x = vec({1, 2, 3});
+  Tensor y = x * 2.0;
+  Tensor z = y + 1.0;  // lazy, built on the unrealized y
+  Tensor y2 = y;       // copy shares state
+  y.realize();
+  EXPECT_EQ(y2.uop(), y.uop());
+  EXPECT_NE(y.uop().op(), Ops::MUL);
+  // z now reads y's buffer instead of recomputing y
+  auto items = z.schedule();
+  int kernels = 0;
+  for (auto& e : items) kernels += !e.is_copy;
+  EXPECT_EQ(kernels, 1);
+  EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{3, 5, 7}));
+}
+
+TEST(TensorApi, AssignAfterReadSeesOldValue) {
+  Tensor a = vec({1, 2, 3}).realize();
+  Tensor before = a + 10.0;     // reads a's current contents
+  Tensor alias = a;             // shares state: sees the assign
+  a.assign(a * 2.0);
+  std::vector<Tensor> both{a, before};
+  Tensor::realize_all(both);
+  EXPECT_EQ(before.to_vector<float>(), (std::vector<float>{11, 12, 13}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(alias.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  // assigning a transposed read of itself goes through a temporary (no in-place hazard)
+  Tensor m = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}, R).realize();
+  m.assign(m.transpose());
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{1, 3, 2, 4}));
+}
+
+TEST(TensorApi, ReadBackConvertsDtype) {
+  Tensor x = vec({1.5f, -2.5f});
+  EXPECT_EQ(x.to_vector<int32_t>(), (std::vector<int32_t>{1, -2}));
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1.5, -2.5}));
+  EXPECT_EQ(x.lt(vec({0, 0})).to_vector<bool>(), (std::vector<bool>{false, true}));
+  EXPECT_FLOAT_EQ(x.sum().item<float>(), -1.0f);
+}
+
+TEST(TensorApi, RandIsSeededUniformAndRandnIsNormal) {
+  manual_seed(7);
+  auto a = Tensor::rand({1000}, dtypes::float32, R).to_vector<float>();
+  manual_seed(7);
+  auto b = Tensor::rand({1000}, dtypes::float32, R).to_vector<float>();
+  auto c = Tensor::rand({1000}, dtypes::float32, R).to_vector<float>();
+  EXPECT_EQ(a, b) << "same seed, same numbers";
+  EXPECT_NE(a, c) << "the counter advances";
+  double mean = 0;
+  for (float v : a) {
+    EXPECT_GE(v, 0.0f);
+    EXPECT_LT(v, 1.0f);
+    mean += v;
+  }
+  EXPECT_NEAR(mean / 1000, 0.5, 0.05);
+  auto h = Tensor::rand({500}, dtypes::float16, R).to_vector<float>();
+  for (float v : h) EXPECT_LT(v, 1.0f) << "half rand stays below 1";
+  auto n = Tensor::randn({4000}, dtypes::float32, R).to_vector<float>();
+  double m = 0, s = 0;
+  for (float v : n) m += v;
+  m /= n.size();
+  for (float v : n) s += (v - m) * (v - m);
+  EXPECT_NEAR(m, 0.0, 0.1);
+  EXPECT_NEAR(std::sqrt(s / n.size()), 1.0, 0.1);
+}
