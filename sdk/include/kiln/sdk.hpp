@@ -1,0 +1,467 @@
+// kiln/sdk.hpp - the C++ layer for backend plugin authors (header-only, compiled into the plugin).
+//
+// A plugin derives from kiln::sdk::Plugin and kiln::sdk::Device, implements the virtual methods
+// with ordinary C++ (std::string, spans, unique_ptr, exceptions) and ends one source file with
+//
+//     KILN_PLUGIN(MyPlugin)
+//
+// which defines the only exported symbol, extern "C" kiln_plugin_entry, and the static C tables
+// of kiln/plugin.h. Every table slot is a noexcept trampoline that checks the host's struct_size,
+// converts sinks and arrays, and catches every exception: kiln::sdk::Error becomes its code,
+// std::bad_alloc RESOURCE_EXHAUSTED, anything else INTERNAL with what(). Nothing C++ crosses the
+// boundary, so the plugin may use any compiler and standard library.
+//
+// Requirements on MyPlugin: derived from kiln::sdk::Plugin, default-constructible, with
+//     static constexpr const char* plugin_name = "mybackend";   // = the manifest's backend.name
+//     static constexpr const char* plugin_version = "1.2.3";
+// The plugin object is created on the first probe and never destroyed (plugins are never unloaded,
+// and running destructors at process exit would race with device threads).
+//
+// Handles: the SDK gives the ABI's opaque types their C++ definitions inside the plugin. Every
+// plugin device, buffer and program derives from kiln_device / kiln_buffer / kiln_program (the
+// latter two are spelled kiln::sdk::Buffer and kiln::sdk::Program), so handles are plain pointers
+// to plugin objects and a static_cast recovers the plugin's own type.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "kiln/plugin.h"
+#include "kiln/sdk/error.hpp"
+#include "kiln/sdk/options.hpp"
+
+// Definitions of the opaque ABI handle types, valid inside a plugin built with this SDK.
+struct kiln_device {
+  virtual ~kiln_device() = default;
+};
+struct kiln_buffer {
+  virtual ~kiln_buffer() = default;
+};
+struct kiln_program {
+  virtual ~kiln_program() = default;
+};
+
+namespace kiln::sdk {
+
+using Buffer = ::kiln_buffer;    // a device allocation; deleted by the SDK when the host frees it
+using Program = ::kiln_program;  // a loaded kernel; deleted by the SDK when the host unloads it
+
+namespace detail {
+inline const kiln_host_api* g_host = nullptr;  // set once by kiln_plugin_entry
+}
+
+// Logs through the host (plugins never write to stdout/stderr). Level: KILN_LOG_*.
+inline void log(int32_t level, std::string_view message) noexcept {
+  if (detail::g_host && detail::g_host->log) detail::g_host->log(level, message.data(), message.size());
+}
+
+// What `kiln devices` shows. Strings are copied by the SDK and kept alive until the device closes.
+struct DeviceProps {
+  std::string name, description, arch, features;
+  uint32_t kind = KILN_DEVICE_KIND_CPU;
+  uint32_t flags = 0;  // KILN_DEVICE_*
+  uint64_t memory_total = 0, memory_free = 0;
+  uint32_t compute_units = 0;
+};
+
+// What the core's code generator may emit for the device (see kiln_target in plugin.h).
+struct Target {
+  uint32_t flags = 0;  // KILN_TARGET_*
+  uint32_t threads = 1;
+  std::array<uint32_t, 3> global_max{0x7fffffffu, 0xffffu, 0xffffu};
+  std::array<uint32_t, 3> local_max{1, 1, 1};
+  uint32_t local_prod_max = 1;
+  uint32_t max_vector_width = 1;
+  uint64_t shared_max = 0;
+  uint32_t dtypes = 0;               // bit KILN_LIR_DTYPE_x
+  std::array<uint64_t, 2> ops{};     // bit KILN_LIR_OP_x
+  std::string source_format;         // what render() produces
+
+  void add_dtype(uint32_t dtype) { dtypes |= 1u << dtype; }
+  void add_op(uint32_t op) { ops[op / 64] |= uint64_t{1} << (op % 64); }
+  void remove_op(uint32_t op) { ops[op / 64] &= ~(uint64_t{1} << (op % 64)); }
+  void add_all_ops() {
+    for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) add_op(op);
+  }
+};
+
+struct CompileRequest {
+  std::string_view source;   // in the target's source format
+  std::string_view entry;    // the kernel's function name
+  std::string_view options;  // extra compiler options from the host ("" if none)
+};
+
+// One kernel launch (kiln_launch_params). Spans are borrowed for the call.
+struct Launch {
+  std::span<Buffer* const> buffers;
+  std::span<const uint64_t> offsets;  // empty: every offset is 0
+  std::span<const int64_t> values;
+  std::array<uint32_t, 3> global{1, 1, 1};
+  std::array<uint32_t, 3> local{1, 1, 1};
+  bool wait = false;  // KILN_LAUNCH_WAIT: finish before returning and report the elapsed time
+
+  uint64_t offset(size_t i) const { return offsets.empty() ? 0 : offsets[i]; }
+};
+
+// An open device. Every method may throw (Error with a precise code, or anything else = INTERNAL).
+// The host serialises calls on one device unless props().flags has KILN_DEVICE_THREADSAFE.
+class Device : public ::kiln_device {
+ public:
+  virtual DeviceProps props() = 0;
+  virtual Target target() = 0;
+
+  // -- allocator. alloc(0) must return a distinct buffer. Out of memory: RESOURCE_EXHAUSTED.
+  virtual std::unique_ptr<Buffer> alloc(uint64_t size, uint32_t flags) = 0;  // flags: KILN_ALLOC_*
+  virtual void copy_in(Buffer& dst, uint64_t offset, std::span<const std::byte> src) = 0;
+  virtual void copy_out(std::span<std::byte> dst, const Buffer& src, uint64_t offset) = 0;
+  // (optional) device-to-device copies; the slot is NULL unless has_device_copy() is true.
+  virtual bool has_device_copy() const { return false; }
+  virtual void copy(Buffer& /*dst*/, uint64_t /*dst_offset*/, const Buffer& /*src*/, uint64_t /*src_offset*/,
+                    uint64_t /*n*/) {
+    throw Error{KILN_STATUS_UNIMPLEMENTED, "device-to-device copy is not implemented"};
+  }
+
+  // -- compiler. cache_key() changes whenever the same source could compile differently.
+  // compile() returns the binary; warnings may go to `log`. A compile error throws
+  // Error{KILN_STATUS_INVALID_ARGUMENT, <the full compiler log>}.
+  virtual std::string cache_key() = 0;
+  virtual std::string compile(const CompileRequest& request, std::string& log) = 0;
+
+  // -- runtime. launch() returns the elapsed seconds when launch.wait (else anything, e.g. 0).
+  virtual std::unique_ptr<Program> load(std::string_view binary, std::string_view entry) = 0;
+  virtual double launch(Program& program, const Launch& launch) = 0;
+
+  // -- renderer (optional): the slot is NULL unless has_renderer() is true.
+  virtual bool has_renderer() const { return false; }
+  virtual std::string render(const kiln_lir& /*kernel*/) {
+    throw Error{KILN_STATUS_UNIMPLEMENTED, "this device has no renderer"};
+  }
+
+  virtual void synchronize() {}
+
+ private:
+  friend struct Slots;
+  // Props and target handed to the host; kept here so their strings outlive the call.
+  DeviceProps props_cache_;
+  Target target_cache_;
+};
+
+struct Probe {
+  int32_t score = 1;   // 0 = unusable here; higher wins when the host picks a default device
+  std::string reason;  // one line: "2 cores, clang-15 found", "libamdhip64.so.5 not found"
+};
+
+class Plugin {
+ public:
+  virtual ~Plugin() = default;
+  // Cheap: no contexts, no device memory.
+  virtual Probe probe() { return {}; }
+  // Once, after a successful probe, with the merged [backend.options]. Reject bad values with
+  // Error{KILN_STATUS_INVALID_ARGUMENT, ...} (the host shows the backend as config-error).
+  virtual void initialize(const Options& /*options*/) {}
+  virtual uint32_t device_count() = 0;
+  virtual std::unique_ptr<Device> open(uint32_t index) = 0;
+  virtual void shutdown() {}
+};
+
+// ---------------------------------------------------------------------------------------------
+// Everything below implements KILN_PLUGIN; plugin authors need not read it.
+
+// Checks that a host-provided parameter pack is large enough to hold `field`.
+#define KILN_SDK_REQUIRE(p, T, field) ::kiln::sdk::Slots::require_size(p, KILN_SIZE_UPTO(T, field), #T)
+
+struct Slots {
+  static kiln_error* make_error(kiln_status code, std::string_view message) noexcept {
+    return detail::g_host->error_new(code, message.data(), message.size());
+  }
+
+  // Runs `body`, turning any exception into a host-made error.
+  template <typename F>
+  static kiln_error* guard(F&& body) noexcept {
+    try {
+      body();
+      return nullptr;
+    } catch (const Error& e) {
+      return make_error(e.code, e.message);
+    } catch (const std::bad_alloc&) {
+      return make_error(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory (std::bad_alloc inside the plugin)");
+    } catch (const std::exception& e) {
+      return make_error(KILN_STATUS_INTERNAL, e.what());
+    } catch (...) {
+      return make_error(KILN_STATUS_INTERNAL, "the plugin threw a non-standard exception");
+    }
+  }
+
+  static void append(kiln_sink* sink, std::string_view data) {
+    if (!sink || !sink->append || data.empty()) return;
+    kiln_status s = sink->append(sink->ctx, data.data(), data.size());
+    if (s != KILN_STATUS_OK) throw Error{s, "the host's output sink refused " + std::to_string(data.size()) + " bytes"};
+  }
+
+  template <typename T>
+  static void require_size(const T* p, size_t needed, const char* type_name) {
+    if (!p) throw Error{KILN_STATUS_INVALID_ARGUMENT, std::string(type_name) + " is NULL"};
+    if (p->struct_size < needed)
+      throw Error{KILN_STATUS_INVALID_ARGUMENT, std::string(type_name) + ".struct_size is " +
+                                                    std::to_string(p->struct_size) + ", need at least " +
+                                                    std::to_string(needed)};
+  }
+
+  // Copies `full` into a host-allocated out-struct, writing only within its struct_size.
+  template <typename T>
+  static void write_out(T* out, const T& full) {
+    if (!out || out->struct_size < sizeof(size_t))
+      throw Error{KILN_STATUS_INVALID_ARGUMENT, "output struct is NULL or has no struct_size"};
+    size_t keep = out->struct_size;
+    std::memcpy(static_cast<void*>(out), &full, keep < sizeof(T) ? keep : sizeof(T));
+    out->struct_size = keep;
+  }
+
+  static Device& dev(kiln_device* d) { return *static_cast<Device*>(d); }
+
+  // ---- device ----
+  static kiln_error* get_props(kiln_device* d, kiln_device_props* out) noexcept {
+    return guard([&] {
+      Device& device = dev(d);
+      device.props_cache_ = device.props();
+      const DeviceProps& p = device.props_cache_;
+      kiln_device_props full{};
+      full.struct_size = sizeof(full);
+      full.name = p.name.c_str();
+      full.description = p.description.c_str();
+      full.arch = p.arch.c_str();
+      full.features = p.features.c_str();
+      full.kind = p.kind;
+      full.flags = p.flags;
+      full.memory_total = p.memory_total;
+      full.memory_free = p.memory_free;
+      full.compute_units = p.compute_units;
+      write_out(out, full);
+    });
+  }
+  static kiln_error* get_target(kiln_device* d, kiln_target* out) noexcept {
+    return guard([&] {
+      Device& device = dev(d);
+      device.target_cache_ = device.target();
+      const Target& t = device.target_cache_;
+      kiln_target full{};
+      full.struct_size = sizeof(full);
+      full.flags = t.flags;
+      full.threads = t.threads;
+      for (int i = 0; i < 3; ++i) full.global_max[i] = t.global_max[i], full.local_max[i] = t.local_max[i];
+      full.local_prod_max = t.local_prod_max;
+      full.max_vector_width = t.max_vector_width;
+      full.shared_max = t.shared_max;
+      full.dtypes = t.dtypes;
+      full.ops[0] = t.ops[0];
+      full.ops[1] = t.ops[1];
+      full.source_format = t.source_format.c_str();
+      write_out(out, full);
+    });
+  }
+  static kiln_error* synchronize(kiln_device* d) noexcept {
+    return guard([&] { dev(d).synchronize(); });
+  }
+  static void close(kiln_device* d) noexcept { delete static_cast<Device*>(d); }
+
+  // ---- allocator ----
+  static kiln_error* alloc(kiln_device* d, uint64_t size, const kiln_alloc_params* params, kiln_buffer** out) noexcept {
+    return guard([&] {
+      uint32_t flags = 0;
+      if (params) {
+        KILN_SDK_REQUIRE(params, kiln_alloc_params, flags);
+        flags = params->flags;
+      }
+      if (!out) throw Error{KILN_STATUS_INVALID_ARGUMENT, "alloc: out_buffer is NULL"};
+      std::unique_ptr<Buffer> b = dev(d).alloc(size, flags);
+      if (!b) throw Error{KILN_STATUS_INTERNAL, "alloc returned no buffer"};
+      *out = b.release();
+    });
+  }
+  static void free(kiln_device*, kiln_buffer* b) noexcept { delete b; }
+  static kiln_error* copy_in(kiln_device* d, kiln_buffer* dst, uint64_t offset, const void* src, uint64_t n) noexcept {
+    return guard([&] {
+      if (!dst || (n && !src)) throw Error{KILN_STATUS_INVALID_ARGUMENT, "copy_in: NULL buffer or source"};
+      dev(d).copy_in(*dst, offset, {static_cast<const std::byte*>(src), static_cast<size_t>(n)});
+    });
+  }
+  static kiln_error* copy_out(kiln_device* d, void* dst, const kiln_buffer* src, uint64_t offset, uint64_t n) noexcept {
+    return guard([&] {
+      if (!src || (n && !dst)) throw Error{KILN_STATUS_INVALID_ARGUMENT, "copy_out: NULL buffer or destination"};
+      dev(d).copy_out({static_cast<std::byte*>(dst), static_cast<size_t>(n)}, *src, offset);
+    });
+  }
+  static kiln_error* copy(kiln_device* d, kiln_buffer* dst, uint64_t dst_offset, const kiln_buffer* src,
+                          uint64_t src_offset, uint64_t n) noexcept {
+    return guard([&] {
+      if (!dst || !src) throw Error{KILN_STATUS_INVALID_ARGUMENT, "copy: NULL buffer"};
+      dev(d).copy(*dst, dst_offset, *src, src_offset, n);
+    });
+  }
+
+  // ---- compiler ----
+  static kiln_error* cache_key(kiln_device* d, kiln_sink* out) noexcept {
+    return guard([&] { append(out, dev(d).cache_key()); });
+  }
+  static kiln_error* compile(kiln_device* d, const kiln_compile_params* p, kiln_sink* out_binary,
+                             kiln_sink* out_log) noexcept {
+    std::string log;
+    kiln_error* err = guard([&] {
+      KILN_SDK_REQUIRE(p, kiln_compile_params, options);
+      if (!p->source && p->source_length) throw Error{KILN_STATUS_INVALID_ARGUMENT, "compile: source is NULL"};
+      CompileRequest req{{p->source ? p->source : "", p->source_length},
+                         p->entry ? std::string_view(p->entry) : std::string_view(),
+                         p->options ? std::string_view(p->options) : std::string_view()};
+      std::string binary = dev(d).compile(req, log);
+      append(out_binary, binary);
+    });
+    // The log goes to out_log on success (warnings) and on failure (the error message has it too).
+    try {
+      append(out_log, log);
+    } catch (...) {
+    }
+    return err;
+  }
+
+  // ---- runtime ----
+  static kiln_error* load(kiln_device* d, const void* binary, size_t length, const char* entry,
+                          kiln_program** out) noexcept {
+    return guard([&] {
+      if (!out || (!binary && length)) throw Error{KILN_STATUS_INVALID_ARGUMENT, "load: NULL binary or out_program"};
+      std::unique_ptr<Program> p = dev(d).load({static_cast<const char*>(binary), length}, entry ? entry : "");
+      if (!p) throw Error{KILN_STATUS_INTERNAL, "load returned no program"};
+      *out = p.release();
+    });
+  }
+  static kiln_error* launch(kiln_device* d, kiln_program* program, const kiln_launch_params* p) noexcept {
+    return guard([&] {
+      KILN_SDK_REQUIRE(p, kiln_launch_params, out_elapsed_s);
+      if (!program) throw Error{KILN_STATUS_INVALID_ARGUMENT, "launch: program is NULL"};
+      if ((p->n_buffers && !p->buffers) || (p->n_values && !p->values))
+        throw Error{KILN_STATUS_INVALID_ARGUMENT, "launch: NULL buffer or value array with a non-zero count"};
+      Launch l;
+      l.buffers = {p->buffers, p->n_buffers};
+      if (p->offsets) l.offsets = {p->offsets, p->n_buffers};
+      l.values = {p->values, p->n_values};
+      l.global = {p->global[0], p->global[1], p->global[2]};
+      l.local = {p->local[0], p->local[1], p->local[2]};
+      l.wait = (p->flags & KILN_LAUNCH_WAIT) != 0;
+      double elapsed = dev(d).launch(*program, l);
+      if (l.wait && p->out_elapsed_s) *p->out_elapsed_s = elapsed;
+    });
+  }
+  static void unload(kiln_device*, kiln_program* program) noexcept { delete program; }
+
+  // ---- renderer ----
+  static kiln_error* render(kiln_device* d, const kiln_lir* kernel, kiln_sink* out) noexcept {
+    return guard([&] {
+      KILN_SDK_REQUIRE(kernel, kiln_lir, local);
+      append(out, dev(d).render(*kernel));
+    });
+  }
+};
+
+inline constexpr kiln_compiler_api compiler_table{sizeof(kiln_compiler_api), &Slots::cache_key, &Slots::compile};
+inline constexpr kiln_runtime_api runtime_table{sizeof(kiln_runtime_api), &Slots::load, &Slots::launch,
+                                                &Slots::unload};
+inline constexpr kiln_renderer_api renderer_table{sizeof(kiln_renderer_api), &Slots::render};
+
+// One static device table per combination of optional slots, so unimplemented slots are NULL.
+template <bool WithRenderer, bool WithCopy>
+struct DeviceTables {
+  static constexpr kiln_allocator_api allocator{sizeof(kiln_allocator_api), &Slots::alloc,    &Slots::free,
+                                                &Slots::copy_in,            &Slots::copy_out,
+                                                WithCopy ? &Slots::copy : nullptr};
+  static constexpr kiln_device_api device{sizeof(kiln_device_api),
+                                          &Slots::get_props,
+                                          &Slots::get_target,
+                                          &allocator,
+                                          &compiler_table,
+                                          &runtime_table,
+                                          WithRenderer ? &renderer_table : nullptr,
+                                          &Slots::synchronize,
+                                          &Slots::close};
+};
+
+inline const kiln_device_api* device_table(const Device& d) {
+  bool r = d.has_renderer(), c = d.has_device_copy();
+  if (r) return c ? &DeviceTables<true, true>::device : &DeviceTables<true, false>::device;
+  return c ? &DeviceTables<false, true>::device : &DeviceTables<false, false>::device;
+}
+
+template <typename P>
+struct PluginSlots {
+  static_assert(std::is_base_of_v<Plugin, P>, "KILN_PLUGIN(Type): Type must derive from kiln::sdk::Plugin");
+
+  static P& instance() {
+    static P* p = new P();  // never destroyed: see the file comment
+    return *p;
+  }
+  static kiln_error* probe(int32_t* out_score, kiln_sink* out_reason) noexcept {
+    return Slots::guard([&] {
+      if (!out_score) throw Error{KILN_STATUS_INVALID_ARGUMENT, "probe: out_score is NULL"};
+      Probe r = instance().probe();
+      *out_score = r.score;
+      Slots::append(out_reason, r.reason);
+    });
+  }
+  static kiln_error* initialize(const char* options, size_t length) noexcept {
+    return Slots::guard([&] { instance().initialize(Options::parse({options ? options : "", options ? length : 0})); });
+  }
+  static kiln_error* device_count(uint32_t* out_count) noexcept {
+    return Slots::guard([&] {
+      if (!out_count) throw Error{KILN_STATUS_INVALID_ARGUMENT, "device_count: out_count is NULL"};
+      *out_count = instance().device_count();
+    });
+  }
+  static kiln_error* device_open(uint32_t index, kiln_device** out_device, const kiln_device_api** out_api) noexcept {
+    return Slots::guard([&] {
+      if (!out_device || !out_api) throw Error{KILN_STATUS_INVALID_ARGUMENT, "device_open: NULL output"};
+      std::unique_ptr<Device> d = instance().open(index);
+      if (!d) throw Error{KILN_STATUS_INTERNAL, "device_open returned no device"};
+      *out_api = device_table(*d);
+      *out_device = d.release();
+    });
+  }
+  static void shutdown() noexcept {
+    try {
+      instance().shutdown();
+    } catch (const std::exception& e) {
+      log(KILN_LOG_ERROR, std::string("shutdown failed: ") + e.what());
+    } catch (...) {
+      log(KILN_LOG_ERROR, "shutdown failed with a non-standard exception");
+    }
+  }
+
+  static constexpr kiln_plugin_api table{sizeof(kiln_plugin_api), KILN_ABI_MAJOR,     KILN_ABI_MINOR,
+                                         P::plugin_name,          P::plugin_version,  &probe,
+                                         &initialize,             &device_count,      &device_open,
+                                         &shutdown};
+
+  static kiln_status entry(kiln_entry_args* args) noexcept {
+    if (!args || args->struct_size < KILN_SIZE_UPTO(kiln_entry_args, plugin)) return KILN_STATUS_INVALID_ARGUMENT;
+    args->plugin = &table;  // always, so a host of another ABI can report ours
+    bool compatible = args->host_abi_major == KILN_ABI_MAJOR &&
+                      (KILN_ABI_MAJOR != 0 || args->host_abi_minor == KILN_ABI_MINOR);
+    if (!compatible) return KILN_STATUS_INCOMPATIBLE_ABI;
+    if (!args->host || args->host->struct_size < KILN_SIZE_UPTO(kiln_host_api, log) || !args->host->error_new)
+      return KILN_STATUS_INVALID_ARGUMENT;
+    detail::g_host = args->host;
+    return KILN_STATUS_OK;
+  }
+};
+
+}  // namespace kiln::sdk
+
+// Defines the plugin's only exported symbol. Use once per plugin, at namespace scope.
+#define KILN_PLUGIN(Type)                                                           \
+  extern "C" KILN_EXPORT kiln_status kiln_plugin_entry(kiln_entry_args* args) {     \
+    return ::kiln::sdk::PluginSlots<Type>::entry(args);                             \
+  }
