@@ -1,0 +1,251 @@
+// plugin/registry.cpp - discovery, configuration, device naming and selection.
+#include "plugin/registry.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "support/check.hpp"
+#include "support/env.hpp"
+
+namespace kiln {
+
+Registry& Registry::get() {
+  static Registry* registry = new Registry(Settings::from_environment());  // never destroyed, see header
+  return *registry;
+}
+
+Registry::Registry(Settings settings) : settings_(std::move(settings)) {}
+Registry::~Registry() = default;
+
+const std::vector<BackendRecord>& Registry::backends() {
+  ensure_discovered();
+  return backends_;
+}
+
+const BackendRecord* Registry::backend(std::string_view name) {
+  ensure_discovered();
+  return find_backend(name);
+}
+
+const BackendRecord* Registry::find_backend(std::string_view name) const {
+  for (const BackendRecord& r : backends_)
+    if (r.name == name && r.status != BackendStatus::shadowed) return &r;
+  return nullptr;
+}
+
+const UserConfig& Registry::config() {
+  ensure_discovered();
+  return config_;
+}
+
+const ManifestSearch& Registry::search() {
+  ensure_discovered();
+  return search_;
+}
+
+const std::vector<Diagnostic>& Registry::diagnostics() {
+  ensure_discovered();
+  return diagnostics_;
+}
+
+void Registry::discover() {
+  ConfigLocation where = user_config_location(settings_);
+  config_ = read_user_config(where.path, where.origin, where.explicit_path);
+  diagnostics_ = config_.diagnostics;
+  search_ = find_manifests(settings_);
+
+  for (const ManifestFile& file : search_.files) {
+    Manifest m = read_manifest(file.path);
+    BackendRecord r;
+    r.name = m.name;
+    r.manifest = m.path;
+    r.manifest_origin = file.origin;
+    r.library = m.library;
+    r.abi = m.abi;
+    r.version = m.version;
+    r.description = m.description;
+    r.priority = m.priority;
+    r.enabled = m.enabled;
+    r.enabled_origin = m.path;
+    r.experimental = m.experimental;
+    r.options = m.options;
+    r.diagnostics = m.diagnostics;
+    // The first manifest of a name wins, even a broken one: a fix belongs in that file, and
+    // silently falling back to another one would hide the problem.
+    auto winner = std::find_if(backends_.begin(), backends_.end(), [&](const BackendRecord& b) {
+      return b.name == r.name && b.status != BackendStatus::shadowed;
+    });
+    if (winner != backends_.end()) {
+      r.status = BackendStatus::shadowed;
+      r.shadowed_by = winner->manifest;
+      r.reason = "shadowed by " + winner->manifest;
+    } else if (!m.ok()) {
+      r.status = BackendStatus::config_error;
+      r.reason = m.first_error();
+    } else {
+      if (const UserConfig::Backend* b = config_.backend(r.name)) {
+        if (b->enabled) {
+          r.enabled = *b->enabled;
+          r.enabled_origin = b->enabled_origin;
+        }
+        r.options = merge_options(std::move(r.options), b->options);
+      }
+      if (!r.enabled) {
+        r.status = BackendStatus::disabled;
+        r.reason = "disabled by enabled = false in " + r.enabled_origin;
+      } else if (!settings_.load) {
+        r.status = BackendStatus::not_loaded;
+        r.library_path = resolve_library(r.manifest, r.library);
+      } else {
+        LoadResult l = load_plugin(r.name, r.manifest, r.library, options_to_toml(r.options));
+        r.status = l.status;
+        r.reason = l.reason;
+        r.library_path = l.library_path;
+        r.plugin_abi = l.plugin_abi;
+        if (!l.plugin_version.empty()) r.version = l.plugin_version;
+        r.probe_score = l.probe_score;
+        r.probe_reason = l.probe_reason;
+        r.device_count = l.device_count;
+        r.api = l.api;
+        if (!r.abi.empty() && !r.plugin_abi.empty() && r.abi != r.plugin_abi)
+          r.diagnostics.push_back({r.manifest, 0, 0, Diagnostic::Severity::warning,
+                                   "the manifest says abi = \"" + r.abi + "\" but the library reports ABI " +
+                                       r.plugin_abi + "; regenerate the manifest"});
+      }
+    }
+    backends_.push_back(std::move(r));
+  }
+
+  // Configuration for backends that no manifest provides is almost always a typo or a stale entry.
+  for (const UserConfig::Backend& b : config_.backends) {
+    if (find_backend(b.name)) continue;
+    std::string known;
+    for (const BackendRecord& r : backends_)
+      if (r.status != BackendStatus::shadowed) known += (known.empty() ? "" : ", ") + r.name;
+    diagnostics_.push_back({config_.path, b.line, b.column, Diagnostic::Severity::warning,
+                            "backends." + b.name + ": no backend named '" + b.name + "' was found (known backends: " +
+                                (known.empty() ? "none" : known) + ")"});
+  }
+
+  if (settings_.report_problems) {
+    int64_t debug = 0;
+    try {
+      debug = debug_level();
+    } catch (...) {
+    }
+    for (const Diagnostic& d : diagnostics_)
+      if (d.is_error() || debug >= 1) log_line("kiln: " + d.str());
+    if (debug >= 1)
+      for (const BackendRecord& r : backends_) {
+        for (const Diagnostic& d : r.diagnostics) log_line("kiln: " + d.str());
+        if (!r.ok()) log_line("kiln: backend " + r.name + ": " + status_name(r.status) + ": " + r.reason);
+      }
+  }
+}
+
+std::vector<std::string> Registry::devices() {
+  ensure_discovered();
+  std::vector<std::string> out;
+  for (const BackendRecord& r : backends_)
+    if (r.ok())
+      for (uint32_t i = 0; i < r.device_count; ++i) out.push_back(r.name + ":" + std::to_string(i));
+  return out;
+}
+
+std::string Registry::available_list() {
+  std::vector<std::string> devs = devices();
+  std::string s = "available devices: ";
+  if (devs.empty()) s += "none";
+  for (size_t i = 0; i < devs.size(); ++i) s += (i ? ", " : "") + devs[i];
+  std::string unusable;
+  for (const BackendRecord& r : backends_)
+    if (!r.ok() && r.status != BackendStatus::shadowed)
+      unusable += (unusable.empty() ? "" : ", ") + r.name + " (" + status_name(r.status) + ")";
+  if (!unusable.empty()) s += "; not usable: " + unusable + " (run `kiln list` for the reasons)";
+  if (!config_.aliases.empty()) {
+    s += "; aliases:";
+    for (const UserConfig::Alias& a : config_.aliases) s += " " + a.name + " -> " + a.target;
+  }
+  return s;
+}
+
+std::string Registry::resolve(const std::string& device) {
+  ensure_discovered();
+  if (device.empty()) return default_device();
+  std::string spec = device;
+  if (const UserConfig::Alias* a = config_.alias(device)) spec = a->target;
+  std::string name = spec, index_text = "0";
+  if (size_t colon = spec.find(':'); colon != std::string::npos) {
+    name = spec.substr(0, colon);
+    index_text = spec.substr(colon + 1);
+  }
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  bool digits = !index_text.empty() && index_text.size() < 10 &&
+                std::all_of(index_text.begin(), index_text.end(), [](unsigned char c) { return std::isdigit(c); });
+  std::string shown = spec == device ? "'" + device + "'" : "'" + device + "' (alias of '" + spec + "')";
+  if (!digits || name.empty())
+    fail(ErrorCode::invalid_argument, "bad device ", shown, ": expected backend[:index] (e.g. cpu:0) or an alias; ",
+         available_list());
+  uint32_t index = static_cast<uint32_t>(std::stoul(index_text));
+  const BackendRecord* r = backend(name);
+  if (!r) fail(ErrorCode::not_found, "unknown device ", shown, ": no backend named '", name, "'; ", available_list());
+  if (!r->ok())
+    fail(ErrorCode::unavailable, "device ", shown, " is not usable: backend ", name, " is ", status_name(r->status),
+         r->reason.empty() ? "" : ": " + r->reason, "; ", available_list());
+  if (index >= r->device_count)
+    fail(ErrorCode::not_found, "unknown device ", shown, ": backend ", name, " has ", r->device_count,
+         r->device_count == 1 ? " device" : " devices", "; ", available_list());
+  return name + ":" + std::to_string(index);
+}
+
+DeviceChoice Registry::default_choice() {
+  ensure_discovered();
+  try {
+    if (!settings_.device.empty()) return {resolve(settings_.device), "KILN_DEVICE"};
+    if (!config_.default_device.empty()) return {resolve(config_.default_device), "config " + config_.default_device_origin};
+  } catch (const Error& e) {
+    return {"", e.what()};
+  }
+  const BackendRecord* best = nullptr;
+  for (const BackendRecord& r : backends_)
+    if (r.ok() && r.device_count > 0 && (!best || r.priority > best->priority)) best = &r;
+  if (!best) return {"", "no usable device"};
+  return {best->name + ":0", "highest priority"};
+}
+
+std::string Registry::default_device() {
+  ensure_discovered();
+  if (!settings_.device.empty()) {
+    try {
+      return resolve(settings_.device);
+    } catch (const Error& e) {
+      throw Error(e.code(), std::string("KILN_DEVICE=") + settings_.device + ": " + e.what());
+    }
+  }
+  if (!config_.default_device.empty()) {
+    try {
+      return resolve(config_.default_device);
+    } catch (const Error& e) {
+      throw Error(e.code(), "devices.default = \"" + config_.default_device + "\" (" + config_.default_device_origin +
+                                "): " + e.what());
+    }
+  }
+  DeviceChoice c = default_choice();
+  if (c.device.empty()) fail(ErrorCode::not_found, "no usable device; ", available_list());
+  return c.device;
+}
+
+std::shared_ptr<Device> Registry::open(const std::string& device) {
+  std::string name = resolve(device);
+  std::lock_guard<std::mutex> lock(open_mu_);
+  for (auto& [n, d] : open_devices_)
+    if (n == name) return d;
+  size_t colon = name.find(':');
+  const BackendRecord* r = backend(name.substr(0, colon));
+  std::shared_ptr<Device> d =
+      Device::open(r->name, r->api, static_cast<uint32_t>(std::stoul(name.substr(colon + 1))));
+  open_devices_.emplace_back(name, d);
+  return d;
+}
+
+}  // namespace kiln

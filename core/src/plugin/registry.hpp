@@ -1,0 +1,112 @@
+// plugin/registry.hpp - the process-wide set of backends and device selection.
+//
+// Discovery runs once, lazily, on the first call that needs it (thread-safe): read the user
+// config, find the manifests (plugin/discovery.hpp), validate them, apply the config, then load,
+// probe and initialize every enabled backend. Nothing in discovery throws: each backend ends with
+// a status and a reason, and one bad backend never hides the others. Devices are opened lazily by
+// open() and cached (one Device per name).
+//
+// Device strings: "backend[:index]" (index 0 when omitted) or an alias from the user config;
+// "" means the default device, chosen by KILN_DEVICE > [devices] default > the highest-priority
+// usable backend (ties: discovery order). Unknown or unusable devices throw kiln::Error that lists
+// the available devices.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plugin/config.hpp"
+#include "plugin/device.hpp"
+#include "plugin/discovery.hpp"
+#include "plugin/loader.hpp"
+#include "plugin/manifest.hpp"
+
+namespace kiln {
+
+// One manifest and what became of it (everything `kiln list/info` shows).
+struct BackendRecord {
+  std::string name;
+  BackendStatus status = BackendStatus::not_loaded;
+  std::string reason;          // why it is not ok (empty when ok)
+  std::string manifest;        // the manifest's path
+  std::string manifest_origin; // the search-path entry it was found through
+  std::string library;         // as the manifest writes it
+  std::string library_path;    // resolved (path or soname)
+  std::string abi;             // the manifest's abi
+  std::string plugin_abi;      // the library's, from its table ("" when not read)
+  std::string version, description;
+  int64_t priority = 100;
+  bool enabled = true;
+  std::string enabled_origin;  // manifest or config position
+  bool experimental = false;
+  std::vector<OptionEntry> options;  // effective options (manifest merged with user config)
+  int32_t probe_score = 0;
+  std::string probe_reason;
+  uint32_t device_count = 0;
+  std::string shadowed_by;     // for `shadowed`: the manifest that won
+  std::vector<Diagnostic> diagnostics;  // the manifest's (warnings even when ok)
+  const kiln_plugin_api* api = nullptr;  // when ok
+
+  bool ok() const { return status == BackendStatus::ok; }
+};
+
+// The default device and the rule that chose it.
+struct DeviceChoice {
+  std::string device;  // "cpu:0"; empty when there is no usable device
+  std::string origin;  // "argument", "KILN_DEVICE", "config <file:line:col>", "highest priority"
+};
+
+class Registry {
+ public:
+  // The process-wide registry (environment settings). Never destroyed: plugins stay loaded and
+  // their devices open until the process exits.
+  static Registry& get();
+
+  // A private registry (tests, `kiln list --no-load`). Shares loaded libraries with every other
+  // registry in the process (a library is loaded and initialized once).
+  explicit Registry(Settings settings);
+  ~Registry();
+  Registry(const Registry&) = delete;
+  Registry& operator=(const Registry&) = delete;
+
+  // "" = the default device. Caches one Device per canonical name. Throws kiln::Error:
+  // not_found (unknown backend, index or alias; lists what exists), unavailable (the backend is
+  // not ok; says why), or the plugin's error from device_open.
+  std::shared_ptr<Device> open(const std::string& device);
+
+  // The canonical name a device string refers to ("fast" -> "hip:0", "cpu" -> "cpu:0"), without
+  // opening it. Throws like open().
+  std::string resolve(const std::string& device);
+
+  std::string default_device();   // throws not_found when there is no usable device
+  DeviceChoice default_choice();  // never throws; device empty when there is none
+  std::vector<std::string> devices();  // every usable device, in discovery order
+
+  const std::vector<BackendRecord>& backends();  // discovery order, shadowed entries included
+  const BackendRecord* backend(std::string_view name);  // the winning record for a name
+  const UserConfig& config();
+  const ManifestSearch& search();
+  const Settings& settings() const { return settings_; }
+  // Config warnings/errors plus problems that belong to no manifest (config naming a backend that
+  // does not exist). Per-manifest diagnostics are in BackendRecord::diagnostics.
+  const std::vector<Diagnostic>& diagnostics();
+
+ private:
+  void discover();
+  void ensure_discovered() { std::call_once(discovered_, [this] { discover(); }); }
+  std::string available_list();
+  const BackendRecord* find_backend(std::string_view name) const;  // no discovery (used during it)
+
+  Settings settings_;
+  std::once_flag discovered_;
+  UserConfig config_;
+  ManifestSearch search_;
+  std::vector<BackendRecord> backends_;
+  std::vector<Diagnostic> diagnostics_;
+  std::mutex open_mu_;
+  std::vector<std::pair<std::string, std::shared_ptr<Device>>> open_devices_;
+};
+
+}  // namespace kiln
