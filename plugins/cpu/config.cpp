@@ -1,0 +1,35 @@
+// plugins/cpu/config.cpp - validating the cpu backend's options.
+#include "config.hpp"
+
+#include <sstream>
+
+namespace kiln::cpu {
+
+CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
+  CpuConfig c;
+  for (const std::string& key : o.unknown_keys({"threads", "compiler", "flags", "binary"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: threads, compiler, flags, binary)");
+  int64_t threads = o.get_int("threads", 0);
+  if (threads < 0 || threads > 4096)
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                     "option 'threads' must be between 0 (all cores) and 4096, got " + std::to_string(threads)};
+  c.threads = threads == 0 ? cpu.cores : static_cast<unsigned>(threads);
+  c.compiler.compiler = o.get_string("compiler", "clang-15");
+  if (c.compiler.compiler.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'compiler' is empty"};
+  const sdk::OptionValue* flags = o.find("flags");
+  if (flags && flags->kind == sdk::OptionValue::Kind::array) {
+    c.compiler.flags = o.get_strings("flags", {});
+  } else {
+    std::istringstream words(o.get_string("flags", kDefaultFlags));
+    for (std::string w; words >> w;) c.compiler.flags.push_back(w);
+  }
+  std::string binary = o.get_string("binary", "object");
+  if (binary == "object") c.compiler.format = BinaryFormat::object;
+  else if (binary == "shared") c.compiler.format = BinaryFormat::shared;
+  else
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                     "option 'binary' must be \"object\" or \"shared\", got \"" + binary + "\""};
+  return c;
+}
+
+}  // namespace kiln::cpu

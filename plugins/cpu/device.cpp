@@ -1,0 +1,85 @@
+// plugins/cpu/device.cpp - properties, target capabilities, and the allocator/compiler/runtime glue.
+#include "device.hpp"
+
+#include <cstring>
+
+#include "allocator.hpp"
+#include "runtime.hpp"
+#include "sysinfo.hpp"
+
+namespace kiln::cpu {
+
+CpuDevice::CpuDevice(const CpuConfig& config)
+    : config_(config), compiler_(config.compiler, cpu_info().features()), pool_(config.threads) {}
+
+sdk::DeviceProps CpuDevice::props() {
+  const CpuInfo& cpu = cpu_info();
+  sdk::DeviceProps p;
+  p.name = cpu.model;
+  p.arch = cpu.isa_level();
+  p.description = cpu.model + " (" + p.arch + ", " + std::to_string(config_.threads) + " threads)";
+  p.features = cpu.features();
+  p.kind = KILN_DEVICE_KIND_CPU;
+  p.flags = KILN_DEVICE_THREADSAFE;
+  p.memory_total = cpu.memory_total;
+  p.memory_free = memory_available();
+  p.compute_units = cpu.cores;
+  return p;
+}
+
+sdk::Target CpuDevice::target() {
+  const CpuInfo& cpu = cpu_info();
+  sdk::Target t;
+  t.flags = KILN_TARGET_HAS_THREADS | (cpu.has("fma") ? KILN_TARGET_HAS_FMA : 0u);
+  t.threads = config_.threads;
+  t.global_max = {0x7fffffffu, 0x7fffffffu, 0x7fffffffu};  // work-item indices are int32
+  t.local_max = {1, 1, 1};
+  t.local_prod_max = 1;
+  t.max_vector_width = cpu.has("avx512f") ? 16 : cpu.has("avx") ? 8 : 4;  // float lanes per register
+  // clang 15 has _Float16 arithmetic on x86-64; __bf16 is storage-only, so bfloat16 is decomposed.
+  for (uint32_t d = KILN_LIR_DTYPE_BOOL; d < KILN_LIR_DTYPE_COUNT; ++d)
+    if (d != KILN_LIR_DTYPE_BFLOAT16) t.add_dtype(d);
+  t.add_all_ops();
+  t.remove_op(KILN_LIR_OP_BARRIER);  // no workgroups, no shared memory
+  t.remove_op(KILN_LIR_OP_DEFINE_LOCAL);
+  t.source_format = "c";
+  return t;
+}
+
+std::unique_ptr<sdk::Buffer> CpuDevice::alloc(uint64_t size, uint32_t flags) { return allocate(size, flags); }
+
+void CpuDevice::copy_in(sdk::Buffer& dst, uint64_t offset, std::span<const std::byte> src) {
+  auto& b = static_cast<CpuBuffer&>(dst);
+  check_range(b, offset, src.size(), "copy_in");
+  if (!src.empty()) std::memcpy(b.data + offset, src.data(), src.size());
+}
+
+void CpuDevice::copy_out(std::span<std::byte> dst, const sdk::Buffer& src, uint64_t offset) {
+  const auto& b = static_cast<const CpuBuffer&>(src);
+  check_range(b, offset, dst.size(), "copy_out");
+  if (!dst.empty()) std::memcpy(dst.data(), b.data + offset, dst.size());
+}
+
+void CpuDevice::copy(sdk::Buffer& dst, uint64_t dst_offset, const sdk::Buffer& src, uint64_t src_offset, uint64_t n) {
+  auto& d = static_cast<CpuBuffer&>(dst);
+  const auto& s = static_cast<const CpuBuffer&>(src);
+  check_range(d, dst_offset, n, "copy (destination)");
+  check_range(s, src_offset, n, "copy (source)");
+  if (n) std::memmove(d.data + dst_offset, s.data + src_offset, n);
+}
+
+std::string CpuDevice::cache_key() { return compiler_.cache_key(); }
+
+std::string CpuDevice::compile(const sdk::CompileRequest& request, std::string& log) {
+  return compiler_.compile(std::string(request.source), std::string(request.entry), std::string(request.options), log);
+}
+
+std::unique_ptr<sdk::Program> CpuDevice::load(std::string_view binary, std::string_view entry) {
+  return load_program(binary, entry);
+}
+
+double CpuDevice::launch(sdk::Program& program, const sdk::Launch& launch) {
+  return launch_program(pool_, static_cast<CpuProgram&>(program), launch);
+}
+
+}  // namespace kiln::cpu

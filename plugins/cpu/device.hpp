@@ -1,0 +1,45 @@
+// plugins/cpu/device.hpp - the cpu device: host memory, clang, a thread pool.
+//
+// Thread-safe (reports KILN_DEVICE_THREADSAFE): allocation, copies and compiles may run from many
+// threads at once (parallel compiles help BEAM search); launches that use the pool are serialised
+// by the pool, single-item launches run concurrently on their callers' threads.
+#pragma once
+#include <memory>
+
+#include "compiler.hpp"
+#include "config.hpp"
+#include "kiln/sdk.hpp"
+#include "thread_pool.hpp"
+
+namespace kiln::cpu {
+
+class CpuDevice final : public sdk::Device {
+ public:
+  explicit CpuDevice(const CpuConfig& config);
+
+  sdk::DeviceProps props() override;
+  sdk::Target target() override;
+
+  std::unique_ptr<sdk::Buffer> alloc(uint64_t size, uint32_t flags) override;
+  void copy_in(sdk::Buffer& dst, uint64_t offset, std::span<const std::byte> src) override;
+  void copy_out(std::span<std::byte> dst, const sdk::Buffer& src, uint64_t offset) override;
+  bool has_device_copy() const override { return true; }
+  void copy(sdk::Buffer& dst, uint64_t dst_offset, const sdk::Buffer& src, uint64_t src_offset, uint64_t n) override;
+
+  std::string cache_key() override;
+  std::string compile(const sdk::CompileRequest& request, std::string& log) override;
+
+  std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
+  double launch(sdk::Program& program, const sdk::Launch& launch) override;
+
+  // The C renderer. Defined in render*.cpp, kept apart so the renderer can be replaced alone.
+  bool has_renderer() const override;
+  std::string render(const kiln_lir& kernel) override;
+
+ private:
+  CpuConfig config_;
+  Compiler compiler_;
+  ThreadPool pool_;
+};
+
+}  // namespace kiln::cpu
