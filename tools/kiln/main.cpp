@@ -1,26 +1,71 @@
-// tools/kiln/main.cpp - the kiln command line (grows with the plugin issue).
+// tools/kiln/main.cpp - the `kiln` command line: global options and the subcommand table.
 #include <cstdio>
 #include <cstring>
-#include <string>
+#include <exception>
 
-#include "ir/print.hpp"
-#include "symbolic/symbolic.hpp"
+#include "cli.hpp"
+#include "commands.hpp"
 
-using namespace kiln;
+using namespace kiln::cli;
 
-static int demo() {
-  UOp x = UOp::variable("x", 0, 100), y = UOp::variable("y", 0, 3);
-  UOp e = (x * 4 + y).idiv(4) + (x * 4 + y).mod(4) * 0 + UOp::cint(dtypes::index, 2) * 3;
-  std::printf("expression:  %s\nsimplified:  %s\n", render_expr(e).c_str(), render_expr(simplify(e)).c_str());
-  return 0;
+namespace {
+
+// Add a subcommand: one cmd_<name>.cpp file, one line here.
+const Command kCommands[] = {
+    {"list", "every backend found, its status and devices", &run_list},
+    {"devices", "one line per usable device", &run_devices},
+    {"info", "everything about one backend (diagnosis)", &run_info},
+    {"config", "the effective configuration and where each value came from", &run_config},
+    {"demo", "simplify a small index expression", &run_demo},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: kiln [--version] [--help] <command> [options]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-9s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\n`kiln <command> --help` shows a command's options.\n\n"
+               "examples:\n"
+               "  kiln list                       # backends and their devices\n"
+               "  kiln list -v                    # ... with the manifest search path and options\n"
+               "  kiln devices --json             # usable devices, machine-readable\n"
+               "  kiln info cpu                   # why a backend is (not) usable\n"
+               "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"
+               "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG\n"
+               "exit codes: 0 ok, 1 failure, 2 usage error, 3 configuration error\n");
 }
 
+}  // namespace
+
 int main(int argc, char** argv) {
-  if (argc > 1 && !std::strcmp(argv[1], "--version")) {
-    std::printf("kiln 0.1.0\n");
-    return 0;
+  if (argc < 2) {
+    usage(stderr);
+    return kUsage;
   }
-  if (argc > 1 && !std::strcmp(argv[1], "demo")) return demo();
-  std::fprintf(stderr, "usage: kiln --version | demo\n");
-  return 2;
+  const char* first = argv[1];
+  if (!std::strcmp(first, "--help") || !std::strcmp(first, "-h") || !std::strcmp(first, "help")) {
+    usage(stdout);
+    return kOk;
+  }
+  if (!std::strcmp(first, "--version")) {
+    std::printf("kiln %s (plugin ABI %s)\n", KILN_VERSION, abi_version().c_str());
+    return kOk;
+  }
+  for (const Command& c : kCommands) {
+    if (std::strcmp(first, c.name) != 0) continue;
+    try {
+      return c.run(std::vector<std::string>(argv + 2, argv + argc));
+    } catch (const UsageError& e) {
+      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());
+      return kUsage;
+    } catch (const kiln::Error& e) {
+      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());
+      return e.code() == kiln::ErrorCode::config_error ? kConfigError : kFailure;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());
+      return kFailure;
+    }
+  }
+  std::fprintf(stderr, "kiln: unknown command '%s'\n\n", first);
+  usage(stderr);
+  return kUsage;
 }

@@ -1,0 +1,145 @@
+// tools/kiln/cli.cpp - shared helpers of the subcommands.
+#include "cli.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+namespace kiln::cli {
+
+bool parse_args(const std::vector<std::string>& args, po::options_description& options,
+                const po::positional_options_description& positional, po::variables_map& vm, const std::string& usage,
+                const std::string& examples) {
+  options.add_options()("help,h", "show this help");
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << usage << "\n\n" << options << (examples.empty() ? "" : "\nexamples:\n" + examples);
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + "\nusage: " + usage);
+  }
+  return true;
+}
+
+Settings cli_settings(bool load) {
+  Settings s = Settings::from_environment();
+  s.load = load;
+  s.report_problems = false;
+  return s;
+}
+
+void print_diagnostics(Registry& registry) {
+  std::set<std::string> seen;
+  auto print = [&](const Diagnostic& d) {
+    std::string line = d.str();
+    if (seen.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  for (const Diagnostic& d : registry.config().diagnostics) print(d);
+  for (const BackendRecord& r : registry.backends())
+    for (const Diagnostic& d : r.diagnostics) print(d);
+  for (const Diagnostic& d : registry.diagnostics()) print(d);
+}
+
+int config_exit(Registry& registry) { return registry.config().ok() ? kOk : kConfigError; }
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+std::string abi_version() { return std::to_string(KILN_ABI_MAJOR) + "." + std::to_string(KILN_ABI_MINOR); }
+
+const char* kind_name(uint32_t kind) {
+  switch (kind) {
+    case KILN_DEVICE_KIND_CPU: return "cpu";
+    case KILN_DEVICE_KIND_GPU: return "gpu";
+    case KILN_DEVICE_KIND_ACCELERATOR: return "accelerator";
+  }
+  return "unknown";
+}
+
+std::string lir_dtype_name(uint32_t dtype) {
+  static const char* const names[] = {"void",   "bool",   "int8",    "int16",    "int32",   "int64",  "uint8",
+                                      "uint16", "uint32", "uint64",  "float16",  "bfloat16", "float32", "float64"};
+  static_assert(sizeof names / sizeof *names == KILN_LIR_DTYPE_COUNT, "update the dtype names with lir.h");
+  return dtype < KILN_LIR_DTYPE_COUNT ? names[dtype] : "dtype" + std::to_string(dtype);
+}
+
+std::string lir_op_name(uint32_t op) {
+  static const char* const names[] = {
+      "?",      "PARAM", "VAR",   "SPECIAL", "RANGE", "END",    "IF",    "ENDIF",      "BARRIER", "DEFINE_LOCAL",
+      "DEFINE_REG", "INDEX", "LOAD", "STORE", "CONST", "VECTORIZE", "GEP", "CAST",  "BITCAST", "NEG",
+      "EXP2",   "LOG2",  "SIN",   "SQRT",    "RECIPROCAL", "TRUNC", "ADD", "SUB",   "MUL",        "IDIV",
+      "MOD",    "FDIV",  "MAX",   "POW",     "SHL",   "SHR",    "AND",   "OR",         "XOR",     "CMPLT",
+      "CMPNE",  "CMPEQ", "WHERE", "MULACC",  "CUSTOM", "CUSTOMI"};
+  static_assert(sizeof names / sizeof *names == KILN_LIR_OP_COUNT, "update the op names with lir.h");
+  return op < KILN_LIR_OP_COUNT ? names[op] : "op" + std::to_string(op);
+}
+
+Json device_json(const Device& d) {
+  const DeviceProps& p = d.props();
+  Json j = Json::object();
+  j.set("id", d.name());
+  j.set("name", p.name);
+  j.set("description", p.description);
+  j.set("kind", kind_name(p.kind));
+  j.set("arch", p.arch);
+  j.set("features", p.features);
+  j.set("compute_units", p.compute_units);
+  j.set("memory_total", p.memory_total);
+  j.set("memory_free", p.memory_free);
+  j.set("threadsafe", d.threadsafe());
+  j.set("renderer", d.has_renderer());
+  j.set("device_copy", d.has_device_copy());
+  return j;
+}
+
+Json target_json(const Target& t) {
+  Json j = Json::object();
+  Json flags = Json::array();
+  if (t.has(KILN_TARGET_HAS_LOCAL)) flags.push("local");
+  if (t.has(KILN_TARGET_HAS_SHARED)) flags.push("shared");
+  if (t.has(KILN_TARGET_HAS_THREADS)) flags.push("threads");
+  if (t.has(KILN_TARGET_HAS_FMA)) flags.push("fma");
+  j.set("flags", flags);
+  j.set("threads", t.threads);
+  j.set("global_max", Json(Json::Array{t.global_max[0], t.global_max[1], t.global_max[2]}));
+  j.set("local_max", Json(Json::Array{t.local_max[0], t.local_max[1], t.local_max[2]}));
+  j.set("local_prod_max", t.local_prod_max);
+  j.set("max_vector_width", t.max_vector_width);
+  j.set("shared_max", t.shared_max);
+  Json dtypes = Json::array(), ops = Json::array();
+  for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
+    if (t.supports_dtype(d)) dtypes.push(lir_dtype_name(d));
+  for (uint32_t o = 1; o < KILN_LIR_OP_COUNT; ++o)
+    if (t.supports_op(o)) ops.push(lir_op_name(o));
+  j.set("dtypes", dtypes);
+  j.set("ops", ops);
+  j.set("source_format", t.source_format);
+  return j;
+}
+
+Json diagnostics_json(const std::vector<Diagnostic>& diagnostics) {
+  Json a = Json::array();
+  for (const Diagnostic& d : diagnostics) {
+    Json j = Json::object();
+    j.set("file", d.file);
+    j.set("line", d.line);
+    j.set("column", d.column);
+    j.set("severity", d.is_error() ? "error" : "warning");
+    j.set("message", d.message);
+    j.set("text", d.str());
+    a.push(j);
+  }
+  return a;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,57 @@
+// tools/kiln/cli.hpp - what the `kiln` subcommands share: exit codes, argument parsing,
+// diagnostics, formatting. Data goes to stdout, diagnostics to stderr.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "json.hpp"
+#include "plugin/registry.hpp"
+
+namespace kiln::cli {
+
+namespace po = boost::program_options;
+
+// Exit codes (documented in `kiln --help`).
+enum Exit : int { kOk = 0, kFailure = 1, kUsage = 2, kConfigError = 3 };
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One subcommand: `kiln <name> ...`. `run` gets the arguments after the name.
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+// Parses `args`. Returns false when --help was given (the help is printed; exit 0). Throws
+// UsageError for unknown options or bad values.
+bool parse_args(const std::vector<std::string>& args, po::options_description& options,
+                const po::positional_options_description& positional, po::variables_map& vm, const std::string& usage,
+                const std::string& examples);
+
+// Discovery settings from the environment; the CLI prints diagnostics itself.
+Settings cli_settings(bool load = true);
+
+// Prints the user config's and every manifest's diagnostics to stderr (each once).
+void print_diagnostics(Registry& registry);
+
+// Exit code for a command that read the configuration: 3 when the user config is invalid.
+int config_exit(Registry& registry);
+
+std::string human_bytes(uint64_t bytes);              // "23.4 GiB"
+std::string abi_version();                            // "0.1"
+const char* kind_name(uint32_t kind);                 // "cpu", "gpu", "accelerator"
+std::string lir_dtype_name(uint32_t dtype);           // "float32"
+std::string lir_op_name(uint32_t op);                 // "ADD"
+
+Json device_json(const Device& device);               // id, name, kind, arch, memory, ...
+Json target_json(const Target& target);
+Json diagnostics_json(const std::vector<Diagnostic>& diagnostics);
+
+}  // namespace kiln::cli

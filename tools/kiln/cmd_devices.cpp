@@ -1,0 +1,53 @@
+// tools/kiln/cmd_devices.cpp - `kiln devices`: one line per usable device (llama.cpp style).
+#include <cstdio>
+
+#include "cli.hpp"
+#include "commands.hpp"
+
+namespace kiln::cli {
+
+int run_devices(const std::vector<std::string>& args) {
+  po::options_description options("kiln devices options");
+  options.add_options()("json", "machine-readable output (schema_version 1)");
+  po::variables_map vm;
+  if (!parse_args(args, options, {}, vm, "kiln devices [--json]",
+                  "  kiln devices\n  KILN_DEVICE=cpu:0 kiln devices --json\n"))
+    return kOk;
+  Registry registry(cli_settings());
+  print_diagnostics(registry);
+  int exit = config_exit(registry);
+  std::vector<std::shared_ptr<Device>> opened;
+  for (const std::string& id : registry.devices()) {
+    try {
+      opened.push_back(registry.open(id));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kiln: %s\n", e.what());
+      exit = exit ? exit : kFailure;
+    }
+  }
+  DeviceChoice def = registry.default_choice();
+  if (vm.count("json")) {
+    Json list = Json::array();
+    for (const auto& d : opened) list.push(device_json(*d));
+    Json doc = Json::object();
+    doc.set("schema_version", 1);
+    doc.set("default", Json::string_or_null(def.device));
+    doc.set("default_origin", def.origin);
+    doc.set("devices", list);
+    std::printf("%s\n", doc.dump().c_str());
+    return exit;
+  }
+  std::printf("Available devices:\n");
+  if (opened.empty()) std::printf("  (none)\n");
+  for (const auto& d : opened) {
+    const DeviceProps& p = d->props();
+    std::string memory;
+    if (p.memory_total)
+      memory = " (" + std::to_string(p.memory_total >> 20) + " MiB, " + std::to_string(p.memory_free >> 20) + " MiB free)";
+    std::printf("  %s: %s%s%s\n", d->name().c_str(), p.description.c_str(), memory.c_str(),
+                d->name() == def.device ? " [default]" : "");
+  }
+  return exit;
+}
+
+}  // namespace kiln::cli

@@ -1,0 +1,14 @@
+// tools/kiln/commands.hpp - the subcommands; each lives in its own cmd_*.cpp file.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kiln::cli {
+
+int run_list(const std::vector<std::string>& args);
+int run_devices(const std::vector<std::string>& args);
+int run_info(const std::vector<std::string>& args);
+int run_config(const std::vector<std::string>& args);
+int run_demo(const std::vector<std::string>& args);
+
+}  // namespace kiln::cli

@@ -1,0 +1,98 @@
+// tools/kiln/json.cpp - JSON serialisation.
+#include "json.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace kiln::cli {
+namespace {
+
+void escape(std::string& out, const std::string& s) {
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+void newline(std::string& out, int indent, int depth) {
+  if (indent <= 0) return;
+  out += '\n';
+  out.append(static_cast<size_t>(indent * depth), ' ');
+}
+
+}  // namespace
+
+Json& Json::set(std::string key, Json value) {
+  std::get<Object>(v_).emplace_back(std::move(key), std::move(value));
+  return *this;
+}
+
+Json& Json::push(Json value) {
+  std::get<Array>(v_).push_back(std::move(value));
+  return *this;
+}
+
+std::string Json::dump(int indent) const {
+  std::string out;
+  write(out, indent, 0);
+  return out;
+}
+
+void Json::write(std::string& out, int indent, int depth) const {
+  if (std::holds_alternative<std::nullptr_t>(v_)) {
+    out += "null";
+  } else if (auto* b = std::get_if<bool>(&v_)) {
+    out += *b ? "true" : "false";
+  } else if (auto* i = std::get_if<int64_t>(&v_)) {
+    out += std::to_string(*i);
+  } else if (auto* u = std::get_if<uint64_t>(&v_)) {
+    out += std::to_string(*u);
+  } else if (auto* d = std::get_if<double>(&v_)) {
+    if (!std::isfinite(*d)) {
+      out += "null";  // JSON has no inf/nan
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", *d);
+      out += buf;
+    }
+  } else if (auto* s = std::get_if<std::string>(&v_)) {
+    escape(out, *s);
+  } else if (auto* a = std::get_if<Array>(&v_)) {
+    out += '[';
+    for (size_t k = 0; k < a->size(); ++k) {
+      if (k) out += ',';
+      newline(out, indent, depth + 1);
+      (*a)[k].write(out, indent, depth + 1);
+    }
+    if (!a->empty()) newline(out, indent, depth);
+    out += ']';
+  } else if (auto* o = std::get_if<Object>(&v_)) {
+    out += '{';
+    for (size_t k = 0; k < o->size(); ++k) {
+      if (k) out += ',';
+      newline(out, indent, depth + 1);
+      escape(out, (*o)[k].first);
+      out += indent > 0 ? ": " : ":";
+      (*o)[k].second.write(out, indent, depth + 1);
+    }
+    if (!o->empty()) newline(out, indent, depth);
+    out += '}';
+  }
+}
+
+}  // namespace kiln::cli
