@@ -1,0 +1,202 @@
+// tests/cli/cli_test.cpp - the `kiln` command line as users run it: exit codes, stdout/stderr
+// separation, --json validity (also on errors), and what each bad input prints.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "run_cli.hpp"
+
+namespace kiln::test {
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(KILN_FIXTURE_MANIFESTS) + "/" + name; }
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in:\n" << (haystack)
+#define EXPECT_JSON(text)                                     \
+  do {                                                        \
+    std::string why;                                          \
+    EXPECT_TRUE(is_valid_json(text, &why)) << why << "\n" << (text); \
+  } while (0)
+
+TEST(JsonCheck, AcceptsJsonAndRejectsNearMisses) {
+  EXPECT_TRUE(is_valid_json(R"({"a": [1, -2.5e3, true, null, "x\n\u00e9"], "b": {}})"));
+  for (const char* bad : {"{", "{\"a\" 1}", "[1,]", "{'a': 1}", "01", "\"\t\"", "nul", "{} {}", ""})
+    EXPECT_FALSE(is_valid_json(bad)) << bad;
+}
+
+TEST(Cli, VersionHelpAndUsageErrors) {
+  CliResult v = run_kiln({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out, "kiln 0.1.0 (plugin ABI 0.1)\n");
+  CliResult h = run_kiln({"--help"});
+  EXPECT_EQ(h.exit_code, 0);
+  for (const char* c : {"list", "devices", "info", "config", "examples:", "exit codes"}) EXPECT_CONTAINS(h.out, c);
+  EXPECT_TRUE(h.err.empty());
+  CliResult none = run_kiln({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_TRUE(none.out.empty());
+  EXPECT_CONTAINS(none.err, "usage: kiln");
+  CliResult bogus = run_kiln({"frobnicate"});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_CONTAINS(bogus.err, "unknown command 'frobnicate'");
+  CliResult option = run_kiln({"list", "--frobnicate"});
+  EXPECT_EQ(option.exit_code, 2);
+  EXPECT_CONTAINS(option.err, "frobnicate");
+  CliResult missing = run_kiln({"info"});
+  EXPECT_EQ(missing.exit_code, 2);
+  CliResult list_help = run_kiln({"list", "--help"});
+  EXPECT_EQ(list_help.exit_code, 0);
+  EXPECT_CONTAINS(list_help.out, "--no-load");
+}
+
+// Without KILN_BACKENDS the build tree's own share/kiln/backends.d is found from libkiln.so.
+TEST(Cli, ListInTheBuildTreeShowsAllThreeBackends) {
+  CliResult r = run_kiln({"list"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "cpu     ok");
+  EXPECT_CONTAINS(r.out, "  cpu:0 ");
+  EXPECT_CONTAINS(r.out, "hip     load-error    library ");
+  EXPECT_CONTAINS(r.out, "libkiln_hip.so does not exist");
+  EXPECT_CONTAINS(r.out, "opencl  load-error");
+  CliResult j = run_kiln({"list", "--json"});
+  EXPECT_EQ(j.exit_code, 0);
+  EXPECT_JSON(j.out);
+  EXPECT_CONTAINS(j.out, "\"schema_version\": 1");
+  EXPECT_CONTAINS(j.out, "\"status\": \"load-error\"");
+  CliResult n = run_kiln({"list", "--no-load", "-v"});
+  EXPECT_EQ(n.exit_code, 0);
+  EXPECT_CONTAINS(n.out, "not-loaded");
+  EXPECT_CONTAINS(n.out, "(install prefix)");
+  EXPECT_CONTAINS(n.out, "search path:");
+}
+
+TEST(Cli, EveryBadManifestIsReportedAndTheGoodOneStillWorks) {
+  std::string list;
+  for (const char* m : {"syntax_error.toml", "wrong_type.toml", "missing_key.toml", "unknown_key.toml",
+                        "schema_newer.toml", "missing_library.toml", "abi_major.toml", "no_entry.toml",
+                        "unresolved.toml", "unavailable.toml", "probe_error.toml", "throwing.toml"})
+    list += (list.empty() ? "" : ":") + fixture(m);
+  CliResult r = run_kiln({"list"}, {{"KILN_BACKENDS", list}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // One line per backend: "<name> <padding> <status> <padding> <reason or version/abi/library>".
+  auto row = [&](const std::string& name, const std::string& status, const std::string& detail) {
+    size_t at = r.out.find("\n" + name + " ");
+    ASSERT_NE(at, std::string::npos) << name << " missing in:\n" << r.out;
+    std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    std::string rest = line.substr(line.find_first_not_of(' ', name.size()));
+    EXPECT_EQ(rest.rfind(status + " ", 0), 0u) << line;
+    EXPECT_NE(line.find(detail), std::string::npos) << line;
+  };
+  r.out = "\n" + r.out;
+  row("syntax_error", "config-error", fixture("syntax_error.toml") + ":2:9: error: ");
+  row("wrong_type", "config-error", fixture("wrong_type.toml") + ":6:12: error: backend.priority must be an integer, got string");
+  row("missing_key", "config-error", "missing required key backend.library");
+  row("schema_newer", "config-error", "manifest schema 2 is newer than this kiln supports (1)");
+  row("missing_library", "load-error", "does not exist");
+  row("abi_major", "abi-mismatch", "plugin built for ABI 1.0; this core supports 0.1");
+  row("no_entry", "load-error", "does not export kiln_plugin_entry");
+  row("unresolved", "load-error", "undefined symbol: kiln_fixture_function_nobody_defines");
+  row("unavailable", "unavailable", "no fixture hardware here");
+  row("probe_error", "unavailable", "probe failed: the probe exploded");
+  row("good", "ok", "9.8.7    abi 0.1");
+  row("throwing", "ok", "libfixture_throwing.so");
+  EXPECT_CONTAINS(r.out, "\n  good:0 ");
+  EXPECT_CONTAINS(r.out, "\n  throwing:1 ");
+  EXPECT_CONTAINS(r.out, "  error: throwing:1: device_open failed: device 1 is busy\n");
+  // Diagnostics go to stderr, with positions; the warning-only manifest stays ok.
+  EXPECT_CONTAINS(r.err, fixture("unknown_key.toml") + ":2:1: warning: unknown key 'colour'");
+  EXPECT_CONTAINS(r.err, fixture("wrong_type.toml") + ":6:12: error:");
+  CliResult j = run_kiln({"list", "--json"}, {{"KILN_BACKENDS", list}});
+  EXPECT_EQ(j.exit_code, 0);
+  EXPECT_JSON(j.out);
+  EXPECT_CONTAINS(j.out, "\"status\": \"abi-mismatch\"");
+}
+
+TEST(Cli, InvalidUserConfigExitsThreeButStillPrintsValidJson) {
+  std::map<std::string, std::string> env{{"KILN_BACKENDS", fixture("good.toml")},
+                                         {"KILN_CONFIG", fixture("config_syntax.toml")}};
+  CliResult r = run_kiln({"list"}, env);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_CONTAINS(r.err, fixture("config_syntax.toml") + ":1:");
+  EXPECT_CONTAINS(r.out, "good  ok");  // the config is ignored, the backends still listed
+  CliResult j = run_kiln({"list", "--json"}, env);
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_JSON(j.out);
+  CliResult c = run_kiln({"config", "--json"}, env);
+  EXPECT_EQ(c.exit_code, 3);
+  EXPECT_JSON(c.out);
+  EXPECT_CONTAINS(c.out, "\"valid\": false");
+  env["KILN_CONFIG"] = fixture("config_wrong_type.toml");
+  CliResult t = run_kiln({"devices"}, env);
+  EXPECT_EQ(t.exit_code, 3);
+  EXPECT_CONTAINS(t.err, "devices.default must be a string, got integer");
+}
+
+TEST(Cli, ConfigShowsValuesAndWhereTheyCameFrom) {
+  std::map<std::string, std::string> env{{"KILN_BACKENDS", fixture("good.toml")},
+                                         {"KILN_CONFIG", fixture("config_ok.toml")}};
+  CliResult r = run_kiln({"config"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "config file:     " + fixture("config_ok.toml") + "  (KILN_CONFIG)");
+  EXPECT_CONTAINS(r.out, "default device:  good:1  (config " + fixture("config_ok.toml") + ":2:11)");
+  EXPECT_CONTAINS(r.out, "fast = \"good:1\"");
+  EXPECT_CONTAINS(r.out, "greeting = \"from the config\"    (" + fixture("config_ok.toml") + ":15:12)");
+  // A config entry for a backend that does not exist is a positioned warning, not an error.
+  EXPECT_CONTAINS(r.err, fixture("config_ok.toml") + ":7:11: warning: backends.ghost: no backend named 'ghost'");
+  env["KILN_DEVICE"] = "good:0";
+  CliResult k = run_kiln({"config", "--json"}, env);
+  EXPECT_EQ(k.exit_code, 0);
+  EXPECT_JSON(k.out);
+  EXPECT_CONTAINS(k.out, "\"origin\": \"KILN_DEVICE\"");
+}
+
+TEST(Cli, DevicesAndMergedOptionsReachThePlugin) {
+  std::map<std::string, std::string> env{{"KILN_BACKENDS", fixture("good.toml")},
+                                         {"KILN_CONFIG", fixture("config_ok.toml")}};
+  CliResult r = run_kiln({"devices"}, env);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "Available devices:\n  good:0: fixture device 0: from the config (1024 MiB, 512 MiB free)\n");
+  EXPECT_CONTAINS(r.out, "  good:1: fixture device 1: from the config (1024 MiB, 512 MiB free) [default]\n");
+  CliResult none = run_kiln({"devices"}, {{"KILN_BACKENDS", fixture("unavailable.toml")}});
+  EXPECT_EQ(none.exit_code, 0);
+  EXPECT_EQ(none.out, "Available devices:\n  (none)\n");
+  CliResult j = run_kiln({"devices", "--json"}, {{"KILN_BACKENDS", fixture("unavailable.toml")}});
+  EXPECT_JSON(j.out);
+  EXPECT_CONTAINS(j.out, "\"default\": null");
+}
+
+TEST(Cli, InfoExplainsOneBackend) {
+  CliResult cpu = run_kiln({"info", "cpu"});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
+  for (const char* s : {"status:         ok", "resolved:       /", "abi:            manifest 0.1, plugin 0.1, core 0.1",
+                        "probe:          score 1:", "device cpu:0:", "source:       c", "LIR ops:"})
+    EXPECT_CONTAINS(cpu.out, s);
+  CliResult j = run_kiln({"info", "cpu:0", "--json"});
+  EXPECT_EQ(j.exit_code, 0);
+  EXPECT_JSON(j.out);
+  EXPECT_CONTAINS(j.out, "\"source_format\": \"c\"");
+  CliResult hip = run_kiln({"info", "hip"});
+  EXPECT_EQ(hip.exit_code, 1);
+  EXPECT_CONTAINS(hip.out, "status:         load-error");
+  CliResult abi = run_kiln({"info", "abi_major", "--json"}, {{"KILN_BACKENDS", fixture("abi_major.toml")}});
+  EXPECT_EQ(abi.exit_code, 1);
+  EXPECT_JSON(abi.out);
+  EXPECT_CONTAINS(abi.out, "\"plugin_abi\": \"1.0\"");
+  CliResult bad = run_kiln({"info", "wrong_type"}, {{"KILN_BACKENDS", fixture("wrong_type.toml")}});
+  EXPECT_EQ(bad.exit_code, 3);
+  CliResult unknown = run_kiln({"info", "nope", "--json"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_JSON(unknown.out);
+  EXPECT_CONTAINS(unknown.out, "\"error\": \"no backend named 'nope'");
+  EXPECT_CONTAINS(unknown.err, "no backend named 'nope' (known: cpu, hip, opencl)");
+}
+
+TEST(Cli, Demo) {
+  CliResult r = run_kiln({"demo"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_CONTAINS(r.out, "simplified:");
+}
+
+}  // namespace
+}  // namespace kiln::test

@@ -1,0 +1,158 @@
+// tests/plugins/cpu_internals_test.cpp - pieces of the cpu plugin tested directly (compiled into
+// this test from plugins/cpu): the clang driver, the ELF loader's relocation kinds, the thread pool.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "compiler.hpp"
+#include "image.hpp"
+#include "kiln/sdk.hpp"
+#include "thread_pool.hpp"
+
+extern char** environ;
+
+namespace kiln::cpu {
+namespace {
+
+CompilerConfig object_config() {
+  CompilerConfig c;
+  c.flags = {"-O2", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib"};
+  return c;
+}
+
+TEST(CpuCompiler, MissingCompilerSaysHowToFixIt) {
+  CompilerConfig c = object_config();
+  c.compiler = "clang-kiln-missing-99";
+  Compiler compiler(c, "avx2");
+  std::string log;
+  try {
+    compiler.compile("void k(void) {}", "k", "", log);
+    FAIL();
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.code, KILN_STATUS_FAILED_PRECONDITION);
+    EXPECT_NE(e.message.find("cannot run 'clang-kiln-missing-99': No such file or directory"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("apt-get install clang-15"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("[backends.cpu.options] compiler"), std::string::npos) << e.message;
+  }
+  EXPECT_THROW(compiler.cache_key(), sdk::Error);
+}
+
+TEST(CpuCompiler, ExtraOptionsAndWarningsReachTheLog) {
+  Compiler compiler(object_config(), "");
+  std::string log;
+  std::string obj = compiler.compile("int k(void) { int unused; return 0; }", "k", "-Wunused-variable -DX=1", log);
+  EXPECT_FALSE(obj.empty());
+  EXPECT_NE(log.find("unused variable"), std::string::npos) << log;
+}
+
+// Data relocations (R_X86_64_64 in .data.rel.ro), GOT relocations to a host variable, a COMMON
+// symbol, jump tables in .rodata (PC32 into .text) and a call into libc through a stub.
+const char* kRelocations = R"(
+extern char** environ;
+extern unsigned long strlen(const char*);
+int counter;                                   /* COMMON with -fcommon */
+static int a = 1, b = 2;
+int* const table[2] = {&a, &b};                /* absolute pointers: R_X86_64_64 */
+char*** where_is_environ(void) { return &environ; }   /* GOTPCREL */
+int bump(void) { return ++counter; }
+unsigned long length(const char* s) { return strlen(s); }   /* PLT32 -> stub -> libc */
+int pick(int i) { return *table[i & 1]; }
+int sw(int x) { switch (x) { case 0: return 11; case 1: return 22; case 2: return 33; case 3: return 44;
+                             case 4: return 55; case 5: return 66; default: return -1; } }
+)";
+
+TEST(CpuElfLoader, AppliesEveryRelocationKindClangEmits) {
+  CompilerConfig c = object_config();
+  c.flags.push_back("-fcommon");
+  Compiler compiler(c, "");
+  std::string log;
+  std::string obj = compiler.compile(kRelocations, "", "", log);
+  std::unique_ptr<Image> image = load_image(obj);
+  auto where = reinterpret_cast<char*** (*)()>(image->symbol("where_is_environ"));
+  auto bump = reinterpret_cast<int (*)()>(image->symbol("bump"));
+  auto length = reinterpret_cast<unsigned long (*)(const char*)>(image->symbol("length"));
+  auto pick = reinterpret_cast<int (*)(int)>(image->symbol("pick"));
+  auto sw = reinterpret_cast<int (*)(int)>(image->symbol("sw"));
+  ASSERT_TRUE(where && bump && length && pick && sw);
+  EXPECT_EQ(where(), &environ);
+  EXPECT_EQ(bump(), 1);
+  EXPECT_EQ(bump(), 2);
+  EXPECT_EQ(length("kiln"), 4u);
+  EXPECT_EQ(pick(0), 1);
+  EXPECT_EQ(pick(1), 2);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(sw(i), 11 * (i + 1));
+  EXPECT_EQ(sw(9), -1);
+  EXPECT_EQ(image->symbol("a"), nullptr);  // static: not exported
+  EXPECT_EQ(image->symbol("no_such_symbol"), nullptr);
+}
+
+TEST(CpuElfLoader, RejectsWhatItCannotLoad) {
+  for (std::string_view bad : {std::string_view("short"), std::string_view("\x7f" "ELF but truncated")}) {
+    try {
+      load_object(bad);
+      ADD_FAILURE() << "accepted garbage";
+    } catch (const sdk::Error& e) {
+      EXPECT_EQ(e.code, KILN_STATUS_INVALID_ARGUMENT);
+      EXPECT_NE(e.message.find("cannot load the kernel object"), std::string::npos) << e.message;
+    }
+  }
+  Compiler compiler(object_config(), "");
+  std::string log;
+  std::string obj = compiler.compile("_Thread_local int t; int get(void) { return t; }", "", "", log);
+  try {
+    load_object(obj);
+    ADD_FAILURE() << "accepted thread-local storage";
+  } catch (const sdk::Error& e) {
+    EXPECT_NE(e.message.find("thread-local"), std::string::npos) << e.message;
+  }
+}
+
+TEST(CpuThreadPool, EveryItemRunsExactlyOnce) {
+  for (unsigned threads : {1u, 2u, 4u}) {
+    ThreadPool pool(threads);
+    for (uint64_t total : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{97}, uint64_t{10000}}) {
+      std::vector<std::atomic<int>> hits(total);
+      struct Ctx {
+        std::vector<std::atomic<int>>* hits;
+      } ctx{&hits};
+      for (int round = 0; round < 20; ++round)
+        pool.run(total, [](const void* c, uint64_t b, uint64_t e) {
+          auto* h = static_cast<const Ctx*>(c)->hits;
+          for (uint64_t i = b; i < e; ++i) (*h)[i].fetch_add(1, std::memory_order_relaxed);
+        }, &ctx);
+      for (uint64_t i = 0; i < total; ++i) ASSERT_EQ(hits[i].load(), 20) << threads << " threads, item " << i << "/" << total;
+    }
+  }
+}
+
+TEST(CpuThreadPool, WorkersSleepAndWakeUp) {
+  ThreadPool pool(2);
+  std::atomic<uint64_t> sum{0};
+  auto body = [](const void* c, uint64_t b, uint64_t e) {
+    for (uint64_t i = b; i < e; ++i) static_cast<std::atomic<uint64_t>*>(const_cast<void*>(c))->fetch_add(i);
+  };
+  pool.run(100, body, &sum);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // longer than the spin: workers sleep
+  pool.run(100, body, &sum);
+  EXPECT_EQ(sum.load(), 2u * 4950u);
+}
+
+TEST(CpuThreadPool, ConcurrentCallersAreSerialised) {
+  ThreadPool pool(2);
+  std::atomic<uint64_t> sum{0};
+  auto body = [](const void* c, uint64_t b, uint64_t e) {
+    static_cast<std::atomic<uint64_t>*>(const_cast<void*>(c))->fetch_add(e - b);
+  };
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 3; ++t)
+    callers.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) pool.run(64, body, &sum);
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(sum.load(), 3u * 200u * 64u);
+}
+
+}  // namespace
+}  // namespace kiln::cpu

@@ -1,0 +1,48 @@
+# tests/plugins/install_test.cmake - the SDK works from an install (run by ctest with cmake -P):
+# install this build into a fresh prefix, build sdk/examples/null_backend against that prefix with
+# find_package(kiln), and check that the installed `kiln` lists it, first through KILN_BACKENDS and
+# then, after installing the example, through plain discovery next to the installed cpu backend.
+# Inputs: BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR.
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+set(empty "${WORK_DIR}/empty")
+file(MAKE_DIRECTORY "${empty}")
+# Nothing from the caller's environment may add backends or configuration.
+set(clean_env --unset=KILN_BACKENDS --unset=KILN_BACKEND_PATH --unset=KILN_CONFIG --unset=KILN_DEVICE
+    XDG_CONFIG_HOME=${empty} XDG_DATA_HOME=${empty} XDG_CONFIG_DIRS=${empty} XDG_DATA_DIRS=${empty})
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n--- stdout\n${out}\n--- stderr\n${err}")
+  endif()
+  set(out "${out}" PARENT_SCOPE)
+endfunction()
+
+run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+foreach(f bin/kiln lib/cmake/kiln/kilnConfig.cmake lib/cmake/kiln/kiln_add_backend_plugin.cmake
+          include/kiln/sdk.hpp include/kiln/plugin.h include/kiln/device.hpp share/kiln/backends.d/cpu.toml
+          share/kiln/config.example.toml lib/kiln/backends/libkiln_cpu.so)
+  if(NOT EXISTS "${prefix}/${f}")
+    message(FATAL_ERROR "the install lacks ${f}")
+  endif()
+endforeach()
+
+run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/sdk/examples/null_backend" -B "${WORK_DIR}/build" -G "${GENERATOR}"
+    -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_INSTALL_PREFIX=${prefix}")
+run("${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
+
+run("${CMAKE_COMMAND}" -E env ${clean_env} "KILN_BACKENDS=${WORK_DIR}/build/share/kiln/backends.d/null.toml"
+    "${prefix}/bin/kiln" list)
+if(NOT out MATCHES "null +ok +0\\.1\\.0 +abi 0\\.1" OR NOT out MATCHES "null:0 +null device \\(hello from the manifest\\)")
+  message(FATAL_ERROR "kiln list (KILN_BACKENDS) did not show the null backend as ok:\n${out}")
+endif()
+
+run("${CMAKE_COMMAND}" --install "${WORK_DIR}/build")
+run("${CMAKE_COMMAND}" -E env ${clean_env} "${prefix}/bin/kiln" list -v)
+foreach(expected "cpu +ok" "null +ok" "opencl +load-error" "hip +load-error" "${prefix}/share/kiln/backends.d +\\(install prefix\\)")
+  if(NOT out MATCHES "${expected}")
+    message(FATAL_ERROR "installed kiln list -v does not match '${expected}':\n${out}")
+  endif()
+endforeach()
+message(STATUS "install test passed:\n${out}")

@@ -1,0 +1,299 @@
+// tests/plugins/registry_test.cpp - discovery, manifest validation, loading statuses, config and
+// device selection, against the fixture plugins. Every bad input gets its documented status and
+// message, and none hides the good backend.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "plugin/registry.hpp"
+
+namespace kiln {
+namespace {
+
+std::string manifest(const std::string& name) { return std::string(KILN_FIXTURE_MANIFESTS) + "/" + name; }
+
+// Settings that see only the given manifests and config (nothing from the environment).
+Settings only(const std::vector<std::string>& names, std::optional<std::string> config = std::nullopt) {
+  Settings s;
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ":") + manifest(n);
+  s.backends = list;
+  if (config) s.config = manifest(*config);
+  s.prefix_dirs = std::vector<std::string>{};
+  s.report_problems = false;
+  return s;
+}
+
+const BackendRecord& record(Registry& r, const std::string& name) {
+  const BackendRecord* b = r.backend(name);
+  if (!b) throw std::runtime_error("no backend record named " + name);
+  return *b;
+}
+
+// Runs `f`, expecting a kiln::Error with `code` whose message contains `text`.
+template <typename F>
+void expect_error(F&& f, ErrorCode code, const std::string& text) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in: " << (haystack)
+
+TEST(Registry, GoodPluginLoadsProbesAndCountsDevices) {
+  Registry r(only({"good.toml"}));
+  const BackendRecord& b = record(r, "good");
+  EXPECT_EQ(b.status, BackendStatus::ok) << b.reason;
+  EXPECT_EQ(b.version, "9.8.7");
+  EXPECT_EQ(b.plugin_abi, "0.1");
+  EXPECT_EQ(b.abi, "0.1");
+  EXPECT_EQ(b.device_count, 2u);
+  EXPECT_EQ(b.probe_score, 5);
+  EXPECT_EQ(b.probe_reason, "fixture ready");
+  EXPECT_EQ(b.priority, 50);
+  EXPECT_EQ(r.devices(), (std::vector<std::string>{"good:0", "good:1"}));
+  EXPECT_EQ(r.default_device(), "good:0");
+  EXPECT_TRUE(b.diagnostics.empty());
+}
+
+TEST(Registry, SyntaxErrorIsAConfigErrorWithPosition) {
+  Registry r(only({"syntax_error.toml"}));
+  const BackendRecord& b = record(r, "syntax_error");  // named after the file: the name was unreadable
+  EXPECT_EQ(b.status, BackendStatus::config_error);
+  EXPECT_CONTAINS(b.reason, manifest("syntax_error.toml") + ":2:");
+  EXPECT_CONTAINS(b.reason, ": error: ");
+}
+
+TEST(Registry, WrongTypeNamesKeyTypeAndPosition) {
+  Registry r(only({"wrong_type.toml"}));
+  const BackendRecord& b = record(r, "wrong_type");
+  EXPECT_EQ(b.status, BackendStatus::config_error);
+  EXPECT_EQ(b.reason, manifest("wrong_type.toml") + ":6:12: error: backend.priority must be an integer, got string");
+}
+
+TEST(Registry, MissingRequiredKey) {
+  Registry r(only({"missing_key.toml"}));
+  const BackendRecord& b = record(r, "missing_key");
+  EXPECT_EQ(b.status, BackendStatus::config_error);
+  EXPECT_CONTAINS(b.reason, "missing required key backend.library");
+}
+
+TEST(Registry, UnknownKeysAreWarningsOnly) {
+  Registry r(only({"unknown_key.toml"}));
+  const BackendRecord& b = record(r, "good");
+  EXPECT_EQ(b.status, BackendStatus::ok) << b.reason;
+  ASSERT_EQ(b.diagnostics.size(), 2u);
+  EXPECT_FALSE(b.diagnostics[0].is_error());
+  EXPECT_EQ(b.diagnostics[0].line, 2u);
+  EXPECT_CONTAINS(b.diagnostics[0].str(), "unknown_key.toml:2:1: warning: unknown key 'colour'");
+  EXPECT_CONTAINS(b.diagnostics[1].str(), "unknown_key.toml:9:1: warning: unknown key 'backend.flavour'");
+}
+
+TEST(Registry, NewerSchemaIsRejected) {
+  Registry r(only({"schema_newer.toml"}));
+  const BackendRecord& b = record(r, "schema_newer");
+  EXPECT_EQ(b.status, BackendStatus::config_error);
+  EXPECT_CONTAINS(b.reason, "schema_newer.toml:1:10: error: manifest schema 2 is newer than this kiln supports (1)");
+}
+
+TEST(Registry, MissingLibraryFile) {
+  Registry r(only({"missing_library.toml"}));
+  const BackendRecord& b = record(r, "missing_library");
+  EXPECT_EQ(b.status, BackendStatus::load_error);
+  EXPECT_EQ(b.library_path, manifest("lib/libdoes_not_exist.so"));  // relative to the manifest
+  EXPECT_CONTAINS(b.reason, "does not exist");
+}
+
+TEST(Registry, MissingSonameKeepsDlerrorText) {
+  Registry r(only({"missing_soname.toml"}));
+  const BackendRecord& b = record(r, "missing_soname");
+  EXPECT_EQ(b.status, BackendStatus::load_error);
+  EXPECT_CONTAINS(b.reason, "libkiln_fixture_does_not_exist.so.7: cannot open shared object file");
+}
+
+TEST(Registry, PluginForAnotherAbiMajorIsExplained) {
+  Registry r(only({"abi_major.toml"}));
+  const BackendRecord& b = record(r, "abi_major");
+  EXPECT_EQ(b.status, BackendStatus::abi_mismatch);
+  EXPECT_EQ(b.plugin_abi, "1.0");
+  EXPECT_CONTAINS(b.reason, "plugin built for ABI 1.0; this core supports 0.1");
+}
+
+TEST(Registry, LibraryWithoutEntrySymbol) {
+  Registry r(only({"no_entry.toml"}));
+  const BackendRecord& b = record(r, "no_entry");
+  EXPECT_EQ(b.status, BackendStatus::load_error);
+  EXPECT_CONTAINS(b.reason, "does not export kiln_plugin_entry");
+}
+
+TEST(Registry, UnresolvedSymbolFailsAtLoadTime) {
+  Registry r(only({"unresolved.toml"}));
+  const BackendRecord& b = record(r, "unresolved");
+  EXPECT_EQ(b.status, BackendStatus::load_error);
+  EXPECT_CONTAINS(b.reason, "undefined symbol: kiln_fixture_function_nobody_defines");
+}
+
+TEST(Registry, ProbeSaysUnavailable) {
+  Registry r(only({"unavailable.toml"}));
+  const BackendRecord& b = record(r, "unavailable");
+  EXPECT_EQ(b.status, BackendStatus::unavailable);
+  EXPECT_EQ(b.reason, "no fixture hardware here");
+  EXPECT_TRUE(r.devices().empty());
+}
+
+TEST(Registry, ThrowingProbeBecomesAnErrorNotACrash) {
+  Registry r(only({"probe_error.toml"}));
+  const BackendRecord& b = record(r, "probe_error");
+  EXPECT_EQ(b.status, BackendStatus::unavailable);
+  EXPECT_EQ(b.reason, "probe failed: the probe exploded");
+}
+
+TEST(Registry, RejectedOptionsAreAConfigError) {
+  Registry r(only({"bad_options.toml"}));
+  const BackendRecord& b = record(r, "bad_options");
+  EXPECT_EQ(b.status, BackendStatus::config_error);
+  EXPECT_CONTAINS(b.reason, "option 'threads' must be an integer, got string");
+}
+
+TEST(Registry, LibraryOfAnotherBackendName) {
+  Registry r(only({"impostor.toml"}));
+  const BackendRecord& b = record(r, "impostor");
+  EXPECT_EQ(b.status, BackendStatus::load_error);
+  EXPECT_CONTAINS(b.reason, "is the plugin 'good'");
+}
+
+TEST(Registry, DisabledManifestIsNotLoaded) {
+  Registry r(only({"disabled.toml"}));
+  const BackendRecord& b = record(r, "disabled");
+  EXPECT_EQ(b.status, BackendStatus::disabled);
+  EXPECT_TRUE(b.library_path.empty());
+}
+
+TEST(Registry, NoBadBackendHidesTheGoodOne) {
+  Registry r(only({"syntax_error.toml", "wrong_type.toml", "missing_key.toml", "schema_newer.toml",
+                   "missing_library.toml", "abi_major.toml", "no_entry.toml", "unresolved.toml", "unavailable.toml",
+                   "probe_error.toml", "bad_options.toml", "disabled.toml", "throwing.toml", "good.toml"}));
+  EXPECT_EQ(r.backends().size(), 14u);
+  EXPECT_EQ(record(r, "good").status, BackendStatus::ok);
+  EXPECT_EQ(record(r, "throwing").status, BackendStatus::ok);
+  EXPECT_EQ(r.devices(), (std::vector<std::string>{"throwing:0", "throwing:1", "good:0", "good:1"}));
+  EXPECT_EQ(r.default_device(), "good:0");  // priority 50 beats 10
+}
+
+TEST(Registry, FirstManifestOfANameWinsLaterOnesAreShadowed) {
+  Settings s;
+  s.backend_path = manifest("shadow_a") + ":" + manifest("shadow_b");
+  s.prefix_dirs = std::vector<std::string>{};
+  s.report_problems = false;
+  Registry r(s);
+  ASSERT_GE(r.search().dirs.size(), 2u);
+  EXPECT_EQ(r.search().dirs[0].origin, "KILN_BACKEND_PATH");
+  const BackendRecord& good = record(r, "good");
+  EXPECT_EQ(good.status, BackendStatus::ok);
+  EXPECT_EQ(good.description, "first");
+  int shadowed = 0;
+  for (const BackendRecord& b : r.backends()) {
+    if (b.status != BackendStatus::shadowed) continue;
+    ++shadowed;
+    EXPECT_EQ(b.manifest, manifest("shadow_b/good.toml"));
+    EXPECT_EQ(b.shadowed_by, manifest("shadow_a/good.toml"));
+  }
+  EXPECT_EQ(shadowed, 1);
+  EXPECT_EQ(record(r, "unavailable").status, BackendStatus::unavailable);
+}
+
+TEST(Registry, NoLoadReadsManifestsOnly) {
+  Settings s = only({"good.toml", "wrong_type.toml"});
+  s.load = false;
+  Registry r(s);
+  EXPECT_EQ(record(r, "good").status, BackendStatus::not_loaded);
+  std::string lib_dir = std::filesystem::path(KILN_FIXTURE_MANIFESTS).parent_path() / "lib";
+  EXPECT_EQ(record(r, "good").library_path, lib_dir + "/libfixture_good.so");
+  EXPECT_EQ(record(r, "wrong_type").status, BackendStatus::config_error);
+}
+
+TEST(Registry, ConfigAliasesDefaultsOptionsAndUnknownBackends) {
+  Registry r(only({"good.toml"}, "config_ok.toml"));
+  const UserConfig& c = r.config();
+  EXPECT_TRUE(c.ok());
+  EXPECT_EQ(r.default_device(), "good:1");  // devices.default = "fast" -> alias -> good:1
+  EXPECT_EQ(r.default_choice().origin, "config " + manifest("config_ok.toml") + ":2:11");
+  EXPECT_EQ(r.resolve("fast"), "good:1");
+  EXPECT_EQ(r.resolve("GOOD"), "good:0");
+  // [backends.good.options] overrides the manifest's greeting and records where it came from.
+  const BackendRecord& b = record(r, "good");
+  bool found = false;
+  for (const OptionEntry& o : b.options)
+    if (o.key == "greeting") {
+      found = true;
+      EXPECT_EQ(o.value, "\"from the config\"");
+      EXPECT_EQ(o.origin, manifest("config_ok.toml") + ":15:12");
+    }
+  EXPECT_TRUE(found);
+  // [backends.ghost] names no backend: a positioned warning. `mystery` is an unknown key.
+  std::string all;
+  for (const Diagnostic& d : r.diagnostics()) all += d.str() + "\n";
+  EXPECT_CONTAINS(all, "config_ok.toml:7:11: warning: backends.ghost: no backend named 'ghost' was found");
+  EXPECT_CONTAINS(all, "config_ok.toml:12:1: warning: unknown key 'backends.good.mystery'");
+}
+
+TEST(Registry, InvalidConfigIsIgnoredAsAWhole) {
+  Registry r(only({"good.toml"}, "config_wrong_type.toml"));
+  EXPECT_FALSE(r.config().ok());
+  EXPECT_CONTAINS(r.config().diagnostics.at(0).str(),
+                  "config_wrong_type.toml:2:11: error: devices.default must be a string, got integer");
+  EXPECT_EQ(r.default_device(), "good:0");
+}
+
+TEST(Registry, ConfigSyntaxError) {
+  Registry r(only({"good.toml"}, "config_syntax.toml"));
+  EXPECT_FALSE(r.config().ok());
+  EXPECT_CONTAINS(r.config().diagnostics.at(0).str(), "config_syntax.toml:1:");
+  EXPECT_EQ(record(r, "good").status, BackendStatus::ok);
+}
+
+TEST(Registry, ConfigDisablesABackend) {
+  Registry r(only({"good.toml"}, "config_disable.toml"));
+  const BackendRecord& b = record(r, "good");
+  EXPECT_EQ(b.status, BackendStatus::disabled);
+  EXPECT_CONTAINS(b.reason, "config_disable.toml:2:11");
+  expect_error([&] { r.default_device(); }, ErrorCode::not_found, "no usable device");
+}
+
+TEST(Registry, ExplicitConfigThatDoesNotExist) {
+  Registry r(only({"good.toml"}, "no_such_config.toml"));
+  EXPECT_FALSE(r.config().ok());
+  EXPECT_CONTAINS(r.config().diagnostics.at(0).str(), "KILN_CONFIG does not exist");
+}
+
+TEST(Registry, KilnDeviceBeatsConfigDefault) {
+  Settings s = only({"good.toml"}, "config_ok.toml");
+  s.device = "good:0";
+  Registry r(s);
+  EXPECT_EQ(r.default_device(), "good:0");
+  EXPECT_EQ(r.default_choice().origin, "KILN_DEVICE");
+  Settings bad = only({"good.toml"});
+  bad.device = "nope:3";
+  Registry r2(bad);
+  expect_error([&] { r2.default_device(); }, ErrorCode::not_found, "KILN_DEVICE=nope:3: unknown device 'nope:3'");
+}
+
+TEST(Registry, UnknownAndUnusableDevicesListWhatExists) {
+  Registry r(only({"good.toml", "unavailable.toml"}));
+  expect_error([&] { r.open("nope"); }, ErrorCode::not_found, "available devices: good:0, good:1");
+  expect_error([&] { r.open("good:7"); }, ErrorCode::not_found, "backend good has 2 devices");
+  expect_error([&] { r.open("unavailable"); }, ErrorCode::unavailable, "is unavailable: no fixture hardware here");
+  expect_error([&] { r.open("good:x"); }, ErrorCode::invalid_argument, "expected backend[:index]");
+  EXPECT_EQ(r.open("good")->name(), "good:0");
+  EXPECT_EQ(r.open("good:0"), r.open(""));  // one Device per name
+}
+
+}  // namespace
+}  // namespace kiln
