@@ -81,6 +81,7 @@ void print_human(Registry& registry, const std::vector<std::vector<DeviceLine>>&
   }
   int width = 4;
   for (const BackendRecord& r : backends) width = std::max(width, static_cast<int>(r.name.size()));
+  const int id_width = std::max(8, width + 3);  // "name:index"
   for (size_t i = 0; i < backends.size(); ++i) {
     const BackendRecord& r = backends[i];
     const char* status = status_name(r.status);
@@ -96,12 +97,12 @@ void print_human(Registry& registry, const std::vector<std::vector<DeviceLine>>&
     }
     for (const DeviceLine& d : devices[i]) {
       if (!d.device) {
-        std::printf("  %-8s  error: %s\n", d.id.c_str(), d.error.c_str());
+        std::printf("  %-*s  error: %s\n", id_width, d.id.c_str(), d.error.c_str());
         continue;
       }
       const DeviceProps& p = d.device->props();
       std::string memory = p.memory_total ? human_bytes(p.memory_total) : "";
-      std::printf("  %-8s  %-52s  %s\n", d.id.c_str(), p.description.c_str(), memory.c_str());
+      std::printf("  %-*s  %-52s  %s\n", id_width, d.id.c_str(), p.description.c_str(), memory.c_str());
     }
     if (verbose) {
       std::printf("      manifest: %s (via %s)\n", r.manifest.c_str(), r.manifest_origin.c_str());
