@@ -1,0 +1,108 @@
+// bench/launch_bench.cpp - the cost of running a kernel on the cpu backend through the plugin ABI
+// (Registry -> Device::launch -> SDK trampoline -> cpu runtime), and of getting a kernel to run.
+//
+//   ./build/bench/bench_launch                         # cpu backend from the build tree
+//   KILN_BACKENDS=<manifest> ./build/bench/bench_launch
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <string>
+
+#include "plugin/registry.hpp"
+
+namespace {
+
+using namespace kiln;
+
+const uint32_t kOne[3] = {1, 1, 1};
+
+struct Setup {
+  std::shared_ptr<Device> device;
+  std::shared_ptr<Program> empty, axpy;
+  kiln_buffer* bufs[3] = {};
+};
+
+Setup& setup() {
+  static Setup* s = [] {
+    auto* s = new Setup();
+    s->device = Registry::get().open("cpu");
+    const char* empty = "#include <stdint.h>\nvoid empty(void* const* b, const int64_t* v, int32_t x, int32_t y, int32_t z) {}\n";
+    s->empty = s->device->load(s->device->compile(empty, "empty"), "empty");
+    const char* axpy = R"(
+#include <stdint.h>
+void axpy(void* const* b, const int64_t* v, int32_t g0, int32_t g1, int32_t g2) {
+  float* out = (float*)b[0]; const float* x = (const float*)b[1]; const float* y = (const float*)b[2];
+  int64_t n = v[0], base = (int64_t)g0 * n;
+  for (int64_t i = 0; i < n; i++) out[base + i] = 2.0f * x[base + i] + y[base + i];
+}
+)";
+    s->axpy = s->device->load(s->device->compile(axpy, "axpy"), "axpy");
+    for (kiln_buffer*& b : s->bufs) b = s->device->alloc(uint64_t{16} << 20, KILN_ALLOC_ZERO);
+    return s;
+  }();
+  return *s;
+}
+
+// The number the runtime cares about: one empty work item, no waiting (< 5 us is the goal).
+void BM_LaunchEmpty(benchmark::State& state) {
+  Setup& s = setup();
+  for (auto _ : state) s.device->launch(*s.empty, {}, {}, {}, kOne, kOne, false);
+}
+BENCHMARK(BM_LaunchEmpty);
+
+// With timing (two clock reads) and three buffers, two values and offsets, as real kernels have.
+void BM_LaunchEmptyWaitWithArgs(benchmark::State& state) {
+  Setup& s = setup();
+  uint64_t offsets[3] = {0, 64, 128};
+  int64_t values[2] = {1, 2};
+  for (auto _ : state) benchmark::DoNotOptimize(s.device->launch(*s.empty, s.bufs, offsets, values, kOne, kOne, true));
+}
+BENCHMARK(BM_LaunchEmptyWaitWithArgs);
+
+// Dispatch over the thread pool: N empty work items (workers spinning between launches).
+void BM_LaunchEmptyParallel(benchmark::State& state) {
+  Setup& s = setup();
+  uint32_t global[3] = {static_cast<uint32_t>(state.range(0)), 1, 1};
+  for (auto _ : state) s.device->launch(*s.empty, {}, {}, {}, global, kOne, false);
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_LaunchEmptyParallel)->Arg(2)->Arg(64)->Arg(4096);
+
+// A memory-bound kernel: 16 MiB per buffer, rows of 4096 floats over the pool.
+void BM_LaunchAxpy16MiB(benchmark::State& state) {
+  Setup& s = setup();
+  const int64_t n = 4096;
+  int64_t values[1] = {n};
+  uint32_t global[3] = {static_cast<uint32_t>((uint64_t{16} << 20) / 4 / n), 1, 1};
+  for (auto _ : state) s.device->launch(*s.axpy, s.bufs, {}, values, global, kOne, true);
+  state.SetBytesProcessed(state.iterations() * int64_t{3} * (int64_t{16} << 20));
+}
+BENCHMARK(BM_LaunchAxpy16MiB)->UseRealTime();
+
+// First-call latency: compile (clang-15 subprocess) + load (in-plugin ELF loader or dlopen).
+void BM_CompileAndLoad(benchmark::State& state) {
+  Setup& s = setup();
+  int i = 0;
+  for (auto _ : state) {
+    std::string src = "#include <stdint.h>\nvoid k" + std::to_string(i) +
+                      "(void* const* b, const int64_t* v, int32_t x, int32_t y, int32_t z) { ((float*)b[0])[x] = " +
+                      std::to_string(i) + ".0f; }\n";
+    std::string name = "k" + std::to_string(i++);
+    benchmark::DoNotOptimize(s.device->load(s.device->compile(src, name), name));
+  }
+}
+BENCHMARK(BM_CompileAndLoad)->Unit(benchmark::kMillisecond)->Iterations(20)->UseRealTime();
+
+// Allocate 64 MiB and touch every page (huge pages make the first touch ~8x cheaper).
+void BM_Alloc64MiBFirstTouch(benchmark::State& state) {
+  Setup& s = setup();
+  static std::string zeros(uint64_t{64} << 20, '\0');
+  for (auto _ : state) {
+    kiln_buffer* b = s.device->alloc(uint64_t{64} << 20);
+    s.device->copy_in(b, 0, zeros.data(), zeros.size());
+    s.device->free(b);
+  }
+}
+BENCHMARK(BM_Alloc64MiBFirstTouch)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
