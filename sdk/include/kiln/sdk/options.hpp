@@ -116,7 +116,8 @@ class Options {
     if (v.kind == kind) return;
     OptionValue want;
     want.kind = kind;
-    throw Error{KILN_STATUS_INVALID_ARGUMENT, "option '" + std::string(key) + "' must be a " + want.kind_name() +
+    const char* article = kind == OptionValue::Kind::integer || kind == OptionValue::Kind::array ? "an " : "a ";
+    throw Error{KILN_STATUS_INVALID_ARGUMENT, "option '" + std::string(key) + "' must be " + article + want.kind_name() +
                                                   ", got " + v.kind_name()};
   }
 
