@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "plugin/registry.hpp"
 
@@ -37,7 +38,12 @@ void axpy(void* const* b, const int64_t* v, int32_t g0, int32_t g1, int32_t g2) 
 }
 )";
     s->axpy = s->device->load(s->device->compile(axpy, "axpy"), "axpy");
-    for (kiln_buffer*& b : s->bufs) b = s->device->alloc(uint64_t{16} << 20, KILN_ALLOC_ZERO);
+    // Real data: untouched mmap'd memory would read the shared zero page and flatter the numbers.
+    std::vector<float> fill((uint64_t{16} << 20) / 4, 1.5f);
+    for (kiln_buffer*& b : s->bufs) {
+      b = s->device->alloc(uint64_t{16} << 20);
+      s->device->copy_in(b, 0, fill.data(), uint64_t{16} << 20);
+    }
     return s;
   }();
   return *s;
