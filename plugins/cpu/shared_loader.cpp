@@ -13,14 +13,20 @@
 namespace kiln::cpu {
 namespace {
 
+// The memfd stays open as long as the library is loaded: dlopen recognises an already-loaded
+// library by its path, so a reused /proc/self/fd/N would hand back an older kernel.
 class SharedImage final : public Image {
  public:
-  explicit SharedImage(void* handle) : handle_(handle) {}
-  ~SharedImage() override { dlclose(handle_); }
+  SharedImage(void* handle, int fd) : handle_(handle), fd_(fd) {}
+  ~SharedImage() override {
+    dlclose(handle_);
+    close(fd_);
+  }
   void* symbol(std::string_view name) const override { return dlsym(handle_, std::string(name).c_str()); }
 
  private:
   void* handle_;
+  int fd_;
 };
 
 }  // namespace
@@ -42,11 +48,13 @@ std::unique_ptr<Image> load_shared(std::string_view elf) {
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  const char* err = handle ? nullptr : dlerror();
-  close(fd);  // the mapping keeps the file alive
-  if (!handle)
-    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, std::string("cannot load the kernel library: ") + (err ? err : "dlopen failed")};
-  return std::make_unique<SharedImage>(handle);
+  if (!handle) {
+    const char* err = dlerror();
+    std::string message = std::string("cannot load the kernel library: ") + (err ? err : "dlopen failed");
+    close(fd);
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, message};
+  }
+  return std::make_unique<SharedImage>(handle, fd);
 }
 
 }  // namespace kiln::cpu

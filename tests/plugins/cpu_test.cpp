@@ -254,6 +254,27 @@ TEST(CpuPlugin, CacheKeyNamesCompilerFlagsFormatAndFeatures) {
   EXPECT_EQ(&key, &d->compiler_cache_key());
 }
 
+// Several programs alive at once each run their own code (in the shared format every library is
+// dlopen'ed from its own memfd path, which must not be mistaken for an earlier one).
+TEST(CpuPlugin, SeveralLiveProgramsStayDistinct) {
+  auto d = cpu();
+  std::vector<std::shared_ptr<Program>> programs;
+  for (int i = 0; i < 4; ++i) {
+    std::string name = "write" + std::to_string(i);
+    std::string src = "void " + name + "(void* const* b, const long* v, int x, int y, int z) { ((int*)b[0])[0] = " +
+                      std::to_string(100 + i) + "; }\n";
+    programs.push_back(d->load(d->compile(src, name), name));
+  }
+  Buf b(d, 4);
+  kiln_buffer* bufs[] = {b.b};
+  for (int i = 3; i >= 0; --i) {
+    d->launch(*programs[i], bufs, {}, {}, kOne, kOne, false);
+    int32_t got = 0;
+    d->copy_out(&got, b.b, 0, 4);
+    EXPECT_EQ(got, 100 + i);
+  }
+}
+
 TEST(CpuPlugin, ProgramsUnloadWhenDropped) {
   auto d = cpu();
   std::string binary = d->compile("void k(void* const* b, const long* v, int x, int y, int z) {}\n", "k");
