@@ -17,7 +17,8 @@ sdk::DeviceProps CpuDevice::props() {
   sdk::DeviceProps p;
   p.name = cpu.model;
   p.arch = cpu.isa_level();
-  p.description = cpu.model + " (" + p.arch + ", " + std::to_string(config_.threads) + " threads)";
+  p.description = cpu.model + " (" + p.arch + ", " + std::to_string(config_.threads) +
+                  (config_.threads == 1 ? " thread)" : " threads)");
   p.features = cpu.features();
   p.kind = KILN_DEVICE_KIND_CPU;
   p.flags = KILN_DEVICE_THREADSAFE;

@@ -2,6 +2,7 @@
 // separation, --json validity (also on errors), and what each bad input prints.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "run_cli.hpp"
@@ -190,6 +191,29 @@ TEST(Cli, InfoExplainsOneBackend) {
   EXPECT_JSON(unknown.out);
   EXPECT_CONTAINS(unknown.out, "\"error\": \"no backend named 'nope'");
   EXPECT_CONTAINS(unknown.err, "no backend named 'nope' (known: cpu, hip, opencl)");
+}
+
+// Options from the user config reach the real cpu plugin; its log messages reach stderr through
+// the host's log service; a value it rejects is reported with the place it was set.
+TEST(Cli, UserConfigOptionsReachTheCpuPlugin) {
+  std::string dir = std::string(KILN_FIXTURE_MANIFESTS) + "/..";
+  std::string ok = dir + "/cli_cpu_ok.toml", bad = dir + "/cli_cpu_bad.toml";
+  std::FILE* f = std::fopen(ok.c_str(), "w");
+  std::fputs("[backends.cpu.options]\nthreads = 1\nbogus = \"x\"\n", f);
+  std::fclose(f);
+  f = std::fopen(bad.c_str(), "w");
+  std::fputs("[backends.cpu.options]\nbinary = \"elf\"\n", f);
+  std::fclose(f);
+  CliResult r = run_kiln({"info", "cpu"}, {{"KILN_CONFIG", ok}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "    threads:      1\n");
+  EXPECT_CONTAINS(r.out, "1 thread)");
+  EXPECT_CONTAINS(r.out, "threads = 1    (" + ok + ":2:11)");
+  EXPECT_CONTAINS(r.err, "kiln: cpu plugin: warning: unknown option 'bogus'");
+  CliResult b = run_kiln({"list"}, {{"KILN_CONFIG", bad}});
+  EXPECT_EQ(b.exit_code, 0);
+  EXPECT_CONTAINS(b.out, "cpu     config-error  the plugin rejected its options: option 'binary' must be \"object\" or "
+                         "\"shared\", got \"elf\" (set at " + bad + ":2:10)");
 }
 
 TEST(Cli, Demo) {

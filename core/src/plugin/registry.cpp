@@ -107,6 +107,13 @@ void Registry::discover() {
         r.probe_reason = l.probe_reason;
         r.device_count = l.device_count;
         r.api = l.api;
+        // A plugin names a rejected option ("option 'binary' must be ..."); say where it was set.
+        if (r.status == BackendStatus::config_error)
+          for (const OptionEntry& o : r.options)
+            if (r.reason.find("option '" + o.key + "'") != std::string::npos) {
+              r.reason += " (set at " + o.origin + ")";
+              break;
+            }
         if (!r.abi.empty() && !r.plugin_abi.empty() && r.abi != r.plugin_abi)
           r.diagnostics.push_back({r.manifest, 0, 0, Diagnostic::Severity::warning,
                                    "the manifest says abi = \"" + r.abi + "\" but the library reports ABI " +
