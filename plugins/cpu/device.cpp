@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "allocator.hpp"
+#include "c_dialect.hpp"
 #include "runtime.hpp"
 #include "sysinfo.hpp"
 
@@ -37,12 +38,8 @@ sdk::Target CpuDevice::target() {
   t.local_max = {1, 1, 1};
   t.local_prod_max = 1;
   t.max_vector_width = cpu.has("avx512f") ? 16 : cpu.has("avx") ? 8 : 4;  // float lanes per register
-  // clang 15 has _Float16 arithmetic on x86-64; __bf16 is storage-only, so bfloat16 is decomposed.
-  for (uint32_t d = KILN_LIR_DTYPE_BOOL; d < KILN_LIR_DTYPE_COUNT; ++d)
-    if (d != KILN_LIR_DTYPE_BFLOAT16) t.add_dtype(d);
-  t.add_all_ops();
-  t.remove_op(KILN_LIR_OP_BARRIER);  // no workgroups, no shared memory
-  t.remove_op(KILN_LIR_OP_DEFINE_LOCAL);
+  // What the C dialect renders; the core decomposes the rest (transcendentals, half types).
+  c_dialect_caps(t.ops.data(), t.dtypes);
   t.source_format = "c";
   return t;
 }

@@ -67,7 +67,9 @@ TEST(CpuPlugin, PropertiesAndTarget) {
   EXPECT_TRUE(t.supports_dtype(KILN_LIR_DTYPE_FLOAT32));
   EXPECT_FALSE(t.supports_op(KILN_LIR_OP_BARRIER));
   EXPECT_TRUE(t.supports_op(KILN_LIR_OP_MULACC));
-  EXPECT_FALSE(d->has_renderer());
+  EXPECT_FALSE(t.supports_op(KILN_LIR_OP_EXP2));  // the core decomposes transcendentals for the C dialect
+  EXPECT_FALSE(t.supports_dtype(KILN_LIR_DTYPE_BFLOAT16));
+  EXPECT_TRUE(d->has_renderer());
   if (shared_format()) {
     EXPECT_EQ(t.threads, 2u);  // from the shared manifest's options
   }

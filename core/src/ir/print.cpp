@@ -11,6 +11,7 @@ static std::string node_arg_str(const UOpNode* n) {
   if (n->op == Ops::RANGE) {
     const auto& v = std::get<std::vector<int64_t>>(n->arg);
     if (v.size() == 2) return cat("(", v[0], ", ", axis_type_name(static_cast<AxisType>(v[1])), ")");
+    if (v.size() == 3) return cat("(", v[0], ", ", axis_type_name(static_cast<AxisType>(v[1])), v[2] ? ", vector)" : ")");
   }
   if ((n->op == Ops::REDUCE_AXIS || n->op == Ops::REDUCE) && n->arg.index() == 5) {
     const auto& v = std::get<std::vector<int64_t>>(n->arg);

@@ -86,7 +86,7 @@ std::string verify_node(const UOp& u) {
     }
     case Ops::RANGE:
       if (auto e = check_arity(u, 1, 1); !e.empty()) return e;
-      if (!is_ints_arg(u) || u.arg_ints().size() != 2) return "RANGE arg is (axis, AxisType)";
+      if (!is_ints_arg(u) || u.arg_ints().size() < 2 || u.arg_ints().size() > 3) return "RANGE arg is (axis, AxisType[, vectorize])";
       return u.src(0).dtype().is_int() && u.dtype().is_int() ? "" : "RANGE is an integer loop";
     case Ops::DEFINE_VAR: {
       const auto* n = std::get_if<NamedInts>(&u.arg());

@@ -1,0 +1,192 @@
+// codegen/decompose.cpp - ops and dtypes the target lacks become ops it has.
+//
+// What a target supports comes from its kiln_target (LIR op and dtype bitmaps). THREEFRY has no
+// LIR form and is always decomposed into 32-bit adds, rotates and xors. float16/bfloat16 on a
+// target without them are stored as 16-bit integers and computed in float32: loads widen the
+// bits, stores round to nearest even (NaN stays NaN), explicit casts round; arithmetic in
+// between is float32 (slightly more precise than true half arithmetic).
+#include <cmath>
+
+#include "codegen/lir.hpp"
+#include "codegen/passes.hpp"
+#include "codegen/transcendental.hpp"
+#include "ir/traverse.hpp"
+#include "plugin/device.hpp"
+#include "rewrite/graph_rewrite.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+namespace {
+
+constexpr Var x_ = pat::x, y_ = pat::y, z_ = pat::z, r0 = pat::r0;
+
+struct Ctx {
+  const Target& t;
+  bool has(Ops op) const { return t.supports_op(lir_op(op)); }
+  bool has_dtype(Scalar s) const { return t.supports_dtype(lir_dtype(s)); }
+};
+
+UOp cu(DType d, uint64_t v) { return UOp::make(Ops::CONST, d, {}, Arg{static_cast<int64_t>(v)}); }
+
+UOp threefry(const Match& m, Ctx&) {
+  const UOp &x = m[x_], &k = m[y_];
+  int n = x.dtype().count();
+  DType u32 = dtypes::uint32.vec(n), u64 = dtypes::uint64.vec(n);
+  auto lo = [&](const UOp& v) { return v.cast(u32); };
+  auto hi = [&](const UOp& v) { return UOp::alu(Ops::SHR, {v, cu(u64, 32)}).cast(u32); };
+  auto rotl = [&](const UOp& v, int r) {
+    return UOp::alu(Ops::SHL, {v, cu(u32, r)}) | UOp::alu(Ops::SHR, {v, cu(u32, 32 - r)});
+  };
+  UOp ks[3] = {lo(k), hi(k), UOp()};
+  ks[2] = ks[0] ^ ks[1] ^ cu(u32, 0x1BD11BDA);
+  UOp x0 = lo(x) + ks[0], x1 = hi(x) + ks[1];
+  static const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+  for (int i = 0; i < 5; ++i) {
+    for (int r : rot[i % 2]) {
+      x0 = x0 + x1;
+      x1 = rotl(x1, r) ^ x0;
+    }
+    x0 = x0 + ks[(i + 1) % 3];
+    x1 = x1 + ks[(i + 2) % 3] + cu(u32, static_cast<uint64_t>(i + 1));
+  }
+  return UOp::alu(Ops::SHL, {x1.cast(u64), cu(u64, 32)}) | x0.cast(u64);
+}
+
+// Float math only for float operands; half types were widened before this runs.
+bool fl(const UOp& u) { return u.dtype().is_float(); }
+
+UOp do_exp2(const Match& m, Ctx& c) { return c.has(Ops::EXP2) || !fl(m[x_]) ? UOp() : exp2_poly(m[x_]); }
+UOp do_log2(const Match& m, Ctx& c) { return c.has(Ops::LOG2) || !fl(m[x_]) ? UOp() : log2_poly(m[x_]); }
+UOp do_sin(const Match& m, Ctx& c) {
+  return c.has(Ops::SIN) || !fl(m[x_]) ? UOp() : sin_poly(m[x_], c.has_dtype(Scalar::float64));
+}
+UOp do_pow(const Match& m, Ctx& c) {
+  if (c.has(Ops::POW)) return {};
+  return pow_decomposed(m[x_], m[y_], c.has(Ops::EXP2) && c.has(Ops::LOG2));
+}
+UOp do_mulacc(const Match& m, Ctx& c) { return c.has(Ops::MULACC) ? UOp() : m[x_] * m[y_] + m[z_]; }
+UOp do_sub(const Match& m, Ctx& c) {
+  if (c.has(Ops::SUB)) return {};
+  return m[x_] + (fl(m[y_]) ? m[y_].neg() : m[y_] * m[y_].const_like(-1));
+}
+UOp do_fdiv(const Match& m, Ctx& c) { return c.has(Ops::FDIV) ? UOp() : m[x_] * UOp::alu(Ops::RECIPROCAL, {m[y_]}); }
+UOp do_recip(const Match& m, Ctx& c) { return c.has(Ops::RECIPROCAL) ? UOp() : UOp::alu(Ops::FDIV, {m[x_].const_like_f(1), m[x_]}); }
+UOp do_cmpeq(const Match& m, Ctx& c) { return c.has(Ops::CMPEQ) ? UOp() : m[x_].ne(m[y_]).logical_not(); }
+UOp do_neg(const Match& m, Ctx& c) { return c.has(Ops::NEG) ? UOp() : m[x_] * m[x_].const_like_f(-1); }
+UOp do_trunc(const Match& m, Ctx& c) {
+  if (c.has(Ops::TRUNC) || !fl(m[x_])) return {};
+  const UOp& x = m[x_];
+  bool dbl = x.dtype().scalar_size() == 8;
+  DType it = DType(dbl ? Scalar::int64 : Scalar::int32, x.dtype().count());
+  double big = dbl ? std::ldexp(1.0, 52) : std::ldexp(1.0, 23);  // beyond this every float is an integer
+  UOp ax = x.lt(x.const_like_f(0)).where(x.neg(), x);
+  return ax.lt(x.const_like_f(big)).where(x.cast(it).cast(x.dtype()), x);
+}
+
+// ---- float16 / bfloat16 emulation ----
+bool emulated(DType d, const Ctx& c) {
+  Scalar s = d.scalar();
+  return (s == Scalar::float16 || s == Scalar::bfloat16) && !c.has_dtype(s);
+}
+DType bits_of(DType d) { return DType(Scalar::uint16, d.count()); }
+DType widened(DType d) { return DType(Scalar::float32, d.count()); }
+
+UOp half_bits_to_float(const UOp& h, Scalar s) {
+  int n = h.dtype().count();
+  DType u32 = dtypes::uint32.vec(n), f32 = dtypes::float32.vec(n);
+  UOp w = h.cast(u32);
+  if (s == Scalar::bfloat16) return UOp::alu(Ops::SHL, {w, cu(u32, 16)}).bitcast(f32);
+  // magnitude bits moved under float32's exponent and rescaled by 2^112: exact for normals and
+  // subnormals; the all-ones exponent (inf/NaN) is restored separately
+  UOp sign = UOp::alu(Ops::SHL, {w & cu(u32, 0x8000), cu(u32, 16)});
+  UOp mag = UOp::alu(Ops::SHL, {w & cu(u32, 0x7fff), cu(u32, 13)});
+  UOp v = mag.bitcast(f32) * UOp::cvalue(f32, std::ldexp(1.0, 112));
+  UOp special = (w & cu(u32, 0x7c00)).eq(cu(u32, 0x7c00));
+  UOp inf_nan = (mag | cu(u32, 0x7f800000)).bitcast(f32);
+  UOp r = special.where(inf_nan, v);
+  return (r.bitcast(u32) | sign).bitcast(f32);
+}
+
+UOp float_to_half_bits(const UOp& f, Scalar s) {
+  int n = f.dtype().count();
+  DType u32 = dtypes::uint32.vec(n), u16 = dtypes::uint16.vec(n);
+  UOp b = f.bitcast(u32);
+  UOp nan = f.ne(f);
+  if (s == Scalar::bfloat16) {
+    UOp rounded = UOp::alu(Ops::SHR, {b + cu(u32, 0x7fff) + (UOp::alu(Ops::SHR, {b, cu(u32, 16)}) & cu(u32, 1)), cu(u32, 16)});
+    return nan.where(UOp::alu(Ops::SHR, {b, cu(u32, 16)}) | cu(u32, 0x40), rounded).cast(u16);
+  }
+  UOp sign = UOp::alu(Ops::SHR, {b, cu(u32, 16)}) & cu(u32, 0x8000);
+  UOp a = b & cu(u32, 0x7fffffff);
+  // normal range: rebias the exponent and round the 13 dropped mantissa bits to nearest even
+  UOp rebased = a - cu(u32, (127 - 15) << 23);
+  UOp normal = UOp::alu(Ops::SHR, {rebased + cu(u32, 0xfff) + (UOp::alu(Ops::SHR, {a, cu(u32, 13)}) & cu(u32, 1)), cu(u32, 13)});
+  // subnormal range: let float addition do the rounding (adding 0.5 aligns the bits)
+  DType f32 = dtypes::float32.vec(n);
+  UOp sub = ((a.bitcast(f32) + UOp::cvalue(f32, 0.5)).bitcast(u32)) - cu(u32, 0x3f000000);
+  UOp r = a.lt(cu(u32, 113u << 23)).where(sub, normal);
+  r = a.lt(cu(u32, 143u << 23)).logical_not().where(cu(u32, 0x7c00), r);  // overflow: inf
+  r = nan.where(cu(u32, 0x7e00), r);
+  return (r | sign).cast(u16);
+}
+
+UOp emulate(const Match& m, Ctx& c) {
+  const UOp& u = m[r0];
+  DType d = u.dtype();
+  // pointers to emulated types become pointers to their bits
+  if (d.is_ptr() && emulated(d.base(), c))
+    return UOp::make(u.op(), bits_of(d.base()).ptr(d.ptr_size(), d.addrspace()), u.src(), u.arg(), u.tag());
+  if (d.is_ptr()) return {};
+  if (u.op() == Ops::LOAD && emulated(d, c)) {
+    UOp raw = UOp::make(Ops::LOAD, bits_of(d), u.src(), u.arg());
+    return half_bits_to_float(raw, d.scalar());
+  }
+  if (u.op() == Ops::STORE && u.src(0).dtype().is_ptr() && emulated(u.src(0).dtype().base(), c) &&
+      u.src(1).dtype().scalar() != Scalar::uint16) {
+    std::vector<UOp> src(u.src().begin(), u.src().end());
+    UOp v = src[1].dtype().scalar() == Scalar::float32 ? src[1] : src[1].cast(widened(src[1].dtype()));
+    src[1] = float_to_half_bits(v, u.src(0).dtype().base().scalar());
+    return u.replace_src(src);
+  }
+  if (!emulated(d, c)) return {};
+  DType w = widened(d);
+  if (u.op() == Ops::CONST) return UOp::make(Ops::CONST, w, {}, u.arg());
+  if (u.op() == Ops::CAST) {  // rounding to the narrow type is part of the cast's meaning
+    UOp v = u.src(0).dtype() == w ? u.src(0) : u.src(0).cast(w);
+    return half_bits_to_float(float_to_half_bits(v, d.scalar()), d.scalar());
+  }
+  if (u.op() == Ops::BITCAST) return half_bits_to_float(u.src(0).bitcast(bits_of(d)), d.scalar());
+  std::vector<UOp> src(u.src().begin(), u.src().end());
+  return UOp::make(u.op(), w, src, u.arg());
+}
+
+}  // namespace
+
+UOp decompose(const UOp& ast, const Target& target) {
+  Ctx ctx{target};
+  // half emulation first: everything after sees float32 math
+  static const PatternMatcher pm_emulate{
+      rule(UPat::ops(groups::All).allow_any_len().named(r0), emulate),
+  };
+  bool any_emulated = false;
+  for (const UOpNode* n : toposort_nodes(ast)) any_emulated |= emulated(n->dtype.is_ptr() ? n->dtype.base() : n->dtype, ctx);
+  UOp out = any_emulated ? graph_rewrite_topdown(ast, pm_emulate, ctx, "emulate half types") : ast;
+  static const PatternMatcher pm{
+      rule(UPat::op(Ops::THREEFRY, {x_, y_}), threefry),
+      rule(UPat::op(Ops::EXP2, {x_}), do_exp2),
+      rule(UPat::op(Ops::LOG2, {x_}), do_log2),
+      rule(UPat::op(Ops::SIN, {x_}), do_sin),
+      rule(UPat::op(Ops::POW, {x_, y_}), do_pow),
+      rule(UPat::op(Ops::MULACC, {x_, y_, z_}), do_mulacc),
+      rule(UPat::op(Ops::SUB, {x_, y_}), do_sub),
+      rule(UPat::op(Ops::FDIV, {x_, y_}), do_fdiv),
+      rule(UPat::op(Ops::RECIPROCAL, {x_}), do_recip),
+      rule(UPat::op(Ops::CMPEQ, {x_, y_}), do_cmpeq),
+      rule(UPat::op(Ops::NEG, {x_}), do_neg),
+      rule(UPat::op(Ops::TRUNC, {x_}), do_trunc),
+  };
+  return graph_rewrite(out, pm, ctx, "decompositions");
+}
+
+}  // namespace kiln

@@ -1,0 +1,114 @@
+// codegen/devectorize.cpp - vector values wider than the target's vectors become lanes.
+//
+// A vector op of k lanes over a target with narrower vectors becomes k scalar ops on GEPs of its
+// sources, gathered back with VECTORIZE; contiguous vector loads and stores become k scalar
+// loads and stores at consecutive indices. Symbolic cleanup then folds GEP(VECTORIZE) to the
+// lane itself, so nothing vector-shaped remains.
+#include "codegen/passes.hpp"
+#include "ir/traverse.hpp"
+#include "plugin/device.hpp"
+#include "rewrite/graph_rewrite.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+namespace {
+
+using namespace pat;
+
+UOp gep(const UOp& v, int64_t j) {
+  if (v.dtype().count() == 1 && !v.dtype().is_ptr()) return v;
+  return UOp::make(Ops::GEP, v.dtype().scalar_type(), {v}, Arg{std::vector<int64_t>{j}});
+}
+
+struct Width {
+  int max;
+};
+
+UOp split_alu(const Match& m, Width& w) {
+  const UOp& x = m[r0];
+  int k = x.dtype().count();
+  if (k <= w.max || x.dtype().is_ptr()) return {};
+  std::vector<UOp> lanes;
+  for (int j = 0; j < k; ++j) {
+    std::vector<UOp> src;
+    for (const UOp& s : x.src()) src.push_back(gep(s, j));
+    lanes.push_back(UOp::make(x.op(), x.dtype().scalar_type(), src, x.arg()));
+  }
+  return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
+}
+
+UOp lane_index(const UOp& index, int64_t j) {
+  DType p = index.dtype();
+  std::vector<UOp> src{index.src(0), index.src(1) + j};
+  if (index.nsrc() > 2) src.push_back(index.src(2));
+  return UOp::make(Ops::INDEX, p.base().scalar_type().ptr(p.ptr_size(), p.addrspace()), src);
+}
+
+UOp split_load(const Match& m, Width& w) {
+  const UOp& x = m[r0];
+  int k = x.dtype().count();
+  if (k <= w.max) return {};
+  std::vector<UOp> lanes;
+  for (int j = 0; j < k; ++j) lanes.push_back(UOp::make(Ops::LOAD, x.dtype().scalar_type(), {lane_index(x.src(0), j)}));
+  return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
+}
+
+UOp split_store(const Match& m, Width& w) {
+  const UOp& x = m[r0];
+  int k = x.src(0).dtype().count();
+  if (k <= w.max) return {};
+  std::vector<UOp> stores;
+  for (int j = 0; j < k; ++j) {
+    std::vector<UOp> src{lane_index(x.src(0), j), gep(x.src(1), j)};
+    stores.push_back(UOp::make(Ops::STORE, dtypes::void_, src));
+  }
+  return UOp::make(Ops::GROUP, dtypes::void_, stores);
+}
+
+UOp split_reduce(const Match& m, Width& w) {
+  const UOp& x = m[r0];
+  int k = x.dtype().count();
+  if (k <= w.max) return {};
+  std::vector<UOp> lanes;
+  for (int j = 0; j < k; ++j) {
+    std::vector<UOp> src{gep(x.src(0), j)};
+    for (size_t i = 1; i < x.nsrc(); ++i) src.push_back(x.src(i));
+    lanes.push_back(UOp::make(Ops::REDUCE, x.dtype().scalar_type(), src, x.arg()));
+  }
+  return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
+}
+
+// GEP of a VECTORIZE is the lane; GEP of a splat constant is the constant
+UOp fold_gep(const Match& m) {
+  const UOp& g = m[r0];
+  const UOp& v = g.src(0);
+  int64_t j = g.arg_ints()[0];
+  if (g.arg_ints().size() != 1) return {};
+  if (v.op() == Ops::VECTORIZE) return v.src(static_cast<size_t>(j));
+  if (v.op() == Ops::CONST) return UOp::make(Ops::CONST, v.dtype().scalar_type(), {}, v.arg());
+  return {};
+}
+
+}  // namespace
+
+const PatternMatcher& pm_vector_cleanup() {
+  static const PatternMatcher pm{rule(UPat::op(Ops::GEP, {UPat::ops({Ops::VECTORIZE, Ops::CONST}, {}, true)}).named(r0), fold_gep)};
+  return pm;
+}
+
+UOp devectorize(const UOp& ast, const Target& target) {
+  Width w{static_cast<int>(std::max<uint32_t>(1, target.max_vector_width))};
+  bool any = false;
+  for (const UOpNode* n : toposort_nodes(ast)) any |= !n->dtype.is_ptr() && n->dtype.count() > w.max;
+  if (!any) return ast;
+  static const PatternMatcher pm{
+      rule(UPat::ops(groups::Elementwise).allow_any_len().named(r0), split_alu),
+      rule(UPat::op(Ops::LOAD, {x}).named(r0), split_load),
+      rule(UPat::op(Ops::STORE, {x, y}).named(r0), split_store),
+      rule(UPat::op(Ops::REDUCE).allow_any_len().named(r0), split_reduce),
+  };
+  return graph_rewrite(ast, pm + pm_vector_cleanup() + symbolic(), w, "devectorize");
+}
+
+}  // namespace kiln

@@ -1,0 +1,220 @@
+// codegen/expander.cpp - UPCAST and UNROLL ranges become registers and vector lanes.
+//
+// A range marked for expansion disappears from the kernel:
+//  - by copies: every value that depends on it is built once per index value (range := 0..k-1).
+//    An END closing it closes a GROUP of the k copies; a REDUCE over it folds its k copies with
+//    the reduce op. Copies of a REDUCE keep the same reduce ranges, so after reduce lowering they
+//    share one loop: that is what makes register tiles.
+//  - by lanes (the vectorized range): values that depend on it become k-lane vectors. A load
+//    whose index moves by exactly 1 along the range is one vector load; by 0, a scalar; otherwise
+//    (or when its validity depends on the range) a gather of k loads. Stores likewise. A REDUCE
+//    over the vector range accumulates a vector and ends with a horizontal fold of the lanes.
+#include "codegen/passes.hpp"
+
+#include "codegen/opt.hpp"
+#include "ir/traverse.hpp"
+#include "support/check.hpp"
+#include "support/flat_map.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+namespace {
+
+UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
+
+UOp fold(Ops op, const std::vector<UOp>& xs) {
+  UOp acc = xs[0];
+  for (size_t i = 1; i < xs.size(); ++i) acc = UOp::alu(op, {acc, xs[i]});
+  return acc;
+}
+
+// END/REDUCE nodes that list range r, with the other ranges.
+bool lists_range(const UOp& u, const UOp& r, std::vector<UOp>& others) {
+  others.clear();
+  bool hit = false;
+  for (size_t i = 1; i < u.nsrc(); ++i) {
+    if (u.src(i) == r) hit = true;
+    else others.push_back(u.src(i));
+  }
+  return hit;
+}
+
+UOp rebuild_with(const UOp& u, const UOp& first, const std::vector<UOp>& ranges) {
+  if (ranges.empty() && u.op() == Ops::END) return first;
+  std::vector<UOp> src{first};
+  src.insert(src.end(), ranges.begin(), ranges.end());
+  return u.replace_src(src);
+}
+
+// ---- expansion by copies ----
+UOp duplicate(const UOp& ast, const UOp& r) {
+  int64_t k = r.src(0).arg_int();
+  std::vector<std::pair<UOp, UOp>> repl;
+  std::vector<UOp> others;
+  for (const UOp& u : toposort(ast)) {
+    if ((u.op() != Ops::END && u.op() != Ops::REDUCE) || !lists_range(u, r, others)) continue;
+    std::vector<UOp> copies;
+    for (int64_t j = 0; j < k; ++j) copies.push_back(substitute(u.src(0), {{r, ci(j)}}));
+    UOp first = u.op() == Ops::END ? UOp::make(Ops::GROUP, dtypes::void_, copies)
+                                   : fold(static_cast<Ops>(u.arg_ints()[0]), copies);
+    if (u.op() == Ops::REDUCE && others.empty()) repl.push_back({u, first});
+    else repl.push_back({u, rebuild_with(u, first, others)});
+  }
+  return substitute(ast, repl);
+}
+
+// ---- expansion into vector lanes ----
+class Vectorizer {
+ public:
+  Vectorizer(const UOp& root, const UOp& v) : v_(v), k_(v.src(0).arg_int()) {
+    for (const UOpNode* n : toposort_nodes(root)) {
+      bool d = n == v.node();
+      for (uint32_t i = 0; i < n->nsrc && !d; ++i) d = dep_.contains(n->srcs()[i].node());
+      if (d) dep_[n] = 1;
+    }
+  }
+
+  UOp vec(const UOp& x) {
+    if (!dep_.contains(x.node())) return x;
+    if (const UOp* m = memo_.find(x.node())) return *m;
+    UOp out = build(x);
+    memo_[x.node()] = out;
+    return out;
+  }
+
+  UOp lane(const UOp& x, int64_t j) { return substitute(x, {{v_, ci(j)}}); }
+  int64_t width() const { return k_; }
+
+  UOp broadcast(const UOp& s) {
+    if (s.dtype().count() == k_) return s;
+    if (s.is_const()) return UOp::make(Ops::CONST, s.dtype().vec(k_), {}, s.arg());
+    return UOp::make(Ops::VECTORIZE, s.dtype().vec(k_), std::vector<UOp>(k_, s));
+  }
+
+ private:
+  UOp gather(const UOp& x) {
+    std::vector<UOp> lanes;
+    for (int64_t j = 0; j < k_; ++j) lanes.push_back(lane(x, j));
+    return UOp::make(Ops::VECTORIZE, x.dtype().vec(k_), lanes);
+  }
+
+  // For INDEX(buf, idx[, valid]): the base index when it is contiguous along v (valid independent).
+  bool contiguous(const UOp& index, UOp& base) {
+    if (index.nsrc() > 2 && dep_.contains(index.src(2).node())) return false;
+    int64_t s;
+    if (!stride_of(index.src(1), v_, s) || s != 1) return false;
+    base = simplify(lane(index.src(1), 0));
+    return true;
+  }
+
+  UOp vector_index(const UOp& index, const UOp& base) {
+    DType p = index.dtype();
+    DType vp = p.base().vec(k_).ptr(p.ptr_size(), p.addrspace());
+    std::vector<UOp> src{index.src(0), base};
+    if (index.nsrc() > 2) src.push_back(index.src(2));
+    return UOp::make(Ops::INDEX, vp, src);
+  }
+
+  UOp build(const UOp& x) {
+    if (x == v_) {
+      std::vector<UOp> lanes;
+      for (int64_t j = 0; j < k_; ++j) lanes.push_back(ci(j));
+      return UOp::make(Ops::VECTORIZE, dtypes::index.vec(k_), lanes);
+    }
+    switch (x.op()) {
+      case Ops::LOAD: {
+        UOp base;
+        const UOp& index = x.src(0);
+        if (x.nsrc() == 1 && contiguous(index, base))
+          return UOp::make(Ops::LOAD, x.dtype().vec(k_), {vector_index(index, base)});
+        return gather(x);
+      }
+      case Ops::STORE: {
+        UOp base;
+        const UOp& index = x.src(0);
+        UOp value = broadcast(vec(x.src(1)));
+        if (x.nsrc() == 2 && contiguous(index, base)) return UOp::make(Ops::STORE, dtypes::void_, {vector_index(index, base), value});
+        std::vector<UOp> stores;
+        for (int64_t j = 0; j < k_; ++j) {
+          UOp gep = UOp::make(Ops::GEP, value.dtype().scalar_type(), {value}, Arg{std::vector<int64_t>{j}});
+          std::vector<UOp> src{lane(index, j), gep};
+          if (x.nsrc() > 2) src.push_back(lane(x.src(2), j));
+          stores.push_back(UOp::make(Ops::STORE, dtypes::void_, src));
+        }
+        return UOp::make(Ops::GROUP, dtypes::void_, stores);
+      }
+      case Ops::REDUCE: {
+        std::vector<UOp> others;
+        UOp body = broadcast(vec(x.src(0)));
+        if (!lists_range(x, v_, others)) {  // the lanes are outputs: a vector accumulator
+          std::vector<UOp> src{body};
+          for (size_t i = 1; i < x.nsrc(); ++i) src.push_back(x.src(i));
+          return UOp::make(Ops::REDUCE, x.dtype().vec(k_), src, x.arg());
+        }
+        // a reduce over the lanes: accumulate a vector, then fold the lanes
+        UOp acc = body;
+        if (!others.empty()) {
+          std::vector<UOp> src{body};
+          src.insert(src.end(), others.begin(), others.end());
+          acc = UOp::make(Ops::REDUCE, body.dtype(), src, x.arg());
+        }
+        std::vector<UOp> lanes;
+        for (int64_t j = 0; j < k_; ++j) lanes.push_back(UOp::make(Ops::GEP, x.dtype(), {acc}, Arg{std::vector<int64_t>{j}}));
+        return fold(static_cast<Ops>(x.arg_ints()[0]), lanes);
+      }
+      case Ops::GROUP: {
+        std::vector<UOp> src;
+        for (const UOp& s : x.src()) src.push_back(vec(s));
+        return x.replace_src(src);
+      }
+      default: break;
+    }
+    if (groups::Elementwise.has(x.op())) {
+      std::vector<UOp> src;
+      for (const UOp& s : x.src()) src.push_back(broadcast(vec(s)));
+      return UOp::make(x.op(), x.dtype().vec(k_), src, x.arg());
+    }
+    return gather(x);
+  }
+
+  UOp v_;
+  int64_t k_;
+  PtrMap<char> dep_;
+  PtrMap<UOp> memo_;
+};
+
+UOp vectorize(const UOp& ast, const UOp& v) {
+  std::vector<std::pair<UOp, UOp>> repl;
+  std::vector<UOp> others;
+  Vectorizer vz(ast, v);
+  for (const UOp& u : toposort(ast)) {
+    if ((u.op() != Ops::END && u.op() != Ops::REDUCE) || !lists_range(u, v, others)) continue;
+    if (u.op() == Ops::END) repl.push_back({u, rebuild_with(u, vz.vec(u.src(0)), others)});
+    else repl.push_back({u, vz.vec(u)});
+  }
+  return substitute(ast, repl);
+}
+
+}  // namespace
+
+UOp expand_ranges(const UOp& ast) {
+  UOp out = ast;
+  UOp vector_range;
+  for (const UOp& r : toposort(ast)) {
+    if (r.op() != Ops::RANGE) continue;
+    AxisType t = range_type(r);
+    if (t != AxisType::UPCAST && t != AxisType::UNROLL) continue;
+    KILN_CHECK(r.src(0).is_const(), "expanded ranges have constant sizes");
+    if (range_vectorized(r)) {
+      KILN_CHECK(!vector_range, "at most one vectorized range per kernel");
+      vector_range = r;
+    } else {
+      out = duplicate(out, r);
+    }
+  }
+  if (vector_range) out = vectorize(out, vector_range);
+  return graph_rewrite(out, symbolic(), nullptr, "expander symbolic");
+}
+
+}  // namespace kiln

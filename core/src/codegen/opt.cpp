@@ -1,0 +1,231 @@
+// codegen/opt.cpp - applying optimisation actions, and the hand-coded heuristic.
+#include "codegen/opt.hpp"
+
+#include <algorithm>
+
+#include "ir/print.hpp"
+#include "ir/traverse.hpp"
+#include "plugin/device.hpp"
+#include "support/check.hpp"
+#include "support/env.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+int64_t range_axis(const UOp& r) { return r.arg_ints()[0]; }
+AxisType range_type(const UOp& r) { return static_cast<AxisType>(r.arg_ints()[1]); }
+bool range_vectorized(const UOp& r) { return r.arg_ints().size() > 2 && r.arg_ints()[2]; }
+
+std::string Opt::str() const {
+  const char* n = op == OptOp::UPCAST ? "UPCAST" : op == OptOp::UNROLL ? "UNROLL" : op == OptOp::LOCAL ? "LOCAL" : "THREAD";
+  return cat(n, "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
+}
+
+namespace {
+
+UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
+
+UOp make_range(const UOp& size, int64_t axis, AxisType t, bool vec = false) {
+  std::vector<int64_t> arg{axis, static_cast<int64_t>(t)};
+  if (vec) arg.push_back(1);
+  return UOp::make(Ops::RANGE, dtypes::index, {size}, Arg{arg});
+}
+
+std::vector<UOp> ranges_of(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) out.push_back(u);
+  return out;
+}
+
+// Rebuilds every END that closes `r` so it closes `replacement` ranges instead (in that order).
+UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& replacement) {
+  std::vector<std::pair<UOp, UOp>> ends;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::END && u.op() != Ops::REDUCE) continue;
+    std::vector<UOp> src{u.src(0)};
+    bool hit = false;
+    for (size_t i = 1; i < u.nsrc(); ++i) {
+      if (u.src(i) == r) {
+        hit = true;
+        for (const UOp& x : replacement) src.push_back(x);
+      } else {
+        src.push_back(u.src(i));
+      }
+    }
+    if (hit) ends.push_back({u, u.replace_src(src)});
+  }
+  UOp out = substitute(ast, ends);
+  return substitute(out, {{r, value}});
+}
+
+int64_t next_axis(const UOp& ast) {
+  int64_t m = -1;
+  for (const UOp& r : ranges_of(ast)) m = std::max(m, range_axis(r));
+  return m + 1;
+}
+
+}  // namespace
+
+bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
+  UOp i0 = simplify(substitute(idx, {{r, ci(0)}}));
+  UOp i1 = simplify(substitute(idx, {{r, ci(1)}}));
+  UOp d = simplify(i1 - i0);
+  if (!d.is_const()) return false;
+  stride = d.arg_int();
+  // linear over the whole range: check the last value too
+  if (!r.src(0).is_const()) return true;
+  int64_t n = r.src(0).arg_int();
+  if (n <= 2) return true;
+  UOp in = simplify(substitute(idx, {{r, ci(n - 1)}}));
+  UOp dn = simplify(in - i0);
+  return dn.is_const() && dn.arg_int() == stride * (n - 1);
+}
+
+UOp apply_opt(const UOp& ast, const Opt& opt) {
+  UOp r;
+  for (const UOp& x : ranges_of(ast))
+    if (range_axis(x) == opt.axis) r = x;
+  if (!r) fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": the kernel has no axis ", opt.axis);
+  const UOp& size = r.src(0);
+  int64_t amt = opt.amount;
+  AxisType t = range_type(r);
+  bool reduce = t == AxisType::REDUCE;
+  if (amt <= 1) fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": amount must be > 1");
+  if ((opt.op == OptOp::UNROLL) != reduce && opt.op != OptOp::THREAD && opt.op != OptOp::LOCAL)
+    fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": ", reduce ? "UNROLL" : "UPCAST", " is for ", reduce ? "reduce" : "output",
+         " axes");
+  if ((opt.op == OptOp::THREAD || opt.op == OptOp::LOCAL) && reduce)
+    fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": a reduce axis cannot be split across threads");
+  int64_t axis = next_axis(ast);
+  if (opt.op == OptOp::THREAD) {
+    if (!size.is_const()) fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": the axis size is symbolic");
+    int64_t n = size.arg_int(), chunk = (n + amt - 1) / amt, threads = (n + chunk - 1) / chunk;
+    UOp tid = make_range(ci(threads), axis, AxisType::THREAD);
+    UOp inner_size = n % chunk == 0 ? ci(chunk) : simplify((ci(n) - tid * chunk).minimum(ci(chunk)));
+    UOp inner = make_range(inner_size, range_axis(r), t);
+    return replace_range(ast, r, tid * chunk + inner, {tid, inner});
+  }
+  if (!size.is_const() || size.arg_int() % amt != 0)
+    fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": the axis size ", render_expr(size), " is not divisible by ", amt);
+  AxisType inner_t = opt.op == OptOp::LOCAL ? AxisType::LOCAL : opt.op == OptOp::UNROLL ? AxisType::UNROLL : AxisType::UPCAST;
+  UOp outer = make_range(ci(size.arg_int() / amt), range_axis(r), t);
+  UOp inner = make_range(ci(amt), axis, inner_t, opt.vectorize);
+  return replace_range(ast, r, outer * amt + inner, {outer, inner});
+}
+
+namespace {
+
+struct KernelShape {
+  std::vector<UOp> out;      // output (LOOP) ranges in END order
+  std::vector<UOp> reduce;   // REDUCE ranges
+  UOp store_index;
+  std::vector<UOp> load_indices;
+  int itemsize = 4;
+};
+
+KernelShape inspect(const UOp& ast) {
+  KernelShape k;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() == Ops::END && u.src(0).op() == Ops::STORE)
+      for (size_t i = 1; i < u.nsrc(); ++i) k.out.push_back(u.src(i));
+    if (u.op() == Ops::STORE) {
+      k.store_index = u.src(0).src(1);
+      k.itemsize = u.src(1).dtype().scalar_size();
+    }
+    if (u.op() == Ops::LOAD) k.load_indices.push_back(u.src(0).src(1));
+    if (u.op() == Ops::RANGE && range_type(u) == AxisType::REDUCE) k.reduce.push_back(u);
+  }
+  return k;
+}
+
+int64_t const_size(const UOp& r) { return r.src(0).is_const() ? r.src(0).arg_int() : 0; }
+
+bool has_stride(const UOp& idx, const UOp& r, int64_t want) {
+  int64_t s;
+  return stride_of(idx, r, s) && s == want;
+}
+
+}  // namespace
+
+std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) {
+  std::vector<Opt> opts;
+  KernelShape k = inspect(ast);
+  if (!k.store_index) return opts;
+  int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
+  bool cpu = target.has(KILN_TARGET_HAS_THREADS);
+  // the output axis the store walks contiguously
+  UOp contiguous;
+  for (const UOp& r : k.out)
+    if (has_stride(k.store_index, r, 1)) contiguous = r;
+  auto reused = [&](const UOp& r) {  // some input does not depend on r: it is reused along r
+    for (const UOp& idx : k.load_indices)
+      if (has_stride(idx, r, 0)) return true;
+    return false;
+  };
+  int64_t vec = 0;
+  if (!k.reduce.empty() && contiguous && reused(contiguous) && lanes > 1 && const_size(contiguous) % lanes == 0) {
+    // matmul-like: a register tile. Vector lanes along the contiguous output axis, two vectors,
+    // and four rows of another reused output axis: eight independent accumulators.
+    opts.push_back({OptOp::UPCAST, range_axis(contiguous), lanes, true});
+    vec = lanes;
+    if ((const_size(contiguous) / lanes) % 2 == 0) opts.push_back({OptOp::UPCAST, range_axis(contiguous), 2});
+    for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
+      if (!(*it == contiguous) && const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reused(*it)) {
+        opts.push_back({OptOp::UPCAST, range_axis(*it), 4});
+        break;
+      }
+  } else if (!k.reduce.empty()) {
+    // a reduction: vector lanes along a reduce axis the inputs walk contiguously
+    UOp red = k.reduce.back();
+    bool contiguous_loads = !k.load_indices.empty();
+    for (const UOp& idx : k.load_indices) contiguous_loads &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
+    if (contiguous_loads && lanes > 1 && const_size(red) % lanes == 0) {
+      opts.push_back({OptOp::UNROLL, range_axis(red), lanes, true});
+      vec = lanes;
+      if ((const_size(red) / lanes) % 2 == 0 && const_size(red) / lanes >= 4) opts.push_back({OptOp::UNROLL, range_axis(red), 2});
+    } else if (const_size(red) % 4 == 0 && const_size(red) >= 16) {
+      opts.push_back({OptOp::UNROLL, range_axis(red), 4});
+    }
+  } else if (contiguous && lanes > 1 && const_size(contiguous) % lanes == 0) {
+    opts.push_back({OptOp::UPCAST, range_axis(contiguous), lanes, true});
+    vec = lanes;
+  }
+  (void)vec;
+  // parallelism: CPU threads over the outermost output axis; GPU workgroups along the last one
+  int64_t work = 1;
+  for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
+  for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
+  if (cpu && target.threads > 1 && !k.out.empty() && work >= 65536) {
+    const UOp& outer = k.out.front();
+    int64_t n = const_size(outer);
+    // after the upcasts the axis is smaller: account for them
+    for (const Opt& o : opts)
+      if (o.axis == range_axis(outer) && o.op == OptOp::UPCAST) n /= o.amount;
+    if (n >= 2) opts.push_back({OptOp::THREAD, range_axis(outer), std::min<int64_t>(target.threads, n)});
+  }
+  if (target.has(KILN_TARGET_HAS_LOCAL) && !k.out.empty()) {
+    const UOp& last = contiguous ? contiguous : k.out.back();
+    int64_t n = const_size(last);
+    for (const Opt& o : opts)
+      if (o.axis == range_axis(last) && o.op == OptOp::UPCAST) n /= o.amount;
+    for (int64_t l = std::min<int64_t>(target.local_max[0], 64); l >= 2; l /= 2)
+      if (n % l == 0 && n / l >= 1) {
+        opts.push_back({OptOp::LOCAL, range_axis(last), l});
+        break;
+      }
+  }
+  return opts;
+}
+
+UOp apply_opts(const UOp& ast, const Target& target, std::vector<Opt>* applied) {
+  if (knob(Knob::noopt)) return ast;
+  UOp out = ast;
+  for (const Opt& o : hand_coded_optimizations(ast, target)) {
+    out = apply_opt(out, o);
+    if (applied) applied->push_back(o);
+  }
+  return out;
+}
+
+}  // namespace kiln

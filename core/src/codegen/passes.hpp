@@ -1,0 +1,35 @@
+// codegen/passes.hpp - the codegen passes that pipeline.cpp strings together.
+//
+// Each takes a kernel (a SINK) and returns the rewritten kernel; pipeline.cpp documents the
+// order they must run in.
+#pragma once
+#include <vector>
+
+#include "kiln/uop.hpp"
+
+namespace kiln {
+
+struct Target;
+
+// Launch geometry: index expressions (constants, or over DEFINE_VARs for symbolic kernels).
+struct LaunchDims {
+  UOp global[3], local[3];
+};
+
+// UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
+UOp expand_ranges(const UOp& ast);
+// THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).
+UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims);
+// REDUCE becomes a register accumulator: init, update in its loop, read after (lower_reduce.cpp).
+UOp lower_reduces(const UOp& ast);
+// Splits vector ops wider than the target's vectors into lanes (devectorize.cpp).
+UOp devectorize(const UOp& ast, const Target& target);
+// The index type becomes int32 when every index value fits, else int64 (lower_index.cpp).
+UOp lower_index_dtype(const UOp& ast);
+// Every op and dtype the target lacks becomes ops it has (decompose.cpp, transcendental.cpp).
+UOp decompose(const UOp& ast, const Target& target);
+
+// One linearized kernel: instructions in program order (see linearize.cpp).
+std::vector<UOp> linearize(const UOp& ast);
+
+}  // namespace kiln

@@ -1,0 +1,93 @@
+// codegen/pipeline.cpp - THE pass list: a scheduler kernel becomes a linearized LIR program.
+//
+// Every step is a named graph rewrite (KILN_DEBUG=6 prints each with its rule hits). The order
+// matters where noted.
+#include "codegen/pipeline.hpp"
+
+#include <algorithm>
+
+#include "ir/print.hpp"
+#include "ir/uop_access.hpp"
+#include "ir/traverse.hpp"
+#include "plugin/device.hpp"
+#include "support/check.hpp"
+#include "support/env.hpp"
+#include "support/flat_map.hpp"
+#include "symbolic/bounds.hpp"
+#include "symbolic/symbolic.hpp"
+
+namespace kiln {
+
+const PatternMatcher& pm_vector_cleanup();
+
+UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts) {
+  // early cleanup: the scheduler's index math, simplified once more on its own
+  UOp sink = graph_rewrite(ast, symbolic(), nullptr, "initial symbolic");
+  // optimisation actions work on RANGEs: they must see the kernel before anything is expanded
+  sink = apply_opts(sink, target, opts);
+  sink = graph_rewrite(sink, symbolic(), nullptr, "postopt symbolic");
+  // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
+  sink = expand_ranges(sink);
+  // launch dimensions: THREAD/output/LOCAL ranges become SPECIAL indices; after the expander so
+  // the upcast parts are already registers, before reduce lowering so accumulators live per item
+  sink = add_gpudims(sink, target, dims);
+  // vectors wider than the target's: before reduce lowering, so accumulators come out narrow too
+  sink = devectorize(sink, target);
+  // REDUCE -> accumulators; copies over the same ranges share one loop (register tiles)
+  sink = lower_reduces(sink);
+  sink = graph_rewrite(sink, symbolic() + pm_vector_cleanup(), nullptr, "late symbolic");
+  // index math as int32 when it fits: after all index arithmetic exists, before decompositions
+  // that may need to know the integer width
+  sink = lower_index_dtype(sink);
+  // ops and dtypes the target lacks (transcendentals, pow, threefry, half types, ...)
+  sink = decompose(sink, target);
+  return graph_rewrite(sink, symbolic_simple() + pm_vector_cleanup(), nullptr, "final symbolic");
+}
+
+std::vector<UOp> do_linearize(const UOp& sink) { return linearize(sink); }
+
+namespace {
+
+// float ops weighted by the iterations around them, and bytes of the buffers the kernel names
+void estimate(const UOp& ast, ProgramSpec& p) {
+  PtrMap<std::vector<const UOpNode*>> loops;
+  for (const UOpNode* n : toposort_nodes(ast)) {
+    std::vector<const UOpNode*> set;
+    for (uint32_t i = 0; i < n->nsrc; ++i)
+      for (const UOpNode* r : *loops.find(n->srcs()[i].node()))
+        if (std::find(set.begin(), set.end(), r) == set.end()) set.push_back(r);
+    if (n->op == Ops::RANGE) set.push_back(n);
+    if (n->op == Ops::PARAM) p.bytes += static_cast<double>(std::max<int64_t>(0, n->dtype.ptr_size())) * n->dtype.base().itemsize();
+    if (groups::ALU.has(n->op) && n->dtype.is_float()) {
+      double iters = 1;
+      for (const UOpNode* r : set) iters *= static_cast<double>(std::max<int64_t>(1, vmax(UOpAccess::from_node(r).src(0))));
+      p.flops += iters * n->dtype.count();
+    }
+    loops[n] = std::move(set);
+  }
+}
+
+}  // namespace
+
+ProgramSpec to_program(const UOp& ast, const Target& target) {
+  ProgramSpec p;
+  p.ast = ast;
+  p.name = ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel";
+  estimate(ast, p);
+  p.sink = full_rewrite_to_sink(ast, target, p.dims, &p.opts);
+  std::vector<UOp> linear = do_linearize(p.sink);
+  p.lir = to_lir(linear, p.name);
+  p.var_names = p.lir.var_names;
+  for (int d = 0; d < 3; ++d) {
+    p.lir.global[d] = p.dims.global[d].is_const() ? static_cast<uint32_t>(p.dims.global[d].arg_int()) : 0;
+    p.lir.local[d] = p.dims.local[d].is_const() ? static_cast<uint32_t>(p.dims.local[d].arg_int()) : 0;
+  }
+  if (debug_level() >= 3) {
+    std::string opts;
+    for (const Opt& o : p.opts) opts += " " + o.str();
+    log_line(cat("kernel ", p.name, ":", opts.empty() ? " (no opts)" : opts, "\n", print_graph(ast)));
+  }
+  return p;
+}
+
+}  // namespace kiln

@@ -1,0 +1,157 @@
+// tests/codegen/codegen_test.cpp - the pass pipeline, LIR, the C dialect's output, decompositions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "c_dialect.hpp"
+#include "codegen/pipeline.hpp"
+#include "codegen/transcendental.hpp"
+#include "golden.hpp"
+#include "ir/traverse.hpp"
+#include "kiln/kiln.hpp"
+#include "plugin/device.hpp"
+#include "support/env.hpp"
+#include "symbolic/interpret.hpp"
+
+using namespace kiln;
+
+namespace {
+
+// A CPU-like target: 2 threads, 8 float lanes, no transcendental functions, no half types.
+Target cpu_target() {
+  Target t;
+  t.flags = KILN_TARGET_HAS_THREADS;
+  t.threads = 2;
+  t.max_vector_width = 8;
+  cpu::c_dialect_caps(t.ops, t.dtypes);
+  t.source_format = "c";
+  return t;
+}
+
+UOp kernel_of(const Tensor& out) {
+  for (const ExecItem& e : out.schedule())
+    if (!e.is_copy) return e.ast;
+  return {};
+}
+
+struct Render : cpu::CDialect {
+  using CDialect::render;
+};
+
+Tensor in(const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); }
+
+}  // namespace
+
+TEST(Pipeline, ElementwiseIsVectorizedAndThreaded) {
+  ProgramSpec p = to_program(kernel_of(((in({64, 1024}) + 1.0) * 2.0).relu()), cpu_target());
+  std::string opts;
+  for (const Opt& o : p.opts) opts += o.str() + " ";
+  EXPECT_EQ(opts, "UPCAST(1, 8, vector) THREAD(0, 2) ");
+  EXPECT_TRUE(p.dims.global[0].is_const());
+  EXPECT_EQ(p.dims.global[0].arg_int(), 2);
+  kiln_lir l = p.lir.view();
+  EXPECT_GOLDEN("codegen/elementwise_lir", lir_text(l));
+  EXPECT_GOLDEN("codegen/elementwise_c", Render().render(l));
+}
+
+TEST(Pipeline, MatmulIsARegisterTile) {
+  ProgramSpec p = to_program(kernel_of(in({64, 256}).matmul(in({256, 128}))), cpu_target());
+  std::string opts;
+  for (const Opt& o : p.opts) opts += o.str() + " ";
+  EXPECT_EQ(opts, "UPCAST(1, 8, vector) UPCAST(1, 2) UPCAST(0, 4) THREAD(0, 2) ");
+  std::string c = Render().render(p.lir.view());
+  EXPECT_NE(c.find("floatx8 acc7[1];"), std::string::npos) << "eight vector accumulators";
+  EXPECT_GOLDEN("codegen/matmul_c", c);
+}
+
+TEST(Pipeline, SumReducesInVectorLanes) {
+  ProgramSpec p = to_program(kernel_of(in({64, 256}).sum({1})), cpu_target());
+  EXPECT_GOLDEN("codegen/sum_c", Render().render(p.lir.view()));
+}
+
+TEST(Pipeline, NoOptKeepsPlainLoops) {
+  set_knob(Knob::noopt, 1);
+  ProgramSpec p = to_program(kernel_of(in({64, 1024}) * 2.0), cpu_target());
+  set_knob(Knob::noopt, 0);
+  EXPECT_TRUE(p.opts.empty());
+  EXPECT_EQ(Render().render(p.lir.view()).find("floatx"), std::string::npos);
+}
+
+TEST(Pipeline, SymbolicKernelTakesItsVariable) {
+  Variable n("n", 1, 64);
+  Tensor x = in({64, 8}).shrink(0, n.bind(5));
+  ProgramSpec p = to_program(kernel_of((x * 2.0).sum({1})), cpu_target());
+  EXPECT_EQ(p.var_names, (std::vector<std::string>{"n"}));
+  std::string c = Render().render(p.lir.view());
+  EXPECT_NE(c.find("const int n = (int)vals[0];"), std::string::npos) << c;
+}
+
+TEST(Opt, ActionsCheckTheirAxis) {
+  UOp k = kernel_of(in({6, 10}) * 2.0);
+  EXPECT_THROW(apply_opt(k, Opt{OptOp::UPCAST, 1, 4}), Error) << "10 is not divisible by 4";
+  EXPECT_THROW(apply_opt(k, Opt{OptOp::UPCAST, 7, 2}), Error) << "no axis 7";
+  EXPECT_THROW(apply_opt(k, Opt{OptOp::UNROLL, 1, 2}), Error) << "UNROLL is for reduce axes";
+  UOp t = apply_opt(k, Opt{OptOp::THREAD, 0, 4});  // 6 in chunks of 2: 3 threads
+  int threads = 0;
+  for (const UOp& u : toposort(t))
+    if (u.op() == Ops::RANGE && static_cast<AxisType>(u.arg_ints()[1]) == AxisType::THREAD) threads = static_cast<int>(u.src(0).arg_int());
+  EXPECT_EQ(threads, 3);
+}
+
+TEST(Lir, TextRoundTrips) {
+  for (const Tensor& t : {((in({16, 32}) + 1.0) * 2.0).relu(), in({16, 32}).matmul(in({32, 8})), in({16, 32}).softmax(),
+                          in({4, 8}).exp().cast(dtypes::float16)}) {
+    for (const ExecItem& e : t.schedule()) {
+      if (e.is_copy) continue;
+      ProgramSpec p = to_program(e.ast, cpu_target());
+      kiln_lir l = p.lir.view();
+      std::string text = lir_text(l);
+      LirProgram back = parse_lir_text(text);
+      kiln_lir l2 = back.view();
+      EXPECT_EQ(lir_text(l2), text);
+      EXPECT_EQ(lir_key(l2), lir_key(l));
+    }
+  }
+  EXPECT_THROW(parse_lir_text("%0 = FROB int32\n"), Error);
+  EXPECT_THROW(parse_lir_text("%0 = ADD int32 (%3, %4)\n"), Error) << "sources must be earlier";
+}
+
+namespace {
+double run(UOp (*f)(const UOp&), double x, DType d) {
+  auto v = interpret(f(UOp::cfloat(d, x)), {});
+  return v ? as_double(*v) : NAN;
+}
+double rel(double got, double want) { return want == 0 ? std::fabs(got) : std::fabs(got - want) / std::fabs(want); }
+}  // namespace
+
+TEST(Transcendental, Exp2) {
+  for (double x : {0.0, 1.0, -1.0, 0.5, 3.3, -7.25, 20.0, 100.0, 127.9, -125.0, -140.0, -149.0})
+    EXPECT_LT(rel(run(exp2_poly, x, dtypes::float32), static_cast<float>(std::exp2(static_cast<double>(static_cast<float>(x))))), 3e-7) << x;
+  EXPECT_EQ(run(exp2_poly, 128.0, dtypes::float32), INFINITY);
+  EXPECT_EQ(run(exp2_poly, 1e30, dtypes::float32), INFINITY);
+  EXPECT_EQ(run(exp2_poly, -INFINITY, dtypes::float32), 0.0);
+  EXPECT_EQ(run(exp2_poly, -200, dtypes::float32), 0.0);
+  EXPECT_TRUE(std::isnan(run(exp2_poly, NAN, dtypes::float32)));
+  for (double x : {0.1, -500.5, 1000.0, -1070.0}) EXPECT_LT(rel(run(exp2_poly, x, dtypes::float64), std::exp2(x)), 1e-15) << x;
+}
+
+TEST(Transcendental, Log2) {
+  for (double x : {1.0, 2.0, 0.5, 3.0, 1e-3, 12345.678, 1e30, 1e-30, 1.0000001, 1e-40 /* subnormal */})
+    EXPECT_LT(std::fabs(run(log2_poly, x, dtypes::float32) - std::log2(static_cast<float>(x))), 4e-7 * std::max(1.0, std::fabs(std::log2(x))))
+        << x;
+  EXPECT_EQ(run(log2_poly, 0.0, dtypes::float32), -INFINITY);
+  EXPECT_EQ(run(log2_poly, INFINITY, dtypes::float32), INFINITY);
+  EXPECT_TRUE(std::isnan(run(log2_poly, -1.0, dtypes::float32)));
+  EXPECT_TRUE(std::isnan(run(log2_poly, NAN, dtypes::float32)));
+  EXPECT_LT(std::fabs(run(log2_poly, 1e-310, dtypes::float64) - std::log2(1e-310)), 1e-12);
+}
+
+TEST(Transcendental, Sin) {
+  auto sin32 = [](const UOp& x) { return sin_poly(x, true); };
+  for (double x : {0.0, 0.5, -1.0, 3.14159, 10.0, -100.0, 1000.5, 123456.0, 1.0e6})
+    EXPECT_LT(std::fabs(run(sin32, x, dtypes::float32) - std::sin(static_cast<float>(x))), 2e-7) << x;
+  auto sin32f = [](const UOp& x) { return sin_poly(x, false); };
+  for (double x : {0.5, -3.0, 40.0}) EXPECT_LT(std::fabs(run(sin32f, x, dtypes::float32) - std::sin(static_cast<float>(x))), 1e-6) << x;
+  EXPECT_TRUE(std::isnan(run(sin32, INFINITY, dtypes::float32)));
+  EXPECT_TRUE(std::isnan(run(sin32, NAN, dtypes::float32)));
+}
