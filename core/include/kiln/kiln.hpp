@@ -2,4 +2,5 @@
 #pragma once
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
+#include "kiln/profile.hpp"
 #include "kiln/tensor.hpp"

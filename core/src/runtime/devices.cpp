@@ -1,4 +1,10 @@
-// runtime/devices.cpp - TEMPORARY until the plugin registry lands: only "ref" exists.
+// runtime/devices.cpp - plugin devices for the runtime: names, memory (with a cache of freed
+// allocations) and copies between devices.
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "plugin/registry.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/device_alloc.hpp"
 #include "runtime/runtime.hpp"
@@ -7,24 +13,131 @@
 
 namespace kiln::runtime {
 
-std::string canonical_device(const std::string& device) {
-  std::string d = device.empty() ? getenv_str("KILN_DEVICE", kRefDevice) : device;
-  if (d == kRefDevice || d == kHostDevice) return d;
-  fail(ErrorCode::not_found, "unknown device '", d, "'; available: ref");
+namespace {
+
+constexpr uint64_t kCacheLimit = uint64_t{2} << 30;  // bytes of freed buffers kept per device
+
+struct Pool {
+  std::mutex mu;
+  struct PerDevice {
+    DeviceMemory mem;
+    std::multimap<uint64_t, kiln_buffer*> free;  // size -> buffer, reused LRU-first
+    std::shared_ptr<Device> dev;
+  };
+  std::map<std::string, PerDevice> by_device;
+};
+Pool& pool() {
+  static Pool* p = new Pool;  // never destroyed: buffers may be freed during static destruction
+  return *p;
 }
-std::shared_ptr<Device> open_device(const std::string& device) { fail(ErrorCode::not_found, "no device ", device); }
-kiln_buffer* device_alloc(const std::shared_ptr<Device>&, uint64_t) { KILN_UNREACHABLE("no plugin devices"); }
-void device_free(const std::shared_ptr<Device>&, kiln_buffer*, uint64_t) {}
-DeviceMemory device_memory(const std::string&) { return {}; }
-void reset_device_peak(const std::string&) {}
-void clear_device_cache() {}
-void device_read(Storage&, void*, uint64_t) { KILN_UNREACHABLE("no plugin devices"); }
-void copy_between_devices(Storage&, Storage&, uint64_t) { KILN_UNREACHABLE("no plugin devices"); }
-void run_device_kernel(const ExecItem& e) { fail(ErrorCode::unimplemented, "device ", e.device, " cannot run kernels yet"); }
+
+uint64_t rounded(uint64_t bytes) { return bytes ? (bytes + 63) & ~uint64_t{63} : 64; }
+
+}  // namespace
+
+std::string canonical_device(const std::string& device) {
+  std::string d = device;
+  if (d.empty()) d = getenv_str("KILN_DEVICE");
+  if (d == kRefDevice || d == kHostDevice) return d;
+  return d.empty() ? Registry::get().default_device() : Registry::get().resolve(d);
+}
+
+std::shared_ptr<Device> open_device(const std::string& device) { return Registry::get().open(device); }
+
+kiln_buffer* device_alloc(const std::shared_ptr<Device>& dev, uint64_t bytes) {
+  uint64_t size = rounded(bytes);
+  {
+    std::lock_guard<std::mutex> lock(pool().mu);
+    auto& pd = pool().by_device[dev->name()];
+    pd.dev = dev;
+    auto it = pd.free.find(size);
+    if (it != pd.free.end()) {
+      kiln_buffer* b = it->second;
+      pd.free.erase(it);
+      pd.mem.cached_bytes -= size;
+      ++pd.mem.cache_hits;
+      return b;
+    }
+  }
+  kiln_buffer* b;
+  try {
+    b = dev->alloc(size);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::resource_exhausted) throw;
+    clear_device_cache();  // out of memory: give the cached buffers back and try once more
+    b = dev->alloc(size);
+  }
+  std::lock_guard<std::mutex> lock(pool().mu);
+  auto& pd = pool().by_device[dev->name()];
+  pd.mem.live_bytes += size;
+  pd.mem.peak_bytes = std::max(pd.mem.peak_bytes, pd.mem.live_bytes);
+  ++pd.mem.allocations;
+  return b;
+}
+
+void device_free(const std::shared_ptr<Device>& dev, kiln_buffer* buf, uint64_t bytes) {
+  uint64_t size = rounded(bytes);
+  std::lock_guard<std::mutex> lock(pool().mu);
+  auto& pd = pool().by_device[dev->name()];
+  if (pd.mem.cached_bytes + size <= kCacheLimit) {
+    pd.free.emplace(size, buf);
+    pd.mem.cached_bytes += size;
+    return;
+  }
+  pd.mem.live_bytes -= size;
+  dev->free(buf);
+}
+
+DeviceMemory device_memory(const std::string& device) {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  auto it = pool().by_device.find(device);
+  return it == pool().by_device.end() ? DeviceMemory{} : it->second.mem;
+}
+
+void reset_device_peak(const std::string& device) {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  auto it = pool().by_device.find(device);
+  if (it != pool().by_device.end()) it->second.mem.peak_bytes = it->second.mem.live_bytes;
+}
+
+void clear_device_cache() {
+  std::lock_guard<std::mutex> lock(pool().mu);
+  for (auto& [name, pd] : pool().by_device) {
+    for (auto& [size, b] : pd.free) {
+      pd.dev->free(b);
+      pd.mem.live_bytes -= size;
+    }
+    pd.free.clear();
+    pd.mem.cached_bytes = 0;
+  }
+}
+
+void device_read(Storage& s, void* dst, uint64_t bytes) {
+  if (bytes) s.plugin_device()->copy_out(dst, s.device_buffer(), 0, bytes);
+}
+
+void copy_between_devices(Storage& dst, Storage& src, uint64_t n) {
+  if (!n) return;
+  bool dst_host = !dst.plugin_device() && (dst.device() == kHostDevice || dst.device() == kRefDevice);
+  bool src_host = src.device() == kHostDevice || src.device() == kRefDevice;
+  if (src_host && !dst_host) {
+    dst.ensure_allocated();
+    dst.plugin_device()->copy_in(dst.device_buffer(), 0, src.host_ptr(), n);
+    return;
+  }
+  if (!src_host && dst_host) {
+    src.plugin_device()->copy_out(dst.host_ptr(), src.device_buffer(), 0, n);
+    return;
+  }
+  dst.ensure_allocated();
+  src.ensure_allocated();
+  if (src.plugin_device() == dst.plugin_device() && src.plugin_device()->has_device_copy()) {
+    dst.plugin_device()->copy(dst.device_buffer(), 0, src.device_buffer(), 0, n);
+    return;
+  }
+  std::vector<char> bounce(n);  // different devices: through host memory
+  src.plugin_device()->copy_out(bounce.data(), src.device_buffer(), 0, n);
+  dst.plugin_device()->copy_in(dst.device_buffer(), 0, bounce.data(), n);
+}
 
 }  // namespace kiln::runtime
-
-namespace kiln {
-std::string default_device() { return runtime::canonical_device(""); }
-std::vector<std::string> devices() { return {"ref"}; }
-}  // namespace kiln

@@ -171,7 +171,9 @@ Tensor& Tensor::assign(const Tensor& value) {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   DType want = dtype_of<T>();
-  Tensor t = want == dtype() ? *this : cast(want);
+  Tensor self = *this;  // shares the state: reading a lazy tensor realizes it, so later uses reuse the result
+  if (!is_view(self.uop())) self.realize();
+  Tensor t = want == dtype() ? self : self.cast(want);
   if (!is_view(t.uop())) t = t.contiguous().realize();  // views of a buffer start at its element 0
   int64_t n = t.numel();
   if constexpr (std::is_same_v<T, bool>) {
