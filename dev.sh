@@ -25,8 +25,9 @@ case "$cmd" in
   run)
     "$here/scripts/setup-deps.sh"
     configure OFF && compile
-    "$build/tools/kiln/kiln" --version
-    "$build/tools/kiln/kiln" demo
+    "$build/tools/kiln/kiln" devices
+    "$build/examples/mlp"        # an MLP forward pass, checked against plain C++, with per-kernel times
+    "$build/examples/softmax"
     ;;
   test)
     "$here/scripts/setup-deps.sh"

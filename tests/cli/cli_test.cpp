@@ -216,6 +216,23 @@ TEST(Cli, UserConfigOptionsReachTheCpuPlugin) {
                          "\"shared\", got \"elf\" (set at " + bad + ":2:10)");
 }
 
+TEST(Cli, BenchRunsTheChosenWorkloadsAndChecksThem) {
+  CliResult r = run_kiln({"bench", "--only", "sum,matmul256", "--iters", "1", "--warmup", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string why;
+  EXPECT_TRUE(is_valid_json(r.out, &why)) << why;
+  EXPECT_CONTAINS(r.out, "\"device\": \"cpu:0\"");
+  EXPECT_CONTAINS(r.out, "\"name\": \"sum\"");
+  EXPECT_CONTAINS(r.out, "\"name\": \"matmul256\"");
+  EXPECT_CONTAINS(r.out, "\"unit\": \"GFLOPS\"");
+  EXPECT_EQ(r.out.find("\"ok\": false"), std::string::npos) << r.out;
+  for (const char* key : {"first_ms", "steady_ms", "kernels", "rate", "ok"}) EXPECT_CONTAINS(r.out, std::string("\"") + key + "\": ");
+  EXPECT_EQ(r.out.find("elementwise"), std::string::npos);  // --only
+  CliResult bad = run_kiln({"bench", "--only", "sum,matmul3"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_CONTAINS(bad.err, "unknown workload 'matmul3' in --only; the workloads are: elementwise, sum, matmul256");
+}
+
 TEST(Cli, Demo) {
   CliResult r = run_kiln({"demo"});
   EXPECT_EQ(r.exit_code, 0);

@@ -10,5 +10,6 @@ int run_devices(const std::vector<std::string>& args);
 int run_info(const std::vector<std::string>& args);
 int run_config(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

@@ -17,6 +17,7 @@ const Command kCommands[] = {
     {"info", "everything about one backend (diagnosis)", &run_info},
     {"config", "the effective configuration and where each value came from", &run_config},
     {"demo", "simplify a small index expression", &run_demo},
+    {"bench", "the eight peer workloads: first-call and steady times", &run_bench},
 };
 
 void usage(std::FILE* out) {
@@ -29,6 +30,7 @@ void usage(std::FILE* out) {
                "  kiln list -v                    # ... with the manifest search path and options\n"
                "  kiln devices --json             # usable devices, machine-readable\n"
                "  kiln info cpu                   # why a backend is (not) usable\n"
+               "  kiln bench --only matmul512     # time a workload against its reference\n"
                "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"
                "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG\n"
                "exit codes: 0 ok, 1 failure, 2 usage error, 3 configuration error\n");

@@ -1,0 +1,241 @@
+// bench/workloads.cpp - the workloads, their float64 references and the timing loop.
+#include "workloads.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "plugin/device.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/compile_cache.hpp"
+#include "runtime/device_alloc.hpp"
+#include "runtime/program_cache.hpp"
+
+namespace kiln::bench {
+namespace {
+
+using Host = std::vector<std::vector<float>>;
+constexpr int64_t M = int64_t{1} << 20;
+
+// C[n,m] = A[n,k] @ B[k,m] in float64 (i-k-j order so the inner loop streams).
+std::vector<double> matmul_ref(const std::vector<double>& a, const std::vector<double>& b, int64_t n, int64_t k,
+                               int64_t m) {
+  std::vector<double> c(static_cast<size_t>(n * m), 0.0);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t p = 0; p < k; p++) {
+      double av = a[i * k + p];
+      const double* brow = &b[p * m];
+      double* crow = &c[i * m];
+      for (int64_t j = 0; j < m; j++) crow[j] += av * brow[j];
+    }
+  return c;
+}
+
+std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// W[out,in] -> W^T[in,out] in float64.
+std::vector<double> transposed(const std::vector<float>& w, int64_t out, int64_t in) {
+  std::vector<double> t(static_cast<size_t>(out * in));
+  for (int64_t o = 0; o < out; o++)
+    for (int64_t i = 0; i < in; i++) t[i * out + o] = w[o * in + i];
+  return t;
+}
+
+// h[b,o] = relu?(x[b,:] . W^T + bias)
+std::vector<double> linear_ref(const std::vector<double>& x, const std::vector<float>& w, const std::vector<float>& bias,
+                               int64_t batch, int64_t in, int64_t out, bool relu) {
+  std::vector<double> h = matmul_ref(x, transposed(w, out, in), batch, in, out);
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t o = 0; o < out; o++) {
+      double& v = h[b * out + o];
+      v += bias[o];
+      if (relu) v = std::max(v, 0.0);
+    }
+  return h;
+}
+
+Tensor centered(const Shape& shape, const std::string& device) { return Tensor::rand(shape, dtypes::float32, device) - 0.5; }
+
+Workload elementwise() {
+  return {"elementwise", "GB/s", 2.0 * 16 * M * 4,
+          [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({16 * M}, dtypes::float32, d)}; },
+          [](const std::vector<Tensor>& in) { return ((in[0] + 1) * 2).relu(); },
+          [](const Host& h) {
+            std::vector<double> out(h[0].size());
+            for (size_t i = 0; i < out.size(); i++) out[i] = std::max((double(h[0][i]) + 1) * 2, 0.0);
+            return out;
+          }};
+}
+
+Workload sum() {
+  return {"sum", "GB/s", 16.0 * M * 4,
+          [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({16 * M}, dtypes::float32, d)}; },
+          [](const std::vector<Tensor>& in) { return in[0].sum(); },
+          [](const Host& h) {
+            double s = 0;
+            for (float v : h[0]) s += v;
+            return std::vector<double>{s};
+          }};
+}
+
+Workload matmul(int64_t n) {
+  return {"matmul" + std::to_string(n), "GFLOPS", 2.0 * double(n) * double(n) * double(n),
+          [n](const std::string& d) { return std::vector<Tensor>{centered({n, n}, d), centered({n, n}, d)}; },
+          [](const std::vector<Tensor>& in) { return in[0].matmul(in[1]); },
+          [n](const Host& h) { return matmul_ref(widen(h[0]), widen(h[1]), n, n, n); }};
+}
+
+Workload softmax() {
+  constexpr int64_t rows = 4096, cols = 1024;
+  return {"softmax", "GB/s", 2.0 * rows * cols * 4,
+          [](const std::string& d) { return std::vector<Tensor>{Tensor::randn({rows, cols}, dtypes::float32, d)}; },
+          [](const std::vector<Tensor>& in) { return in[0].softmax(-1); },
+          [](const Host& h) {
+            std::vector<double> out(h[0].size());
+            for (int64_t r = 0; r < rows; r++) {
+              const float* x = &h[0][r * cols];
+              double mx = *std::max_element(x, x + cols), s = 0;
+              for (int64_t c = 0; c < cols; c++) s += out[r * cols + c] = std::exp(double(x[c]) - mx);
+              for (int64_t c = 0; c < cols; c++) out[r * cols + c] /= s;
+            }
+            return out;
+          }};
+}
+
+// 784-512-512-10, batch 256, relu; weights initialised like nn.Linear (uniform +-1/sqrt(in)).
+Workload mlp() {
+  constexpr int64_t batch = 256, d0 = 784, d1 = 512, d2 = 512, d3 = 10;
+  return {"mlp", "GFLOPS", 2.0 * batch * (d0 * d1 + d1 * d2 + d2 * d3),
+          [](const std::string& d) {
+            auto layer = [&](int64_t in, int64_t out) {
+              double bound = 1.0 / std::sqrt(double(in));
+              return std::pair{centered({out, in}, d) * (2 * bound), centered({out}, d) * (2 * bound)};
+            };
+            auto [w1, b1] = layer(d0, d1);
+            auto [w2, b2] = layer(d1, d2);
+            auto [w3, b3] = layer(d2, d3);
+            return std::vector<Tensor>{Tensor::rand({batch, d0}, dtypes::float32, d), w1, b1, w2, b2, w3, b3};
+          },
+          [](const std::vector<Tensor>& in) {
+            Tensor h = in[0].linear(in[1], in[2]).relu();
+            h = h.linear(in[3], in[4]).relu();
+            return h.linear(in[5], in[6]);
+          },
+          [](const Host& h) {
+            std::vector<double> x = linear_ref(widen(h[0]), h[1], h[2], batch, d0, d1, true);
+            x = linear_ref(x, h[3], h[4], batch, d1, d2, true);
+            return linear_ref(x, h[5], h[6], batch, d2, d3, false);
+          }};
+}
+
+// 8x32x64x64 input, 64 filters 3x3, padding 1.
+Workload conv2d() {
+  constexpr int64_t B = 8, C = 32, H = 64, W = 64, O = 64, K = 3;
+  return {"conv2d", "GFLOPS", 2.0 * B * O * H * W * C * K * K,
+          [](const std::string& d) { return std::vector<Tensor>{centered({B, C, H, W}, d), centered({O, C, K, K}, d)}; },
+          [](const std::vector<Tensor>& in) { return in[0].conv2d(in[1], std::nullopt, 1, 1); },
+          [](const Host& h) {
+            const std::vector<float>&x = h[0], &w = h[1];
+            std::vector<double> out(static_cast<size_t>(B * O * H * W), 0.0);
+            for (int64_t b = 0; b < B; b++)
+              for (int64_t o = 0; o < O; o++)
+                for (int64_t c = 0; c < C; c++)
+                  for (int64_t ky = 0; ky < K; ky++)
+                    for (int64_t kx = 0; kx < K; kx++) {
+                      double wv = w[((o * C + c) * K + ky) * K + kx];
+                      for (int64_t y = 0; y < H; y++) {
+                        int64_t iy = y + ky - 1;
+                        if (iy < 0 || iy >= H) continue;
+                        const float* xrow = &x[((b * C + c) * H + iy) * W];
+                        double* orow = &out[((b * O + o) * H + y) * W];
+                        for (int64_t xo = 0; xo < W; xo++) {
+                          int64_t ix = xo + kx - 1;
+                          if (ix >= 0 && ix < W) orow[xo] += wv * xrow[ix];
+                        }
+                      }
+                    }
+            return out;
+          }};
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+const std::vector<Workload>& workloads() {
+  static const std::vector<Workload> all = {elementwise(), sum(),     matmul(256), matmul(512),
+                                            matmul(1024),  softmax(), mlp(),       conv2d()};
+  return all;
+}
+
+Result run(const Workload& w, const std::string& device, const Options& options) {
+  auto dev = runtime::open_device(device);
+  Result r{.name = w.name, .unit = w.unit};
+  // As in a fresh process: nothing compiled, nothing cached, no memory recycled from earlier
+  // workloads. The inputs are made (and their kernels compiled) before the caches are emptied
+  // once more, so `first` compiles every kernel of the workload itself.
+  runtime::clear_allocation_cache();
+  manual_seed(1234);
+  std::vector<Tensor> inputs = w.inputs(device);
+  for (Tensor& t : inputs) t = t.contiguous();
+  Tensor::realize_all(inputs);
+  dev->synchronize();
+
+  runtime::clear_program_cache();
+  runtime::clear_compile_memory_cache();
+  auto start = std::chrono::steady_clock::now();
+  std::optional<Tensor> out = w.fn(inputs);
+  out->realize();
+  dev->synchronize();
+  r.first_ms = ms_since(start);
+
+  if (options.check) {
+    std::vector<float> got = out->to_vector<float>();
+    Host host;
+    for (const Tensor& t : inputs) host.push_back(t.to_vector<float>());
+    std::vector<double> want = w.reference(host);
+    double scale = 1, err = got.size() == want.size() ? 0 : INFINITY;
+    for (double v : want) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < std::min(got.size(), want.size()); i++) {
+      double e = std::fabs(double(got[i]) - want[i]);
+      err = std::isnan(e) ? INFINITY : std::max(err, e);
+    }
+    r.checked = true;
+    r.error = err / scale;
+    r.ok = r.error <= options.tolerance;
+  }
+  out.reset();  // frees the output before the steady loop
+
+  for (int i = 0; i < options.warmup; i++) {
+    w.fn(inputs).realize();
+    dev->synchronize();
+  }
+  std::vector<double> steady, sched;
+  for (int i = 0; i < std::max(1, options.iters); i++) {
+    auto t0 = std::chrono::steady_clock::now();
+    w.fn(inputs).realize();
+    dev->synchronize();
+    steady.push_back(ms_since(t0));
+  }
+  for (int i = 0; i < 3; i++) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<ExecItem> items = w.fn(inputs).schedule();
+    sched.push_back(ms_since(t0));
+    r.kernels = static_cast<size_t>(std::count_if(items.begin(), items.end(), [](const ExecItem& e) { return !e.is_copy; }));
+  }
+  r.steady_ms = median(steady);
+  r.schedule_ms = median(sched);
+  r.rate = w.amount / (r.steady_ms * 1e-3) / 1e9;
+  return r;
+}
+
+}  // namespace kiln::bench

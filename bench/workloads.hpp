@@ -1,0 +1,57 @@
+// bench/workloads.hpp - the eight workloads of `kiln bench`.
+//
+// Same programs, shapes and FLOP/byte counts as ../shared/bench/tinygrad_bench.py, so a kiln
+// line and a tinygrad line compare directly. Each workload has a plain C++ float64 reference.
+//
+// Timing follows the tinygrad script: inputs are realized and the device opened before the clock
+// starts; `first` is the first realize of the output with empty kernel caches (in memory and on
+// disk: the caller points KILN_CACHE_DIR at an empty directory) and only the inputs' memory
+// allocated, as in a fresh process, so it includes scheduling, codegen, compilation, first-touch
+// of fresh output memory and the run; `steady`
+// is the median of eager calls (graph built, scheduled and run each time) after warm-up.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/tensor.hpp"
+
+namespace kiln::bench {
+
+struct Workload {
+  std::string name;
+  std::string unit;   // "GB/s" or "GFLOPS"
+  double amount = 0;  // bytes moved (minimum) or FLOPs per call
+  // Creates the inputs on `device` (seeded; not yet realized).
+  std::function<std::vector<Tensor>(const std::string& device)> inputs;
+  // The program under test: builds the lazy output from the inputs.
+  std::function<Tensor(const std::vector<Tensor>&)> fn;
+  // The expected output from host copies of the inputs, computed in float64.
+  std::function<std::vector<double>(const std::vector<std::vector<float>>&)> reference;
+};
+
+// The workloads in the tinygrad script's order: elementwise, sum, matmul256, matmul512, matmul1024,
+// softmax, mlp, conv2d.
+const std::vector<Workload>& workloads();
+
+struct Options {
+  int warmup = 3;
+  int iters = 10;
+  bool check = true;         // compare the first result with the reference
+  double tolerance = 1e-4;   // max |got - want| / max(1, max |want|)
+};
+
+struct Result {
+  std::string name, unit;
+  double first_ms = 0, steady_ms = 0, rate = 0;  // rate in `unit` at steady_ms
+  double schedule_ms = 0;                        // steady: building + scheduling the graph (no run)
+  size_t kernels = 0;                            // kernels launched by one call
+  bool checked = false, ok = false;
+  double error = 0;  // the relative error above, when checked
+};
+
+// Runs one workload on `device`. Throws kiln::Error when the program fails to build or run.
+Result run(const Workload& w, const std::string& device, const Options& options);
+
+}  // namespace kiln::bench

@@ -1,0 +1,123 @@
+// tools/kiln/cmd_bench.cpp - `kiln bench`: the eight peer workloads on one device.
+//
+// Same programs and counts as ../shared/bench/tinygrad_bench.py, so the two tables compare line
+// by line. Unless --keep-cache, the compile cache points at a fresh temporary directory so `first`
+// includes compiling every kernel.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "cli.hpp"
+#include "commands.hpp"
+#include "kiln/tensor.hpp"
+#include "workloads.hpp"
+
+namespace kiln::cli {
+
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// A private, empty compile cache for this run; removed again on exit.
+struct FreshCacheDir {
+  std::filesystem::path path;
+  FreshCacheDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-bench-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw UsageError("cannot create a temporary cache directory: " + tmpl);
+    path = tmpl;
+    setenv("KILN_CACHE_DIR", tmpl.c_str(), 1);
+  }
+  ~FreshCacheDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+int run_bench(const std::vector<std::string>& args) {
+  po::options_description options("kiln bench options");
+  options.add_options()("device", po::value<std::string>(), "device to run on (default: the default device)")(
+      "only", po::value<std::string>(), "comma-separated workloads (default: all)")(
+      "json", "machine-readable output")("iters", po::value<int>()->default_value(10), "timed steady calls")(
+      "warmup", po::value<int>()->default_value(3), "untimed calls before the steady ones")(
+      "keep-cache", "use the normal compile cache (first call may hit it)")(
+      "no-check", "skip the float64 reference check");
+  po::variables_map vm;
+  std::string names;
+  for (const bench::Workload& w : bench::workloads()) names += (names.empty() ? "" : ", ") + w.name;
+  if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--only a,b] [--json]",
+                  "  kiln bench\n  kiln bench --device cpu:0 --only matmul512,softmax --json\n\nworkloads: " + names +
+                      "\n"))
+    return kOk;
+
+  std::vector<const bench::Workload*> selected;
+  if (vm.count("only")) {
+    for (const std::string& name : split_list(vm["only"].as<std::string>())) {
+      const bench::Workload* found = nullptr;
+      for (const bench::Workload& w : bench::workloads())
+        if (w.name == name) found = &w;
+      if (!found) throw UsageError("unknown workload '" + name + "' in --only; the workloads are: " + names);
+      selected.push_back(found);
+    }
+  } else {
+    for (const bench::Workload& w : bench::workloads()) selected.push_back(&w);
+  }
+  bench::Options opt;
+  opt.iters = vm["iters"].as<int>();
+  opt.warmup = vm["warmup"].as<int>();
+  if (opt.iters < 1 || opt.warmup < 0) throw UsageError("--iters must be at least 1 and --warmup at least 0");
+  opt.check = !vm.count("no-check");
+
+  std::optional<FreshCacheDir> cache;
+  if (!vm.count("keep-cache")) cache.emplace();
+  std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device();
+  bool json = vm.count("json"), progress = isatty(STDERR_FILENO);
+
+  if (!json)
+    std::printf("%-12s %10s %10s %8s %16s  %s\n", "workload", "first ms", "steady ms", "kernels", "rate", "check");
+  Json list = Json::array();
+  bool all_ok = true;
+  for (const bench::Workload* w : selected) {
+    if (progress) std::fprintf(stderr, "running %s on %s...\r", w->name.c_str(), device.c_str());
+    bench::Result r = bench::run(*w, device, opt);
+    if (progress) std::fprintf(stderr, "\033[K");
+    all_ok = all_ok && (!r.checked || r.ok);
+    if (json) {
+      Json o = Json::object();
+      o.set("name", r.name).set("first_ms", r.first_ms).set("steady_ms", r.steady_ms);
+      o.set("kernels", uint64_t{r.kernels}).set("rate", r.rate).set("unit", r.unit);
+      o.set("ok", r.checked ? Json(r.ok) : Json()).set("error", r.checked ? Json(r.error) : Json());
+      o.set("schedule_ms", r.schedule_ms);
+      list.push(o);
+      continue;
+    }
+    char rate[32], check[48];
+    std::snprintf(rate, sizeof rate, "%.1f %s", r.rate, r.unit.c_str());
+    if (r.checked)
+      std::snprintf(check, sizeof check, "%s (err %.1e)", r.ok ? "ok" : "MISMATCH", r.error);
+    else
+      std::snprintf(check, sizeof check, "-");
+    std::printf("%-12s %10.1f %10.2f %8zu %16s  %s\n", r.name.c_str(), r.first_ms, r.steady_ms, r.kernels, rate, check);
+    std::fflush(stdout);
+  }
+  if (json) {
+    Json doc = Json::object();
+    doc.set("device", device).set("workloads", list);
+    std::printf("%s\n", doc.dump().c_str());
+  }
+  return all_ok ? kOk : kFailure;
+}
+
+}  // namespace kiln::cli
