@@ -114,17 +114,7 @@ UOp apply_opt(const UOp& ast, const Opt& opt) {
   return replace_range(ast, r, outer * amt + inner, {outer, inner});
 }
 
-namespace {
-
-struct KernelShape {
-  std::vector<UOp> out;      // output (LOOP) ranges in END order
-  std::vector<UOp> reduce;   // REDUCE ranges
-  UOp store_index;
-  std::vector<UOp> load_indices;
-  int itemsize = 4;
-};
-
-KernelShape inspect(const UOp& ast) {
+KernelShape inspect_kernel(const UOp& ast) {
   KernelShape k;
   for (const UOp& u : toposort(ast)) {
     if (u.op() == Ops::END && u.src(0).op() == Ops::STORE)
@@ -136,6 +126,8 @@ KernelShape inspect(const UOp& ast) {
     if (u.op() == Ops::LOAD) k.load_indices.push_back(u.src(0).src(1));
     if (u.op() == Ops::RANGE && range_type(u) == AxisType::REDUCE) k.reduce.push_back(u);
   }
+  for (const UOp& r : k.out)
+    if (has_stride(k.store_index, r, 1)) k.contiguous = r;
   return k;
 }
 
@@ -143,21 +135,16 @@ int64_t const_size(const UOp& r) { return r.src(0).is_const() ? r.src(0).arg_int
 
 bool has_stride(const UOp& idx, const UOp& r, int64_t want) {
   int64_t s;
-  return stride_of(idx, r, s) && s == want;
+  return idx && stride_of(idx, r, s) && s == want;
 }
-
-}  // namespace
 
 std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) {
   std::vector<Opt> opts;
-  KernelShape k = inspect(ast);
+  KernelShape k = inspect_kernel(ast);
   if (!k.store_index) return opts;
   int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
   bool cpu = target.has(KILN_TARGET_HAS_THREADS);
-  // the output axis the store walks contiguously
-  UOp contiguous;
-  for (const UOp& r : k.out)
-    if (has_stride(k.store_index, r, 1)) contiguous = r;
+  const UOp& contiguous = k.contiguous;
   auto reused = [&](const UOp& r) {  // some input does not depend on r: it is reused along r
     for (const UOp& idx : k.load_indices)
       if (has_stride(idx, r, 0)) return true;
@@ -192,7 +179,7 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) 
     vec = lanes;
   }
   (void)vec;
-  // parallelism: CPU threads over the outermost output axis; GPU workgroups along the last one
+  // parallelism: CPU threads over the outermost output axis (GPU workgroups: opt_gpu.cpp)
   int64_t work = 1;
   for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
   for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
@@ -204,17 +191,7 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) 
       if (o.axis == range_axis(outer) && o.op == OptOp::UPCAST) n /= o.amount;
     if (n >= 2) opts.push_back({OptOp::THREAD, range_axis(outer), std::min<int64_t>(target.threads, n)});
   }
-  if (target.has(KILN_TARGET_HAS_LOCAL) && !k.out.empty()) {
-    const UOp& last = contiguous ? contiguous : k.out.back();
-    int64_t n = const_size(last);
-    for (const Opt& o : opts)
-      if (o.axis == range_axis(last) && o.op == OptOp::UPCAST) n /= o.amount;
-    for (int64_t l = std::min<int64_t>(target.local_max[0], 64); l >= 2; l /= 2)
-      if (n % l == 0 && n / l >= 1) {
-        opts.push_back({OptOp::LOCAL, range_axis(last), l});
-        break;
-      }
-  }
+  if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, opts);
   return opts;
 }
 

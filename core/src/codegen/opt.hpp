@@ -35,6 +35,23 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target);
 // Heuristic opts applied in order (none with KILN_NOOPT); the chosen opts are appended to `applied`.
 UOp apply_opts(const UOp& ast, const Target& target, std::vector<Opt>* applied = nullptr);
 
+// What the heuristics look at: a kernel's ranges and memory accesses.
+struct KernelShape {
+  std::vector<UOp> out;      // output (LOOP) ranges in END order
+  std::vector<UOp> reduce;   // REDUCE ranges
+  UOp store_index;           // null when the kernel stores nothing
+  UOp contiguous;            // the output range the store walks with stride 1 (null if none)
+  std::vector<UOp> load_indices;
+  int itemsize = 4;          // bytes per stored element
+};
+KernelShape inspect_kernel(const UOp& ast);
+int64_t const_size(const UOp& r);  // 0 when symbolic
+bool has_stride(const UOp& idx, const UOp& r, int64_t want);
+
+// Workgroup actions (LOCAL, ...) for targets with local memory, appended after the register
+// ones (opt_gpu.cpp).
+void add_workgroup_opts(const KernelShape& k, const Target& target, std::vector<Opt>& opts);
+
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
 int64_t range_axis(const UOp& r);
