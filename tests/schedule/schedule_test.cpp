@@ -69,6 +69,16 @@ TEST(Fusion, MovementChainIsOneKernel) {
   EXPECT_GOLDEN("schedule/movement_chain", asts(ks));
 }
 
+TEST(Fusion, PaddedConvRealizesItsPaddedInput) {
+  // each padded element is read 9 * 8 = 72 times: the pad gets its own kernel
+  auto padded = kernels_of(input({1, 4, 8, 8}).conv2d(input({8, 4, 3, 3}), std::nullopt, 1, 1).schedule());
+  ASSERT_EQ(padded.size(), 2u) << names(padded);
+  EXPECT_EQ(padded[0].name, "E_4_10_10") << names(padded);
+  // without padding, or when the pad is read once, everything fuses
+  EXPECT_EQ(kernels_of(input({1, 4, 8, 8}).conv2d(input({8, 4, 3, 3})).schedule()).size(), 1u);
+  EXPECT_EQ(kernels_of(input({16, 16}).pad({{1, 1}, {1, 1}}).sum().schedule()).size(), 1u);
+}
+
 TEST(Fusion, DiamondRecomputesElementwiseAndRealizesTheReduce) {
   Tensor d = (input({16, 32}) * 2.0).exp();
   auto ks = kernels_of((d + d.sum({1}, true)).schedule());

@@ -145,32 +145,68 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) 
   int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
   bool cpu = target.has(KILN_TARGET_HAS_THREADS);
   const UOp& contiguous = k.contiguous;
-  auto reused = [&](const UOp& r) {  // some input does not depend on r: it is reused along r
+  // Loads whose index moves along r; "contiguous along r" when each moves by exactly one element.
+  auto contiguous_loads = [&](const UOp& r) {
+    bool any = false;
+    for (const UOp& idx : k.load_indices) {
+      if (has_stride(idx, r, 0)) continue;
+      if (!has_stride(idx, r, 1)) return false;
+      any = true;
+    }
+    return any;
+  };
+  // Some input does not move along r: it is reused from registers when r is upcast.
+  auto reused = [&](const UOp& r) {
     for (const UOp& idx : k.load_indices)
       if (has_stride(idx, r, 0)) return true;
     return false;
   };
+  // Every load that moves along `v` stays put along r: upcasting r reuses v's vector loads.
+  auto reuses_loads_of = [&](const UOp& r, const UOp& v) {
+    for (const UOp& idx : k.load_indices)
+      if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0)) return false;
+    return true;
+  };
+  auto upcast_amount = [&](const UOp& r) {
+    int64_t n = const_size(r);
+    for (const Opt& o : opts)
+      if (o.axis == range_axis(r) && o.op == OptOp::UPCAST) n /= o.amount;
+    return n;
+  };
+  // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
+  int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   int64_t vec = 0;
-  if (!k.reduce.empty() && contiguous && reused(contiguous) && lanes > 1 && const_size(contiguous) % lanes == 0) {
-    // matmul-like: a register tile. Vector lanes along the contiguous output axis, two vectors,
-    // and four rows of another reused output axis: eight independent accumulators.
+  if (!k.reduce.empty() && contiguous && reused(contiguous) && contiguous_loads(contiguous) && lanes > 1 &&
+      const_size(contiguous) % lanes == 0) {
+    // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
+    // (loads of B are vectors), two vectors, and four rows of an output axis along which B's
+    // vectors are reused (A's elements broadcast): eight independent vector accumulators.
     opts.push_back({OptOp::UPCAST, range_axis(contiguous), lanes, true});
     vec = lanes;
     if ((const_size(contiguous) / lanes) % 2 == 0) opts.push_back({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
-      if (!(*it == contiguous) && const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reused(*it)) {
+      if (!(*it == contiguous) && const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reuses_loads_of(*it, contiguous)) {
         opts.push_back({OptOp::UPCAST, range_axis(*it), 4});
         break;
       }
   } else if (!k.reduce.empty()) {
-    // a reduction: vector lanes along a reduce axis the inputs walk contiguously
+    // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all)
     UOp red = k.reduce.back();
-    bool contiguous_loads = !k.load_indices.empty();
-    for (const UOp& idx : k.load_indices) contiguous_loads &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
-    if (contiguous_loads && lanes > 1 && const_size(red) % lanes == 0) {
+    bool walkable = !k.load_indices.empty();
+    for (const UOp& idx : k.load_indices) walkable &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
+    if (walkable && lanes > 1 && const_size(red) % lanes == 0) {
       opts.push_back({OptOp::UNROLL, range_axis(red), lanes, true});
       vec = lanes;
-      if ((const_size(red) / lanes) % 2 == 0 && const_size(red) / lanes >= 4) opts.push_back({OptOp::UNROLL, range_axis(red), 2});
+      // dot products (C = A @ B.T): a tile of output axes along which an input is reused keeps
+      // several vector accumulators busy per loaded vector
+      int tiled = 0;
+      for (auto it = k.out.rbegin(); it != k.out.rend() && tiled < 2; ++it)
+        if (const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reused(*it) && const_size(red) >= 4 * lanes) {
+          opts.push_back({OptOp::UPCAST, range_axis(*it), tiled == 0 ? 4 : tile_rows});
+          ++tiled;
+        }
+      if (!tiled && (const_size(red) / lanes) % 2 == 0 && const_size(red) / lanes >= 4)
+        opts.push_back({OptOp::UNROLL, range_axis(red), 2});
     } else if (const_size(red) % 4 == 0 && const_size(red) >= 16) {
       opts.push_back({OptOp::UNROLL, range_axis(red), 4});
     }
@@ -185,10 +221,7 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) 
   for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
   if (cpu && target.threads > 1 && !k.out.empty() && work >= 65536) {
     const UOp& outer = k.out.front();
-    int64_t n = const_size(outer);
-    // after the upcasts the axis is smaller: account for them
-    for (const Opt& o : opts)
-      if (o.axis == range_axis(outer) && o.op == OptOp::UPCAST) n /= o.amount;
+    int64_t n = upcast_amount(outer);  // what is left of the axis after the upcasts
     if (n >= 2) opts.push_back({OptOp::THREAD, range_axis(outer), std::min<int64_t>(target.threads, n)});
   }
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, opts);

@@ -14,7 +14,10 @@
 //    directly or through a shared elementwise/movement chain (two outputs realized together share
 //    it instead of computing it twice).
 //  - Elementwise and movement chains are never realized: they fuse into every consumer
-//    (recomputing them is cheaper than a round trip through memory).
+//    (recomputing them is cheaper than a round trip through memory). Except a PAD that a reduce
+//    reads many times over (a padded convolution reads each input element ~k*k*Cout times): it
+//    is realized, so the reduce kernel loads plain memory instead of testing the padding's
+//    bounds at every load (which also keeps its loads vectorizable).
 //  - A reduce whose input is at least 32768 times larger than its output is split in two kernels
 //    (split_reduce): the first reduces chunks in parallel, the second combines the partials.
 #include "schedule/kernelize.hpp"
@@ -183,6 +186,25 @@ struct Decider {
     return c ? *c : 0;
   }
 
+  // PADs fused into reduce `r` whose elements the reduce reads at least kRereads times each.
+  void realize_reread_pads(const UOp& r) {
+    constexpr int64_t kRereads = 16;
+    int64_t reads = max_size(shape_of(g, r.src(0)));
+    std::vector<const UOpNode*> stack{r.src(0).node()};
+    PtrMap<char> seen;
+    while (!stack.empty()) {
+      const UOpNode* x = stack.back();
+      stack.pop_back();
+      if (seen.contains(x) || realize.contains(x) || x->op == Ops::PARAM || x->op == Ops::REDUCE_AXIS) continue;
+      seen[x] = 1;
+      if (x->op == Ops::PAD && reads >= kRereads * max_size(*g.shape.find(x))) {
+        realize[x] = 1;
+        continue;
+      }
+      for (uint32_t i = 0; i < x->nsrc; ++i) stack.push_back(x->srcs()[i].node());
+    }
+  }
+
   void decide(const UOp& sink) {
     PtrMap<std::vector<const UOpNode*>> users;
     for (const UOp& n : g.order)
@@ -224,6 +246,7 @@ struct Decider {
           f.shared |= base.shared;
         }
       flags[n.node()] = f;
+      if (n.op() == Ops::REDUCE_AXIS) realize_reread_pads(n);
       if (n.op() == Ops::REDUCE_AXIS && !realize.contains(n.node()) &&
           (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1))
         realize[n.node()] = 1;
