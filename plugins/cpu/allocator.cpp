@@ -3,15 +3,10 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "sysinfo.hpp"
 
@@ -28,89 +23,11 @@ constexpr uint64_t kMaxSize = uint64_t{1} << 56;
                        std::to_string(memory_available() >> 20) + " MiB available)"};
 }
 
-// Populates fresh large mappings on a background thread (MADV_POPULATE_WRITE), so their page
-// faults overlap with whatever the host does next - typically compiling the kernel that will
-// write them - instead of stalling that kernel. Populating changes no contents, so a kernel may
-// run on the buffer while it is still being populated.
-class Prefaulter {
- public:
-  void submit(std::byte* data, uint64_t length) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!worker_.joinable()) worker_ = std::thread([this] { loop(); });
-    queue_.push_back({data, length});
-    cv_.notify_one();
-  }
-
-  // Before a mapping goes away: drop its job, or wait for the chunk being populated.
-  void forget(std::byte* data) {
-    std::unique_lock<std::mutex> lock(mu_);
-    queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](const Job& j) { return j.data == data; }), queue_.end());
-    if (running_ == data) cancel_ = true;
-    done_.wait(lock, [&] { return running_ != data; });
-  }
-
-  ~Prefaulter() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-      queue_.clear();
-      cancel_ = true;
-    }
-    cv_.notify_one();
-    if (worker_.joinable()) worker_.join();
-  }
-
- private:
-  struct Job {
-    std::byte* data;
-    uint64_t length;
-  };
-
-  void loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (stop_) return;
-      Job job = queue_.front();
-      queue_.pop_front();
-      running_ = job.data;
-      cancel_ = false;
-      // In chunks, so forget() waits for one chunk at most.
-      for (uint64_t off = 0; off < job.length && !cancel_; off += kChunk) {
-        lock.unlock();
-        int rc = madvise(job.data + off, std::min(kChunk, job.length - off), kPopulateWrite);
-        lock.lock();
-        if (rc != 0) break;  // older kernel (EINVAL) or no memory: the kernel faults the pages itself
-      }
-      running_ = nullptr;
-      done_.notify_all();
-    }
-  }
-
-  static constexpr uint64_t kChunk = uint64_t{8} << 20;
-  static constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14), missing from older headers
-  std::mutex mu_;
-  std::condition_variable cv_, done_;
-  std::deque<Job> queue_;
-  std::byte* running_ = nullptr;
-  bool cancel_ = false, stop_ = false;
-  std::thread worker_;
-};
-
-Prefaulter& prefaulter() {
-  static Prefaulter p;
-  return p;
-}
-
 }  // namespace
 
 CpuBuffer::~CpuBuffer() {
-  if (mapped_) {
-    prefaulter().forget(data);
-    munmap(data, mapped_);
-  } else {
-    std::free(data);
-  }
+  if (mapped_) munmap(data, mapped_);
+  else std::free(data);
 }
 
 std::unique_ptr<CpuBuffer> allocate(uint64_t size, uint32_t flags) {
@@ -129,7 +46,6 @@ std::unique_ptr<CpuBuffer> allocate(uint64_t size, uint32_t flags) {
     b->data = reinterpret_cast<std::byte*>(aligned);
     b->mapped_ = length;
     madvise(b->data, length, MADV_HUGEPAGE);  // best effort: THP may be disabled
-    prefaulter().submit(b->data, length);
     return b;
   }
   uint64_t rounded = (size + kAlign - 1) / kAlign * kAlign;

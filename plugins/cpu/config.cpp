@@ -14,7 +14,7 @@ CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'threads' must be between 0 (all cores) and 4096, got " + std::to_string(threads)};
   c.threads = threads == 0 ? cpu.cores : static_cast<unsigned>(threads);
-  c.compiler.compiler = o.get_string("compiler", "clang-15");
+  c.compiler.compiler = o.get_string("compiler", kInProcessLlvm);
   if (c.compiler.compiler.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'compiler' is empty"};
   const sdk::OptionValue* flags = o.find("flags");
   if (flags && flags->kind == sdk::OptionValue::Kind::array) {
@@ -29,6 +29,10 @@ CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
   else
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'binary' must be \"object\" or \"shared\", got \"" + binary + "\""};
+  if (c.compiler.in_process() && c.compiler.format == BinaryFormat::shared)
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                     "option 'binary' = \"shared\" needs a C compiler: also set compiler = \"clang-15\" (the in-process "
+                     "LLVM compiler makes objects)"};
   return c;
 }
 

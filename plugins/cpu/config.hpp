@@ -1,11 +1,12 @@
 // plugins/cpu/config.hpp - the cpu backend's [backend.options].
 //
 //   threads  = 0                   worker threads per launch, 0 = every core this process may use
-//   compiler = "clang-15"          the C compiler (looked up in PATH)
+//   compiler = "llvm"              "llvm": LLVM IR compiled inside the process (fast first call);
+//                                  else a C compiler (looked up in PATH), e.g. "clang-15"
 //   flags    = "-O2 -march=native -ffreestanding -fno-builtin -fno-math-errno -fPIC -nostdlib"
-//                                  (a string or an array of strings)
-//   binary   = "object"            "object": clang -c + the in-plugin ELF loader (fast first call);
-//                                  "shared": clang -shared + dlopen from a memfd
+//                                  the C compiler's flags (a string or an array of strings)
+//   binary   = "object"            "object": an ELF object + the in-plugin ELF loader;
+//                                  "shared": clang -shared + dlopen from a memfd (C compilers only)
 #pragma once
 #include "compiler.hpp"
 #include "kiln/sdk.hpp"

@@ -11,7 +11,10 @@
 namespace kiln::cpu {
 
 CpuDevice::CpuDevice(const CpuConfig& config)
-    : config_(config), compiler_(config.compiler, cpu_info().features()), pool_(config.threads) {}
+    : config_(config),
+      compiler_(config.compiler.in_process() ? make_llvm_compiler()
+                                             : std::make_unique<Compiler>(config.compiler, cpu_info().features())),
+      pool_(config.threads) {}
 
 sdk::DeviceProps CpuDevice::props() {
   const CpuInfo& cpu = cpu_info();
@@ -40,7 +43,7 @@ sdk::Target CpuDevice::target() {
   t.max_vector_width = cpu.has("avx512f") ? 16 : cpu.has("avx") ? 8 : 4;  // float lanes per register
   // What the C dialect renders; the core decomposes the rest (transcendentals, half types).
   c_dialect_caps(t.ops.data(), t.dtypes);
-  t.source_format = "c";
+  t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
   return t;
 }
 
@@ -66,10 +69,10 @@ void CpuDevice::copy(sdk::Buffer& dst, uint64_t dst_offset, const sdk::Buffer& s
   if (n) std::memmove(d.data + dst_offset, s.data + src_offset, n);
 }
 
-std::string CpuDevice::cache_key() { return compiler_.cache_key(); }
+std::string CpuDevice::cache_key() { return compiler_->cache_key(); }
 
 std::string CpuDevice::compile(const sdk::CompileRequest& request, std::string& log) {
-  return compiler_.compile(std::string(request.source), std::string(request.entry), std::string(request.options), log);
+  return compiler_->compile(std::string(request.source), std::string(request.entry), std::string(request.options), log);
 }
 
 std::unique_ptr<sdk::Program> CpuDevice::load(std::string_view binary, std::string_view entry) {

@@ -1,4 +1,4 @@
-// plugins/cpu/device.hpp - the cpu device: host memory, clang, a thread pool.
+// plugins/cpu/device.hpp - the cpu device: host memory, LLVM or clang, a thread pool.
 //
 // Thread-safe (reports KILN_DEVICE_THREADSAFE): allocation, copies and compiles may run from many
 // threads at once (parallel compiles help BEAM search); launches that use the pool are serialised
@@ -32,13 +32,13 @@ class CpuDevice final : public sdk::Device {
   std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
   double launch(sdk::Program& program, const sdk::Launch& launch) override;
 
-  // The C renderer. Defined in render*.cpp, kept apart so the renderer can be replaced alone.
+  // LLVM IR (compiler = "llvm") or C (a clang). Defined in render.cpp.
   bool has_renderer() const override;
   std::string render(const kiln_lir& kernel) override;
 
  private:
   CpuConfig config_;
-  Compiler compiler_;
+  std::unique_ptr<KernelCompiler> compiler_;
   ThreadPool pool_;
 };
 

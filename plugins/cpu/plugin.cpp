@@ -36,7 +36,7 @@ class CpuPlugin final : public sdk::Plugin {
 
   void initialize(const sdk::Options& options) override {
     config_ = read_config(options, cpu_info());
-    if (!in_path(config_.compiler.compiler))
+    if (!config_.compiler.in_process() && !in_path(config_.compiler.compiler))
       sdk::log(KILN_LOG_WARNING, config_.compiler.compiler +
                                      " was not found in PATH: the cpu backend can allocate memory but not compile "
                                      "kernels (install clang-15 or set [backends.cpu.options] compiler)");

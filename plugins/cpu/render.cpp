@@ -1,12 +1,14 @@
-// plugins/cpu/render.cpp - the cpu device renders LIR with its C dialect (c_dialect.hpp).
+// plugins/cpu/render.cpp - the cpu device renders LIR as LLVM IR (in-process LLVM) or as C.
 #include "c_dialect.hpp"
 #include "device.hpp"
+#include "llvm_ir.hpp"
 
 namespace kiln::cpu {
 
 bool CpuDevice::has_renderer() const { return true; }
 
 std::string CpuDevice::render(const kiln_lir& kernel) {
+  if (config_.compiler.in_process()) return render_llvm_ir(kernel);
   CDialect dialect;  // stateless between kernels; one per call keeps render() thread-safe
   return dialect.render(kernel);
 }

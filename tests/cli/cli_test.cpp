@@ -171,12 +171,12 @@ TEST(Cli, InfoExplainsOneBackend) {
   CliResult cpu = run_kiln({"info", "cpu"});
   EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
   for (const char* s : {"status:         ok", "resolved:       /", "abi:            manifest 0.1, plugin 0.1, core 0.1",
-                        "probe:          score 1:", "device cpu:0:", "source:       c", "LIR ops:"})
+                        "probe:          score 1:", "device cpu:0:", "source:       llvm-ir", "LIR ops:"})
     EXPECT_CONTAINS(cpu.out, s);
   CliResult j = run_kiln({"info", "cpu:0", "--json"});
   EXPECT_EQ(j.exit_code, 0);
   EXPECT_JSON(j.out);
-  EXPECT_CONTAINS(j.out, "\"source_format\": \"c\"");
+  EXPECT_CONTAINS(j.out, "\"source_format\": \"llvm-ir\"");
   CliResult hip = run_kiln({"info", "hip"});
   EXPECT_EQ(hip.exit_code, 1);
   EXPECT_CONTAINS(hip.out, "status:         load-error");

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "c_dialect.hpp"
+#include "llvm_ir.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/transcendental.hpp"
 #include "golden.hpp"
@@ -17,10 +18,10 @@ using namespace kiln;
 
 namespace {
 
-// A CPU-like target: 2 threads, 8 float lanes, no transcendental functions, no half types.
+// A CPU-like target: 2 threads, FMA, 8 float lanes, no transcendental functions, no half types.
 Target cpu_target() {
   Target t;
-  t.flags = KILN_TARGET_HAS_THREADS;
+  t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
   t.threads = 2;
   t.max_vector_width = 8;
   cpu::c_dialect_caps(t.ops, t.dtypes);
@@ -52,6 +53,7 @@ TEST(Pipeline, ElementwiseIsVectorizedAndThreaded) {
   kiln_lir l = p.lir.view();
   EXPECT_GOLDEN("codegen/elementwise_lir", lir_text(l));
   EXPECT_GOLDEN("codegen/elementwise_c", Render().render(l));
+  EXPECT_GOLDEN("codegen/elementwise_llvm", cpu::render_llvm_ir(l));
 }
 
 TEST(Pipeline, MatmulIsARegisterTile) {
@@ -62,6 +64,7 @@ TEST(Pipeline, MatmulIsARegisterTile) {
   std::string c = Render().render(p.lir.view());
   EXPECT_NE(c.find("floatx8 acc7[1];"), std::string::npos) << "eight vector accumulators";
   EXPECT_GOLDEN("codegen/matmul_c", c);
+  EXPECT_GOLDEN("codegen/matmul_llvm", cpu::render_llvm_ir(p.lir.view()));
 }
 
 TEST(Pipeline, SumReducesInVectorLanes) {

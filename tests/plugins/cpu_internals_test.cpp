@@ -18,6 +18,7 @@ namespace {
 
 CompilerConfig object_config() {
   CompilerConfig c;
+  c.compiler = "clang-15";
   c.flags = {"-O2", "-ffreestanding", "-fno-builtin", "-fPIC", "-nostdlib"};
   return c;
 }

@@ -36,11 +36,6 @@ void run_reference(const ExecItem& e) {
 }  // namespace
 
 void run_schedule(const std::vector<ExecItem>& items) {
-  // Allocate every buffer first: a device may prepare fresh memory (the cpu backend populates its
-  // pages in the background) while the kernels below are compiled.
-  for (const ExecItem& e : items)
-    if (!e.is_copy && e.device != kRefDevice)
-      for (const UOp& b : e.buffers) storage_of(b)->device_buffer();
   prepare_kernels(items);  // compile what is new, in parallel, before running anything
   for (const ExecItem& e : items) {
     auto t0 = std::chrono::steady_clock::now();

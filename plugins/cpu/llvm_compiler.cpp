@@ -1,0 +1,139 @@
+// plugins/cpu/llvm_compiler.cpp - LLVM IR -> ELF object inside the process, with LLVM 15.
+//
+// The only file of the cpu backend that includes LLVM headers (they are slow to compile).
+// Per kernel: parse the IR, give every function the host's CPU and features, verify, run the
+// O2 pipeline, emit an object with the TargetMachine; the in-plugin ELF loader loads it like an
+// object from clang -c. The host CPU name may be unknown to LLVM 15 (it reports "generic" for
+// Zen 5), but the features are detected, so the vector code uses every extension the host has.
+#include <mutex>
+#include <sstream>
+
+#include "compiler.hpp"
+#include "kiln/sdk.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#endif
+#include <llvm/ADT/StringMap.h>
+#include <llvm/AsmParser/Parser.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace kiln::cpu {
+namespace {
+
+struct Host {
+  std::string triple, cpu, features;
+  const llvm::Target* target = nullptr;
+};
+
+const Host& host() {
+  static const Host h = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    Host h;
+    h.triple = llvm::sys::getProcessTriple();
+    h.cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> features;
+    if (llvm::sys::getHostCPUFeatures(features)) {
+      std::vector<std::string> on;
+      for (const auto& f : features) on.push_back((f.getValue() ? "+" : "-") + f.getKey().str());
+      std::sort(on.begin(), on.end());  // StringMap order is unspecified; the cache key must be stable
+      for (const std::string& f : on) h.features += (h.features.empty() ? "" : ",") + f;
+    }
+    std::string error;
+    h.target = llvm::TargetRegistry::lookupTarget(h.triple, error);
+    if (!h.target) throw sdk::Error{KILN_STATUS_FAILED_PRECONDITION, "LLVM has no target for " + h.triple + ": " + error};
+    return h;
+  }();
+  return h;
+}
+
+class LlvmCompiler final : public KernelCompiler {
+ public:
+  std::string cache_key() override {
+    const Host& h = host();
+    return std::string("llvm ") + LLVM_VERSION_STRING + "|O2|" + h.triple + "|" + h.cpu + "|" + h.features;
+  }
+
+  std::string compile(const std::string& source, const std::string& entry, const std::string& extra_options,
+                      std::string& log) override {
+    if (!extra_options.empty())
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "the in-process LLVM compiler takes no options (got '" + extra_options +
+                                                         "'); set [backends.cpu.options] compiler = \"clang-15\" to pass flags"};
+    const Host& h = host();
+    llvm::LLVMContext ctx;
+    llvm::SMDiagnostic diag;
+    std::string file = entry + ".ll";  // parse errors read "NAME.ll:line:col: error: ..."
+    std::unique_ptr<llvm::Module> mod = llvm::parseAssembly(llvm::MemoryBufferRef(source, file), diag, ctx);
+    if (!mod) {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      diag.print(nullptr, os, /*ShowColors=*/false);
+      log = os.str();
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compiling kernel '" + entry + "' failed: the LLVM IR does not parse:\n" + log};
+    }
+    std::unique_ptr<llvm::TargetMachine> tm(h.target->createTargetMachine(
+        h.triple, h.cpu, h.features, llvm::TargetOptions(), llvm::Reloc::PIC_, llvm::CodeModel::Small,
+        llvm::CodeGenOpt::Aggressive));
+    if (!tm) throw sdk::Error{KILN_STATUS_INTERNAL, "LLVM could not create a target machine for " + h.triple};
+    mod->setTargetTriple(h.triple);
+    mod->setDataLayout(tm->createDataLayout());
+    for (llvm::Function& f : *mod) {
+      if (f.isDeclaration()) continue;
+      f.addFnAttr("target-cpu", h.cpu);
+      f.addFnAttr("target-features", h.features);
+    }
+    std::string problems;
+    llvm::raw_string_ostream vs(problems);
+    if (llvm::verifyModule(*mod, &vs)) {
+      log = vs.str();
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compiling kernel '" + entry + "' failed: invalid LLVM IR:\n" + log};
+    }
+    optimize(*mod, *tm);
+    llvm::SmallVector<char, 0> object;
+    llvm::raw_svector_ostream out(object);
+    llvm::legacy::PassManager codegen;
+    if (tm->addPassesToEmitFile(codegen, out, nullptr, llvm::CGFT_ObjectFile))
+      throw sdk::Error{KILN_STATUS_INTERNAL, "LLVM cannot emit an object file for " + h.triple};
+    codegen.run(*mod);
+    log.clear();
+    return std::string(object.begin(), object.end());
+  }
+
+ private:
+  static void optimize(llvm::Module& mod, llvm::TargetMachine& tm) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(&tm);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(mod, mam);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<KernelCompiler> make_llvm_compiler() { return std::make_unique<LlvmCompiler>(); }
+
+}  // namespace kiln::cpu

@@ -1,0 +1,470 @@
+// plugins/cpu/llvm_ir.cpp - the LLVM IR renderer: one pass over the LIR, one statement per
+// instruction (see llvm_ir.hpp for the shape of the module).
+#include "llvm_ir.hpp"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "kiln/sdk.hpp"
+#include "kiln/sdk/lir.hpp"
+
+namespace kiln::cpu {
+namespace {
+
+using sdk::lir_is_float;
+using sdk::lir_is_unsigned;
+using sdk::lir_scalar_size;
+
+[[noreturn]] void unsupported(const std::string& what) {
+  throw sdk::Error{KILN_STATUS_UNIMPLEMENTED, "llvm renderer: " + what};
+}
+
+bool is_bool(uint8_t s) { return s == KILN_LIR_DTYPE_BOOL; }
+bool is_signed_int(uint8_t s) { return !lir_is_float(s) && !lir_is_unsigned(s) && !is_bool(s); }
+
+std::string scalar_ir(uint8_t s, bool in_memory = false) {
+  switch (s) {
+    case KILN_LIR_DTYPE_BOOL: return in_memory ? "i8" : "i1";
+    case KILN_LIR_DTYPE_INT8: case KILN_LIR_DTYPE_UINT8: return "i8";
+    case KILN_LIR_DTYPE_INT16: case KILN_LIR_DTYPE_UINT16: return "i16";
+    case KILN_LIR_DTYPE_INT32: case KILN_LIR_DTYPE_UINT32: return "i32";
+    case KILN_LIR_DTYPE_INT64: case KILN_LIR_DTYPE_UINT64: return "i64";
+    case KILN_LIR_DTYPE_FLOAT32: return "float";
+    case KILN_LIR_DTYPE_FLOAT64: return "double";
+    default: unsupported("no LLVM type for LIR dtype " + std::to_string(s) + " (the cpu target does not list it)");
+  }
+}
+
+std::string vec_ir(uint8_t s, int count, bool in_memory = false) {
+  std::string e = scalar_ir(s, in_memory);
+  return count == 1 ? e : "<" + std::to_string(count) + " x " + e + ">";
+}
+std::string type_ir(const kiln_lir_type& t, bool in_memory = false) { return vec_ir(t.scalar, t.count, in_memory); }
+
+// LLVM wants float constants as the hex of a double that is exact in the constant's type.
+std::string float_literal(uint8_t s, double v) {
+  if (s == KILN_LIR_DTYPE_FLOAT32) v = static_cast<double>(static_cast<float>(v));
+  uint64_t bits;
+  std::memcpy(&bits, &v, 8);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016" PRIX64, bits);
+  return buf;
+}
+
+std::string int_literal(uint8_t s, int64_t v) {
+  switch (lir_scalar_size(s)) {  // the value as the signed integer of the type's width
+    case 1: return std::to_string(static_cast<int8_t>(v));
+    case 2: return std::to_string(static_cast<int16_t>(v));
+    case 4: return std::to_string(static_cast<int32_t>(v));
+    default: return std::to_string(v);
+  }
+}
+
+// Intrinsic name suffix: f32, v16f32, i64, v8i32 ...
+std::string mangle(const kiln_lir_type& t) {
+  std::string e = lir_is_float(t.scalar) ? "f" + std::to_string(8 * lir_scalar_size(t.scalar))
+                                         : "i" + std::to_string(is_bool(t.scalar) ? 1 : 8 * lir_scalar_size(t.scalar));
+  return t.count == 1 ? e : "v" + std::to_string(t.count) + e;
+}
+
+class Renderer {
+ public:
+  explicit Renderer(const kiln_lir& lir) : l_(lir), val_(lir.n_insts), elem_(lir.n_insts) {}
+
+  std::string render() {
+    cur_ = "entry";
+    for (uint32_t i = 0; i < l_.size(); ++i) emit(i);
+    if (!open_.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "llvm renderer: unbalanced RANGE/END or IF/ENDIF"};
+    return module();
+  }
+
+ private:
+  const kiln_lir_type& T(uint32_t i) const { return l_[i].type; }
+  uint32_t src(uint32_t i, uint32_t k) const { return l_.src(i, k); }
+  const std::string& V(uint32_t i, uint32_t k) const { return val_[src(i, k)]; }
+  std::string TV(uint32_t i, uint32_t k) const { return type_ir(T(src(i, k))) + " " + V(i, k); }
+
+  void line(const std::string& s) { body_ << "  " + s + "\n"; }
+  void label(const std::string& name) {
+    body_ << name << ":\n";
+    cur_ = name;
+  }
+  std::string tmp() { return "%t" + std::to_string(tmp_++); }
+  // Defines instruction i's value with `rhs` ("add i32 %a, %b").
+  void def(uint32_t i, const std::string& rhs) {
+    val_[i] = "%v" + std::to_string(i);
+    line(val_[i] + " = " + rhs);
+  }
+
+  std::string zero(const kiln_lir_type& t) const {
+    if (t.count > 1) return "zeroinitializer";
+    if (lir_is_float(t.scalar)) return float_literal(t.scalar, 0.0);
+    return is_bool(t.scalar) ? "false" : "0";
+  }
+
+  std::string constant(uint32_t i) const {
+    const kiln_lir_inst& in = l_[i];
+    uint8_t s = in.type.scalar;
+    std::string lit;
+    double f = in.arg_kind == KILN_LIR_ARG_FLOAT ? l_.f64(i) : static_cast<double>(in.arg);
+    if (is_bool(s)) lit = (in.arg_kind == KILN_LIR_ARG_FLOAT ? f != 0 : in.arg != 0) ? "true" : "false";
+    else if (lir_is_float(s)) lit = float_literal(s, f);
+    else lit = int_literal(s, in.arg_kind == KILN_LIR_ARG_FLOAT ? static_cast<int64_t>(f) : in.arg);
+    if (in.type.count == 1) return lit;
+    if (lit == zero({s, 0, 1, 0})) return "zeroinitializer";
+    std::string v = "<";
+    for (int k = 0; k < in.type.count; ++k) v += (k ? ", " : "") + scalar_ir(s) + " " + lit;
+    return v + ">";
+  }
+
+  // A value converted between LIR types (C semantics).
+  std::string convert(const std::string& x, const kiln_lir_type& from, const kiln_lir_type& to) {
+    std::string ft = type_ir(from), tt = type_ir(to);
+    uint8_t fs = from.scalar, ts = to.scalar;
+    auto emit_conv = [&](const char* op) {
+      std::string t = tmp();
+      line(t + " = " + op + " " + ft + " " + x + " to " + tt);
+      return t;
+    };
+    auto emit_cmp = [&](const std::string& cmp) {
+      std::string t = tmp();
+      line(t + " = " + cmp + " " + ft + " " + x + ", " + zero(from));
+      return t;
+    };
+    if (ts == fs || ft == tt) return x;
+    if (is_bool(ts)) return emit_cmp(lir_is_float(fs) ? "fcmp une" : "icmp ne");
+    if (is_bool(fs)) return emit_conv(lir_is_float(ts) ? "uitofp" : "zext");
+    bool ff = lir_is_float(fs), tf = lir_is_float(ts);
+    int fw = lir_scalar_size(fs), tw = lir_scalar_size(ts);
+    if (!ff && !tf) return emit_conv(fw < tw ? (lir_is_unsigned(fs) ? "zext" : "sext") : "trunc");
+    if (!ff && tf) return emit_conv(lir_is_unsigned(fs) ? "uitofp" : "sitofp");
+    if (ff && !tf) return emit_conv(lir_is_unsigned(ts) ? "fptoui" : "fptosi");
+    return emit_conv(fw < tw ? "fpext" : "fptrunc");
+  }
+
+  // Loads of bools read bytes; stores of bools write bytes.
+  std::string from_memory(const std::string& x, const kiln_lir_type& t) {
+    if (!is_bool(t.scalar)) return x;
+    std::string c = tmp();
+    line(c + " = icmp ne " + type_ir(t, true) + " " + x + ", " + (t.count > 1 ? "zeroinitializer" : "0"));
+    return c;
+  }
+  std::string to_memory(const std::string& x, const kiln_lir_type& t) {
+    if (!is_bool(t.scalar)) return x;
+    std::string z = tmp();
+    line(z + " = zext " + type_ir(t) + " " + x + " to " + type_ir(t, true));
+    return z;
+  }
+
+  std::string load_text(const std::string& addr, const kiln_lir_type& t) const {
+    return "load " + type_ir(t, true) + ", ptr " + addr + ", align " + std::to_string(lir_scalar_size(t.scalar));
+  }
+
+  void emit_load(uint32_t i) {
+    const kiln_lir_type& t = T(i);
+    const std::string& addr = V(i, 0);
+    if (l_[i].n_src != 3) {
+      std::string raw = tmp();
+      line(raw + " = " + load_text(addr, t));
+      std::string v = from_memory(raw, t);
+      val_[i] = v;
+      return;
+    }
+    const kiln_lir_type& gate = T(src(i, 2));
+    if (gate.count > 1) {  // per-lane gate: a masked load reads only the enabled lanes
+      if (is_bool(t.scalar)) unsupported("a masked load of bools");
+      need_intrinsic("declare " + type_ir(t) + " @llvm.masked.load." + mangle(t) + ".p0(ptr, i32, " + type_ir(gate) + ", " +
+                     type_ir(t) + ")");
+      def(i, "call " + type_ir(t) + " @llvm.masked.load." + mangle(t) + ".p0(ptr " + addr + ", i32 " +
+                 std::to_string(lir_scalar_size(t.scalar)) + ", " + TV(i, 2) + ", " + TV(i, 1) + ")");
+      return;
+    }
+    std::string id = std::to_string(i), from = cur_;
+    line("br i1 " + V(i, 2) + ", label %ld" + id + ", label %ld" + id + "_join");
+    label("ld" + id);
+    std::string raw = tmp();
+    line(raw + " = " + load_text(addr, t));
+    std::string v = from_memory(raw, t);
+    std::string loaded_in = cur_;
+    line("br label %ld" + id + "_join");
+    label("ld" + id + "_join");
+    def(i, "phi " + type_ir(t) + " [ " + v + ", %" + loaded_in + " ], [ " + V(i, 1) + ", %" + from + " ]");
+  }
+
+  void emit_store(uint32_t i) {
+    const kiln_lir_type& t = T(src(i, 1));
+    std::string value = to_memory(V(i, 1), t);
+    std::string st = "store " + type_ir(t, true) + " " + value + ", ptr " + V(i, 0) + ", align " +
+                     std::to_string(lir_scalar_size(t.scalar));
+    if (l_[i].n_src != 3) return line(st);
+    const kiln_lir_type& gate = T(src(i, 2));
+    if (gate.count > 1) {
+      need_intrinsic("declare void @llvm.masked.store." + mangle(t) + ".p0(" + type_ir(t, true) + ", ptr, i32, " +
+                     type_ir(gate) + ")");
+      return line("call void @llvm.masked.store." + mangle(t) + ".p0(" + type_ir(t, true) + " " + value + ", ptr " + V(i, 0) +
+                  ", i32 " + std::to_string(lir_scalar_size(t.scalar)) + ", " + TV(i, 2) + ")");
+    }
+    std::string id = std::to_string(i);
+    line("br i1 " + V(i, 2) + ", label %st" + id + ", label %st" + id + "_join");
+    label("st" + id);
+    line(st);
+    line("br label %st" + id + "_join");
+    label("st" + id + "_join");
+  }
+
+  void emit_vectorize(uint32_t i) {
+    const kiln_lir_inst& in = l_[i];
+    std::string vt = type_ir(in.type), st = scalar_ir(in.type.scalar);
+    bool splat = true;
+    for (uint32_t k = 1; k < in.n_src; ++k) splat &= src(i, k) == src(i, 0);
+    if (splat) {
+      std::string t = tmp();
+      line(t + " = insertelement " + vt + " poison, " + st + " " + V(i, 0) + ", i32 0");
+      def(i, "shufflevector " + vt + " " + t + ", " + vt + " poison, <" + std::to_string(in.n_src) + " x i32> zeroinitializer");
+      return;
+    }
+    std::string acc = "poison";
+    for (uint32_t k = 0; k < in.n_src; ++k) {
+      std::string t = k + 1 == in.n_src ? "%v" + std::to_string(i) : tmp();
+      line(t + " = insertelement " + vt + " " + acc + ", " + st + " " + V(i, k) + ", i32 " + std::to_string(k));
+      acc = t;
+    }
+    val_[i] = acc;
+  }
+
+  void emit_gep(uint32_t i) {
+    auto lanes = l_.ints(i);
+    const kiln_lir_type& from = T(src(i, 0));
+    if (lanes.size() == 1) return def(i, "extractelement " + TV(i, 0) + ", i32 " + std::to_string(lanes[0]));
+    std::string mask = "<";
+    for (size_t k = 0; k < lanes.size(); ++k) mask += (k ? ", i32 " : "i32 ") + std::to_string(lanes[k]);
+    def(i, "shufflevector " + TV(i, 0) + ", " + type_ir(from) + " poison, <" + std::to_string(lanes.size()) + " x i32> " + mask + ">");
+  }
+
+  void emit_binary(uint32_t i) {
+    const kiln_lir_inst& in = l_[i];
+    uint8_t s = in.type.scalar;
+    bool f = lir_is_float(s), sgn = is_signed_int(s);
+    const char* op = nullptr;
+    switch (in.op) {
+      case KILN_LIR_OP_ADD: op = f ? "fadd" : sgn ? "add nsw" : "add"; break;
+      case KILN_LIR_OP_SUB: op = f ? "fsub" : sgn ? "sub nsw" : "sub"; break;
+      case KILN_LIR_OP_MUL: op = f ? "fmul" : sgn ? "mul nsw" : "mul"; break;
+      case KILN_LIR_OP_IDIV: op = lir_is_unsigned(s) ? "udiv" : "sdiv"; break;
+      case KILN_LIR_OP_MOD: op = lir_is_unsigned(s) ? "urem" : "srem"; break;
+      case KILN_LIR_OP_FDIV: op = "fdiv"; break;
+      case KILN_LIR_OP_SHL: op = "shl"; break;
+      case KILN_LIR_OP_SHR: op = sgn ? "ashr" : "lshr"; break;
+      case KILN_LIR_OP_AND: op = "and"; break;
+      case KILN_LIR_OP_OR: op = "or"; break;
+      case KILN_LIR_OP_XOR: op = "xor"; break;
+      default: unsupported("LIR op " + std::to_string(in.op) + " (not advertised by the cpu target)");
+    }
+    def(i, std::string(op) + " " + TV(i, 0) + ", " + V(i, 1));
+  }
+
+  void emit_compare(uint32_t i) {
+    const kiln_lir_inst& in = l_[i];
+    uint8_t s = T(src(i, 0)).scalar;
+    bool f = lir_is_float(s), u = lir_is_unsigned(s) || is_bool(s);
+    const char* op = in.op == KILN_LIR_OP_CMPLT ? (f ? "fcmp olt" : u ? "icmp ult" : "icmp slt")
+                     : in.op == KILN_LIR_OP_CMPNE ? (f ? "fcmp une" : "icmp ne")
+                                                  : (f ? "fcmp oeq" : "icmp eq");
+    def(i, std::string(op) + " " + TV(i, 0) + ", " + V(i, 1));
+  }
+
+  // NaN-propagating for floats, as in C: (a > b || a != a) ? a : b.
+  void emit_max(uint32_t i) {
+    const kiln_lir_type& t = T(i);
+    std::string c = tmp();
+    if (lir_is_float(t.scalar)) {
+      std::string gt = tmp(), nan = tmp();
+      line(gt + " = fcmp ogt " + TV(i, 0) + ", " + V(i, 1));
+      line(nan + " = fcmp uno " + TV(i, 0) + ", " + V(i, 0));
+      line(c + " = or " + vec_ir(KILN_LIR_DTYPE_BOOL, t.count) + " " + gt + ", " + nan);
+    } else {
+      line(c + " = icmp " + (lir_is_unsigned(t.scalar) || is_bool(t.scalar) ? "ugt " : "sgt ") + TV(i, 0) + ", " + V(i, 1));
+    }
+    def(i, "select " + vec_ir(KILN_LIR_DTYPE_BOOL, t.count) + " " + c + ", " + TV(i, 0) + ", " + TV(i, 1));
+  }
+
+  void emit_math(uint32_t i, const char* name) {
+    const kiln_lir_type& t = T(i);
+    std::string fn = std::string("@llvm.") + name + "." + mangle(t);
+    need_intrinsic("declare " + type_ir(t) + " " + fn + "(" + type_ir(t) + ")");
+    def(i, "call " + type_ir(t) + " " + fn + "(" + TV(i, 0) + ")");
+  }
+
+  void emit(uint32_t i) {
+    const kiln_lir_inst& in = l_[i];
+    const kiln_lir_type& t = in.type;
+    switch (in.op) {
+      case KILN_LIR_OP_PARAM:
+        val_[i] = "%data" + std::to_string(in.arg);
+        elem_[i] = scalar_ir(t.scalar, true);
+        break;
+      case KILN_LIR_OP_VAR: {
+        std::string v = "%var" + std::to_string(n_vars_seen_++);
+        if (t.scalar == KILN_LIR_DTYPE_INT64 || t.scalar == KILN_LIR_DTYPE_UINT64) val_[i] = v;
+        else def(i, "trunc i64 " + v + " to " + type_ir(t));
+        break;
+      }
+      case KILN_LIR_OP_SPECIAL: {
+        std::string_view name = l_.str(i);
+        if (name != "gidx0" && name != "gidx1" && name != "gidx2")
+          unsupported("the cpu has no launch index '" + std::string(name) + "' (only gidx0..2)");
+        std::string g = "%" + std::string(name);
+        if (lir_scalar_size(t.scalar) == 4) val_[i] = g;
+        else def(i, "sext i32 " + g + " to " + type_ir(t));
+        break;
+      }
+      case KILN_LIR_OP_CONST: val_[i] = constant(i); break;
+      case KILN_LIR_OP_RANGE: {
+        std::string id = std::to_string(i), it = type_ir(t), from = cur_;
+        line("br label %r" + id);
+        label("r" + id);
+        val_[i] = "%v" + id;
+        line(val_[i] + " = phi " + it + " [ 0, %" + from + " ], [ %v" + id + "_next, %r" + id + "_latch ]");
+        line("%v" + id + "_go = icmp slt " + it + " " + val_[i] + ", " + V(i, 0));
+        line("br i1 %v" + id + "_go, label %r" + id + "_body, label %r" + id + "_exit");
+        label("r" + id + "_body");
+        open_.push_back(i);
+        break;
+      }
+      case KILN_LIR_OP_END: {
+        uint32_t r = src(i, 0);
+        close(r, KILN_LIR_OP_RANGE);
+        std::string id = std::to_string(r), it = type_ir(T(r));
+        line("br label %r" + id + "_latch");
+        label("r" + id + "_latch");
+        line("%v" + id + "_next = add nsw " + it + " %v" + id + ", 1");
+        line("br label %r" + id);
+        label("r" + id + "_exit");
+        break;
+      }
+      case KILN_LIR_OP_IF: {
+        std::string id = std::to_string(i);
+        line("br i1 " + V(i, 0) + ", label %if" + id + ", label %if" + id + "_end");
+        label("if" + id);
+        open_.push_back(i);
+        break;
+      }
+      case KILN_LIR_OP_ENDIF: {
+        uint32_t f = src(i, 0);
+        close(f, KILN_LIR_OP_IF);
+        line("br label %if" + std::to_string(f) + "_end");
+        label("if" + std::to_string(f) + "_end");
+        break;
+      }
+      case KILN_LIR_OP_DEFINE_REG: {
+        val_[i] = "%acc" + std::to_string(in.arg) + "_" + std::to_string(i);
+        elem_[i] = vec_ir(t.scalar, t.count, true);
+        allocas_ += "  " + val_[i] + " = alloca " + elem_[i] + ", i32 " + std::to_string(t.size < 1 ? 1 : t.size) + ", align 64\n";
+        break;
+      }
+      case KILN_LIR_OP_INDEX: {
+        uint32_t base = src(i, 0);
+        elem_[i] = elem_[base];
+        if (elem_[i].empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "llvm renderer: INDEX of a non-pointer"};
+        def(i, "getelementptr inbounds " + elem_[i] + ", ptr " + val_[base] + ", " + TV(i, 1));
+        break;
+      }
+      case KILN_LIR_OP_LOAD: emit_load(i); break;
+      case KILN_LIR_OP_STORE: emit_store(i); break;
+      case KILN_LIR_OP_VECTORIZE: emit_vectorize(i); break;
+      case KILN_LIR_OP_GEP: emit_gep(i); break;
+      case KILN_LIR_OP_CAST: val_[i] = convert(V(i, 0), T(src(i, 0)), t); break;
+      case KILN_LIR_OP_BITCAST: def(i, "bitcast " + TV(i, 0) + " to " + type_ir(t)); break;
+      case KILN_LIR_OP_NEG:
+        if (lir_is_float(t.scalar)) def(i, "fneg " + TV(i, 0));
+        else def(i, "sub " + type_ir(t) + " " + zero(t) + ", " + V(i, 0));
+        break;
+      case KILN_LIR_OP_RECIPROCAL: {
+        std::string lit = float_literal(t.scalar, 1.0), c = lit;
+        if (t.count > 1) {
+          c = "<";
+          for (int k = 0; k < t.count; ++k) c += (k ? ", " : "") + scalar_ir(t.scalar) + " " + lit;
+          c += ">";
+        }
+        def(i, "fdiv " + type_ir(t) + " " + c + ", " + V(i, 0));
+        break;
+      }
+      case KILN_LIR_OP_SQRT: emit_math(i, "sqrt"); break;
+      case KILN_LIR_OP_TRUNC: emit_math(i, "trunc"); break;
+      case KILN_LIR_OP_CMPLT: case KILN_LIR_OP_CMPNE: case KILN_LIR_OP_CMPEQ: emit_compare(i); break;
+      case KILN_LIR_OP_MAX: emit_max(i); break;
+      case KILN_LIR_OP_WHERE: def(i, "select " + TV(i, 0) + ", " + TV(i, 1) + ", " + TV(i, 2)); break;
+      case KILN_LIR_OP_MULACC:
+        if (lir_is_float(t.scalar)) {
+          std::string fn = "@llvm.fmuladd." + mangle(t), ty = type_ir(t);
+          need_intrinsic("declare " + ty + " " + fn + "(" + ty + ", " + ty + ", " + ty + ")");
+          def(i, "call " + ty + " " + fn + "(" + TV(i, 0) + ", " + TV(i, 1) + ", " + TV(i, 2) + ")");
+        } else {
+          std::string m = tmp();
+          line(m + " = mul " + TV(i, 0) + ", " + V(i, 1));
+          def(i, "add " + type_ir(t) + " " + m + ", " + V(i, 2));
+        }
+        break;
+      default: emit_binary(i);
+    }
+  }
+
+  void close(uint32_t opener, uint16_t op) {
+    if (open_.empty() || open_.back() != opener || l_[opener].op != op)
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "llvm renderer: END/ENDIF does not close the innermost RANGE/IF"};
+    open_.pop_back();
+  }
+
+  void need_intrinsic(const std::string& decl) {
+    for (const std::string& d : declares_)
+      if (d == decl) return;
+    declares_.push_back(decl);
+  }
+
+  std::string module() const {
+    const kiln_lir& raw = l_.raw();
+    std::string name(l_.name());
+    std::ostringstream m;
+    m << "; kiln kernel " << name << "\n";
+    m << "@kiln_nargs_" << name << " = constant [2 x i32] [i32 " << raw.n_buffers << ", i32 " << raw.n_vars << "]\n\n";
+    std::string params;
+    for (uint32_t b = 0; b < raw.n_buffers; ++b) params += "ptr noalias %data" + std::to_string(b) + ", ";
+    for (uint32_t v = 0; v < raw.n_vars; ++v) params += "i64 %var" + std::to_string(v) + ", ";
+    m << "define internal void @" << name << "_body(" << params << "i32 %gidx0, i32 %gidx1, i32 %gidx2) #0 {\n";
+    m << "entry:\n" << allocas_ << body_.str() << "  ret void\n}\n\n";
+    m << "define void @" << name << "(ptr %bufs, ptr %vals, i32 %gidx0, i32 %gidx1, i32 %gidx2) #1 {\nentry:\n";
+    std::string args;
+    for (uint32_t b = 0; b < raw.n_buffers; ++b) {
+      m << "  %p" << b << " = getelementptr inbounds ptr, ptr %bufs, i64 " << b << "\n";
+      m << "  %b" << b << " = load ptr, ptr %p" << b << ", align 8\n";
+      args += "ptr %b" + std::to_string(b) + ", ";
+    }
+    for (uint32_t v = 0; v < raw.n_vars; ++v) {
+      m << "  %q" << v << " = getelementptr inbounds i64, ptr %vals, i64 " << v << "\n";
+      m << "  %x" << v << " = load i64, ptr %q" << v << ", align 8\n";
+      args += "i64 %x" + std::to_string(v) + ", ";
+    }
+    m << "  call void @" << name << "_body(" << args << "i32 %gidx0, i32 %gidx1, i32 %gidx2)\n  ret void\n}\n\n";
+    for (const std::string& d : declares_) m << d << "\n";
+    m << "\nattributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind }\n";
+    return m.str();
+  }
+
+  sdk::LirView l_;
+  std::vector<std::string> val_;   // operand text of each instruction's value
+  std::vector<std::string> elem_;  // pointers: the element type in memory
+  std::vector<uint32_t> open_;     // RANGE/IF instructions not yet closed
+  std::vector<std::string> declares_;
+  std::ostringstream body_;
+  std::string allocas_, cur_;
+  uint32_t tmp_ = 0, n_vars_seen_ = 0;
+};
+
+}  // namespace
+
+std::string render_llvm_ir(const kiln_lir& kernel) { return Renderer(kernel).render(); }
+
+}  // namespace kiln::cpu
