@@ -4,10 +4,11 @@
 // line and a tinygrad line compare directly. Each workload has a plain C++ float64 reference.
 //
 // Timing follows the tinygrad script: inputs are realized and the device opened before the clock
-// starts; `first` is the first realize of the output with empty kernel caches (in memory and on
-// disk: the caller points KILN_CACHE_DIR at an empty directory) and only the inputs' memory
-// allocated, as in a fresh process, so it includes scheduling, codegen, compilation, first-touch
-// of fresh output memory and the run; `steady`
+// starts; `first` is the first realize of the output with empty caches (schedule, programs,
+// binaries in memory and, with fresh_cache, on disk) and only the inputs' memory allocated, as
+// in a fresh process, so it includes scheduling, codegen, compilation, first-touch of fresh
+// output memory and the run (median of first_runs repetitions, as the tinygrad script takes the
+// median of 3 processes); `steady`
 // is the median of eager calls (graph built, scheduled and run each time) after warm-up.
 #pragma once
 #include <cstdint>
@@ -36,6 +37,8 @@ struct Workload {
 const std::vector<Workload>& workloads();
 
 struct Options {
+  int first_runs = 3;        // `first` is the median of this many first calls, each from scratch
+  bool fresh_cache = true;   // each first call gets an empty on-disk compile cache (temporary)
   int warmup = 3;
   int iters = 10;
   bool check = true;         // compare the first result with the reference

@@ -217,7 +217,7 @@ TEST(Cli, UserConfigOptionsReachTheCpuPlugin) {
 }
 
 TEST(Cli, BenchRunsTheChosenWorkloadsAndChecksThem) {
-  CliResult r = run_kiln({"bench", "--only", "sum,matmul256", "--iters", "1", "--warmup", "0", "--json"});
+  CliResult r = run_kiln({"bench", "--device", "cpu:0", "--only", "sum,matmul256", "--iters", "1", "--warmup", "0", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string why;
   EXPECT_TRUE(is_valid_json(r.out, &why)) << why;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "c_dialect.hpp"
 #include "llvm_ir.hpp"
@@ -154,7 +155,14 @@ TEST(Transcendental, Sin) {
   for (double x : {0.0, 0.5, -1.0, 3.14159, 10.0, -100.0, 1000.5, 123456.0, 1.0e6})
     EXPECT_LT(std::fabs(run(sin32, x, dtypes::float32) - std::sin(static_cast<float>(x))), 2e-7) << x;
   auto sin32f = [](const UOp& x) { return sin_poly(x, false); };
-  for (double x : {0.5, -3.0, 40.0}) EXPECT_LT(std::fabs(run(sin32f, x, dtypes::float32) - std::sin(static_cast<float>(x))), 1e-6) << x;
+  for (double x : {0.5, -3.0, 40.0, 5000.0, -5999.0}) EXPECT_LT(std::fabs(run(sin32f, x, dtypes::float32) - std::sin(static_cast<float>(x))), 1e-6) << x;
+  // large arguments: exact reduction (Payne-Hanek) over the whole float32 range, with or without float64
+  for (double x : {6001.0, 1.0e5 + 0.5, 2.0e6, -1.0e7, 3.0e8, 1.2345e15, -1.0e20, 3.0e38, 105414350.0 /* near 2^26.65: k*pi/2 */,
+                   static_cast<double>(std::numeric_limits<float>::max())}) {
+    double want = std::sin(static_cast<double>(static_cast<float>(x)));
+    EXPECT_LT(std::fabs(run(sin32, x, dtypes::float32) - want), 2e-7) << x;
+    EXPECT_LT(std::fabs(run(sin32f, x, dtypes::float32) - want), 1e-6) << x;
+  }
   EXPECT_TRUE(std::isnan(run(sin32, INFINITY, dtypes::float32)));
   EXPECT_TRUE(std::isnan(run(sin32, NAN, dtypes::float32)));
 }

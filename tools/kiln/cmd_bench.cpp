@@ -1,15 +1,11 @@
 // tools/kiln/cmd_bench.cpp - `kiln bench`: the eight peer workloads on one device.
 //
 // Same programs and counts as ../shared/bench/tinygrad_bench.py, so the two tables compare line
-// by line. Unless --keep-cache, the compile cache points at a fresh temporary directory so `first`
+// by line. Unless --keep-cache, each first call gets an empty temporary compile cache, so `first`
 // includes compiling every kernel.
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <optional>
-#include <set>
 #include <sstream>
 
 #include "cli.hpp"
@@ -29,21 +25,6 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
-// A private, empty compile cache for this run; removed again on exit.
-struct FreshCacheDir {
-  std::filesystem::path path;
-  FreshCacheDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-bench-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw UsageError("cannot create a temporary cache directory: " + tmpl);
-    path = tmpl;
-    setenv("KILN_CACHE_DIR", tmpl.c_str(), 1);
-  }
-  ~FreshCacheDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
@@ -52,6 +33,7 @@ int run_bench(const std::vector<std::string>& args) {
       "only", po::value<std::string>(), "comma-separated workloads (default: all)")(
       "json", "machine-readable output")("iters", po::value<int>()->default_value(10), "timed steady calls")(
       "warmup", po::value<int>()->default_value(3), "untimed calls before the steady ones")(
+      "first-runs", po::value<int>()->default_value(3), "first calls from scratch (the median is reported)")(
       "keep-cache", "use the normal compile cache (first call may hit it)")(
       "no-check", "skip the float64 reference check");
   po::variables_map vm;
@@ -80,8 +62,9 @@ int run_bench(const std::vector<std::string>& args) {
   if (opt.iters < 1 || opt.warmup < 0) throw UsageError("--iters must be at least 1 and --warmup at least 0");
   opt.check = !vm.count("no-check");
 
-  std::optional<FreshCacheDir> cache;
-  if (!vm.count("keep-cache")) cache.emplace();
+  opt.fresh_cache = !vm.count("keep-cache");
+  opt.first_runs = vm["first-runs"].as<int>();
+  if (opt.first_runs < 1) throw UsageError("--first-runs must be at least 1");
   std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device();
   bool json = vm.count("json"), progress = isatty(STDERR_FILENO);
 

@@ -9,11 +9,14 @@
 //  log2(x)  x = m * 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals pre-scaled by 2^64);
 //           ln(m) = 2 atanh((m-1)/(m+1)) as an odd series. x < 0 and NaN give NaN, 0 gives -inf,
 //           inf gives inf.
-//  sin(x)   k = round(x * 2/pi), r = x - k*pi/2 with pi/2 split in three parts (Cody-Waite, in
-//           float64 when the target has it), sin/cos of r by Taylor series, chosen by k mod 4.
-//           inf and NaN give NaN. Accurate while k*pi/2 is exact, |x| < 2^20 * pi/2; beyond that
-//           the error grows with |x|.
+//  sin(x)   |x| = k*pi/2 + r: Cody-Waite (pi/2 in exact-product parts, in float64 when the
+//           target has it) for moderate |x|, Payne-Hanek (integer arithmetic on the bits of 2/pi)
+//           above 6000 (1e5 in float64) for float32 inputs, so float32 is accurate over its whole
+//           range; sin/cos of r by Taylor series, chosen by k mod 4; the sign of x restored.
+//           inf and NaN give NaN. float64 inputs use Cody-Waite only: exact while
+//           |x| < 2^20 * pi/2, beyond that the error grows like |x| * 2^-53.
 #include <cmath>
+#include <tuple>
 
 #include "codegen/passes.hpp"
 #include "codegen/transcendental.hpp"
@@ -101,16 +104,86 @@ UOp log2_poly(const UOp& x) {
   return x.ne(x).where(x, r);
 }
 
+namespace {
+
+// Reduction of a >= 0 modulo pi/2 for large a: returns (r, q) with a = q*pi/2 + r, |r| <= pi/4
+// (q mod 4 is what matters). `a` holds float32 values; r comes out in b.f.
+//
+// Payne-Hanek: a = m * 2^E with m a 24-bit integer. a*(2/pi) mod 4 only needs the bits of 2/pi
+// from position E-1 on (earlier bits make multiples of 4) and ~90 bits after it, so three 32-bit
+// words of 2/pi, shifted into place, times m in 64-bit fixed point give the quadrant (top two
+// bits) and the fraction (the rest) without any rounding of large products.
+std::pair<UOp, UOp> payne_hanek(const UOp& a, const B& b) {
+  int n = a.dtype().count();
+  DType u32 = dtypes::uint32.vec(n), u64 = dtypes::uint64.vec(n), i32 = dtypes::int32.vec(n);
+  auto k32 = [&](uint64_t v) { return UOp::make(Ops::CONST, u32, {}, Arg{static_cast<int64_t>(v)}); };
+  auto k64 = [&](uint64_t v) { return UOp::make(Ops::CONST, u64, {}, Arg{static_cast<int64_t>(v)}); };
+  auto ki = [&](int64_t v) { return UOp::cint(i32, v); };
+  auto shl = [](const UOp& x, const UOp& s) { return UOp::alu(Ops::SHL, {x, s}); };
+  auto shr = [](const UOp& x, const UOp& s) { return UOp::alu(Ops::SHR, {x, s}); };
+  // bits of 2/pi after the binary point, 32 at a time, behind one zero word (for small E)
+  static const uint64_t W[8] = {0,          0xa2f9836e, 0x4e441529, 0xfc2757d1,
+                                0xf534ddc0, 0xdb629599, 0x3c439041, 0xfe5163ab};
+  UOp bits = a.cast(dtypes::float32.vec(n)).bitcast(u32);
+  UOp e = (shr(bits, k32(23)) & k32(0xff)).cast(i32) - ki(150);        // a = m * 2^e
+  UOp m = ((bits & k32(0x7fffff)) | k32(0x800000)).cast(u64);
+  UOp pos = (e + ki(30)).maximum(ki(0));                                // bit E-1 of 2/pi in W
+  UOp word = pos.idiv(ki(32)), sh = (pos & ki(31)).cast(u64);
+  auto take = [&](int k) {  // W[word + k], word in 0..4 (e <= 104 for float32)
+    UOp w = k64(W[4 + k]);
+    for (int j = 3; j >= 0; --j) w = word.eq(ki(j)).where(k64(W[j + k]), w);
+    return w;
+  };
+  UOp w0 = take(0), w1 = take(1), w2 = take(2), w3 = take(3);
+  UOp back = k64(32) - sh, low = k64(0xffffffff);
+  UOp hi = (shl(w0, sh) | shr(w1, back)) & low;
+  UOp mi = (shl(w1, sh) | shr(w2, back)) & low;
+  UOp lo = (shl(w2, sh) | shr(w3, back)) & low;
+  UOp p = shl(m * hi, k64(32)) + m * mi + shr(m * lo, k64(32));  // m * 2/pi-window, mod 2^64
+  UOp q = shr(p, k64(62)).cast(i32);
+  UOp frac = shl(p, k64(2));
+  bool dbl = b.f.scalar_size() == 8;
+  UOp f = dbl ? frac.cast(b.f) * b.c(std::ldexp(1.0, -64)) : shr(frac, k64(40)).cast(b.f) * b.c(std::ldexp(1.0, -24));
+  UOp up = f.lt(b.c(0.5)).logical_not();  // round the quadrant to nearest
+  f = up.where(f - b.c(1), f);
+  q = up.where(q + ki(1), q);
+  return {f * b.c(M_PI_2), q};
+}
+
+// Cody-Waite: a - k*pi/2 with pi/2 in three parts whose products with k stay exact while k is
+// small (2^20 in float64, 2^12 for the float32 parts).
+std::pair<UOp, UOp> cody_waite(const UOp& a, const B& b) {
+  bool dbl = b.f.scalar_size() == 8;
+  // float32: pi/2 to 12, 12, 12 and 24 significant bits (products with k < 2^12 are exact)
+  const double p1 = dbl ? 1.5707963267341256e+00 : 1.57080078125, p2 = dbl ? 6.0771005065061922e-11 : -4.453584551811218e-06,
+               p3 = dbl ? 2.0222662487959506e-21 : -8.706138032721356e-10, p4 = dbl ? 0 : 6.223371969669989e-14;
+  UOp k = round_float(a * b.c(M_2_PI), b);
+  UOp r = ((a - k * b.c(p1)) - k * b.c(p2)) - k * b.c(p3);
+  if (p4 != 0) r = r - k * b.c(p4);
+  return {r, k.cast(dtypes::int32.vec(a.dtype().count()))};
+}
+
+}  // namespace
+
 UOp sin_poly(const UOp& x, bool use_f64) {
   DType in = x.dtype();
   DType f = use_f64 ? dtypes::float64.vec(in.count()) : in;
   B b{f};
-  UOp xf = f == in ? x : x.cast(f);
-  // pi/2 in three parts whose products with k < 2^20 are exact
-  const double p1 = 1.5707963267341256e+00, p2 = 6.0771005065061922e-11, p3 = 2.0222662487959506e-21;
-  UOp k = round_float(xf * b.c(M_2_PI), b);
-  UOp r = ((xf - k * b.c(p1)) - k * b.c(p2)) - k * b.c(p3);
-  UOp q = k.cast(b.ity()) & b.ci(3);
+  bool in64 = in.scalar_size() == 8;
+  UOp finite = (x - x).eq(x - x);  // inf - inf and NaN - NaN are NaN
+  UOp ax = finite.where(x.lt(UOp::cvalue(in, 0)).where(x.neg(), x), UOp::cvalue(in, 0));
+  UOp af = f == in ? ax : ax.cast(f);
+  UOp r, q;
+  if (in64) {
+    std::tie(r, q) = cody_waite(af, b);
+  } else {  // float32 (and emulated halves) reduce exactly over their whole range
+    UOp big = (f.scalar_size() == 8 ? b.c(1e5) : b.c(6000)).lt(af);
+    // Cody-Waite sees 0 instead of large values: k = round(a * 2/pi) must fit its integer type
+    auto [rs, qs] = cody_waite(big.where(b.c(0), af), b);
+    auto [rl, ql] = payne_hanek(ax, b);
+    r = big.where(rl, rs);
+    q = big.where(ql, qs);
+  }
   UOp r2 = r * r;
   // Taylor series on |r| <= pi/4: sin up to r^15, cos up to r^16 (both below float64 epsilon)
   std::vector<double> sc, cc;
@@ -123,12 +196,13 @@ UOp sin_poly(const UOp& x, bool use_f64) {
   UOp s = r * horner(r2, sc, b);
   cc.insert(cc.begin(), 1.0);
   UOp c = horner(r2, cc, b);
-  UOp odd = (q & b.ci(1)).ne(b.ci(0)), neg = (q & b.ci(2)).ne(b.ci(0));
+  DType qi = dtypes::int32.vec(in.count());
+  UOp odd = (q & UOp::cint(qi, 1)).ne(UOp::cint(qi, 0)), neg = (q & UOp::cint(qi, 2)).ne(UOp::cint(qi, 0));
   UOp v = odd.where(c, s);
   v = neg.where(v.neg(), v);
   UOp out = f == in ? v : v.cast(in);
-  UOp inf_or_nan = (x - x).ne(x - x);  // inf - inf and NaN - NaN are NaN
-  return inf_or_nan.where(UOp::cvalue(in, NAN), out);
+  out = x.lt(UOp::cvalue(in, 0)).where(out.neg(), out);  // sin(-x) = -sin(x)
+  return finite.where(out, UOp::cvalue(in, NAN));
 }
 
 UOp pow_decomposed(const UOp& x, const UOp& y, bool has_exp2_log2) {
