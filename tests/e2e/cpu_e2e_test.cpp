@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "kiln/kiln.hpp"
-#include "op_corpus.hpp"
+#include "backend_e2e.hpp"
 #include "runtime/compile_cache.hpp"
 #include "runtime/program_cache.hpp"
 
@@ -18,65 +18,15 @@ namespace {
 
 const char* kDevice = "cpu:0";
 
-class CpuCorpus : public ::testing::TestWithParam<size_t> {};
-
-// floats within the case's tolerance (or 2e-6 relative, whichever is larger: the CPU's
-// polynomial transcendentals and fused multiply-adds differ from the reference in the last bits)
-void expect_matches_reference(const OpCase& c, const std::string& device) {
-  HostArray got = run_case(c, device);
-  HostArray want = run_case(c, "ref");
-  std::string err = compare(got, want, std::max(c.rtol, 2e-6), std::max(c.atol, 1e-6));
-  EXPECT_EQ(err, "") << c.name << " on " << device;
-}
-
 }  // namespace
 
-TEST_P(CpuCorpus, MatchesReferenceExecutor) {
-  static const std::vector<OpCase> cases = op_corpus();
-  expect_matches_reference(cases[GetParam()], kDevice);
-}
+KILN_OP_CORPUS_SUITE(CpuCorpus, kDevice);
 
-INSTANTIATE_TEST_SUITE_P(Cpu, CpuCorpus, ::testing::Range<size_t>(0, op_corpus().size()),
-                         [](const ::testing::TestParamInfo<size_t>& info) { return op_corpus()[info.param].name; });
-
-TEST(CpuSweep, OddSizes) {
-  for (int64_t n : {1, 3, 17, 1000003}) {
-    HostArray a = make_array({n}, dtypes::float32, 1), b = make_array({n}, dtypes::float32, 2);
-    std::vector<OpCase> cases = {
-        {"ew", {a, b}, [](const std::vector<Tensor>& t) { return ((t[0] + 1.0) * t[1]).relu(); }, nullptr},
-        {"sum", {a}, [](const std::vector<Tensor>& t) { return t[0].sum(); }, nullptr, 1e-4},
-        {"max", {a}, [](const std::vector<Tensor>& t) { return t[0].max(); }, nullptr},
-        {"exp", {a}, [](const std::vector<Tensor>& t) { return t[0].exp(); }, nullptr},
-    };
-    for (const OpCase& c : cases) {
-      if (n == 1000003 && c.name == "exp") continue;  // the reference executor is slow; exp is covered above
-      SCOPED_TRACE(c.name + " n=" + std::to_string(n));
-      expect_matches_reference(c, kDevice);
-    }
-  }
-  HostArray m = make_array({17, 33}, dtypes::float32, 3), w = make_array({33, 5}, dtypes::float32, 4);
-  expect_matches_reference({"odd_matmul", {m, w}, [](const std::vector<Tensor>& t) { return t[0].matmul(t[1]); }, nullptr}, kDevice);
-  expect_matches_reference({"odd_softmax", {m}, [](const std::vector<Tensor>& t) { return t[0].softmax(0); }, nullptr}, kDevice);
-}
+TEST(CpuSweep, OddSizes) { check_odd_sizes(kDevice); }
 
 TEST(CpuSweep, EveryDtypeAndAxis) {
-  for (DType d : {dtypes::bool_, dtypes::int8, dtypes::int32, dtypes::int64, dtypes::uint8, dtypes::float32, dtypes::float64}) {
-    HostArray a = make_array({3, 4, 5}, d, 5, -20, 20), b = make_array({4, 5}, d, 6, -20, 20);
-    SCOPED_TRACE(d.name());
-    expect_matches_reference({"add", {a, b}, [](const std::vector<Tensor>& t) { return t[0] + t[1]; }, nullptr}, kDevice);
-    expect_matches_reference({"lt", {a, b}, [](const std::vector<Tensor>& t) { return t[0].lt(t[1]); }, nullptr}, kDevice);
-    for (int axis : {0, 1, 2})
-      expect_matches_reference({"sum", {a}, [axis](const std::vector<Tensor>& t) { return t[0].sum({axis}); }, nullptr}, kDevice);
-    expect_matches_reference({"max_t", {a}, [](const std::vector<Tensor>& t) { return t[0].transpose(0, 2).max({1}); }, nullptr}, kDevice);
-  }
-  // half types: emulated on the CPU (stored as bits, computed in float32)
-  for (DType d : {dtypes::float16, dtypes::bfloat16}) {
-    HostArray a = make_array({7, 9}, dtypes::float32, 7, -50, 50);
-    SCOPED_TRACE(d.name());
-    expect_matches_reference({"half", {a}, [d](const std::vector<Tensor>& t) {
-                                return ((t[0].cast(d) * t[0].cast(d)) + 1.0).sum({1}).cast(dtypes::float32);
-                              }, nullptr, 1e-2}, kDevice);
-  }
+  check_every_dtype_and_axis(kDevice, {dtypes::bool_, dtypes::int8, dtypes::int32, dtypes::int64, dtypes::uint8,
+                                       dtypes::float32, dtypes::float64});
 }
 
 TEST(CompileCache, HitSkipsCompilationAndCorruptEntriesAreRebuilt) {

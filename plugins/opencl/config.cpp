@@ -1,0 +1,22 @@
+// plugins/opencl/config.cpp - validating the opencl backend's options.
+#include "config.hpp"
+
+namespace kiln::opencl {
+
+OpenclConfig read_config(const sdk::Options& o) {
+  OpenclConfig c;
+  for (const std::string& key : o.unknown_keys({"devices", "build_options"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options)");
+  std::string devices = o.get_string("devices", "all");
+  if (devices == "all") c.devices = DeviceType::all;
+  else if (devices == "gpu") c.devices = DeviceType::gpu;
+  else if (devices == "cpu") c.devices = DeviceType::cpu;
+  else if (devices == "accelerator") c.devices = DeviceType::accelerator;
+  else
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                     "option 'devices' must be \"all\", \"gpu\", \"cpu\" or \"accelerator\", got \"" + devices + "\""};
+  c.build_options = o.get_string("build_options", "");
+  return c;
+}
+
+}  // namespace kiln::opencl

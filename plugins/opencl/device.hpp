@@ -1,0 +1,97 @@
+// plugins/opencl/device.hpp - one OpenCL device as a kiln device.
+//
+// Each device owns a context and one in-order command queue with profiling. Calls on a device are
+// serialised by the host (the device does not report KILN_DEVICE_THREADSAFE).
+//
+// Memory: buffers are cl_mem objects (size 0 allocates one byte so every buffer is distinct).
+// Copies in and out are blocking; kernel launches and device copies are only enqueued, so
+// synchronize() (clFinish), a copy out or a launch with KILN_LAUNCH_WAIT is where work completes.
+//
+// Compiler and runtime: compile() builds the source with clBuildProgram and returns the
+// program binary (CL_PROGRAM_BINARIES), so the host's compile cache can skip the OpenCL compiler
+// next time; load() creates the program from that binary. The program built by compile() is kept
+// for the load() that normally follows, so a fresh kernel is built once, not twice. The kernel
+// argument convention is the OpenCL C dialect's (opencl_c.hpp): buffers in slot order, then each
+// integer value as a 64-bit long.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cl_api.hpp"
+#include "config.hpp"
+#include "kiln/sdk.hpp"
+
+namespace kiln::opencl {
+
+// An OpenCL device as enumerated by the plugin (GPUs and accelerators before CPUs).
+struct ClDeviceRef {
+  cl_platform_id platform = nullptr;
+  cl_device_id device = nullptr;
+};
+std::vector<ClDeviceRef> enumerate_devices(DeviceType type);
+
+class OpenclBuffer final : public sdk::Buffer {
+ public:
+  ~OpenclBuffer() override;
+  cl_mem mem = nullptr;
+  uint64_t size = 0;
+  // Sub-buffers for non-zero launch offsets, created on first use and released with the buffer.
+  std::vector<std::pair<uint64_t, cl_mem>> views;
+};
+
+class OpenclProgram final : public sdk::Program {
+ public:
+  ~OpenclProgram() override;
+  cl_program program = nullptr;
+  cl_kernel kernel = nullptr;
+  std::string entry;
+  cl_uint n_args = 0;
+  int64_t n_buffers = -1;  // global pointer arguments, -1 when the driver keeps no argument info
+};
+
+class OpenclDevice final : public sdk::Device {
+ public:
+  OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclConfig& config);
+  ~OpenclDevice() override;
+
+  sdk::DeviceProps props() override;
+  sdk::Target target() override;
+
+  std::unique_ptr<sdk::Buffer> alloc(uint64_t size, uint32_t flags) override;
+  void copy_in(sdk::Buffer& dst, uint64_t offset, std::span<const std::byte> src) override;
+  void copy_out(std::span<std::byte> dst, const sdk::Buffer& src, uint64_t offset) override;
+  bool has_device_copy() const override { return true; }
+  void copy(sdk::Buffer& dst, uint64_t dst_offset, const sdk::Buffer& src, uint64_t src_offset, uint64_t n) override;
+
+  std::string cache_key() override;
+  std::string compile(const sdk::CompileRequest& request, std::string& log) override;
+  std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
+  double launch(sdk::Program& program, const sdk::Launch& launch) override;
+
+  bool has_renderer() const override { return true; }
+  std::string render(const kiln_lir& kernel) override;
+
+  void synchronize() override;
+
+ private:
+  cl_mem launch_view(OpenclBuffer& b, uint64_t offset, const std::string& entry);
+  std::string build_log(cl_program program) const;
+
+  ClDeviceRef ref_;
+  std::string name_;  // "opencl:0", for messages
+  OpenclConfig config_;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  uint64_t max_alloc_ = 0, base_align_ = 1;
+  // Programs built by compile(), waiting for their load() (by binary fingerprint); bounded.
+  struct Built {
+    uint64_t hash;
+    size_t size;
+    cl_program program;
+  };
+  std::deque<Built> built_;
+};
+
+}  // namespace kiln::opencl

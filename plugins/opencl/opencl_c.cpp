@@ -1,0 +1,233 @@
+// plugins/opencl/opencl_c.cpp - OpenCL C spellings.
+#include "opencl_c.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace kiln::opencl {
+
+namespace {
+
+bool valid_width(int n) { return n == 2 || n == 3 || n == 4 || n == 8 || n == 16; }
+
+// The signed integer lane type of a vector comparison on `scalar` lanes.
+uint8_t mask_lane(uint8_t scalar) {
+  switch (sdk::lir_scalar_size(scalar)) {
+    case 1: return KILN_LIR_DTYPE_INT8;
+    case 2: return KILN_LIR_DTYPE_INT16;
+    case 8: return KILN_LIR_DTYPE_INT64;
+    default: return KILN_LIR_DTYPE_INT32;
+  }
+}
+
+std::string float_literal(double f, uint8_t scalar) {
+  bool f32 = scalar != KILN_LIR_DTYPE_FLOAT64;
+  std::string prefix = scalar == KILN_LIR_DTYPE_FLOAT64 ? "(double)" : scalar == KILN_LIR_DTYPE_FLOAT16 ? "(half)" : "";
+  if (std::isnan(f)) return "(" + prefix + "NAN)";
+  if (std::isinf(f)) return "(" + std::string(f < 0 ? "-" : "") + prefix + "INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", f);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (f32) s += "f";
+  return scalar == KILN_LIR_DTYPE_FLOAT16 ? "(half)" + s : s;
+}
+
+}  // namespace
+
+std::string OpenclDialect::render_kernel(const kiln_lir& kernel) {
+  local_ = {kernel.local[0], kernel.local[1], kernel.local[2]};
+  return render(kernel);
+}
+
+std::string OpenclDialect::scalar_name(uint8_t s) const {
+  switch (s) {
+    case KILN_LIR_DTYPE_BOOL: return "bool";
+    case KILN_LIR_DTYPE_INT8: return "char";
+    case KILN_LIR_DTYPE_INT16: return "short";
+    case KILN_LIR_DTYPE_INT32: return "int";
+    case KILN_LIR_DTYPE_INT64: return "long";
+    case KILN_LIR_DTYPE_UINT8: return "uchar";
+    case KILN_LIR_DTYPE_UINT16: return "ushort";
+    case KILN_LIR_DTYPE_UINT32: return "uint";
+    case KILN_LIR_DTYPE_UINT64: return "ulong";
+    case KILN_LIR_DTYPE_FLOAT16: return "half";
+    case KILN_LIR_DTYPE_FLOAT32: return "float";
+    case KILN_LIR_DTYPE_FLOAT64: return "double";
+    default: unsupported("OpenCL C has no type for LIR dtype " + std::to_string(s));
+  }
+}
+
+std::string OpenclDialect::vector_name(uint8_t scalar, int count) const {
+  if (!valid_width(count)) unsupported("OpenCL C has no vectors of " + std::to_string(count) + " lanes (2, 3, 4, 8, 16)");
+  if (scalar == KILN_LIR_DTYPE_BOOL) scalar = bool_vector_lane();
+  return scalar_name(scalar) + std::to_string(count);
+}
+
+std::string OpenclDialect::vector_typedefs(const std::set<std::pair<uint8_t, int>>&) const { return ""; }
+
+std::string OpenclDialect::literal(uint8_t scalar, const kiln_lir_inst& in, double f) const {
+  if (in.arg_kind == KILN_LIR_ARG_BOOL || scalar == KILN_LIR_DTYPE_BOOL) return in.arg ? "true" : "false";
+  if (sdk::lir_is_float(scalar)) return float_literal(in.arg_kind == KILN_LIR_ARG_FLOAT ? f : static_cast<double>(in.arg), scalar);
+  switch (scalar) {
+    case KILN_LIR_DTYPE_INT64:
+      if (in.arg == INT64_MIN) return "(-9223372036854775807L-1L)";
+      return std::to_string(in.arg) + "L";
+    case KILN_LIR_DTYPE_UINT64: return std::to_string(static_cast<uint64_t>(in.arg)) + "UL";
+    case KILN_LIR_DTYPE_UINT32: return std::to_string(static_cast<uint32_t>(in.arg)) + "u";
+    case KILN_LIR_DTYPE_INT32:
+      if (in.arg == INT32_MIN) return "(-2147483647-1)";
+      return std::to_string(in.arg);
+    default: return "((" + scalar_name(scalar) + ")" + std::to_string(in.arg) + ")";
+  }
+}
+
+std::string OpenclDialect::vector_make(const std::string& vtype, const std::vector<std::string>& lanes) const {
+  std::string s = "(" + vtype + ")(";
+  for (size_t i = 0; i < lanes.size(); ++i) s += (i ? ", " : "") + lanes[i];
+  return s + ")";
+}
+
+std::string OpenclDialect::lane(const std::string& vec, int64_t i) const {
+  static const char hex[] = "0123456789ABCDEF";
+  if (i < 0 || i > 15) unsupported("vector lane " + std::to_string(i) + " (OpenCL C vectors have at most 16)");
+  return "(" + vec + ").s" + hex[i];
+}
+
+std::string OpenclDialect::cast(const std::string& x, const kiln_lir_type& from, const kiln_lir_type& to) const {
+  if (to.count == 1) return "(" + type_name(to) + ")(" + x + ")";
+  if (to.scalar == KILN_LIR_DTYPE_BOOL)
+    return compare("!=", x, vector_make(type_name(from), std::vector<std::string>(1, "0")), from, to);
+  // bool lanes are all-ones for true: 0/1 first
+  std::string src = from.scalar == KILN_LIR_DTYPE_BOOL ? "((" + x + ")&1)" : x;
+  return "convert_" + type_name(to) + "(" + src + ")";
+}
+
+std::string OpenclDialect::bitcast(const std::string& x, const kiln_lir_type&, const kiln_lir_type& to) const {
+  return "as_" + type_name(to) + "(" + x + ")";
+}
+
+std::string OpenclDialect::compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
+                                   const kiln_lir_type& result) const {
+  std::string e = "(" + a + op + b + ")";
+  if (result.count == 1) return e;
+  uint8_t lanes = operand.scalar == KILN_LIR_DTYPE_BOOL ? bool_vector_lane() : mask_lane(operand.scalar);
+  return lanes == bool_vector_lane() ? e : "convert_" + type_name(result) + e;
+}
+
+std::string OpenclDialect::where(const std::string& c, const std::string& a, const std::string& b, const kiln_lir_type& t) const {
+  if (t.count == 1) return "(" + c + "?" + a + ":" + b + ")";
+  // a vector select needs condition lanes as wide as the values
+  uint8_t lanes = mask_lane(t.scalar);
+  std::string cond = lanes == bool_vector_lane() ? c : "convert_" + vector_name(lanes, t.count) + "(" + c + ")";
+  return "(" + cond + "?" + a + ":" + b + ")";
+}
+
+std::string OpenclDialect::math(uint32_t op, const std::vector<std::string>& a, const kiln_lir_type& t) const {
+  if (!sdk::lir_is_float(t.scalar)) unsupported("OpenCL C math on a non-float type");
+  switch (op) {
+    case KILN_LIR_OP_SQRT: return "sqrt(" + a[0] + ")";
+    case KILN_LIR_OP_EXP2: return "exp2(" + a[0] + ")";
+    case KILN_LIR_OP_LOG2: return "log2(" + a[0] + ")";
+    case KILN_LIR_OP_SIN: return "sin(" + a[0] + ")";
+    case KILN_LIR_OP_TRUNC: return "trunc(" + a[0] + ")";
+    case KILN_LIR_OP_POW: return "pow(" + a[0] + ", " + a[1] + ")";
+    default: unsupported("OpenCL C has no math function for LIR op " + std::to_string(op));
+  }
+}
+
+std::string OpenclDialect::element_type(const kiln_lir_type& ptr) const {
+  if (ptr.count > 1) return vector_name(ptr.scalar, ptr.count);  // bool vectors: int lanes, all-ones for true
+  return ptr.scalar == KILN_LIR_DTYPE_BOOL ? "uchar" : scalar_name(ptr.scalar);
+}
+
+// Global memory is read and written with vloadN/vstoreN (any alignment); register and local
+// arrays of vectors are addressed in whole vectors, so a plain dereference is aligned.
+std::string OpenclDialect::load(const std::string& addr, const kiln_lir_type& ptr) const {
+  if (ptr.count == 1) return "*(" + addr + ")";
+  std::string n = std::to_string(ptr.count);
+  if (ptr.addrspace != KILN_LIR_ADDR_GLOBAL)
+    return "*((" + std::string(ptr.addrspace == KILN_LIR_ADDR_LOCAL ? "__local " : "") + element_type(ptr) + "*)(" + addr + "))";
+  if (ptr.scalar == KILN_LIR_DTYPE_BOOL)  // stored 0/1 as uchar, computed with all-ones lanes
+    return "(-convert_" + vector_name(bool_vector_lane(), ptr.count) + "(vload" + n + "(0, " + addr + ")))";
+  return "vload" + n + "(0, " + addr + ")";
+}
+
+std::string OpenclDialect::store(const std::string& addr, const std::string& value, const kiln_lir_type& ptr) const {
+  if (ptr.count == 1) return "*(" + addr + ") = " + value + ";";
+  if (ptr.addrspace != KILN_LIR_ADDR_GLOBAL)
+    return "*((" + std::string(ptr.addrspace == KILN_LIR_ADDR_LOCAL ? "__local " : "") + element_type(ptr) + "*)(" + addr +
+           ")) = " + value + ";";
+  std::string n = std::to_string(ptr.count);
+  std::string v = ptr.scalar == KILN_LIR_DTYPE_BOOL ? "convert_uchar" + n + "((" + value + ")&1)" : value;
+  return "vstore" + n + "(" + v + ", 0, " + addr + ");";
+}
+
+std::string OpenclDialect::local_array(const std::string& name, const kiln_lir_type& ptr) const {
+  return "__local " + element_type(ptr) + " " + name + "[" + std::to_string(ptr.size < 1 ? 1 : ptr.size) + "];";
+}
+
+std::string OpenclDialect::reg_array(const std::string& name, const kiln_lir_type& ptr) const {
+  return element_type(ptr) + " " + name + "[" + std::to_string(ptr.size < 1 ? 1 : ptr.size) + "];";
+}
+
+std::string OpenclDialect::special(std::string_view name) const {
+  if (name.size() == 5 && (name.substr(0, 4) == "gidx" || name.substr(0, 4) == "lidx") && name[4] >= '0' && name[4] <= '2')
+    return std::string("((int)") + (name[0] == 'g' ? "get_group_id(" : "get_local_id(") + name[4] + "))";
+  unsupported("OpenCL has no launch index '" + std::string(name) + "' (gidx0..2, lidx0..2)");
+}
+
+std::string OpenclDialect::kernel(std::string_view name, const std::vector<sdk::CParam>& params, const std::string&,
+                                  const std::string& body) const {
+  std::string s;
+  // Extensions only when the kernel uses their types (a device without them never gets such a kernel).
+  auto uses = [&](const char* type) { return body.find(type) != std::string::npos; };
+  bool dbl = uses("double"), half = uses("half");
+  for (const sdk::CParam& p : params) {
+    dbl |= p.type.scalar == KILN_LIR_DTYPE_FLOAT64;
+    half |= p.type.scalar == KILN_LIR_DTYPE_FLOAT16;
+  }
+  if (dbl) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  if (half) s += "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n";
+  s += "__kernel ";
+  if (local_[0] && local_[1] && local_[2])
+    s += "__attribute__((reqd_work_group_size(" + std::to_string(local_[0]) + ", " + std::to_string(local_[1]) + ", " +
+         std::to_string(local_[2]) + "))) ";
+  s += "void " + std::string(name) + "(";
+  // buffers in slot order, then values in slot order: the runtime's argument convention
+  std::vector<const sdk::CParam*> buffers, values;
+  for (const sdk::CParam& p : params) (p.is_buffer ? buffers : values).push_back(&p);
+  auto by_slot = [](const sdk::CParam* a, const sdk::CParam* b) { return a->slot < b->slot; };
+  std::sort(buffers.begin(), buffers.end(), by_slot);
+  std::sort(values.begin(), values.end(), by_slot);
+  std::string unpack;
+  bool first = true;
+  for (const sdk::CParam* p : buffers) {
+    s += (first ? "" : ", ") + std::string("__global ") + element_type({p->type.scalar, 0, 1, 0}) + "* restrict " + p->name;
+    first = false;
+  }
+  for (const sdk::CParam* p : values) {
+    s += (first ? "" : ", ") + std::string("long ") + p->name + "_arg";
+    unpack += "  const " + type_name(p->type) + " " + p->name + " = (" + type_name(p->type) + ")" + p->name + "_arg;\n";
+    first = false;
+  }
+  return s + ") {\n" + unpack + body + "}\n";
+}
+
+void opencl_caps(uint64_t ops[2], uint32_t& dtypes, bool fp16, bool fp64) {
+  ops[0] = ops[1] = 0;
+  for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) {
+    // 1/x goes through FDIV, whose constant the literal hook types (no double promotion)
+    if (op == KILN_LIR_OP_RECIPROCAL) continue;
+    ops[op / 64] |= uint64_t{1} << (op % 64);
+  }
+  dtypes = 0;
+  for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d) {
+    if (d == KILN_LIR_DTYPE_BFLOAT16 || (d == KILN_LIR_DTYPE_FLOAT16 && !fp16) || (d == KILN_LIR_DTYPE_FLOAT64 && !fp64))
+      continue;
+    dtypes |= 1u << d;
+  }
+}
+
+}  // namespace kiln::opencl

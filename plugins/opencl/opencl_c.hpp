@@ -1,0 +1,63 @@
+// plugins/opencl/opencl_c.hpp - the OpenCL C dialect of the SDK's C-family renderer.
+//
+// What differs from C (see sdk/cstyle.hpp for the hooks):
+//  - types: char/uchar/.../long/ulong/half/double, built-in vector types float4 (widths 2, 3, 4,
+//    8, 16 only); bool is not allowed in memory, so bool arrays and buffers are uchar
+//  - vectors: lanes .s0-.sF, literals (float4)(a, b, ...), conversions convert_int4(x) (OpenCL has
+//    no casts between vector types), bit casts as_float4(x), unaligned vloadN/vstoreN
+//  - comparisons of vectors give lanes as wide as the operands (-1 = true), so bool vectors (int
+//    lanes) are converted with convert_intN, and selects convert the condition to the value width
+//  - literals: 1.5f, 2L, 3UL, NAN/INFINITY; every literal is typed, so no built-in call is an
+//    ambiguous overload
+//  - math: the OpenCL built-ins sqrt/exp2/log2/sin/pow/trunc (vector overloads included)
+//  - launch indices: gidxN = get_group_id(N), lidxN = get_local_id(N)
+//  - the kernel: __kernel void NAME(__global T* restrict data0, ..., long n_value, ...), buffers
+//    first in slot order, then every integer variable as a long in slot order (the runtime's
+//    argument convention), with reqd_work_group_size when the kernel's local size is constant
+//    (PoCL then builds its work-group function for that size once, when the binary is made)
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "kiln/sdk/cstyle.hpp"
+
+namespace kiln::opencl {
+
+class OpenclDialect : public sdk::CStyleRenderer {
+ public:
+  // The whole translation unit for one kernel (render() plus the work-group size attribute).
+  std::string render_kernel(const kiln_lir& kernel);
+
+ protected:
+  std::string scalar_name(uint8_t scalar) const override;
+  std::string vector_name(uint8_t scalar, int count) const override;
+  std::string vector_typedefs(const std::set<std::pair<uint8_t, int>>& used) const override;
+  std::string literal(uint8_t scalar, const kiln_lir_inst& in, double f) const override;
+  std::string vector_make(const std::string& vtype, const std::vector<std::string>& lanes) const override;
+  std::string lane(const std::string& vec, int64_t i) const override;
+  std::string cast(const std::string& x, const kiln_lir_type& from, const kiln_lir_type& to) const override;
+  std::string bitcast(const std::string& x, const kiln_lir_type& from, const kiln_lir_type& to) const override;
+  std::string compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
+                      const kiln_lir_type& result) const override;
+  std::string where(const std::string& c, const std::string& a, const std::string& b, const kiln_lir_type& t) const override;
+  std::string math(uint32_t op, const std::vector<std::string>& args, const kiln_lir_type& t) const override;
+  std::string load(const std::string& addr, const kiln_lir_type& ptr) const override;
+  std::string store(const std::string& addr, const std::string& value, const kiln_lir_type& ptr) const override;
+  std::string local_array(const std::string& name, const kiln_lir_type& ptr) const override;
+  std::string reg_array(const std::string& name, const kiln_lir_type& ptr) const override;
+  std::string barrier() const override { return "barrier(CLK_LOCAL_MEM_FENCE);"; }
+  std::string special(std::string_view name) const override;
+  std::string kernel(std::string_view name, const std::vector<sdk::CParam>& params, const std::string& typedefs,
+                     const std::string& body) const override;
+
+ private:
+  // The element type of memory holding `ptr`'s values (scalar bool is stored as uchar).
+  std::string element_type(const kiln_lir_type& ptr) const;
+  std::array<uint32_t, 3> local_{0, 0, 0};  // the kernel's local size (0 = not constant)
+};
+
+// The LIR ops and dtypes the dialect renders, for a device with these extensions.
+void opencl_caps(uint64_t ops[2], uint32_t& dtypes, bool fp16, bool fp64);
+
+}  // namespace kiln::opencl

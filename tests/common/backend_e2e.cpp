@@ -1,0 +1,60 @@
+// tests/common/backend_e2e.cpp - the checks of backend_e2e.hpp.
+#include "backend_e2e.hpp"
+
+#include <algorithm>
+
+namespace kiln::testing {
+
+void expect_matches_reference(const OpCase& c, const std::string& device, double rtol_floor, double atol_floor) {
+  HostArray got = run_case(c, device);
+  HostArray want = run_case(c, "ref");
+  std::string err = compare(got, want, std::max(c.rtol, rtol_floor), std::max(c.atol, atol_floor));
+  EXPECT_EQ(err, "") << c.name << " on " << device;
+}
+
+void check_odd_sizes(const std::string& device) {
+  for (int64_t n : {1, 3, 17, 1000003}) {
+    HostArray a = make_array({n}, dtypes::float32, 1), b = make_array({n}, dtypes::float32, 2);
+    std::vector<OpCase> cases = {
+        {"ew", {a, b}, [](const std::vector<Tensor>& t) { return ((t[0] + 1.0) * t[1]).relu(); }, nullptr},
+        {"sum", {a}, [](const std::vector<Tensor>& t) { return t[0].sum(); }, nullptr, 1e-4},
+        {"max", {a}, [](const std::vector<Tensor>& t) { return t[0].max(); }, nullptr},
+        {"exp", {a}, [](const std::vector<Tensor>& t) { return t[0].exp(); }, nullptr},
+    };
+    for (const OpCase& c : cases) {
+      if (n == 1000003 && c.name == "exp") continue;  // the reference executor is slow; exp is covered above
+      SCOPED_TRACE(c.name + " n=" + std::to_string(n));
+      expect_matches_reference(c, device);
+    }
+  }
+  HostArray m = make_array({17, 33}, dtypes::float32, 3), w = make_array({33, 5}, dtypes::float32, 4);
+  expect_matches_reference({"odd_matmul", {m, w}, [](const std::vector<Tensor>& t) { return t[0].matmul(t[1]); }, nullptr},
+                           device);
+  expect_matches_reference({"odd_softmax", {m}, [](const std::vector<Tensor>& t) { return t[0].softmax(0); }, nullptr},
+                           device);
+}
+
+void check_every_dtype_and_axis(const std::string& device, const std::vector<DType>& dtypes) {
+  for (DType d : dtypes) {
+    HostArray a = make_array({3, 4, 5}, d, 5, -20, 20), b = make_array({4, 5}, d, 6, -20, 20);
+    SCOPED_TRACE(d.name());
+    expect_matches_reference({"add", {a, b}, [](const std::vector<Tensor>& t) { return t[0] + t[1]; }, nullptr}, device);
+    expect_matches_reference({"lt", {a, b}, [](const std::vector<Tensor>& t) { return t[0].lt(t[1]); }, nullptr}, device);
+    for (int axis : {0, 1, 2})
+      expect_matches_reference({"sum", {a}, [axis](const std::vector<Tensor>& t) { return t[0].sum({axis}); }, nullptr},
+                               device);
+    expect_matches_reference(
+        {"max_t", {a}, [](const std::vector<Tensor>& t) { return t[0].transpose(0, 2).max({1}); }, nullptr}, device);
+  }
+  // half types: computed natively where the target has them, else emulated (stored as bits)
+  for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+    HostArray a = make_array({7, 9}, dtypes::float32, 7, -50, 50);
+    SCOPED_TRACE(d.name());
+    expect_matches_reference({"half", {a}, [d](const std::vector<Tensor>& t) {
+                                return ((t[0].cast(d) * t[0].cast(d)) + 1.0).sum({1}).cast(dtypes::float32);
+                              }, nullptr, 1e-2},
+                             device);
+  }
+}
+
+}  // namespace kiln::testing

@@ -1,0 +1,44 @@
+// tests/common/backend_e2e.hpp - the end-to-end checks every backend's test executable runs:
+// the op corpus, odd sizes and every dtype/axis, each result compared with the reference
+// executor ("ref"). Each backend instantiates them in its own executable (PoCL and hiprtc cannot
+// share a process):
+//
+//     KILN_OP_CORPUS_SUITE(OpenclCorpus, "opencl:0")
+//     TEST(OpenclSweep, OddSizes) { kiln::testing::check_odd_sizes("opencl:0"); }
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "op_corpus.hpp"
+
+namespace kiln::testing {
+
+// Runs `c` on `device` and on the reference executor and expects equal results: floats within
+// the case's tolerance, but at least `rtol_floor`/`atol_floor` (backends' transcendentals and
+// fused multiply-adds differ from the reference in the last bits).
+void expect_matches_reference(const OpCase& c, const std::string& device, double rtol_floor = 2e-6,
+                              double atol_floor = 1e-6);
+
+// Elementwise, sum, max and exp over 1, 3, 17 and 1000003 elements; a matmul and a softmax of
+// sizes that divide nothing.
+void check_odd_sizes(const std::string& device);
+
+// add, lt, sum over each axis and a transposed max for each of `dtypes`; half types (emulated or
+// native) through a cast round trip.
+void check_every_dtype_and_axis(const std::string& device, const std::vector<DType>& dtypes);
+
+}  // namespace kiln::testing
+
+// One test per op-corpus case, named after the case, on `device`.
+#define KILN_OP_CORPUS_SUITE(Suite, device)                                                                       \
+  class Suite : public ::testing::TestWithParam<size_t> {};                                                       \
+  TEST_P(Suite, MatchesReferenceExecutor) {                                                                       \
+    static const std::vector<::kiln::testing::OpCase> cases = ::kiln::testing::op_corpus();                       \
+    ::kiln::testing::expect_matches_reference(cases[GetParam()], device);                                         \
+  }                                                                                                               \
+  INSTANTIATE_TEST_SUITE_P(Corpus, Suite, ::testing::Range<size_t>(0, ::kiln::testing::op_corpus().size()),       \
+                           [](const ::testing::TestParamInfo<size_t>& info) {                                     \
+                             return ::kiln::testing::op_corpus()[info.param].name;                                \
+                           })

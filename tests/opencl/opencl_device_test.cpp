@@ -1,0 +1,180 @@
+// tests/opencl/opencl_device_test.cpp - the opencl plugin through its device API: build failures
+// carry the build log, launches with the wrong arguments are errors (not crashes), buffer offsets,
+// event timing, binaries from the compile cache, and the rendered OpenCL C.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+#include "plugin/device.hpp"
+#include "plugin/registry.hpp"
+#include "runtime/compile_cache.hpp"
+#include "runtime/program_cache.hpp"
+
+using namespace kiln;
+
+namespace {
+
+std::shared_ptr<Device> device() { return Registry::get().open("opencl:0"); }
+
+// a[i] = a[i] * 2 + n for i < n (one work item per element, 4 per workgroup)
+const char* kScale = R"(__kernel void scale(__global float* restrict data0, long n_arg) {
+  const int n = (int)n_arg;
+  int i = (int)get_group_id(0) * 4 + (int)get_local_id(0);
+  if (i < n) data0[i] = data0[i] * 2.0f + (float)n;
+}
+)";
+
+struct Buf {
+  std::shared_ptr<Device> dev;
+  kiln_buffer* b;
+  Buf(std::shared_ptr<Device> d, uint64_t bytes) : dev(std::move(d)), b(dev->alloc(bytes)) {}
+  ~Buf() { dev->free(b); }
+};
+
+template <typename F>
+std::string error_of(F&& f, ErrorCode* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+
+}  // namespace
+
+TEST(OpenclDevice, PropsAndTargetComeFromTheDevice) {
+  auto d = device();
+  EXPECT_FALSE(d->props().name.empty());
+  EXPECT_GT(d->props().compute_units, 0u);
+  const Target& t = d->target();
+  EXPECT_TRUE(t.has(KILN_TARGET_HAS_LOCAL));
+  EXPECT_EQ(t.source_format, "opencl-c");
+  EXPECT_GE(t.local_prod_max, 1u);
+  EXPECT_GE(t.local_max[0], 1u);
+  EXPECT_TRUE(t.supports_dtype(KILN_LIR_DTYPE_FLOAT32));
+  EXPECT_FALSE(t.supports_dtype(KILN_LIR_DTYPE_BFLOAT16));  // no OpenCL type: the core emulates it
+  EXPECT_TRUE(t.supports_op(KILN_LIR_OP_EXP2));              // OpenCL C built-ins, not polynomials
+}
+
+TEST(OpenclDevice, BuildFailureCarriesTheBuildLog) {
+  ErrorCode code{};
+  std::string msg = error_of(
+      [&] { device()->compile("__kernel void broken(__global float* a) { a[0] = undefined_name; }", "broken"); }, &code);
+  EXPECT_EQ(code, ErrorCode::invalid_argument) << msg;
+  EXPECT_CONTAINS(msg, "building kernel 'broken'");
+  EXPECT_CONTAINS(msg, "CL_BUILD_PROGRAM_FAILURE");
+  EXPECT_CONTAINS(msg, "build log:");
+  EXPECT_CONTAINS(msg, "undefined_name");  // the compiler's own diagnostic
+}
+
+TEST(OpenclDevice, WrongArgumentsAreErrorsNotCrashes) {
+  auto d = device();
+  auto program = d->load(d->compile(kScale, "scale"), "scale");
+  Buf buf(d, 8 * sizeof(float));
+  uint32_t global[3] = {2, 1, 1}, local[3] = {4, 1, 1};
+  kiln_buffer* bufs[2] = {buf.b, buf.b};
+  int64_t n = 8;
+  ErrorCode code{};
+  std::string none = error_of([&] { d->launch(*program, {}, {}, {}, global, local, true); }, &code);
+  EXPECT_EQ(code, ErrorCode::invalid_argument);
+  EXPECT_CONTAINS(none, "kernel 'scale' takes 1 buffers and 1 values, the launch passed 0 buffers and 0 values");
+  std::string swapped = error_of([&] { d->launch(*program, {bufs, 2}, {}, {}, global, local, true); }, &code);
+  EXPECT_EQ(code, ErrorCode::invalid_argument);
+  EXPECT_CONTAINS(swapped, "the launch passed 2 buffers and 0 values");
+  // a local size other than the kernel's is the driver's error, by name
+  uint32_t bad_local[3] = {4096 * 4096, 1, 1};
+  std::string wg = error_of([&] { d->launch(*program, {bufs, 1}, {}, {&n, 1}, global, bad_local, true); }, &code);
+  EXPECT_CONTAINS(wg, "clEnqueueNDRangeKernel(kernel 'scale'");
+  EXPECT_CONTAINS(wg, "CL_INVALID_");
+  // and the device still works
+  std::vector<float> host = {1, 2, 3, 4, 5, 6, 7, 8}, out(8);
+  d->copy_in(buf.b, 0, host.data(), 32);
+  double s = d->launch(*program, {bufs, 1}, {}, {&n, 1}, global, local, true);
+  EXPECT_GT(s, 0.0);  // event profiling
+  d->copy_out(out.data(), buf.b, 0, 32);
+  EXPECT_EQ(out, (std::vector<float>{10, 12, 14, 16, 18, 20, 22, 24}));
+}
+
+TEST(OpenclDevice, OffsetsUseAlignedSubBuffers) {
+  auto d = device();
+  auto program = d->load(d->compile(kScale, "scale"), "scale");
+  Buf buf(d, 256 * sizeof(float));
+  std::vector<float> host(256, 1.0f), out(256);
+  d->copy_in(buf.b, 0, host.data(), host.size() * 4);
+  kiln_buffer* bufs[1] = {buf.b};
+  uint64_t offset[1] = {128};  // 32 floats in: PoCL's base address alignment is 128 bytes
+  int64_t n = 4;
+  uint32_t global[3] = {1, 1, 1}, local[3] = {4, 1, 1};
+  d->launch(*program, {bufs, 1}, {offset, 1}, {&n, 1}, global, local, true);
+  d->copy_out(out.data(), buf.b, 0, out.size() * 4);
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(out[i], i >= 32 && i < 36 ? 6.0f : 1.0f) << i;
+  uint64_t odd[1] = {4};
+  ErrorCode code{};
+  std::string msg = error_of([&] { d->launch(*program, {bufs, 1}, {odd, 1}, {&n, 1}, global, local, true); }, &code);
+  EXPECT_EQ(code, ErrorCode::invalid_argument);
+  EXPECT_CONTAINS(msg, "CL_DEVICE_MEM_BASE_ADDR_ALIGN");
+}
+
+TEST(OpenclDevice, AllocatorEdgeCases) {
+  auto d = device();
+  Buf empty(d, 0), one(d, 1);
+  EXPECT_NE(empty.b, one.b);
+  ErrorCode code{};
+  std::string msg = error_of([&] { d->alloc(uint64_t{1} << 50); }, &code);
+  EXPECT_EQ(code, ErrorCode::resource_exhausted) << msg;
+  EXPECT_CONTAINS(msg, "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
+  kiln_buffer* z = d->alloc(1000, KILN_ALLOC_ZERO);
+  std::vector<unsigned char> bytes(1000, 0xff);
+  d->copy_out(bytes.data(), z, 0, bytes.size());
+  d->free(z);
+  EXPECT_EQ(bytes, std::vector<unsigned char>(1000, 0));
+  std::string range = error_of([&] { d->copy_in(one.b, 1, bytes.data(), 1); }, &code);
+  EXPECT_EQ(code, ErrorCode::out_of_range) << range;
+}
+
+// The compile cache stores PoCL's program binary; a new process (simulated by dropping the
+// in-memory caches) creates the program from that binary instead of building the source.
+TEST(OpenclDevice, BinariesFromTheCompileCacheRun) {
+  runtime::clear_program_cache();
+  runtime::clear_compile_memory_cache();
+  auto program = [] {
+    Tensor x = Tensor::arange(0, 300, 1, dtypes::float32, "opencl:0");
+    return ((x * 0.5) + 3.0).exp2().sum().item<float>();
+  };
+  float first = program();
+  auto before = runtime::compile_stats();
+  runtime::clear_program_cache();
+  runtime::clear_compile_memory_cache();
+  float again = program();
+  auto after = runtime::compile_stats();
+  EXPECT_EQ(after.compiles, before.compiles);  // nothing was built from source
+  EXPECT_GT(after.disk_hits, before.disk_hits);
+  EXPECT_EQ(first, again);
+}
+
+// Workgroups and the OpenCL C that uses them: a reduction over rows uses local ids, and the
+// rendered kernel requires the workgroup size it was generated for.
+TEST(OpenclDevice, KernelsUseWorkgroups) {
+  auto d = device();
+  Tensor x = Tensor::rand({64, 256}, dtypes::float32, "opencl:0");
+  std::vector<ExecItem> items = (x * 2).sum({1}).schedule();
+  bool any_local = false;
+  for (const ExecItem& e : items) {
+    if (e.is_copy) continue;
+    auto k = runtime::get_kernel(d, e.ast);
+    uint32_t local = k->spec.lir.local[0] * k->spec.lir.local[1] * k->spec.lir.local[2];
+    if (local > 1) {
+      any_local = true;
+      EXPECT_CONTAINS(k->source, "get_local_id(");
+      EXPECT_CONTAINS(k->source, "reqd_work_group_size(");
+    }
+    EXPECT_CONTAINS(k->source, "__kernel ");
+  }
+  EXPECT_TRUE(any_local);
+}

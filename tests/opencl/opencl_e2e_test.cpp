@@ -1,0 +1,22 @@
+// tests/opencl/opencl_e2e_test.cpp - the op corpus and the size/dtype sweeps on opencl:0 (PoCL in
+// CI), each result compared with the reference executor.
+#include <gtest/gtest.h>
+
+#include "backend_e2e.hpp"
+#include "kiln/kiln.hpp"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+const char* kDevice = "opencl:0";
+}  // namespace
+
+KILN_OP_CORPUS_SUITE(OpenclCorpus, kDevice);
+
+TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
+
+TEST(OpenclSweep, EveryDtypeAndAxis) {
+  check_every_dtype_and_axis(kDevice, {dtypes::bool_, dtypes::int8, dtypes::int32, dtypes::int64,
+                                       dtypes::uint8, dtypes::float32, dtypes::float64});
+}
