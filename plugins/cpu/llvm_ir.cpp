@@ -2,6 +2,7 @@
 // instruction (see llvm_ir.hpp for the shape of the module).
 #include "llvm_ir.hpp"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,8 @@ namespace {
 using sdk::lir_is_float;
 using sdk::lir_is_unsigned;
 using sdk::lir_scalar_size;
+
+constexpr int64_t kBufferAlignment = 64;  // the cpu allocator's guarantee (allocator.hpp)
 
 [[noreturn]] void unsupported(const std::string& what) {
   throw sdk::Error{KILN_STATUS_UNIMPLEMENTED, "llvm renderer: " + what};
@@ -70,9 +73,18 @@ std::string mangle(const kiln_lir_type& t) {
   return t.count == 1 ? e : "v" + std::to_string(t.count) + e;
 }
 
+// The largest power of two dividing v (v > 0), capped at 2^20; 2^20 for 0.
+int64_t pow2_factor(int64_t v) {
+  if (v == 0) return int64_t{1} << 20;
+  v = v < 0 ? -v : v;
+  return std::min<int64_t>(v & -v, int64_t{1} << 20);
+}
+
 class Renderer {
  public:
-  explicit Renderer(const kiln_lir& lir) : l_(lir), val_(lir.n_insts), elem_(lir.n_insts) {}
+  Renderer(const kiln_lir& lir, const LlvmRenderOptions& options)
+      : l_(lir), opt_(options), val_(lir.n_insts), elem_(lir.n_insts), pow2_(lir.n_insts, 1), align_(lir.n_insts, 0),
+        big_(lir.n_insts, false) {}
 
   std::string render() {
     cur_ = "entry";
@@ -159,8 +171,14 @@ class Renderer {
     return z;
   }
 
-  std::string load_text(const std::string& addr, const kiln_lir_type& t) const {
-    return "load " + type_ir(t, true) + ", ptr " + addr + ", align " + std::to_string(lir_scalar_size(t.scalar));
+  // The alignment of an access through the address instruction `a`: what is known of the
+  // address, at least the element size, at most the access size.
+  int64_t access_align(uint32_t a, const kiln_lir_type& t) const {
+    int64_t size = lir_scalar_size(t.scalar), bytes = size * t.count;
+    return std::max(size, std::min(align_[a], bytes));
+  }
+  std::string load_text(uint32_t a, const kiln_lir_type& t) const {
+    return "load " + type_ir(t, true) + ", ptr " + val_[a] + ", align " + std::to_string(access_align(a, t));
   }
 
   void emit_load(uint32_t i) {
@@ -168,7 +186,7 @@ class Renderer {
     const std::string& addr = V(i, 0);
     if (l_[i].n_src != 3) {
       std::string raw = tmp();
-      line(raw + " = " + load_text(addr, t));
+      line(raw + " = " + load_text(src(i, 0), t));
       std::string v = from_memory(raw, t);
       val_[i] = v;
       return;
@@ -186,7 +204,7 @@ class Renderer {
     line("br i1 " + V(i, 2) + ", label %ld" + id + ", label %ld" + id + "_join");
     label("ld" + id);
     std::string raw = tmp();
-    line(raw + " = " + load_text(addr, t));
+    line(raw + " = " + load_text(src(i, 0), t));
     std::string v = from_memory(raw, t);
     std::string loaded_in = cur_;
     line("br label %ld" + id + "_join");
@@ -197,8 +215,14 @@ class Renderer {
   void emit_store(uint32_t i) {
     const kiln_lir_type& t = T(src(i, 1));
     std::string value = to_memory(V(i, 1), t);
-    std::string st = "store " + type_ir(t, true) + " " + value + ", ptr " + V(i, 0) + ", align " +
-                     std::to_string(lir_scalar_size(t.scalar));
+    uint32_t a = src(i, 0);
+    int64_t align = access_align(a, t), bytes = lir_scalar_size(t.scalar) * t.count;
+    std::string st = "store " + type_ir(t, true) + " " + value + ", ptr " + V(i, 0) + ", align " + std::to_string(align);
+    // whole aligned cache lines into a buffer larger than the caches: write around them
+    if (l_[i].n_src != 3 && big_[a] && bytes == 64 && align == 64) {
+      uses_nontemporal_ = true;
+      return line(st + ", !nontemporal !0");
+    }
     if (l_[i].n_src != 3) return line(st);
     const kiln_lir_type& gate = T(src(i, 2));
     if (gate.count > 1) {
@@ -264,6 +288,11 @@ class Renderer {
       default: unsupported("LIR op " + std::to_string(in.op) + " (not advertised by the cpu target)");
     }
     def(i, std::string(op) + " " + TV(i, 0) + ", " + V(i, 1));
+    int64_t a = pow2_[src(i, 0)], b = pow2_[src(i, 1)], cap = int64_t{1} << 20;
+    if (in.op == KILN_LIR_OP_MUL) pow2_[i] = std::min(a * b, cap);
+    if (in.op == KILN_LIR_OP_ADD || in.op == KILN_LIR_OP_SUB) pow2_[i] = std::min(a, b);
+    if (in.op == KILN_LIR_OP_SHL && l_[src(i, 1)].op == KILN_LIR_OP_CONST && l_[src(i, 1)].arg < 20)
+      pow2_[i] = std::min(a << l_[src(i, 1)].arg, cap);
   }
 
   void emit_compare(uint32_t i) {
@@ -305,6 +334,8 @@ class Renderer {
       case KILN_LIR_OP_PARAM:
         val_[i] = "%data" + std::to_string(in.arg);
         elem_[i] = scalar_ir(t.scalar, true);
+        align_[i] = kBufferAlignment;
+        big_[i] = t.size > 0 && static_cast<uint64_t>(t.size) * lir_scalar_size(t.scalar) >= opt_.streaming_store_bytes;
         break;
       case KILN_LIR_OP_VAR: {
         std::string v = "%var" + std::to_string(n_vars_seen_++);
@@ -321,7 +352,10 @@ class Renderer {
         else def(i, "sext i32 " + g + " to " + type_ir(t));
         break;
       }
-      case KILN_LIR_OP_CONST: val_[i] = constant(i); break;
+      case KILN_LIR_OP_CONST:
+        val_[i] = constant(i);
+        if (in.arg_kind == KILN_LIR_ARG_INT && t.count == 1) pow2_[i] = pow2_factor(in.arg);
+        break;
       case KILN_LIR_OP_RANGE: {
         std::string id = std::to_string(i), it = type_ir(t), from = cur_;
         line("br label %r" + id);
@@ -363,6 +397,7 @@ class Renderer {
         val_[i] = "%acc" + std::to_string(in.arg) + "_" + std::to_string(i);
         elem_[i] = vec_ir(t.scalar, t.count, true);
         allocas_ += "  " + val_[i] + " = alloca " + elem_[i] + ", i32 " + std::to_string(t.size < 1 ? 1 : t.size) + ", align 64\n";
+        align_[i] = 64;
         break;
       }
       case KILN_LIR_OP_INDEX: {
@@ -370,6 +405,10 @@ class Renderer {
         elem_[i] = elem_[base];
         if (elem_[i].empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "llvm renderer: INDEX of a non-pointer"};
         def(i, "getelementptr inbounds " + elem_[i] + ", ptr " + val_[base] + ", " + TV(i, 1));
+        int64_t elem_bytes = l_[base].op == KILN_LIR_OP_DEFINE_REG ? lir_scalar_size(T(base).scalar) * T(base).count
+                                                                  : lir_scalar_size(T(base).scalar);
+        align_[i] = std::min(align_[base], pow2_factor(elem_bytes * pow2_[src(i, 1)]));
+        big_[i] = big_[base];
         break;
       }
       case KILN_LIR_OP_LOAD: emit_load(i); break;
@@ -450,12 +489,20 @@ class Renderer {
     m << "  call void @" << name << "_body(" << args << "i32 %gidx0, i32 %gidx1, i32 %gidx2)\n  ret void\n}\n\n";
     for (const std::string& d : declares_) m << d << "\n";
     m << "\nattributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind }\n";
+    if (uses_nontemporal_) m << "!0 = !{i32 1}\n";
     return m.str();
   }
 
   sdk::LirView l_;
+  LlvmRenderOptions opt_;
   std::vector<std::string> val_;   // operand text of each instruction's value
   std::vector<std::string> elem_;  // pointers: the element type in memory
+  // Integers: a power of two the value is known to be a multiple of. Pointers: the alignment in
+  // bytes they are known to have, and whether they point into a buffer of at least
+  // opt_.streaming_store_bytes (stores there bypass the caches).
+  std::vector<int64_t> pow2_, align_;
+  std::vector<bool> big_;
+  bool uses_nontemporal_ = false;
   std::vector<uint32_t> open_;     // RANGE/IF instructions not yet closed
   std::vector<std::string> declares_;
   std::ostringstream body_;
@@ -465,6 +512,8 @@ class Renderer {
 
 }  // namespace
 
-std::string render_llvm_ir(const kiln_lir& kernel) { return Renderer(kernel).render(); }
+std::string render_llvm_ir(const kiln_lir& kernel, const LlvmRenderOptions& options) {
+  return Renderer(kernel, options).render();
+}
 
 }  // namespace kiln::cpu

@@ -10,7 +10,12 @@
 // counted loops with a phi, gated loads and stores branches (masked intrinsics for vector
 // gates), accumulators allocas (promoted to registers by the optimiser), MULACC llvm.fmuladd.
 // Bool values are i1; bools in memory are bytes. Target attributes are added by the compiler.
+// Loads and stores carry the alignment known from the buffers' (64 bytes, the cpu allocator's
+// guarantee) and the index's factors of two; aligned full-cache-line stores into buffers of at
+// least `streaming_store_bytes` are non-temporal (they would only evict the inputs from caches
+// they do not fit in).
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "kiln/lir.h"
@@ -19,6 +24,10 @@ namespace kiln::cpu {
 
 // Throws sdk::Error{UNIMPLEMENTED} for an op the cpu target does not advertise (the core
 // decomposes those) and {INVALID_ARGUMENT} for malformed LIR.
-std::string render_llvm_ir(const kiln_lir& kernel);
+struct LlvmRenderOptions {
+  uint64_t streaming_store_bytes = uint64_t{32} << 20;  // the last-level cache size
+};
+
+std::string render_llvm_ir(const kiln_lir& kernel, const LlvmRenderOptions& options = {});
 
 }  // namespace kiln::cpu

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -23,6 +24,22 @@ uint64_t meminfo_field(const char* key) {
   while (std::getline(in, line))
     if (line.compare(0, prefix.size(), prefix) == 0) return std::stoull(line.substr(prefix.size())) * 1024;  // kB
   return 0;
+}
+
+// The largest cache of cpu0 in sysfs ("32768K"); 0 if unknown. (sysconf's _SC_LEVEL3_CACHE_SIZE
+// reports the host's whole L3 inside a VM.)
+uint64_t last_level_cache() {
+  uint64_t best = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    std::string text;
+    if (!(f >> text) || text.empty()) continue;
+    uint64_t v = std::strtoull(text.c_str(), nullptr, 10);
+    char unit = text.back();
+    v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+    best = std::max(best, v);
+  }
+  return best;
 }
 
 CpuInfo read_cpu_info() {
@@ -50,6 +67,7 @@ CpuInfo read_cpu_info() {
   info.cores = sched_getaffinity(0, sizeof set, &set) == 0 ? static_cast<unsigned>(CPU_COUNT(&set))
                                                             : static_cast<unsigned>(online > 0 ? online : 1);
   info.memory_total = meminfo_field("MemTotal");
+  info.last_level_cache = last_level_cache();
   return info;
 }
 

@@ -11,6 +11,7 @@ struct CpuInfo {
   std::vector<std::string> flags;  // every ISA flag the kernel reports
   unsigned cores = 1;              // CPUs this process may run on (sched_getaffinity)
   uint64_t memory_total = 0;       // bytes (/proc/meminfo MemTotal)
+  uint64_t last_level_cache = 0;   // bytes (sysfs); 0 if unknown
 
   bool has(const std::string& flag) const;
   std::string isa_level() const;   // "x86-64-v4" ... "x86-64" (the psABI micro-architecture levels)

@@ -100,6 +100,24 @@ TEST(Opt, ActionsCheckTheirAxis) {
   for (const UOp& u : toposort(t))
     if (u.op() == Ops::RANGE && static_cast<AxisType>(u.arg_ints()[1]) == AxisType::THREAD) threads = static_cast<int>(u.src(0).arg_int());
   EXPECT_EQ(threads, 3);
+  // SWAP exchanges two output loops; reduce axes and unknown axes are refused
+  UOp sw = apply_opt(k, Opt{OptOp::SWAP, 0, 1});
+  for (const UOp& u : toposort(sw)) {
+    if (u.op() == Ops::END && u.nsrc() == 3) {
+      EXPECT_EQ(u.src(1).arg_ints()[0], 1) << "axis 1 is now the outer loop";
+    }
+  }
+  EXPECT_THROW(apply_opt(k, Opt{OptOp::SWAP, 0, 5}), Error);
+  UOp r = kernel_of(in({6, 10}).sum({1}));
+  EXPECT_THROW(apply_opt(r, Opt{OptOp::SWAP, 0, 1}), Error) << "axis 1 is a reduce axis";
+}
+
+TEST(Opt, WideMatmulWalksColumnPanelsOutside) {
+  // B (256 x 2048 floats, 2 MiB) does not fit the L2; one 32-column panel (32 KiB) does
+  ProgramSpec wide = to_program(kernel_of(in({64, 256}).matmul(in({256, 2048}))), cpu_target());
+  EXPECT_EQ(wide.opts.back().op, OptOp::SWAP) << wide.opts.back().str();
+  ProgramSpec small = to_program(kernel_of(in({64, 256}).matmul(in({256, 128}))), cpu_target());
+  for (const Opt& o : small.opts) EXPECT_NE(o.op, OptOp::SWAP) << "B fits the L2";
 }
 
 TEST(Lir, TextRoundTrips) {

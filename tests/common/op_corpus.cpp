@@ -295,6 +295,41 @@ void add_nn(std::vector<OpCase>& c) {
                [](const A& a) { return gather(a[0], 0, a[1]); }});
 }
 
+// Shapes large enough that the optimizer's actions fire (vector lanes, register tiles, SWAP,
+// threads, realized pads, split reduces): the cases above are too small to be tiled.
+void add_tiled(std::vector<OpCase>& c) {
+  c.push_back({"tiled_matmul", {F({64, 96}, 60), F({96, 128}, 61)}, [](const T& t) { return t[0].matmul(t[1]); },
+               [](const A& a) { return matmul(a[0], a[1]); }, 1e-4, 1e-5});
+  c.push_back({"tiled_matmul_wide", {F({8, 256}, 62), F({256, 2048}, 63)}, [](const T& t) { return t[0].matmul(t[1]); },
+               [](const A& a) { return matmul(a[0], a[1]); }, 1e-4, 1e-5});
+  c.push_back({"tiled_linear", {F({32, 256}, 64), F({64, 256}, 65), F({64}, 66)},
+               [](const T& t) { return t[0].linear(t[1], t[2]).relu(); },
+               [](const A& a) {
+                 HostArray y = zip(matmul(a[0], permute(a[1], {1, 0})), reshape(a[2], {1, 64}), std::plus<double>(), f32);
+                 return map(y, [](double v) { return std::max(v, 0.0); }, f32);
+               }, 1e-4, 1e-5});
+  c.push_back({"tiled_conv2d_pad", {F({2, 8, 16, 16}, 67), F({16, 8, 3, 3}, 68)},
+               [](const T& t) { return t[0].conv2d(t[1], std::nullopt, 1, 1); },
+               [](const A& a) { return conv2d(a[0], a[1], 1, 1, 1, 1); }, 1e-4, 1e-5});
+  c.push_back({"tiled_softmax", {F({64, 256}, 69)}, [](const T& t) { return t[0].softmax(-1); },
+               [](const A& a) {
+                 HostArray r = a[0];
+                 for (int64_t i = 0; i < 64; ++i) {
+                   double m = -INFINITY, s = 0;
+                   for (int64_t j = 0; j < 256; ++j) m = std::max(m, r.v[i * 256 + j]);
+                   for (int64_t j = 0; j < 256; ++j) s += r.v[i * 256 + j] = std::exp(r.v[i * 256 + j] - m);
+                   for (int64_t j = 0; j < 256; ++j) r.v[i * 256 + j] /= s;
+                 }
+                 return r;
+               }});
+  c.push_back({"tiled_sum_split", {F({1 << 20}, 70)}, [](const T& t) { return t[0].sum(); },
+               [](const A& a) {
+                 double s = 0;
+                 for (double v : a[0].v) s += v;
+                 return HostArray{{}, {s}, f32};
+               }, 1e-5, 1e-4});
+}
+
 void add_creation(std::vector<OpCase>& c) {
   // creation ops take their device from a dummy input
   c.push_back({"arange", {F({1})}, [](const T& t) { return Tensor::arange(-3, 5, 0.5, f32, t[0].device()); },
@@ -321,6 +356,7 @@ std::vector<OpCase> op_corpus() {
   add_movement(c);
   add_reductions(c);
   add_nn(c);
+  add_tiled(c);
   add_creation(c);
   return c;
 }

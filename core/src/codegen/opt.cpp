@@ -2,6 +2,7 @@
 #include "codegen/opt.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "ir/print.hpp"
 #include "ir/traverse.hpp"
@@ -17,11 +18,15 @@ AxisType range_type(const UOp& r) { return static_cast<AxisType>(r.arg_ints()[1]
 bool range_vectorized(const UOp& r) { return r.arg_ints().size() > 2 && r.arg_ints()[2]; }
 
 std::string Opt::str() const {
-  const char* n = op == OptOp::UPCAST ? "UPCAST" : op == OptOp::UNROLL ? "UNROLL" : op == OptOp::LOCAL ? "LOCAL" : "THREAD";
+  static const char* const names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "SWAP"};
+  const char* n = names[static_cast<int>(op)];
   return cat(n, "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
 }
 
 namespace {
+
+// A typical per-core L2 (the target does not report cache sizes yet).
+constexpr int64_t kL2Bytes = int64_t{1} << 20;
 
 UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
 
@@ -59,6 +64,26 @@ UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vec
   return substitute(out, {{r, value}});
 }
 
+// SWAP: exchanges two output ranges wherever an END lists both.
+UOp swap_loops(const UOp& ast, const UOp& a, const Opt& opt) {
+  UOp b;
+  for (const UOp& x : ranges_of(ast))
+    if (range_axis(x) == opt.amount) b = x;
+  if (!b || opt.amount == opt.axis) fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": no other axis ", opt.amount);
+  if (range_type(a) != AxisType::LOOP || range_type(b) != AxisType::LOOP)
+    fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": SWAP exchanges output (loop) axes");
+  std::vector<std::pair<UOp, UOp>> ends;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::END) continue;
+    std::vector<UOp> src(u.src().begin(), u.src().end());
+    auto ia = std::find(src.begin() + 1, src.end(), a), ib = std::find(src.begin() + 1, src.end(), b);
+    if (ia == src.end() || ib == src.end()) continue;
+    std::iter_swap(ia, ib);
+    ends.push_back({u, u.replace_src(src)});
+  }
+  return substitute(ast, ends);
+}
+
 int64_t next_axis(const UOp& ast) {
   int64_t m = -1;
   for (const UOp& r : ranges_of(ast)) m = std::max(m, range_axis(r));
@@ -87,6 +112,7 @@ UOp apply_opt(const UOp& ast, const Opt& opt) {
   for (const UOp& x : ranges_of(ast))
     if (range_axis(x) == opt.axis) r = x;
   if (!r) fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": the kernel has no axis ", opt.axis);
+  if (opt.op == OptOp::SWAP) return swap_loops(ast, r, opt);
   const UOp& size = r.src(0);
   int64_t amt = opt.amount;
   AxisType t = range_type(r);
@@ -176,6 +202,7 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) 
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   int64_t vec = 0;
+  std::optional<Opt> swap;  // applied last: THREAD still splits the outermost axis
   if (!k.reduce.empty() && contiguous && reused(contiguous) && contiguous_loads(contiguous) && lanes > 1 &&
       const_size(contiguous) % lanes == 0) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
@@ -187,6 +214,15 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) 
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
       if (!(*it == contiguous) && const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reuses_loads_of(*it, contiguous)) {
         opts.push_back({OptOp::UPCAST, range_axis(*it), 4});
+        // Rows outside columns stream all of B through the caches once per row tile. When B is
+        // larger than the L2 but one column panel of it (K x tile width) is small, walk the
+        // column panels outside and the row tiles inside: the panel stays in L2.
+        int64_t k_len = 1;
+        for (const UOp& red : k.reduce) k_len *= std::max<int64_t>(1, const_size(red));
+        int64_t panel = k_len * lanes * 2 * k.itemsize, whole = k_len * const_size(contiguous) * k.itemsize;
+        auto pos = [&](const UOp& r) { return std::find(k.out.begin(), k.out.end(), r) - k.out.begin(); };
+        if (whole > kL2Bytes && panel <= kL2Bytes / 4 && pos(*it) < pos(contiguous))
+          swap = {OptOp::SWAP, range_axis(*it), range_axis(contiguous)};
         break;
       }
   } else if (!k.reduce.empty()) {
@@ -225,6 +261,7 @@ std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target) 
     if (n >= 2) opts.push_back({OptOp::THREAD, range_axis(outer), std::min<int64_t>(target.threads, n)});
   }
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, opts);
+  if (swap) opts.push_back(*swap);
   return opts;
 }
 

@@ -7,6 +7,8 @@
 //   LOCAL   inner part becomes the workgroup's local index (targets with local memory)
 //   THREAD  the range is cut into `amount` chunks run by the CPU's threads (a dynamic inner
 //           bound handles sizes that do not divide)
+//   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
+//           which operand stays in cache across the inner loop
 // Actions are applied in order; KILN_NOOPT=1 applies none.
 #pragma once
 #include <string>
@@ -18,7 +20,7 @@ namespace kiln {
 
 struct Target;
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP };
 
 struct Opt {
   OptOp op;
