@@ -32,6 +32,12 @@ void add_elementwise(std::vector<OpCase>& c) {
   un("sqrt", [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }, F({4, 4}, 5, 0, 9));
   un("rsqrt", [](const Tensor& x) { return x.rsqrt(); }, [](double x) { return 1 / std::sqrt(x); }, F({4, 4}, 5, 0.1, 9));
   un("sin", [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }, F({3, 7}, 6, -10, 10));
+  {  // large arguments across the float32 range (exact argument reduction), both signs
+    HostArray big{{0}, {}, dtypes::float32};
+    for (float x = 1.0f; x < 3e38f; x *= 3.7f) big.v.push_back(x), big.v.push_back(-x * 1.01f);
+    big.shape[0] = static_cast<int64_t>(big.v.size());
+    un("sin_large", [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }, big);
+  }
   un("cos", [](const Tensor& x) { return x.cos(); }, [](double x) { return std::cos(x); }, F({3, 7}, 7, -10, 10));
   un("tan", [](const Tensor& x) { return x.tan(); }, [](double x) { return std::tan(x); }, F({3, 7}, 8, -1.2, 1.2), 1e-4);
   un("abs", [](const Tensor& x) { return x.abs(); }, [](double x) { return std::fabs(x); }, F({3, 5}));
