@@ -73,6 +73,16 @@ TEST(Pipeline, SumReducesInVectorLanes) {
   EXPECT_GOLDEN("codegen/sum_c", Render().render(p.lir.view()));
 }
 
+TEST(Pipeline, IndexMathIsInt32UnlessItCouldOverflow) {
+  auto index_types = [](const ProgramSpec& p) {
+    std::string t = lir_text(p.lir.view());
+    return std::make_pair(t.find("RANGE int32") != std::string::npos, t.find("RANGE int64") != std::string::npos);
+  };
+  EXPECT_EQ(index_types(to_program(kernel_of(in({1024, 1024}) * 2.0), cpu_target())), std::make_pair(true, false));
+  // 2^32 elements: flat indices do not fit in int32
+  EXPECT_EQ(index_types(to_program(kernel_of(in({1 << 16, 1 << 16}) * 2.0), cpu_target())), std::make_pair(false, true));
+}
+
 TEST(Pipeline, NoOptKeepsPlainLoops) {
   set_knob(Knob::noopt, 1);
   ProgramSpec p = to_program(kernel_of(in({64, 1024}) * 2.0), cpu_target());
