@@ -384,9 +384,13 @@ Tensor upload(const HostArray& a, const std::string& device) {
       return Tensor::from_vector<bool>(data, a.shape, device);
     }
     case Scalar::int8: return upload_as<int8_t>(a, device);
+    case Scalar::int16: return upload_as<int16_t>(a, device);
     case Scalar::int32: return upload_as<int32_t>(a, device);
     case Scalar::int64: return upload_as<int64_t>(a, device);
     case Scalar::uint8: return upload_as<uint8_t>(a, device);
+    case Scalar::uint16: return upload_as<uint16_t>(a, device);
+    case Scalar::uint32: return upload_as<uint32_t>(a, device);
+    case Scalar::uint64: return upload_as<uint64_t>(a, device);
     case Scalar::float64: return upload_as<double>(a, device);
     case Scalar::float32: return upload_as<float>(a, device);
     default: throw std::runtime_error("upload: unsupported dtype " + a.dtype.name());
