@@ -3,7 +3,7 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
+#include "../common/plugin_util.hpp"
 
 namespace kiln::opencl {
 
@@ -18,17 +18,8 @@ Loaded load() {
   Loaded l;
   // The versioned soname is what the runtime package installs; the bare name only comes with
   // the -dev package, so it is the fallback.
-  void* handle = nullptr;
   std::string tried;
-  for (const char* name : {"libOpenCL.so.1", "libOpenCL.so"}) {
-    handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (handle) {
-      l.api.library = name;
-      break;
-    }
-    const char* e = dlerror();
-    if (tried.empty()) tried = e ? e : name;
-  }
+  void* handle = plugins::open_first({"libOpenCL.so.1", "libOpenCL.so"}, l.api.library, tried);
   if (!handle) {
     l.error = "libOpenCL.so.1 not found (" + tried +
               "); install an OpenCL ICD loader and a driver (Debian/Ubuntu: apt-get install ocl-icd-libopencl1 "

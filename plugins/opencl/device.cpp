@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "../common/plugin_util.hpp"
 #include "opencl_c.hpp"
 
 namespace kiln::opencl {
@@ -125,10 +126,7 @@ OpenclBuffer::~OpenclBuffer() {
 namespace {
 
 void check_range(const OpenclBuffer& b, uint64_t offset, uint64_t n, const char* what) {
-  if (offset > b.size || n > b.size - offset)
-    throw sdk::Error{KILN_STATUS_OUT_OF_RANGE, std::string(what) + ": bytes " + std::to_string(offset) + ".." +
-                                                   std::to_string(offset + n) + " are outside the buffer's " +
-                                                   std::to_string(b.size) + " bytes"};
+  plugins::check_range(b.size, offset, n, what);
 }
 
 }  // namespace

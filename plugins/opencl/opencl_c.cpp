@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "../common/plugin_util.hpp"
+
 namespace kiln::opencl {
 
 namespace {
@@ -173,8 +175,8 @@ std::string OpenclDialect::reg_array(const std::string& name, const kiln_lir_typ
 }
 
 std::string OpenclDialect::special(std::string_view name) const {
-  if (name.size() == 5 && (name.substr(0, 4) == "gidx" || name.substr(0, 4) == "lidx") && name[4] >= '0' && name[4] <= '2')
-    return std::string("((int)") + (name[0] == 'g' ? "get_group_id(" : "get_local_id(") + name[4] + "))";
+  if (auto i = plugins::parse_launch_index(name))
+    return std::string("((int)") + (i->group ? "get_group_id(" : "get_local_id(") + std::to_string(i->dim) + "))";
   unsupported("OpenCL has no launch index '" + std::string(name) + "' (gidx0..2, lidx0..2)");
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "error_check.hpp"
 #include "kiln/kiln.hpp"
 #include "plugin/device.hpp"
 #include "plugin/registry.hpp"
@@ -13,6 +14,7 @@
 #include "runtime/program_cache.hpp"
 
 using namespace kiln;
+using kiln::testing::error_of;
 
 namespace {
 
@@ -32,19 +34,6 @@ struct Buf {
   Buf(std::shared_ptr<Device> d, uint64_t bytes) : dev(std::move(d)), b(dev->alloc(bytes)) {}
   ~Buf() { dev->free(b); }
 };
-
-template <typename F>
-std::string error_of(F&& f, ErrorCode* code = nullptr) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (code) *code = e.code();
-    return e.what();
-  }
-  return "";
-}
-
-#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 
 }  // namespace
 

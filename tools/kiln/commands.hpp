@@ -11,5 +11,6 @@ int run_info(const std::vector<std::string>& args);
 int run_config(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_compile(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"config", "the effective configuration and where each value came from", &run_config},
     {"demo", "simplify a small index expression", &run_demo},
     {"bench", "the eight peer workloads: first-call and steady times", &run_bench},
+    {"compile", "render and compile kernels for a device or an offline target", &run_compile},
 };
 
 void usage(std::FILE* out) {
@@ -31,6 +32,7 @@ void usage(std::FILE* out) {
                "  kiln devices --json             # usable devices, machine-readable\n"
                "  kiln info cpu                   # why a backend is (not) usable\n"
                "  kiln bench --only matmul512     # time a workload against its reference\n"
+               "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # offline AMDGPU code objects\n"
                "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"
                "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG\n"
                "exit codes: 0 ok, 1 failure, 2 usage error, 3 configuration error\n");

@@ -1,0 +1,32 @@
+// tests/common/error_check.hpp - checking kiln::Error codes and messages in tests.
+//
+//   ErrorCode code{};
+//   std::string msg = error_of([&] { dev->alloc(1ull << 60); }, &code);
+//   EXPECT_EQ(code, ErrorCode::resource_exhausted);
+//   EXPECT_CONTAINS(msg, "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
+#pragma once
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kiln/error.hpp"
+
+namespace kiln::testing {
+
+// The message of the kiln::Error `f` throws ("" when it throws none); its code goes to `code`.
+template <typename F>
+std::string error_of(F&& f, ErrorCode* code = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (code) *code = e.code();
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace kiln::testing
+
+#ifndef EXPECT_CONTAINS
+#define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+#endif
