@@ -5,8 +5,8 @@ namespace kiln::opencl {
 
 OpenclConfig read_config(const sdk::Options& o) {
   OpenclConfig c;
-  for (const std::string& key : o.unknown_keys({"devices", "build_options"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options)");
+  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory)");
   std::string devices = o.get_string("devices", "all");
   if (devices == "all") c.devices = DeviceType::all;
   else if (devices == "gpu") c.devices = DeviceType::gpu;
@@ -16,6 +16,12 @@ OpenclConfig read_config(const sdk::Options& o) {
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'devices' must be \"all\", \"gpu\", \"cpu\" or \"accelerator\", got \"" + devices + "\""};
   c.build_options = o.get_string("build_options", "");
+  std::string shared = o.get_string("shared_memory", "auto");
+  if (shared == "auto") c.shared_memory = SharedMemory::automatic;
+  else if (shared == "on") c.shared_memory = SharedMemory::on;
+  else if (shared == "off") c.shared_memory = SharedMemory::off;
+  else
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'shared_memory' must be \"auto\", \"on\" or \"off\", got \"" + shared + "\""};
   return c;
 }
 

@@ -4,6 +4,9 @@
 //                           "accelerator"
 //   build_options = ""      extra clBuildProgram options for every kernel (e.g. "-cl-mad-enable");
 //                           part of the compile cache key
+//   shared_memory = "auto"  whether kernels may use workgroup-shared memory and barriers
+//                           (grouped reductions): "auto" where it is dedicated memory
+//                           (CL_DEVICE_LOCAL_MEM_TYPE = CL_LOCAL), "on", "off"
 #pragma once
 #include <string>
 
@@ -12,10 +15,12 @@
 namespace kiln::opencl {
 
 enum class DeviceType { all, gpu, cpu, accelerator };
+enum class SharedMemory { automatic, on, off };
 
 struct OpenclConfig {
   DeviceType devices = DeviceType::all;
   std::string build_options;
+  SharedMemory shared_memory = SharedMemory::automatic;
 };
 
 // Throws sdk::Error{INVALID_ARGUMENT} naming a bad option; logs unknown keys as warnings.

@@ -83,6 +83,37 @@ TEST(Pipeline, IndexMathIsInt32UnlessItCouldOverflow) {
   EXPECT_EQ(index_types(to_program(kernel_of(in({1 << 16, 1 << 16}) * 2.0), cpu_target())), std::make_pair(false, true));
 }
 
+// A GPU-like target: workgroups, shared memory, 4 float lanes.
+Target gpu_target() {
+  Target t;
+  t.flags = KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED;
+  t.global_max[0] = t.global_max[1] = t.global_max[2] = 1u << 30;
+  t.local_max[0] = t.local_max[1] = 256, t.local_max[2] = 64;
+  t.local_prod_max = 256;
+  t.shared_max = 48 << 10;
+  t.max_vector_width = 4;
+  cpu::c_dialect_caps(t.ops, t.dtypes);
+  t.ops[KILN_LIR_OP_BARRIER / 64] |= uint64_t{1} << (KILN_LIR_OP_BARRIER % 64);
+  t.ops[KILN_LIR_OP_DEFINE_LOCAL / 64] |= uint64_t{1} << (KILN_LIR_OP_DEFINE_LOCAL % 64);
+  return t;
+}
+
+TEST(Pipeline, FewOutputsGroupTheReduceThroughSharedMemory) {
+  ProgramSpec p = to_program(kernel_of(in({8, 4096}).sum({1})), gpu_target());
+  std::string opts;
+  for (const Opt& o : p.opts) opts += o.str() + " ";
+  EXPECT_NE(opts.find("GROUP(1, 256)"), std::string::npos) << opts;
+  EXPECT_EQ(p.dims.local[0].arg_int(), 256);  // the group is lidx0, one workgroup wide
+  std::string lir = lir_text(p.lir.view());
+  EXPECT_NE(lir.find("DEFINE_LOCAL"), std::string::npos);
+  EXPECT_NE(lir.find("BARRIER"), std::string::npos);
+  EXPECT_GOLDEN("codegen/group_sum_lir", lir);
+  // without shared memory: no groups
+  Target plain = gpu_target();
+  plain.flags &= ~KILN_TARGET_HAS_SHARED;
+  for (const Opt& o : to_program(kernel_of(in({8, 4096}).sum({1})), plain).opts) EXPECT_NE(o.op, OptOp::GROUP);
+}
+
 TEST(Pipeline, NoOptKeepsPlainLoops) {
   set_knob(Knob::noopt, 1);
   ProgramSpec p = to_program(kernel_of(in({64, 1024}) * 2.0), cpu_target());

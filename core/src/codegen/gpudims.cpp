@@ -2,7 +2,8 @@
 //
 // CPU targets (HAS_THREADS): the THREAD range becomes gidx0; each of global[0] work items runs
 // one chunk. GPU targets (HAS_LOCAL): the innermost output ranges become gidx0..2 (the workgroup
-// index) and LOCAL ranges split from them lidx0..2 (the index within the workgroup). Other
+// index) and LOCAL ranges split from them lidx0..2 (the index within the workgroup); GROUP_REDUCE
+// ranges (grouped reductions) take the first dimensions as lidx, one workgroup wide. Other
 // output ranges stay loops inside each work item.
 #include "codegen/opt.hpp"
 #include "codegen/passes.hpp"
@@ -59,7 +60,16 @@ UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims) {
     if (u.op() == Ops::END && (u.src(0).op() == Ops::STORE || u.src(0).op() == Ops::GROUP))
       for (size_t i = 1; i < u.nsrc(); ++i)
         if (range_type(u.src(i)) == AxisType::LOOP || range_type(u.src(i)) == AxisType::LOCAL) order.push_back(u.src(i));
+  // grouped reduces take the first dimensions (lidx0, ...); outputs use what is left (the rest
+  // stay loops)
   int dim = 0;
+  for (const UOp& r : toposort(ast)) {
+    if (r.op() != Ops::RANGE || range_type(r) != AxisType::GROUP_REDUCE) continue;
+    KILN_CHECK(dim < 3, "at most three grouped reduce axes fit the launch dimensions");
+    subst.push_back({r, special("lidx" + std::to_string(dim), r.src(0))});
+    dims.local[dim] = r.src(0);
+    ++dim;
+  }
   for (size_t i = order.size(); i-- > 0 && dim < 3;) {
     const UOp& r = order[i];
     if (range_type(r) == AxisType::LOCAL) {

@@ -220,6 +220,7 @@ LirProgram to_lir(const std::vector<UOp>& program, const std::string& name) {
         continue;
       }
       case Ops::GEP: idx[u.node()] = b.add_ints(KILN_LIR_OP_GEP, u.dtype(), {at(u.src(0))}, u.arg_ints()); continue;
+      case Ops::BARRIER: idx[u.node()] = b.add(KILN_LIR_OP_BARRIER, dtypes::void_, {}); continue;  // sources: ordering only
       case Ops::CUSTOM: case Ops::CUSTOMI: {
         std::vector<uint32_t> src;
         for (const UOp& s : u.src()) src.push_back(at(s));
@@ -229,8 +230,7 @@ LirProgram to_lir(const std::vector<UOp>& program, const std::string& name) {
       default: break;
     }
     uint32_t op = lir_op(u.op());
-    KILN_CHECK(op && (groups::ALU.has(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST || u.op() == Ops::VECTORIZE ||
-                      u.op() == Ops::BARRIER),
+    KILN_CHECK(op && (groups::ALU.has(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST || u.op() == Ops::VECTORIZE),
                "LIR: ", op_name(u.op()), " cannot appear in a linearized kernel");
     std::vector<uint32_t> src;
     for (const UOp& s : u.src()) src.push_back(at(s));

@@ -7,6 +7,13 @@
 //   value : acc[0]                       read AFTER the END
 // REDUCEs over the very same ranges (copies made by the expander) share one END, so their
 // updates run in one loop: a register tile. Innermost reduces are lowered first.
+//
+// Grouped reduces (GROUP: some of the REDUCE's ranges became lidx SPECIALs) meet in local memory:
+//   partial = REDUCE(body, its loop ranges)   each work item's share, as above
+//   local[lid] = partial; BARRIER
+//   value = REDUCE(local[j], j in 0..group size)   every item folds the partials
+// and the kernel's stores to global memory that do not depend on the group index are gated to
+// lid == 0 (every item holds the same value).
 #include <algorithm>
 #include <cmath>
 
@@ -32,10 +39,62 @@ bool contains_reduce(const UOp& x) {
   return false;
 }
 
+bool is_group_index(const UOp& r) { return r.op() == Ops::SPECIAL && r.arg_string().rfind("lidx", 0) == 0; }
+
+// Rewrites every grouped REDUCE into per-item partials that meet in local memory.
+UOp lower_groups(const UOp& ast) {
+  std::vector<std::pair<UOp, UOp>> repl;
+  std::vector<UOp> group_indices;
+  int64_t local_id = 0, fold_axis = 1 << 20;  // axis ids of the fold loops: past any real axis
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::REDUCE) continue;
+    std::vector<UOp> loops, lids;
+    for (size_t i = 1; i < u.nsrc(); ++i) (is_group_index(u.src(i)) ? lids : loops).push_back(u.src(i));
+    if (lids.empty()) continue;
+    Ops op = static_cast<Ops>(u.arg_ints()[0]);
+    std::vector<UOp> partial_src{u.src(0)};
+    partial_src.insert(partial_src.end(), loops.begin(), loops.end());
+    UOp partial = loops.empty() ? u.src(0) : UOp::make(Ops::REDUCE, u.dtype(), partial_src, u.arg());
+    UOp lid = UOp::cint(dtypes::index, 0);
+    int64_t size = 1;
+    for (const UOp& l : lids) {
+      KILN_CHECK(l.src(0).is_const(), "a grouped reduce needs a constant group size");
+      lid = lid * l.src(0).arg_int() + l;
+      size *= l.src(0).arg_int();
+      if (std::find(group_indices.begin(), group_indices.end(), l) == group_indices.end()) group_indices.push_back(l);
+    }
+    UOp mem = UOp::make(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, Arg{local_id++});
+    UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, mem.dtype(), {mem, lid}), partial});
+    UOp bar = UOp::make(Ops::BARRIER, dtypes::void_, {put});
+    UOp j = UOp::make(Ops::RANGE, dtypes::index, {UOp::cint(dtypes::index, size)},
+                      Arg{std::vector<int64_t>{fold_axis++, static_cast<int64_t>(AxisType::REDUCE)}});
+    UOp ready = UOp::make(Ops::AFTER, mem.dtype(), {mem, bar});
+    UOp part = UOp::make(Ops::LOAD, u.dtype(), {UOp::make(Ops::INDEX, mem.dtype(), {ready, j})});
+    repl.push_back({u, UOp::make(Ops::REDUCE, u.dtype(), {part, j}, Arg{std::vector<int64_t>{static_cast<int64_t>(op)}})});
+  }
+  if (repl.empty()) return ast;
+  UOp out = substitute(ast, repl);
+  // stores to global memory whose address ignores the group index: only item 0 writes
+  std::vector<std::pair<UOp, UOp>> gates;
+  for (const UOp& u : toposort(out)) {
+    if (u.op() != Ops::STORE || u.src(0).op() != Ops::INDEX || u.src(0).src(0).dtype().addrspace() != AddrSpace::global) continue;
+    const UOp& index = u.src(0);
+    bool uses_group = false;
+    for (const UOpNode* n : toposort_nodes(index.src(1)))
+      for (const UOp& g : group_indices) uses_group |= n == g.node();
+    if (uses_group) continue;
+    UOp first = UOp::cbool(true);
+    for (const UOp& g : group_indices) first = first & g.eq(UOp::cint(dtypes::index, 0));
+    std::vector<UOp> isrc{index.src(0), index.src(1), index.nsrc() > 2 ? index.src(2) & first : first};
+    gates.push_back({u, u.replace_src({index.replace_src(isrc), u.src(1)})});
+  }
+  return gates.empty() ? out : substitute(out, gates);
+}
+
 }  // namespace
 
 UOp lower_reduces(const UOp& ast) {
-  UOp out = ast;
+  UOp out = lower_groups(ast);
   int64_t acc_id = 0;
   for (;;) {
     // innermost reduces, grouped by their ranges (in first-seen order, so output is deterministic)
@@ -53,9 +112,15 @@ UOp lower_reduces(const UOp& ast) {
       // the loops the accumulators live in: every range the bodies use except the reduce's own
       std::vector<UOp> bodies;
       for (const UOp& r : reduces) bodies.push_back(r.src(0));
-      std::vector<UOp> input;
-      for (const UOp& u : toposort(UOp::make(Ops::GROUP, dtypes::void_, bodies)))
-        if (u.op() == Ops::RANGE && std::find(ranges.begin(), ranges.end(), u) == ranges.end()) input.push_back(u);
+      // (a loop already closed inside the bodies, as a grouped reduce's partial loop, is not one)
+      std::vector<UOp> input, closed;
+      std::vector<UOp> body_nodes = toposort(UOp::make(Ops::GROUP, dtypes::void_, bodies));
+      for (const UOp& u : body_nodes)
+        if (u.op() == Ops::END) closed.insert(closed.end(), u.src().begin() + 1, u.src().end());
+      for (const UOp& u : body_nodes)
+        if (u.op() == Ops::RANGE && std::find(ranges.begin(), ranges.end(), u) == ranges.end() &&
+            std::find(closed.begin(), closed.end(), u) == closed.end())
+          input.push_back(u);
       std::vector<UOp> accs, updates;
       for (const UOp& r : reduces) {
         Ops op = static_cast<Ops>(r.arg_ints()[0]);

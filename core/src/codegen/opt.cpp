@@ -18,7 +18,7 @@ AxisType range_type(const UOp& r) { return static_cast<AxisType>(r.arg_ints()[1]
 bool range_vectorized(const UOp& r) { return r.arg_ints().size() > 2 && r.arg_ints()[2]; }
 
 std::string Opt::str() const {
-  static const char* const names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "SWAP"};
+  static const char* const names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "SWAP", "GROUP"};
   const char* n = names[static_cast<int>(op)];
   return cat(n, "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
 }
@@ -118,7 +118,8 @@ UOp apply_opt(const UOp& ast, const Opt& opt) {
   AxisType t = range_type(r);
   bool reduce = t == AxisType::REDUCE;
   if (amt <= 1) fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": amount must be > 1");
-  if ((opt.op == OptOp::UNROLL) != reduce && opt.op != OptOp::THREAD && opt.op != OptOp::LOCAL)
+  if (opt.op == OptOp::GROUP && !reduce) fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": GROUP is for reduce axes");
+  if ((opt.op == OptOp::UNROLL) != reduce && opt.op != OptOp::THREAD && opt.op != OptOp::LOCAL && opt.op != OptOp::GROUP)
     fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": ", reduce ? "UNROLL" : "UPCAST", " is for ", reduce ? "reduce" : "output",
          " axes");
   if ((opt.op == OptOp::THREAD || opt.op == OptOp::LOCAL) && reduce)
@@ -134,7 +135,10 @@ UOp apply_opt(const UOp& ast, const Opt& opt) {
   }
   if (!size.is_const() || size.arg_int() % amt != 0)
     fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": the axis size ", render_expr(size), " is not divisible by ", amt);
-  AxisType inner_t = opt.op == OptOp::LOCAL ? AxisType::LOCAL : opt.op == OptOp::UNROLL ? AxisType::UNROLL : AxisType::UPCAST;
+  AxisType inner_t = opt.op == OptOp::LOCAL    ? AxisType::LOCAL
+                     : opt.op == OptOp::GROUP  ? AxisType::GROUP_REDUCE
+                     : opt.op == OptOp::UNROLL ? AxisType::UNROLL
+                                               : AxisType::UPCAST;
   UOp outer = make_range(ci(size.arg_int() / amt), range_axis(r), t);
   UOp inner = make_range(ci(amt), axis, inner_t, opt.vectorize);
   return replace_range(ast, r, outer * amt + inner, {outer, inner});

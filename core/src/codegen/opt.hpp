@@ -7,6 +7,8 @@
 //   LOCAL   inner part becomes the workgroup's local index (targets with local memory)
 //   THREAD  the range is cut into `amount` chunks run by the CPU's threads (a dynamic inner
 //           bound handles sizes that do not divide)
+//   GROUP   the inner part of a reduce axis is spread over the workgroup (targets with local
+//           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
 //           which operand stays in cache across the inner loop
 // Actions are applied in order; KILN_NOOPT=1 applies none.
@@ -20,7 +22,7 @@ namespace kiln {
 
 struct Target;
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP };
 
 struct Opt {
   OptOp op;

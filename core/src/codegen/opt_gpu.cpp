@@ -6,7 +6,37 @@
 
 namespace kiln {
 
+namespace {
+
+// What is left of range r after the actions in `opts` split it.
+int64_t remaining(const UOp& r, const std::vector<Opt>& opts) {
+  int64_t n = const_size(r);
+  for (const Opt& o : opts)
+    if (o.axis == range_axis(r) && (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::LOCAL)) n /= o.amount;
+  return n;
+}
+
+}  // namespace
+
 void add_workgroup_opts(const KernelShape& k, const Target& target, std::vector<Opt>& opts) {
+  // A reduction with few outputs would leave a few work items alone with long loops: spread the
+  // reduce over a workgroup (GROUP) and let the partial results meet in local memory.
+  if (!k.reduce.empty() && target.has(KILN_TARGET_HAS_SHARED) && target.shared_max > 0) {
+    int64_t items = 1;
+    for (const UOp& r : k.out) items *= std::max<int64_t>(1, remaining(r, opts));
+    const UOp& red = k.reduce.back();
+    int64_t n = remaining(red, opts);
+    if (items < 1024 && n >= 64) {
+      for (int64_t g = 256; g >= 16; g /= 2) {
+        bool fits = g <= target.local_prod_max && g <= target.local_max[0] &&
+                    static_cast<uint64_t>(g) * 16 * static_cast<uint64_t>(k.itemsize) <= target.shared_max;
+        if (fits && n % g == 0) {
+          opts.push_back({OptOp::GROUP, range_axis(red), g});
+          return;
+        }
+      }
+    }
+  }
   if (k.out.empty()) return;
   // A workgroup along the contiguous output axis (else the last one), after its register upcasts.
   const UOp& last = k.contiguous ? k.contiguous : k.out.back();
