@@ -12,5 +12,6 @@ int run_config(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_compile(const std::vector<std::string>& args);
+int run_test(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

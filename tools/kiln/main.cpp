@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"demo", "simplify a small index expression", &run_demo},
     {"bench", "the eight peer workloads: first-call and steady times", &run_bench},
     {"compile", "render and compile kernels for a device or an offline target", &run_compile},
+    {"test", "the conformance kit on backend plugins (each in a child process)", &run_test},
 };
 
 void usage(std::FILE* out) {
@@ -32,6 +33,7 @@ void usage(std::FILE* out) {
                "  kiln devices --json             # usable devices, machine-readable\n"
                "  kiln info cpu                   # why a backend is (not) usable\n"
                "  kiln bench --only matmul512     # time a workload against its reference\n"
+               "  kiln test opencl --level 3      # conformance of a backend plugin\n"
                "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # offline AMDGPU code objects\n"
                "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"
                "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG\n"

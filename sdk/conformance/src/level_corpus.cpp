@@ -1,0 +1,38 @@
+// sdk/conformance/src/level_corpus.cpp - level 4: every op-corpus case on the device, compared
+// with the reference executor.
+#include "codegen/lir.hpp"
+#include "kit.hpp"
+#include "op_corpus.hpp"
+#include "plugin/device.hpp"
+
+namespace kiln::conformance {
+
+namespace {
+
+// A dtype the device neither computes in nor gets emulated by the core (only the half types are).
+std::string missing_dtype(const Target& t, DType d) {
+  Scalar s = d.scalar();
+  if (s == Scalar::float16 || s == Scalar::bfloat16) return "";
+  uint32_t lir = lir_dtype(s);
+  return lir < KILN_LIR_DTYPE_COUNT && !t.supports_dtype(lir) ? d.name() : "";
+}
+
+void run_corpus_case(Kit& k, const testing::OpCase& c) {
+  Device& d = k.memory_device();
+  for (const testing::HostArray& a : c.inputs)
+    if (std::string m = missing_dtype(d.target(), a.dtype); !m.empty()) throw Skip{"the device has no " + m};
+  testing::HostArray got = testing::run_case(c, k.device_name());
+  testing::HostArray want = testing::run_case(c, "ref");
+  std::string err = testing::compare(got, want, std::max(c.rtol, 2e-6), std::max(c.atol, 1e-6));
+  require(err.empty(), err);
+}
+
+}  // namespace
+
+void add_corpus_tests(std::vector<TestCase>& t) {
+  static const std::vector<testing::OpCase> cases = testing::op_corpus();
+  for (const testing::OpCase& c : cases)
+    t.push_back({4, "L4.corpus." + c.name, [&c](Kit& k) { run_corpus_case(k, c); }});
+}
+
+}  // namespace kiln::conformance

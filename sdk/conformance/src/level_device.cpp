@@ -1,0 +1,95 @@
+// sdk/conformance/src/level_device.cpp - level 1: device count, properties, target caps, open/close.
+#include "kit.hpp"
+#include "plugin/device.hpp"
+#include "plugin/host.hpp"
+#include "plugin/registry.hpp"
+
+namespace kiln::conformance {
+
+namespace {
+
+void count(Kit& k) {
+  k.require_usable();
+  uint32_t a = 0, b = 0;
+  throw_if_error(k.api->device_count(&a), "device_count");
+  throw_if_error(k.api->device_count(&b), "device_count");
+  require(a == b && a == k.devices, "device_count is not stable: " + std::to_string(k.devices) + ", then " +
+                                        std::to_string(a) + ", then " + std::to_string(b));
+}
+
+void props(Kit& k) {
+  k.require_usable();
+  for (uint32_t i = 0; i < k.devices; ++i) {
+    std::string name = k.backend + ":" + std::to_string(i);
+    const DeviceProps& p = Registry::get().open(name)->props();
+    require(!p.name.empty(), name + ": empty name");
+    require(!p.description.empty(), name + ": empty description");
+    require(p.kind <= KILN_DEVICE_KIND_ACCELERATOR, name + ": unknown kind " + std::to_string(p.kind));
+    require(p.memory_free == 0 || p.memory_total == 0 || p.memory_free <= p.memory_total,
+            name + ": memory_free " + std::to_string(p.memory_free) + " > memory_total " + std::to_string(p.memory_total));
+  }
+}
+
+void target(Kit& k) {
+  k.require_usable();
+  for (uint32_t i = 0; i < k.devices; ++i) {
+    std::string name = k.backend + ":" + std::to_string(i);
+    const Target& t = Registry::get().open(name)->target();
+    require(!t.source_format.empty(), name + ": empty source_format");
+    require(t.supports_dtype(KILN_LIR_DTYPE_FLOAT32) && t.supports_dtype(KILN_LIR_DTYPE_INT32),
+            name + ": float32 and int32 are required dtypes");
+    for (uint32_t op : {KILN_LIR_OP_PARAM, KILN_LIR_OP_RANGE, KILN_LIR_OP_END, KILN_LIR_OP_INDEX, KILN_LIR_OP_LOAD,
+                        KILN_LIR_OP_STORE, KILN_LIR_OP_CONST, KILN_LIR_OP_ADD, KILN_LIR_OP_MUL, KILN_LIR_OP_CMPLT})
+      require(t.supports_op(op), name + ": LIR op " + std::to_string(op) + " is required (the core cannot decompose it)");
+    require(t.max_vector_width >= 1, name + ": max_vector_width is 0");
+    require(t.local_prod_max >= 1, name + ": local_prod_max is 0");
+    for (int d = 0; d < 3; ++d) {
+      require(t.global_max[d] >= 1 && t.local_max[d] >= 1, name + ": a global_max or local_max is 0");
+      require(t.local_max[d] <= t.local_prod_max || d > 0,
+              name + ": local_max[0] " + std::to_string(t.local_max[0]) + " exceeds local_prod_max");
+      if (!t.has(KILN_TARGET_HAS_LOCAL))
+        require(t.local_max[d] == 1, name + ": local_max must be 1 without KILN_TARGET_HAS_LOCAL");
+    }
+    if (t.has(KILN_TARGET_HAS_SHARED)) require(t.shared_max > 0, name + ": HAS_SHARED with shared_max 0");
+    if (t.has(KILN_TARGET_HAS_THREADS)) require(t.threads >= 1, name + ": HAS_THREADS with 0 threads");
+  }
+}
+
+// Opening and closing many times (the registry keeps its own device 0 open meanwhile).
+void open_close(Kit& k) {
+  k.require_usable();
+  for (int i = 0; i < 50; ++i) {
+    kiln_device* dev = nullptr;
+    const kiln_device_api* api = nullptr;
+    throw_if_error(k.api->device_open(0, &dev, &api), "device_open (cycle " + std::to_string(i) + ")");
+    require(dev && api && api->close && api->get_props, "device_open returned no device or an incomplete table");
+    kiln_device_props p{};
+    p.struct_size = sizeof p;
+    kiln_error* e = api->get_props(dev, &p);
+    api->close(dev);
+    throw_if_error(e, "get_props");
+  }
+}
+
+void bad_index(Kit& k) {
+  k.require_usable();
+  kiln_device* dev = nullptr;
+  const kiln_device_api* api = nullptr;
+  kiln_error* e = k.api->device_open(k.devices, &dev, &api);
+  if (!e && dev && api) api->close(dev);
+  require(e != nullptr, "device_open(" + std::to_string(k.devices) + ") succeeded although there are " +
+                            std::to_string(k.devices) + " devices");
+  take_error_message(e);
+}
+
+}  // namespace
+
+void add_device_tests(std::vector<TestCase>& t) {
+  t.push_back({1, "L1.count", count});
+  t.push_back({1, "L1.props", props});
+  t.push_back({1, "L1.target", target});
+  t.push_back({1, "L1.open_close", open_close});
+  t.push_back({1, "L1.bad_index", bad_index});
+}
+
+}  // namespace kiln::conformance
