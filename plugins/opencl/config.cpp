@@ -5,8 +5,8 @@ namespace kiln::opencl {
 
 OpenclConfig read_config(const sdk::Options& o) {
   OpenclConfig c;
-  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory)");
+  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm)");
   std::string devices = o.get_string("devices", "all");
   if (devices == "all") c.devices = DeviceType::all;
   else if (devices == "gpu") c.devices = DeviceType::gpu;
@@ -22,6 +22,7 @@ OpenclConfig read_config(const sdk::Options& o) {
   else if (shared == "off") c.shared_memory = SharedMemory::off;
   else
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'shared_memory' must be \"auto\", \"on\" or \"off\", got \"" + shared + "\""};
+  c.prewarm = o.get_bool("prewarm", true);
   return c;
 }
 

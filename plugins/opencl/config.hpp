@@ -7,6 +7,10 @@
 //   shared_memory = "auto"  whether kernels may use workgroup-shared memory and barriers
 //                           (grouped reductions): "auto" where it is dedicated memory
 //                           (CL_DEVICE_LOCAL_MEM_TYPE = CL_LOCAL), "on", "off"
+//   prewarm       = true    build a trivial kernel in the background when a device opens, so the
+//                           driver's compiler is initialised (PoCL: ~0.7 s) before the first real
+//                           kernel needs it; false saves that CPU time when every kernel comes
+//                           from the compile cache
 #pragma once
 #include <string>
 
@@ -21,6 +25,7 @@ struct OpenclConfig {
   DeviceType devices = DeviceType::all;
   std::string build_options;
   SharedMemory shared_memory = SharedMemory::automatic;
+  bool prewarm = true;
 };
 
 // Throws sdk::Error{INVALID_ARGUMENT} naming a bad option; logs unknown keys as warnings.

@@ -53,9 +53,21 @@ OpenclDevice::OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclC
   }
   max_alloc_ = device_value<cl_ulong>(ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   base_align_ = std::max<uint64_t>(1, device_value<cl_uint>(ref.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
+  if (config.prewarm)
+    prewarm_ = std::thread([context = context_, device = ref.device] {
+      // Errors do not matter here: a real build reports them.
+      const ClApi& api = cl();
+      const char* source = "__kernel void kiln_prewarm(__global int* a) { a[get_global_id(0)] = 0; }";
+      cl_int s = CL_SUCCESS;
+      cl_program p = api.clCreateProgramWithSource(context, 1, &source, nullptr, &s);
+      if (s != CL_SUCCESS) return;
+      api.clBuildProgram(p, 1, &device, "", nullptr, nullptr);
+      api.clReleaseProgram(p);
+    });
 }
 
 OpenclDevice::~OpenclDevice() {
+  if (prewarm_.joinable()) prewarm_.join();
   const ClApi& api = cl();
   for (const Built& b : built_) api.clReleaseProgram(b.program);
   api.clFinish(queue_);
