@@ -48,7 +48,8 @@ struct Options {
 struct Result {
   std::string name, unit;
   double first_ms = 0, steady_ms = 0, rate = 0;  // rate in `unit` at steady_ms
-  double schedule_ms = 0;                        // steady: building + scheduling the graph (no run)
+  double schedule_ms = 0;       // building + scheduling the graph (no run), schedule cache hit
+  double schedule_miss_ms = 0;  // the same with an empty schedule cache
   size_t kernels = 0;                            // kernels launched by one call
   bool checked = false, ok = false;
   double error = 0;  // the relative error above, when checked
