@@ -13,8 +13,9 @@
 //  - launch indices: gidxN = get_group_id(N), lidxN = get_local_id(N)
 //  - the kernel: __kernel void NAME(__global T* restrict data0, ..., long n_value, ...), buffers
 //    first in slot order, then every integer variable as a long in slot order (the runtime's
-//    argument convention), with reqd_work_group_size when the kernel's local size is constant
-//    (PoCL then builds its work-group function for that size once, when the binary is made)
+//    argument convention), with reqd_work_group_size when the kernel's local size is constant:
+//    drivers may compile for exactly that size (PoCL after 3.1 does so when the binary is made;
+//    3.1 builds a generic work-group function then and the sized one at the first launch)
 #pragma once
 #include <array>
 #include <cstdint>

@@ -233,6 +233,14 @@ std::string signal_name(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
+// Under AddressSanitizer a deadly signal is caught, reported ("AddressSanitizer: SEGV on unknown
+// address") and turned into exit status 1: name the signal anyway.
+std::string sanitizer_signal(const std::string& err) {
+  for (const char* sig : {"SEGV", "BUS", "FPE", "ILL", "ABRT"})
+    if (err.find(std::string("Sanitizer: ") + sig) != std::string::npos) return std::string("SIG") + sig;
+  return "";
+}
+
 }  // namespace
 
 Report run_in_process(const std::string& manifest, const Options& options, Observer* observer) {
@@ -317,7 +325,9 @@ Report run_isolated(const std::string& manifest, const Options& options, Observe
   } else if (WIFSIGNALED(status)) {
     report.crash = signal_name(WTERMSIG(status)) + where;
   } else if (!done || WEXITSTATUS(status) != 0) {
-    report.crash = "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + where;
+    std::string sig = sanitizer_signal(tail_of(err_fd, 65536));
+    report.crash = sig.empty() ? "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + where
+                               : sig + where;
   }
   if (!report.crash.empty() && !in_flight.empty()) {
     TestResult r{in_flight, 0, Status::failed, report.crash, 0};
