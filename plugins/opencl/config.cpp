@@ -5,8 +5,8 @@ namespace kiln::opencl {
 
 OpenclConfig read_config(const sdk::Options& o) {
   OpenclConfig c;
-  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm)");
+  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width)");
   std::string devices = o.get_string("devices", "all");
   if (devices == "all") c.devices = DeviceType::all;
   else if (devices == "gpu") c.devices = DeviceType::gpu;
@@ -23,6 +23,11 @@ OpenclConfig read_config(const sdk::Options& o) {
   else
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'shared_memory' must be \"auto\", \"on\" or \"off\", got \"" + shared + "\""};
   c.prewarm = o.get_bool("prewarm", true);
+  int64_t width = o.get_int("vector_width", 0);
+  if (width != 0 && width != 1 && width != 2 && width != 4 && width != 8 && width != 16)
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                     "option 'vector_width' must be 0 (the device's), 1, 2, 4, 8 or 16, got " + std::to_string(width)};
+  c.vector_width = static_cast<uint32_t>(width);
   return c;
 }
 

@@ -7,6 +7,8 @@
 //   shared_memory = "auto"  whether kernels may use workgroup-shared memory and barriers
 //                           (grouped reductions): "auto" where it is dedicated memory
 //                           (CL_DEVICE_LOCAL_MEM_TYPE = CL_LOCAL), "on", "off"
+//   vector_width  = 0       widest vectors kernels use: 0 = the device's preferred float width
+//                           (at most 8 on CPU devices), else 1, 2, 4, 8 or 16
 //   prewarm       = true    build a trivial kernel in the background when a device opens, so the
 //                           driver's compiler is initialised (PoCL: ~0.7 s) before the first real
 //                           kernel needs it; false saves that CPU time when every kernel comes
@@ -26,6 +28,7 @@ struct OpenclConfig {
   std::string build_options;
   SharedMemory shared_memory = SharedMemory::automatic;
   bool prewarm = true;
+  uint32_t vector_width = 0;
 };
 
 // Throws sdk::Error{INVALID_ARGUMENT} naming a bad option; logs unknown keys as warnings.

@@ -53,6 +53,7 @@ OpenclDevice::OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclC
   }
   max_alloc_ = device_value<cl_ulong>(ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   base_align_ = std::max<uint64_t>(1, device_value<cl_uint>(ref.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
+  cache_bytes_ = device_value<cl_ulong>(ref.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
   if (config.prewarm)
     prewarm_ = std::thread([context = context_, device = ref.device] {
       // Errors do not matter here: a real build reports them.
@@ -118,7 +119,14 @@ sdk::Target OpenclDevice::target() {
   }
   t.local_prod_max = static_cast<uint32_t>(std::min<size_t>(device_value<size_t>(d, CL_DEVICE_MAX_WORK_GROUP_SIZE), 0x7fffffff));
   t.shared_max = device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE);
-  cl_uint width = device_value<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
+  uint32_t width = config_.vector_width;
+  if (width == 0) {
+    width = device_value<cl_uint>(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT);
+    // CPU drivers (PoCL) vectorise across work items themselves, and compile big explicitly
+    // vectorised register tiles slowly: 16 lanes made first calls of matmul-like kernels ~1.5x
+    // slower to build than 8, for a faster run that kiln did not need to beat the peers
+    if (device_value<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) width = std::min<uint32_t>(width, 8);
+  }
   t.max_vector_width = width >= 16 ? 16 : width >= 8 ? 8 : width >= 4 ? 4 : width >= 2 ? 2 : 1;
   opencl_caps(t.ops.data(), t.dtypes, fp16, fp64);
   t.source_format = "opencl-c";
@@ -126,7 +134,7 @@ sdk::Target OpenclDevice::target() {
 }
 
 std::string OpenclDevice::render(const kiln_lir& kernel) {
-  OpenclDialect dialect;
+  OpenclDialect dialect(cache_bytes_ ? cache_bytes_ : uint64_t{32} << 20);
   return dialect.render_kernel(kernel);
 }
 

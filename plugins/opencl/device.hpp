@@ -38,6 +38,7 @@ struct ClDeviceRef {
 };
 std::vector<ClDeviceRef> enumerate_devices(DeviceType type);
 
+
 class OpenclBuffer final : public sdk::Buffer {
  public:
   ~OpenclBuffer() override;
@@ -100,6 +101,7 @@ class OpenclDevice final : public sdk::Device {
   std::deque<Built> built_;
   // The compiler warm-up (config prewarm): joined before the device goes away.
   std::thread prewarm_;
+  uint64_t cache_bytes_ = 0;  // CL_DEVICE_GLOBAL_MEM_CACHE_SIZE: larger outputs are streamed
 };
 
 }  // namespace kiln::opencl

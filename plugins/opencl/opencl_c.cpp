@@ -40,6 +40,7 @@ std::string float_literal(double f, uint8_t scalar) {
 
 std::string OpenclDialect::render_kernel(const kiln_lir& kernel) {
   local_ = {kernel.local[0], kernel.local[1], kernel.local[2]};
+  streamed_ = false;
   return render(kernel);
 }
 
@@ -162,8 +163,16 @@ std::string OpenclDialect::store(const std::string& addr, const std::string& val
     return "*((" + std::string(ptr.addrspace == KILN_LIR_ADDR_LOCAL ? "__local " : "") + element_type(ptr) + "*)(" + addr +
            ")) = " + value + ";";
   std::string n = std::to_string(ptr.count);
-  std::string v = ptr.scalar == KILN_LIR_DTYPE_BOOL ? "convert_uchar" + n + "((" + value + ")&1)" : value;
-  return "vstore" + n + "(" + v + ", 0, " + addr + ");";
+  if (ptr.scalar == KILN_LIR_DTYPE_BOOL) return "vstore" + n + "(convert_uchar" + n + "((" + value + ")&1), 0, " + addr + ");";
+  std::string plain = "vstore" + n + "(" + value + ", 0, " + addr + ");";
+  uint64_t bytes = static_cast<uint64_t>(sdk::lir_scalar_size(ptr.scalar)) * ptr.count;
+  bool big = streaming_bytes_ && ptr.size > 0 &&
+             static_cast<uint64_t>(ptr.size) * sdk::lir_scalar_size(ptr.scalar) >= streaming_bytes_;
+  if (!big || (bytes & (bytes - 1)) != 0) return plain;
+  // The cast claims the vector's alignment, so only aligned addresses take it.
+  streamed_ = true;
+  return "{ if ((((ulong)(" + addr + ")) & " + std::to_string(bytes - 1) + "UL) == 0) KILN_STREAM(" + value + ", (__global " +
+         element_type(ptr) + "*)(" + addr + ")); else " + plain + " }";
 }
 
 std::string OpenclDialect::local_array(const std::string& name, const kiln_lir_type& ptr) const {
@@ -191,6 +200,9 @@ std::string OpenclDialect::kernel(std::string_view name, const std::vector<sdk::
     half |= p.type.scalar == KILN_LIR_DTYPE_FLOAT16;
   }
   if (dbl) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n";
+  if (streamed_)
+    s += "#ifdef __clang__\n#define KILN_STREAM(v, p) __builtin_nontemporal_store((v), (p))\n#else\n"
+         "#define KILN_STREAM(v, p) (*(p) = (v))\n#endif\n";
   if (half) s += "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n";
   s += "__kernel ";
   if (local_[0] && local_[1] && local_[2])

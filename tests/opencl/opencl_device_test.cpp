@@ -3,6 +3,7 @@
 // event timing, binaries from the compile cache, and the rendered OpenCL C.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -166,4 +167,29 @@ TEST(OpenclDevice, KernelsUseWorkgroups) {
     EXPECT_CONTAINS(k->source, "__kernel ");
   }
   EXPECT_TRUE(any_local);
+}
+
+// Outputs larger than the device's cache are written with non-temporal stores (KILN_STREAM):
+// the results are the same, and small outputs keep ordinary stores.
+TEST(OpenclDevice, LargeOutputsUseStreamingStores) {
+  auto d = device();
+  const int64_t n = int64_t{10} << 20;  // 40 MB of float32: more than PoCL's 32 MiB cache
+  std::vector<float> host(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = static_cast<float>(i % 1000) - 500.0f;
+  Tensor x = Tensor::from_vector(host, {n}, "opencl:0");
+  Tensor y = ((x + 1.0) * 2.0).relu();
+  bool streamed = false;
+  for (const ExecItem& e : y.schedule())
+    if (!e.is_copy) streamed |= runtime::get_kernel(d, e.ast)->source.find("KILN_STREAM(") != std::string::npos;
+  EXPECT_TRUE(streamed);
+  std::vector<float> got = y.to_vector<float>();
+  for (int64_t i = 0; i < n; i += 997) {
+    float want = std::max((host[static_cast<size_t>(i)] + 1.0f) * 2.0f, 0.0f);
+    ASSERT_EQ(got[static_cast<size_t>(i)], want) << i;
+  }
+  EXPECT_EQ(got.back(), std::max((host.back() + 1.0f) * 2.0f, 0.0f));
+  Tensor small = Tensor::arange(0, 4096, 1, dtypes::float32, "opencl:0") * 2.0;
+  for (const ExecItem& e : small.schedule()) {
+    if (!e.is_copy) EXPECT_EQ(runtime::get_kernel(d, e.ast)->source.find("KILN_STREAM("), std::string::npos);
+  }
 }
