@@ -127,6 +127,22 @@ TEST(UOp, Substitute) {
   EXPECT_EQ(substitute(e, {{x, y}}), (y + 1) * y);
 }
 
+TEST(UOp, TreeSizeCountsEveryUseAndSaturates) {
+  UOp x = UOp::variable("ts", 0, 10);
+  EXPECT_EQ(tree_size(x), 1u);
+  UOp sq = x * x;                 // x is used twice: 3 tree nodes, 2 DAG nodes
+  EXPECT_EQ(tree_size(sq), 3u);
+  EXPECT_EQ(tree_size(sq + sq), 7u);
+  // doubling 40 times describes a tree of 2^41 - 1 nodes in a DAG of 41: the size saturates
+  UOp big = x;
+  for (int i = 0; i < 40; ++i) big = big + big;
+  EXPECT_EQ(tree_size(big), kTreeSizeSaturated);
+  // a million-deep chain is measured without recursion
+  UOp chain = x;
+  for (int i = 0; i < 1000000; ++i) chain = UOp::alu(Ops::ADD, {chain, x});
+  EXPECT_EQ(tree_size(chain), 2000001u);
+}
+
 TEST(Verify, AcceptsGoodGraphs) {
   UOp x = UOp::variable("x", 0, 10);
   EXPECT_NO_THROW(verify((x * 4 + 1).lt(x)));

@@ -95,6 +95,29 @@ TEST(PatternMatcher, GuardDeclineLetsOtherOrderMatch) {
   EXPECT_EQ(pm.rewrite(ci(3).maximum(ci(7))), ci(7));
 }
 
+TEST(PatternMatcher, FlatPatternsMatchInOneStep) {
+  // a root over unconstrained wildcards skips the backtracking matcher; it must agree with it
+  UPat flat = UPat::op(Ops::ADD, {y, z}).named(r0);
+  EXPECT_TRUE(flat.is_flat());
+  EXPECT_TRUE(UPat::ops(groups::ALU).allow_any_len().named(r0).is_flat());
+  EXPECT_FALSE((x + x).is_flat()) << "a repeated slot must bind the same node twice";
+  EXPECT_FALSE((x + 1).is_flat()) << "commutative, and a constrained source";
+  EXPECT_FALSE(UPat::op(Ops::ADD, {UPat(c0), y}).is_flat()) << "c0 only binds constants";
+  UOp a = var("a"), b = var("b");
+  Match m;
+  ASSERT_TRUE(match_flat(flat, a + b, m));
+  EXPECT_EQ(m[r0], a + b);
+  EXPECT_EQ(m[y], a);
+  EXPECT_EQ(m[z], b);
+  Match m2;
+  EXPECT_FALSE(match_flat(flat, a * b, m2));
+  Match m3;
+  EXPECT_FALSE(match_flat(UPat::op(Ops::ADD, {y}), a + b, m3)) << "source count must agree";
+  // and through a PatternMatcher, with a callback that sees the bindings
+  PatternMatcher pm{rule(flat, [](const Match& mm) { return mm[z] + mm[y]; })};
+  EXPECT_EQ(pm.rewrite(a + b), b + a);
+}
+
 struct Counter {
   int calls = 0;
 };

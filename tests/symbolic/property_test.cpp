@@ -83,7 +83,7 @@ class Gen {
   std::vector<Var> vars_;
 };
 
-uint64_t tree_size(const UOp& root) {
+uint64_t expr_size(const UOp& root) {
   PtrMap<uint64_t> size;
   for (const UOpNode* n : toposort_nodes(root)) {
     uint64_t s = 1;
@@ -102,8 +102,8 @@ size_t operations(const UOp& root) {
 // The first way `e` breaks the properties under these assignments, or "".
 std::string check(const UOp& e, const std::vector<Assignment>& points) {
   UOp s = simplify(e);
-  if (tree_size(s) > tree_size(e))
-    return "grew from " + std::to_string(tree_size(e)) + " to " + std::to_string(tree_size(s)) + " tree nodes: " + render_expr(s);
+  if (expr_size(s) > expr_size(e))
+    return "grew from " + std::to_string(expr_size(e)) + " to " + std::to_string(expr_size(s)) + " tree nodes: " + render_expr(s);
   if (operations(s) > operations(e))
     return "grew from " + std::to_string(operations(e)) + " to " + std::to_string(operations(s)) +
            " non-constant DAG nodes: " + render_expr(s);
@@ -140,7 +140,7 @@ TEST(SymbolicProperty, RandomGraphsKeepValuesAndNeverGrow) {
       UOp smallest = e;
       std::string smallest_err = err;
       for (const UOp& sub : toposort(e))
-        if (tree_size(sub) < tree_size(smallest)) {
+        if (expr_size(sub) < expr_size(smallest)) {
           std::string e2 = check(sub, points);
           if (!e2.empty()) smallest = sub, smallest_err = e2;
         }

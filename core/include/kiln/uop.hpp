@@ -226,7 +226,8 @@ struct UOpNode {
   OpMask src_ops;
   Arg arg;
   // caches
-  mutable std::atomic<uint8_t> cache_flags{0};  // bit0 key, bit1 bounds
+  mutable std::atomic<uint8_t> cache_flags{0};  // bit0 key, bit1 bounds, bit2 tree_size
+  mutable uint32_t tree_size = 0;               // (fits the padding after cache_flags)
   mutable uint64_t key_hi = 0, key_lo = 0;
   mutable int64_t vmin = 0, vmax = 0;
   // sources follow the node in the same allocation

@@ -59,4 +59,13 @@ UOp substitute(const UOp& root, const std::vector<std::pair<UOp, UOp>>& replacem
   return *done.find(root.node());
 }
 
+uint32_t tree_size(const UOp& u) {
+  fill_cache(u.node(), kTreeSizeCached, [](const UOpNode* n) {
+    uint64_t size = 1;
+    for (uint32_t i = 0; i < n->nsrc; ++i) size += n->srcs()[i].node()->tree_size;
+    n->tree_size = static_cast<uint32_t>(std::min<uint64_t>(size, kTreeSizeSaturated));
+  });
+  return u.node()->tree_size;
+}
+
 }  // namespace kiln

@@ -14,6 +14,12 @@ std::vector<UOp> toposort(const UOp& root);
 // The same, but does not descend into nodes for which `stop` returns true (they are included).
 std::vector<const UOpNode*> toposort_nodes(const UOp& root, const std::function<bool(const UOpNode*)>& stop);
 
+// The size of the expression tree under `u`: every use of a shared node counts, so it measures
+// what rendering the expression would write out. Cached in the node; saturates at
+// kTreeSizeSaturated (a DAG with heavy sharing can describe an astronomically large tree).
+inline constexpr uint32_t kTreeSizeSaturated = 0xffffffffu;
+uint32_t tree_size(const UOp& u);
+
 // Replaces nodes by identity (a map from old to new) and rebuilds everything above them.
 UOp substitute(const UOp& root, const std::vector<std::pair<UOp, UOp>>& replacements);
 

@@ -1,7 +1,7 @@
 // ir/uop.cpp - interning (hash-consing), lifetime, fingerprints and the node factory.
 //
 // The intern table is split into shards by hash, each an open-addressing table of node pointers
-// (linear probing, backward-shift deletion, no tombstones) behind its own mutex. Entries are weak:
+// (linear probing, backward-shift deletion, no tombstones) behind its own spin lock. Entries are weak:
 // a node whose count reached zero is being destroyed; lookups that find it treat it as a miss and
 // the dying node removes exactly its own pointer.
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "kiln/uop.hpp"
 #include "support/check.hpp"
 #include "support/hash.hpp"
+#include "support/spin_lock.hpp"
 
 namespace kiln {
 
@@ -121,7 +122,7 @@ inline UOpNode* unpack(uint64_t slot) { return reinterpret_cast<UOpNode*>((slot 
 inline uint64_t slot_tag(uint64_t slot) { return slot >> kPtrBits; }
 
 struct Shard {
-  std::mutex mu;
+  SpinLock mu;
   uint64_t* slots = nullptr;
   size_t mask = 0;  // capacity - 1 (capacity is a power of two), 0 when empty
   size_t count = 0;
@@ -189,7 +190,7 @@ std::atomic<DestroyHook> g_hooks[kNumOps];
 void destroy(UOpNode* n) {
   Shard& sh = g_shards[n->hash & (kShards - 1)];
   {
-    std::lock_guard<std::mutex> lock(sh.mu);
+    std::lock_guard<SpinLock> lock(sh.mu);
     sh.erase(n);
   }
   if (DestroyHook hook = g_hooks[static_cast<int>(n->op)].load(std::memory_order_acquire)) hook(n);
@@ -233,7 +234,7 @@ UOp UOp::make(Ops op, DType dtype, std::span<const UOp> src, Arg arg, int32_t ta
     mask.add(s.n_->op);
   }
   Shard& sh = g_shards[h & (kShards - 1)];
-  std::lock_guard<std::mutex> lock(sh.mu);
+  std::lock_guard<SpinLock> lock(sh.mu);
   const uint64_t htag = tag_of(h);
   size_t free_slot = SIZE_MAX;
   if (sh.mask) {
@@ -279,7 +280,7 @@ void set_destroy_hook(Ops op, DestroyHook hook) { g_hooks[static_cast<int>(op)].
 size_t intern_table_size() {
   size_t total = 0;
   for (Shard& sh : g_shards) {
-    std::lock_guard<std::mutex> lock(sh.mu);
+    std::lock_guard<SpinLock> lock(sh.mu);
     total += sh.count;
   }
   return total;
@@ -292,20 +293,7 @@ UOp UOpAccess::from_node(const UOpNode* n) {
 }
 
 Key128 UOp::key() const {
-  if (n_->cache_flags.load(std::memory_order_acquire) & 1) return {n_->key_hi, n_->key_lo};
-  // Post-order over nodes whose key is not cached yet, with an explicit stack.
-  std::vector<std::pair<const UOpNode*, bool>> stack{{n_, false}};
-  while (!stack.empty()) {
-    auto [n, expanded] = stack.back();
-    stack.pop_back();
-    if (n->cache_flags.load(std::memory_order_acquire) & 1) continue;
-    if (!expanded) {
-      stack.push_back({n, true});
-      for (uint32_t i = 0; i < n->nsrc; ++i)
-        if (!(n->srcs()[i].node()->cache_flags.load(std::memory_order_acquire) & 1))
-          stack.push_back({n->srcs()[i].node(), false});
-      continue;
-    }
+  fill_cache(n_, kKeyCached, [](const UOpNode* n) {
     Fingerprint f;
     f.str(op_name(n->op)).u64(n->dtype.bits()).i64(n->tag);
     fingerprint_arg(f, n->arg);
@@ -317,8 +305,7 @@ Key128 UOp::key() const {
     Key128 k = f.finish();
     n->key_hi = k.hi;
     n->key_lo = k.lo;
-    n->cache_flags.fetch_or(1, std::memory_order_release);
-  }
+  });
   return {n_->key_hi, n_->key_lo};
 }
 

@@ -1,5 +1,7 @@
 // ir/uop_access.hpp - internal access to UOp handles from raw nodes (traversals, caches).
 #pragma once
+#include <vector>
+
 #include "kiln/uop.hpp"
 
 namespace kiln {
@@ -8,5 +10,40 @@ struct UOpAccess {
   // A new handle to a node that is alive (held by some other handle).
   static UOp from_node(const UOpNode* n);
 };
+
+// Bits of UOpNode::cache_flags: which lazily computed cache of the node is filled.
+enum CacheFlag : uint8_t { kKeyCached = 1, kBoundsCached = 2, kTreeSizeCached = 4 };
+
+inline bool has_cache(const UOpNode* n, uint8_t flag) { return n->cache_flags.load(std::memory_order_acquire) & flag; }
+
+// Fills one per-node cache for `root` and everything below it that lacks it: `compute(n)` runs on
+// each such node after its sources (so it may read their caches) and stores the value; then the
+// flag is set. Iterative, so million-deep graphs are fine; stops at nodes already cached.
+template <typename Compute>
+void fill_cache(const UOpNode* root, uint8_t flag, Compute compute) {
+  if (has_cache(root, flag)) return;
+  // usual case, a new node over cached sources: no traversal, no allocation
+  bool srcs_cached = true;
+  for (uint32_t i = 0; i < root->nsrc && srcs_cached; ++i) srcs_cached = has_cache(root->srcs()[i].node(), flag);
+  if (srcs_cached) {
+    compute(root);
+    root->cache_flags.fetch_or(flag, std::memory_order_release);
+    return;
+  }
+  std::vector<std::pair<const UOpNode*, bool>> stack{{root, false}};
+  while (!stack.empty()) {
+    auto [n, expanded] = stack.back();
+    stack.pop_back();
+    if (has_cache(n, flag)) continue;
+    if (!expanded) {
+      stack.push_back({n, true});
+      for (uint32_t i = 0; i < n->nsrc; ++i)
+        if (!has_cache(n->srcs()[i].node(), flag)) stack.push_back({n->srcs()[i].node(), false});
+      continue;
+    }
+    compute(n);
+    n->cache_flags.fetch_or(flag, std::memory_order_release);
+  }
+}
 
 }  // namespace kiln

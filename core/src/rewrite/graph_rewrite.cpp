@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 
 #include "ir/uop_access.hpp"
@@ -72,9 +73,24 @@ UOp rebuild(const UOp& n, Memo& memo) {
   for (; i < src.size(); ++i)
     if (!(*memo.find(src[i].id()) == src[i])) break;
   if (i == src.size()) return n;
-  std::vector<UOp> fresh(src.begin(), src.end());
+  // most nodes have a few sources: keep them on the stack (this runs for every changed node)
+  constexpr size_t kInline = 8;
+  UOp inline_buf[kInline];
+  std::vector<UOp> heap;
+  std::span<UOp> fresh = src.size() <= kInline ? std::span<UOp>(inline_buf, src.size())
+                                               : std::span<UOp>(heap = std::vector<UOp>(src.size()));
+  std::copy(src.begin(), src.begin() + i, fresh.begin());
   for (; i < src.size(); ++i) fresh[i] = *memo.find(src[i].id());
   return n.replace_src(fresh);
+}
+
+// Every source of `u` is memoised to itself: rewriting `u` needs nothing below it first.
+bool sources_final(const UOp& u, Memo& memo) {
+  for (const UOp& s : u.src()) {
+    const UOp* m = memo.find(s.id());
+    if (!m || !(*m == s)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -82,49 +98,78 @@ UOp rebuild(const UOp& n, Memo& memo) {
 UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, void* ctx, const char* name) {
   Trace trace(pm, name);
   Memo memo;
-  // stage 0: push sources; 1: sources done, rewrite; 2: `link` finished, copy its result.
+  // A frame points at a handle that outlives it: the root, a source slot inside a node whose own
+  // frame is deeper in the stack, or a rewrite result parked in `links`. So the walk itself does
+  // no reference counting. Stages: 0 push sources; 1 sources done, rewrite; 2 the rewrite result
+  // links.back() is finished, take its result.
   struct Frame {
-    UOp n;
+    const UOp* n;
     uint8_t stage;
-    UOp link;
   };
   std::vector<Frame> stack;
-  stack.push_back({root, 0, {}});
-  int chain = 0;  // stage-2 frames on the stack: nesting of rewrite chains
+  std::deque<UOp> links;  // one per stage-2 frame, innermost last; a deque keeps addresses stable
+  stack.push_back({&root, 0});
   while (!stack.empty()) {
-    Frame f = std::move(stack.back());
+    const Frame f = stack.back();
     stack.pop_back();
-    const uint64_t key = f.n.id();
+    const UOp& n = *f.n;
+    const uint64_t key = n.id();
     if (f.stage == 0) {
       if (memo.contains(key)) continue;
       trace.visit();
-      stack.push_back({f.n, 1, {}});
-      std::span<const UOp> src = f.n.src();
+      stack.push_back({f.n, 1});
+      std::span<const UOp> src = n.src();
+      // the sources are usually cold: start all their loads before reading the first id
+      for (const UOp& s : src) __builtin_prefetch(&s.node()->id);
       for (size_t i = src.size(); i-- > 0;)
-        if (!memo.contains(src[i].id())) stack.push_back({src[i], 0, {}});
+        if (!memo.contains(src[i].id())) stack.push_back({&src[i], 0});
     } else if (f.stage == 1) {
       if (memo.contains(key)) continue;
-      UOp next = rebuild(f.n, memo);
-      if (next == f.n) {
+      UOp next = rebuild(n, memo);
+      if (next == n) {
         int fired = -1;
-        next = pm.rewrite(f.n, ctx, &fired);
+        next = pm.rewrite(n, ctx, &fired);
         if (!next) {
-          memo[key] = f.n;
+          memo[key] = n;
           continue;
         }
         trace.hit(fired);
       }
-      if (const UOp* done = memo.find(next.id())) {
-        memo[key] = *done;
+      // Usually the result is built from nodes already rewritten: then it is rewritten here, in a
+      // loop, instead of going through the stack (which would only find its sources done).
+      UOp result;
+      std::vector<UOp> passed;  // intermediate results, memoised to the final one
+      for (int steps = 0;; ++steps) {
+        if (const UOp* done = memo.find(next.id())) {
+          result = *done;
+          break;
+        }
+        if (!sources_final(next, memo)) break;
+        trace.visit();
+        int fired = -1;
+        UOp after = pm.rewrite(next, ctx, &fired);
+        if (!after) {
+          result = next;
+          break;
+        }
+        trace.hit(fired);
+        if (steps >= kRewriteChainLimit) loop_error(name, trace);
+        passed.push_back(std::move(next));
+        next = std::move(after);
+      }
+      if (result) {
+        for (const UOp& p : passed) memo[p.id()] = result;
+        memo[next.id()] = result;
+        memo[key] = std::move(result);
         continue;
       }
-      if (++chain > kRewriteChainLimit) loop_error(name, trace);
-      stack.push_back({f.n, 2, next});
-      stack.push_back({next, 0, {}});
+      if (links.size() >= static_cast<size_t>(kRewriteChainLimit)) loop_error(name, trace);
+      links.push_back(std::move(next));
+      stack.push_back({f.n, 2});
+      stack.push_back({&links.back(), 0});
     } else {
-      --chain;
-      UOp result = *memo.find(f.link.id());
-      memo[key] = std::move(result);
+      memo[key] = *memo.find(links.back().id());
+      links.pop_back();
     }
   }
   return *memo.find(root.id());

@@ -48,6 +48,7 @@ void check_rule(const Rule& r) {
     bool leaf_const = p->value_.has_value();
     bool alu = p->ops_.size() == 1 && groups::ALU.has(single_op(p->ops_));
     KILN_CHECK(leaf_slot || leaf_const || alu, loc_str(r.loc), ": template right-hand side node is not buildable");
+    KILN_CHECK(p->src_.size() <= 3, loc_str(r.loc), ": template node with more than 3 sources");
     for (const UPat& s : p->src_) todo.push_back(&s);
   }
 }
@@ -60,6 +61,7 @@ Rule rule(UPat lhs, UPat rhs, std::source_location loc) {
   r.rhs = std::move(rhs);
   r.loc = loc;
   r.required = r.pat.required_src_ops();
+  r.flat = r.pat.is_flat();
   if (r.pat.src_kind_ == UPat::Src::repeat && !r.pat.src_[0].ops_.empty()) r.only = r.pat.src_[0].ops_;
   return r;
 }
@@ -76,7 +78,9 @@ UOp instantiate(const UPat& rhs, const Match& m, DType hint) {
   if (rhs.slot_ >= 0 && rhs.src_.empty() && (rhs.ops_.empty() || rhs.const_slot_)) return *m.s[rhs.slot_];
   if (rhs.value_) return UOp::cvalue(hint, *rhs.value_);
   // an ALU node: constants among the sources take the dtype of the first non-constant source
-  std::vector<UOp> src(rhs.src_.size());
+  // templates build ALU nodes, at most 3 sources (check_rule): no allocation on this path
+  UOp src_buf[3];
+  std::span<UOp> src(src_buf, rhs.src_.size());
   DType child_hint = hint;
   bool have_hint = false;
   for (size_t i = 0; i < rhs.src_.size(); ++i)
@@ -89,7 +93,7 @@ UOp instantiate(const UPat& rhs, const Match& m, DType hint) {
   for (size_t i = 0; i < rhs.src_.size(); ++i)
     if (rhs.src_[i].value_) src[i] = UOp::cvalue(child_hint, *rhs.src_[i].value_);
   // fold constant operands right away (what constant folding would do next, without the garbage)
-  if (src.size() <= 3 && std::all_of(src.begin(), src.end(), [](const UOp& s) { return s.is_const(); })) {
+  if (std::all_of(src.begin(), src.end(), [](const UOp& s) { return s.is_const(); })) {
     Value vals[3];
     for (size_t i = 0; i < src.size(); ++i) vals[i] = value_of(src[i]);
     DType in = op == Ops::WHERE ? src[1].dtype() : src[0].dtype();
@@ -131,6 +135,14 @@ UOp PatternMatcher::rewrite(const UOp& u, void* ctx, int* fired) const {
   for (uint32_t i : by_op_[static_cast<int>(u.op())]) {
     const Rule& r = rules_[i];
     if (!r.required.subset_of(have) || !have.subset_of(r.only) || (r.pat.scalars_ && !(r.pat.scalars_ & dt))) continue;
+    if (r.flat) {
+      Match m;
+      if (!match_flat(r.pat, u, m)) continue;
+      UOp o = r.apply(m, u, ctx);
+      if (!o || o == u) continue;
+      if (fired) *fired = static_cast<int>(i);
+      return o;
+    }
     struct Attempt {
       const Rule* rule;
       const UOp* node;

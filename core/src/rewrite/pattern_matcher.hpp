@@ -32,6 +32,7 @@ struct Rule {
   UOp (*thunk)(void (*typed)(), const Match&, void* ctx) = nullptr;
   OpMask required;               // early reject: ops the node's sources must include
   OpMask only = groups::All;     // early reject: ops the node's sources may include (repeat patterns)
+  bool flat = false;             // pat.is_flat(): matched without the backtracking matcher
   std::source_location loc;
 
   UOp apply(const Match& m, const UOp& root, void* ctx) const;

@@ -1,8 +1,10 @@
 // rewrite/upat.cpp - pattern construction and the backtracking matcher.
 //
-// match() is allocation-free: it works through a fixed-size list of (pattern, node) goals and
-// branches only at commutative nodes, copying the small Match array to backtrack.
+// match() is allocation-free: it works through a fixed-size stack of (pattern, node) goals and
+// branches only at commutative nodes, copying that stack to backtrack.
 #include "rewrite/upat.hpp"
+
+#include <algorithm>
 
 #include "support/check.hpp"
 
@@ -67,7 +69,7 @@ UPat UPat::dtype(ScalarMask m) const {
 }
 UPat UPat::arg(Arg a) const {
   UPat p = *this;
-  p.arg_ = std::move(a);
+  p.arg_ = std::make_shared<const Arg>(std::move(a));
   return p;
 }
 UPat UPat::allow_any_len() const {
@@ -116,6 +118,18 @@ int UPat::size() const {
   return n;
 }
 
+bool UPat::is_flat() const {
+  if (src_kind_ == Src::any) return true;
+  if (src_kind_ != Src::ordered) return false;
+  uint32_t slots = slot_ >= 0 ? 1u << slot_ : 0;
+  for (const UPat& s : src_) {
+    bool wildcard = s.ops_.empty() && !s.scalars_ && !s.value_ && !s.arg_ && s.src_kind_ == Src::any;
+    if (!wildcard || (s.slot_ >= 0 && (slots >> s.slot_ & 1))) return false;  // a repeated slot must match twice
+    if (s.slot_ >= 0) slots |= 1u << s.slot_;
+  }
+  return true;
+}
+
 static double const_number(const UOp& u) {
   const Arg& a = u.arg();
   if (const auto* i = std::get_if<int64_t>(&a)) return static_cast<double>(*i);
@@ -140,8 +154,9 @@ struct Goal {
   const UOp* u;
 };
 
-bool node_ok(const UPat& p, const UOp& u) {
+[[gnu::always_inline]] inline bool node_ok(const UPat& p, const UOp& u) {
   if (!p.ops_.empty() && !p.ops_.has(u.op())) return false;
+  if (!p.scalars_ && !p.value_ && !p.arg_) return true;  // the common case: op or nothing to check
   if (p.scalars_ && !(p.scalars_ & scalar_bit(u.dtype().scalar()))) return false;
   if (p.value_ && (u.op() != Ops::CONST || const_number(u) != *p.value_ ||
                    std::holds_alternative<std::monostate>(u.arg())))
@@ -155,65 +170,72 @@ struct Accept {
   void* ctx;
 };
 
-// Satisfies goals[0..n) in order, calling acc for each complete set of bindings.
-bool solve(const Goal* goals, int n, Match& m, const Accept& acc) {
-  if (n == 0) return acc.fn(m, acc.ctx);
-  const UPat& p = *goals[0].p;
-  const UOp& u = *goals[0].u;
-  if (!node_ok(p, u)) return false;
-  if (p.slot_ >= 0 && m.s[p.slot_]) {
-    if (m.s[p.slot_]->node() != u.node()) return false;
-    return solve(goals + 1, n - 1, m, acc);  // already matched this exact node
-  }
-  Goal next[kMaxGoals];
-  auto with = [&](std::initializer_list<std::pair<const UPat*, const UOp*>> first, Match& mm) {
-    int k = 0;
-    for (auto& [pp, uu] : first) next[k++] = {pp, uu};
-    for (int i = 1; i < n; ++i) next[k++] = goals[i];
-    if (p.slot_ >= 0) mm.s[p.slot_] = &u;
-    return solve(next, k, mm, acc);
-  };
-  switch (p.src_kind_) {
-    case UPat::Src::any: {
-      for (int i = 1; i < n; ++i) next[i - 1] = goals[i];
-      if (p.slot_ >= 0) m.s[p.slot_] = &u;
-      return solve(next, n - 1, m, acc);
-    }
-    case UPat::Src::repeat: {
-      int k = 0;
-      for (const UOp& s : u.src()) {
-        if (k >= kMaxGoals - n) return false;
-        next[k++] = {&p.src_[0], &s};
+// Satisfies the goals on `stack` (the top, stack[n-1], first), depth-first and left to right, and
+// calls acc on the complete set of bindings. Runs as a loop; only commutative nodes recurse, on a
+// copy of the stack, so the other operand order can be tried when the first fails.
+bool solve(Goal* stack, int n, Match& m, const Accept& acc) {
+  while (n > 0) {
+    const UPat& p = *stack[n - 1].p;
+    const UOp& u = *stack[n - 1].u;
+    --n;
+    if (!node_ok(p, u)) return false;
+    if (p.slot_ >= 0) {
+      if (m.bound_mask >> p.slot_ & 1) {
+        if (m.s[p.slot_]->node() != u.node()) return false;
+        continue;  // already matched this exact node
       }
-      for (int i = 1; i < n; ++i) next[k++] = goals[i];
-      if (p.slot_ >= 0) m.s[p.slot_] = &u;
-      return solve(next, k, m, acc);
+      m.bind(p.slot_, &u);
     }
-    case UPat::Src::ordered: {
-      size_t np = p.src_.size();
-      if (u.nsrc() < np || (!p.any_len_ && u.nsrc() != np)) return false;
-      int k = 0;
-      for (size_t i = 0; i < np; ++i) next[k++] = {&p.src_[i], &u.src(i)};
-      for (int i = 1; i < n; ++i) next[k++] = goals[i];
-      if (p.slot_ >= 0) m.s[p.slot_] = &u;
-      return solve(next, k, m, acc);
-    }
-    case UPat::Src::commutative: {
-      if (u.nsrc() != 2) return false;
-      Match saved = m;
-      if (with({{&p.src_[0], &u.src(0)}, {&p.src_[1], &u.src(1)}}, m)) return true;
-      m = saved;
-      return with({{&p.src_[0], &u.src(1)}, {&p.src_[1], &u.src(0)}}, m);
+    switch (p.src_kind_) {
+      case UPat::Src::any: break;
+      case UPat::Src::repeat: {
+        if (n + static_cast<int>(u.nsrc()) > kMaxGoals) return false;
+        for (size_t i = u.nsrc(); i-- > 0;) stack[n++] = {&p.src_[0], &u.src(i)};
+        break;
+      }
+      case UPat::Src::ordered: {
+        size_t np = p.src_.size();
+        if (u.nsrc() < np || (!p.any_len_ && u.nsrc() != np)) return false;
+        for (size_t i = np; i-- > 0;) stack[n++] = {&p.src_[i], &u.src(i)};
+        break;
+      }
+      case UPat::Src::commutative: {
+        if (u.nsrc() != 2) return false;
+        Goal alt[kMaxGoals];
+        std::copy(stack, stack + n, alt);
+        alt[n] = {&p.src_[1], &u.src(1)};
+        alt[n + 1] = {&p.src_[0], &u.src(0)};
+        // backtracking only needs the mask: slots bound by the failed branch become unbound again
+        uint32_t saved = m.bound_mask;
+        if (solve(alt, n + 2, m, acc)) return true;
+        m.bound_mask = saved;
+        stack[n++] = {&p.src_[1], &u.src(0)};
+        stack[n++] = {&p.src_[0], &u.src(1)};
+        break;
+      }
     }
   }
-  return false;
+  return acc.fn(m, acc.ctx);
 }
 
 }  // namespace
 
 bool match_each(const UPat& p, const UOp& u, Match& m, MatchAccept accept, void* ctx) {
-  Goal g{&p, &u};
-  return solve(&g, 1, m, Accept{accept, ctx});
+  Goal stack[kMaxGoals];
+  stack[0] = {&p, &u};
+  return solve(stack, 1, m, Accept{accept, ctx});
+}
+
+bool match_flat(const UPat& p, const UOp& u, Match& m) {
+  if (!node_ok(p, u)) return false;
+  if (p.src_kind_ == UPat::Src::ordered) {
+    size_t np = p.src_.size();
+    if (u.nsrc() < np || (!p.any_len_ && u.nsrc() != np)) return false;
+    for (size_t i = 0; i < np; ++i)
+      if (p.src_[i].slot_ >= 0) m.bind(p.src_[i].slot_, &u.src(i));
+  }
+  if (p.slot_ >= 0) m.bind(p.slot_, &u);
+  return true;
 }
 
 bool match(const UPat& p, const UOp& u, Match& m) {

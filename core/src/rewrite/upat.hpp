@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -81,12 +82,17 @@ class UPat {
   bool const_slot_ = false;    // slot only binds CONST nodes
   Src src_kind_ = Src::any;
   bool any_len_ = false;
-  std::optional<Arg> arg_;
   std::optional<double> value_;  // CONST numeric value
+  // (behind a pointer: an inline Arg would push the fields the matcher reads on every node past
+  // the first cache line)
+  std::shared_ptr<const Arg> arg_;
   std::vector<UPat> src_;
 
   OpMask required_src_ops() const;  // ops every match has among its direct sources (early reject)
   int size() const;                 // number of pattern nodes
+  // A root whose sources (if listed, in order) are unconstrained wildcards: it matches in one
+  // step (match_flat), without the backtracking matcher. Most callback rules look like this.
+  bool is_flat() const;
 
 };
 
@@ -104,11 +110,17 @@ UPat operator<(const UPat& a, const UPat& b);   // CMPLT
 UPat operator!=(const UPat& a, const UPat& b);  // CMPNE
 UPat operator-(const UPat& a);                  // NEG
 
-// The bindings of one successful match.
+// The bindings of one successful match. Slots are valid where `bound_mask` says so; the array is
+// not cleared, because a Match is made for every rule attempt on every node.
 struct Match {
-  const UOp* s[kMaxSlots] = {};
+  uint32_t bound_mask = 0;
+  const UOp* s[kMaxSlots];
   const UOp& operator[](Var v) const { return *s[v.slot]; }
-  bool bound(Var v) const { return s[v.slot] != nullptr; }
+  bool bound(Var v) const { return bound_mask >> v.slot & 1; }
+  void bind(int slot, const UOp* u) {
+    s[slot] = u;
+    bound_mask |= 1u << slot;
+  }
   int64_t i(Var v) const;     // integer value of a bound CONST
   double f(Var v) const;      // numeric value of a bound CONST (int, float or bool)
 };
@@ -120,6 +132,8 @@ bool match(const UPat& p, const UOp& u, Match& m);
 // thereby let the matcher try the other operand order.
 using MatchAccept = bool (*)(Match& m, void* ctx);
 bool match_each(const UPat& p, const UOp& u, Match& m, MatchAccept accept, void* ctx);
+// The match of a pattern with is_flat(), which has at most one.
+bool match_flat(const UPat& p, const UOp& u, Match& m);
 
 namespace pat {
 inline constexpr Var x{0, false}, y{1, false}, z{2, false}, w{3, false}, a{4, false}, b{5, false}, d{6, false},

@@ -21,6 +21,11 @@ class IdMap {
     V values[kPageSize];
     uint64_t present[kPageSize / 64] = {};
   };
+  static constexpr size_t kRecent = 8;
+  struct Recent {
+    uint64_t no = ~uint64_t{0};
+    Page* page = nullptr;
+  };
 
  public:
   V* find(uint64_t id) {
@@ -40,16 +45,20 @@ class IdMap {
   size_t size() const { return count_; }
 
  private:
-  // Open-addressing table from page number to page; the last page is cached.
+  // Open-addressing table from page number to page, behind a small direct-mapped cache of recent
+  // pages: a rewrite alternates between old nodes (low ids) and the nodes it creates (high ids),
+  // so a single "last page" would thrash.
   Page* page(uint64_t no, bool create) {
-    if (no == last_no_ && last_) return last_;
+    Recent& r = recent_[no & (kRecent - 1)];
+    if (r.no == no && r.page) [[likely]] return r.page;
+    return page_slow(no, create, r);
+  }
+  // Out of line, so the hit path above inlines into every lookup without the spills of this one.
+  [[gnu::noinline]] Page* page_slow(uint64_t no, bool create, Recent& r) {
     if (!slots_.empty()) {
       for (size_t i = mix64(no) & mask_;; i = (i + 1) & mask_) {
         if (!slots_[i].page) break;
-        if (slots_[i].no == no) {
-          last_no_ = no;
-          return last_ = slots_[i].page;
-        }
+        if (slots_[i].no == no) return (r = {no, slots_[i].page}).page;
       }
     }
     if (!create) return nullptr;
@@ -57,8 +66,7 @@ class IdMap {
     pages_.push_back(std::make_unique<Page>());
     Page* p = pages_.back().get();
     insert(no, p);
-    last_no_ = no;
-    return last_ = p;
+    return (r = {no, p}).page;
   }
   void insert(uint64_t no, Page* p) {
     size_t i = mix64(no) & mask_;
@@ -79,8 +87,7 @@ class IdMap {
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   std::vector<std::unique_ptr<Page>> pages_;
-  uint64_t last_no_ = ~uint64_t{0};
-  Page* last_ = nullptr;
+  Recent recent_[kRecent];
   size_t count_ = 0;
 };
 

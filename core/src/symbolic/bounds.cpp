@@ -2,16 +2,15 @@
 #include "symbolic/bounds.hpp"
 
 #include <algorithm>
-#include <vector>
 
 #include "ir/alu.hpp"
+#include "ir/uop_access.hpp"
 
 namespace kiln {
 
 namespace {
 
 using Range = std::pair<int64_t, int64_t>;
-constexpr uint8_t kBoundsFlag = 2;
 
 Range full(DType d) { return {d.imin(), d.imax()}; }
 
@@ -164,27 +163,12 @@ Range compute(const UOpNode* n) {
 }  // namespace
 
 std::pair<int64_t, int64_t> bounds(const UOp& root) {
-  const UOpNode* r = root.node();
-  if (r->cache_flags.load(std::memory_order_acquire) & kBoundsFlag) return cached(r);
-  std::vector<std::pair<const UOpNode*, bool>> stack{{r, false}};
-  while (!stack.empty()) {
-    auto [n, expanded] = stack.back();
-    stack.pop_back();
-    if (n->cache_flags.load(std::memory_order_acquire) & kBoundsFlag) continue;
-    if (!expanded) {
-      stack.push_back({n, true});
-      for (uint32_t i = 0; i < n->nsrc; ++i) {
-        const UOpNode* c = n->srcs()[i].node();
-        if (!(c->cache_flags.load(std::memory_order_acquire) & kBoundsFlag)) stack.push_back({c, false});
-      }
-      continue;
-    }
+  fill_cache(root.node(), kBoundsCached, [](const UOpNode* n) {
     Range b = compute(n);
     n->vmin = b.first;
     n->vmax = b.second;
-    n->cache_flags.fetch_or(kBoundsFlag, std::memory_order_release);
-  }
-  return cached(r);
+  });
+  return cached(root.node());
 }
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "ir/alu.hpp"
+#include "ir/traverse.hpp"
 #include "symbolic/bounds.hpp"
 #include "symbolic/symbolic.hpp"
 
@@ -172,39 +173,10 @@ UOp build_sum(DType d, const Terms& terms, int64_t offset) {
 
 int64_t mathmod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
 
-// Expression-tree size (each use of a shared node counts), or -1 when the DAG has more than
-// kSizeWalk nodes: folds that might grow an expression compare sizes first, on small graphs only.
-constexpr size_t kSizeWalk = 256;
-int64_t tree_size(const UOp& root) {
-  std::vector<std::pair<const UOpNode*, int64_t>> memo;  // tiny graphs: linear lookup is fine
-  auto find = [&](const UOpNode* n) -> int64_t* {
-    for (auto& [k, v] : memo)
-      if (k == n) return &v;
-    return nullptr;
-  };
-  std::vector<std::pair<const UOpNode*, bool>> stack{{root.node(), false}};
-  while (!stack.empty()) {
-    auto [n, expanded] = stack.back();
-    stack.pop_back();
-    if (find(n)) continue;
-    if (!expanded) {
-      stack.push_back({n, true});
-      for (uint32_t i = 0; i < n->nsrc; ++i)
-        if (!find(n->srcs()[i].node())) stack.push_back({n->srcs()[i].node(), false});
-      continue;
-    }
-    int64_t size = 1;
-    for (uint32_t i = 0; i < n->nsrc; ++i) size += *find(n->srcs()[i].node());
-    memo.push_back({n, size});
-    if (memo.size() > kSizeWalk) return -1;
-  }
-  return *find(root.node());
-}
-
-// `candidate` unless it is a larger expression than `original` (or too big to tell).
+// `candidate` unless it is a larger expression than `original` (or too large to measure).
 UOp if_not_larger(const UOp& candidate, const UOp& original) {
-  int64_t a = tree_size(candidate), b = tree_size(original);
-  return a >= 0 && b >= 0 && a <= b ? candidate : UOp{};
+  uint32_t a = tree_size(candidate), b = tree_size(original);
+  return a < kTreeSizeSaturated && a <= b ? candidate : UOp{};
 }
 
 // (sum of terms) // c and % c for c > 0 and a non-negative numerator.
