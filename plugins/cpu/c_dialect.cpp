@@ -4,20 +4,9 @@
 namespace kiln::cpu {
 
 std::string CDialect::scalar_name(uint8_t s) const {
-  switch (s) {
-    case KILN_LIR_DTYPE_BOOL: return "_Bool";
-    case KILN_LIR_DTYPE_INT8: return "signed char";
-    case KILN_LIR_DTYPE_INT16: return "short";
-    case KILN_LIR_DTYPE_INT32: return "int";
-    case KILN_LIR_DTYPE_INT64: return "long long";
-    case KILN_LIR_DTYPE_UINT8: return "unsigned char";
-    case KILN_LIR_DTYPE_UINT16: return "unsigned short";
-    case KILN_LIR_DTYPE_UINT32: return "unsigned int";
-    case KILN_LIR_DTYPE_UINT64: return "unsigned long long";
-    case KILN_LIR_DTYPE_FLOAT32: return "float";
-    case KILN_LIR_DTYPE_FLOAT64: return "double";
-    default: unsupported("C dialect has no type for LIR dtype " + std::to_string(s));
-  }
+  if (s == KILN_LIR_DTYPE_BOOL) return "_Bool";
+  if (const char* name = c_scalar_name(s)) return name;
+  unsupported("C dialect has no type for LIR dtype " + std::to_string(s));
 }
 
 std::string CDialect::math(uint32_t op, const std::vector<std::string>& a, const kiln_lir_type& t) const {

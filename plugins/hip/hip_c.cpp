@@ -13,21 +13,10 @@ std::string HipDialect::render_kernel(const kiln_lir& kernel) {
 }
 
 std::string HipDialect::scalar_name(uint8_t s) const {
-  switch (s) {
-    case KILN_LIR_DTYPE_BOOL: return "bool";
-    case KILN_LIR_DTYPE_INT8: return "signed char";
-    case KILN_LIR_DTYPE_INT16: return "short";
-    case KILN_LIR_DTYPE_INT32: return "int";
-    case KILN_LIR_DTYPE_INT64: return "long long";
-    case KILN_LIR_DTYPE_UINT8: return "unsigned char";
-    case KILN_LIR_DTYPE_UINT16: return "unsigned short";
-    case KILN_LIR_DTYPE_UINT32: return "unsigned int";
-    case KILN_LIR_DTYPE_UINT64: return "unsigned long long";
-    case KILN_LIR_DTYPE_FLOAT16: return "_Float16";
-    case KILN_LIR_DTYPE_FLOAT32: return "float";
-    case KILN_LIR_DTYPE_FLOAT64: return "double";
-    default: unsupported("HIP has no type for LIR dtype " + std::to_string(s));
-  }
+  if (s == KILN_LIR_DTYPE_BOOL) return "bool";
+  if (s == KILN_LIR_DTYPE_FLOAT16) return "_Float16";
+  if (const char* name = c_scalar_name(s)) return name;
+  unsupported("HIP has no type for LIR dtype " + std::to_string(s));
 }
 
 std::string HipDialect::literal(uint8_t scalar, const kiln_lir_inst& in, double f) const {

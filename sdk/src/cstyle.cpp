@@ -9,6 +9,22 @@ namespace kiln::sdk {
 
 void CStyleRenderer::unsupported(const std::string& what) { throw Error{KILN_STATUS_UNIMPLEMENTED, "renderer: " + what}; }
 
+const char* CStyleRenderer::c_scalar_name(uint8_t s) {
+  switch (s) {
+    case KILN_LIR_DTYPE_INT8: return "signed char";
+    case KILN_LIR_DTYPE_INT16: return "short";
+    case KILN_LIR_DTYPE_INT32: return "int";
+    case KILN_LIR_DTYPE_INT64: return "long long";
+    case KILN_LIR_DTYPE_UINT8: return "unsigned char";
+    case KILN_LIR_DTYPE_UINT16: return "unsigned short";
+    case KILN_LIR_DTYPE_UINT32: return "unsigned int";
+    case KILN_LIR_DTYPE_UINT64: return "unsigned long long";
+    case KILN_LIR_DTYPE_FLOAT32: return "float";
+    case KILN_LIR_DTYPE_FLOAT64: return "double";
+    default: return nullptr;
+  }
+}
+
 std::string CStyleRenderer::c_literal_float(double f, bool is_f32) {
   if (std::isnan(f)) return is_f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
   if (std::isinf(f)) return std::string(f < 0 ? "-" : "") + (is_f32 ? "__builtin_inff()" : "__builtin_inf()");

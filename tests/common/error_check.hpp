@@ -4,6 +4,7 @@
 //   std::string msg = error_of([&] { dev->alloc(1ull << 60); }, &code);
 //   EXPECT_EQ(code, ErrorCode::resource_exhausted);
 //   EXPECT_CONTAINS(msg, "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
+//   expect_error([&] { dev->alloc(1ull << 60); }, ErrorCode::resource_exhausted, "MAX_MEM_ALLOC");
 #pragma once
 #include <gtest/gtest.h>
 
@@ -23,6 +24,19 @@ std::string error_of(F&& f, ErrorCode* code = nullptr) {
     return e.what();
   }
   return "";
+}
+
+// Runs `f`, expecting a kiln::Error with `code` whose message contains `text`.
+template <typename F>
+void expect_error(F&& f, ErrorCode code, const std::string& text) {
+  ErrorCode got{};
+  std::string msg = error_of(f, &got);
+  if (msg.empty()) {
+    ADD_FAILURE() << "expected an error containing: " << text;
+    return;
+  }
+  EXPECT_EQ(got, code) << msg;
+  EXPECT_NE(msg.find(text), std::string::npos) << msg;
 }
 
 }  // namespace kiln::testing

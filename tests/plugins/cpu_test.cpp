@@ -11,10 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "error_check.hpp"
 #include "plugin/registry.hpp"
 
 namespace kiln {
 namespace {
+
+using testing::expect_error;
 
 bool shared_format() {
   const char* f = std::getenv("KILN_TEST_CPU_BINARY");
@@ -30,17 +33,6 @@ std::shared_ptr<Device> cpu() {
     return new Registry(s);
   }();
   return r->open("cpu:0");
-}
-
-template <typename F>
-void expect_error(F&& f, ErrorCode code, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing: " << text;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
 }
 
 // A buffer that frees itself.

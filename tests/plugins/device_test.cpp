@@ -6,10 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "error_check.hpp"
 #include "plugin/registry.hpp"
 
 namespace kiln {
 namespace {
+
+using testing::expect_error;
 
 Registry& fixtures() {
   static Registry* r = [] {
@@ -21,17 +24,6 @@ Registry& fixtures() {
     return new Registry(s);
   }();
   return *r;
-}
-
-template <typename F>
-void expect_error(F&& f, ErrorCode code, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing: " << text;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
 }
 
 TEST(Device, PropsAndTargetAreCopiedAtOpen) {

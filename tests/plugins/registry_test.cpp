@@ -7,10 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "error_check.hpp"
 #include "plugin/registry.hpp"
 
 namespace kiln {
 namespace {
+
+using testing::expect_error;
 
 std::string manifest(const std::string& name) { return std::string(KILN_FIXTURE_MANIFESTS) + "/" + name; }
 
@@ -31,21 +34,6 @@ const BackendRecord& record(Registry& r, const std::string& name) {
   if (!b) throw std::runtime_error("no backend record named " + name);
   return *b;
 }
-
-// Runs `f`, expecting a kiln::Error with `code` whose message contains `text`.
-template <typename F>
-void expect_error(F&& f, ErrorCode code, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error containing: " << text;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in: " << (haystack)
 
 TEST(Registry, GoodPluginLoadsProbesAndCountsDevices) {
   Registry r(only({"good.toml"}));

@@ -80,6 +80,9 @@ class CStyleRenderer {
 
   // helpers for dialects
   static std::string c_literal_float(double f, bool is_f32);
+  // The C spelling of the integer and float32/float64 types ("unsigned short", "long long");
+  // nullptr for bool and the 16-bit floats, whose spelling differs between C dialects.
+  static const char* c_scalar_name(uint8_t scalar);
   [[noreturn]] static void unsupported(const std::string& what);
 
  private:
