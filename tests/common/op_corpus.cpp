@@ -37,6 +37,14 @@ void add_elementwise(std::vector<OpCase>& c) {
     for (float x = 1.0f; x < 3e38f; x *= 3.7f) big.v.push_back(x), big.v.push_back(-x * 1.01f);
     big.shape[0] = static_cast<int64_t>(big.v.size());
     un("sin_large", [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }, big);
+    // and across the float64 range, with the double closest to a multiple of pi/2 (the hardest
+    // reduction: 61 zero bits after the quadrant)
+    HostArray big64{{0}, {}, dtypes::float64};
+    for (double x = 1.0; x < 1.7e308; x *= 3.7) big64.v.push_back(x), big64.v.push_back(-x * 1.01);
+    big64.v.push_back(std::ldexp(6381956970095103.0, 797));
+    big64.v.push_back(1e22);
+    big64.shape[0] = static_cast<int64_t>(big64.v.size());
+    un("sin_large_f64", [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }, big64, 1e-12);
   }
   un("cos", [](const Tensor& x) { return x.cos(); }, [](double x) { return std::cos(x); }, F({3, 7}, 7, -10, 10));
   un("tan", [](const Tensor& x) { return x.tan(); }, [](double x) { return std::tan(x); }, F({3, 7}, 8, -1.2, 1.2), 1e-4);

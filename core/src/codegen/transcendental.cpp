@@ -11,10 +11,9 @@
 //           inf gives inf.
 //  sin(x)   |x| = k*pi/2 + r: Cody-Waite (pi/2 in exact-product parts, in float64 when the
 //           target has it) for moderate |x|, Payne-Hanek (integer arithmetic on the bits of 2/pi)
-//           above 6000 (1e5 in float64) for float32 inputs, so float32 is accurate over its whole
-//           range; sin/cos of r by Taylor series, chosen by k mod 4; the sign of x restored.
-//           inf and NaN give NaN. float64 inputs use Cody-Waite only: exact while
-//           |x| < 2^20 * pi/2, beyond that the error grows like |x| * 2^-53.
+//           above 6000 (1e5 for float64 inputs or float64 arithmetic), so every float type is
+//           accurate over its whole range; sin/cos of r by Taylor series, chosen by k mod 4; the
+//           sign of x restored. inf and NaN give NaN.
 #include <cmath>
 #include <tuple>
 
@@ -150,6 +149,65 @@ std::pair<UOp, UOp> payne_hanek(const UOp& a, const B& b) {
   return {f * b.c(M_PI_2), q};
 }
 
+// The same for float64 a >= 1e5: a = m * 2^e with m a 53-bit integer, e up to 971, so the window
+// of 2/pi starts anywhere in its first ~1000 bits. m times a 128-bit window, in 32-bit limbs
+// (every partial product fits 64 bits), mod 2^128: the top two bits are the quadrant, the 126
+// below the fraction, which keeps ~60 significant bits even when it is tiny (the worst double
+// for this has 61 leading zeros after the quadrant).
+std::pair<UOp, UOp> payne_hanek64(const UOp& a, const B& b) {
+  int n = a.dtype().count();
+  DType u64 = dtypes::uint64.vec(n), i32 = dtypes::int32.vec(n), f64 = dtypes::float64.vec(n);
+  auto k64 = [&](uint64_t v) { return UOp::make(Ops::CONST, u64, {}, Arg{static_cast<int64_t>(v)}); };
+  auto ki = [&](int64_t v) { return UOp::cint(i32, v); };
+  auto shl = [](const UOp& x, const UOp& s) { return UOp::alu(Ops::SHL, {x, s}); };
+  auto shr = [](const UOp& x, const UOp& s) { return UOp::alu(Ops::SHR, {x, s}); };
+  // 1184 bits of 2/pi after the binary point (37 words), behind two zero words (e >= -35 here)
+  static const uint64_t T[39] = {
+    0, 0,
+    0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599, 0x3c439041,
+    0xfe5163ab, 0xdebbc561, 0xb7246e3a, 0x424dd2e0, 0x06492eea, 0x09d1921c,
+    0xfe1deb1c, 0xb129a73e, 0xe88235f5, 0x2ebb4484, 0xe99c7026, 0xb45f7e41,
+    0x3991d639, 0x835339f4, 0x9c845f8b, 0xbdf9283b, 0x1ff897ff, 0xde05980f,
+    0xef2f118b, 0x5a0a6d1f, 0x6d367ecf, 0x27cb09b7, 0x4f463f66, 0x9e5fea2d,
+    0x7527bac7, 0xebe5f17b, 0x3d0739f7, 0x8a5292ea, 0x6bfb5fb1, 0x1f8d5d08,
+    0x56033046,
+  };
+  UOp bits = a.bitcast(u64);
+  UOp e = (shr(bits, k64(52)) & k64(0x7ff)).cast(i32) - ki(1075);   // a = m * 2^e
+  UOp m = (bits & k64((uint64_t{1} << 52) - 1)) | k64(uint64_t{1} << 52);
+  UOp t = e + ki(62);                                                 // bit e-1 of 2/pi in T
+  UOp word = t.idiv(ki(32)), sh = (t & ki(31)).cast(u64);
+  auto take = [&](int k) {  // T[word + k], word in 0..32
+    UOp w = k64(T[32 + k]);
+    for (int j = 31; j >= 0; --j) w = word.eq(ki(j)).where(k64(T[j + k]), w);
+    return w;
+  };
+  UOp tw[5];
+  for (int k = 0; k < 5; ++k) tw[k] = take(k);
+  UOp back = k64(32) - sh, low = k64(0xffffffff);
+  UOp w[4];  // the window, most significant limb first
+  for (int k = 0; k < 4; ++k) w[k] = (shl(tw[k], sh) | shr(tw[k + 1], back)) & low;
+  UOp m1 = shr(m, k64(32)), m0 = m & low;
+  auto lo = [&](const UOp& x) { return x & low; };
+  auto hi = [&](const UOp& x) { return shr(x, k64(32)); };
+  // limb c of the product collects m_a * w_b with (1 - a) + (3 - b) = c (w[3] is the lowest)
+  UOp p00 = m0 * w[3], p01 = m0 * w[2], p02 = m0 * w[1], p03 = m0 * w[0];
+  UOp p10 = m1 * w[3], p11 = m1 * w[2], p12 = m1 * w[1];
+  UOp c1 = hi(p00) + lo(p01) + lo(p10);
+  UOp c2 = hi(p01) + hi(p10) + lo(p02) + lo(p11) + hi(c1);
+  UOp c3 = hi(p02) + hi(p11) + lo(p03) + lo(p12) + hi(c2);
+  UOp l1 = lo(c1), l2 = lo(c2), l3 = lo(c3);
+  // round the quadrant to nearest: above one half, the fraction is minus its complement
+  UOp up = (shr(l3, k64(29)) & k64(1)).ne(k64(0));
+  UOp f3 = (up.where(l3 ^ k64(0x3fffffff), l3)) & k64(0x3fffffff);
+  UOp f2 = up.where(l2 ^ low, l2), f1 = up.where(l1 ^ low, l1);
+  UOp f = (f1.cast(f64) * b.c(std::ldexp(1.0, -94)) + f2.cast(f64) * b.c(std::ldexp(1.0, -62))) +
+          f3.cast(f64) * b.c(std::ldexp(1.0, -30));
+  f = up.where(f.neg(), f);
+  UOp q = shr(l3, k64(30)).cast(i32) + up.cast(i32);
+  return {f * b.c(M_PI_2), q};
+}
+
 // Cody-Waite: a - k*pi/2 with pi/2 in three parts whose products with k stay exact while k is
 // small (2^20 in float64, 2^12 for the float32 parts).
 std::pair<UOp, UOp> cody_waite(const UOp& a, const B& b) {
@@ -174,13 +232,11 @@ UOp sin_poly(const UOp& x, bool use_f64) {
   UOp ax = finite.where(x.lt(UOp::cvalue(in, 0)).where(x.neg(), x), UOp::cvalue(in, 0));
   UOp af = f == in ? ax : ax.cast(f);
   UOp r, q;
-  if (in64) {
-    std::tie(r, q) = cody_waite(af, b);
-  } else {  // float32 (and emulated halves) reduce exactly over their whole range
+  {  // every float type reduces exactly over its whole range
     UOp big = (f.scalar_size() == 8 ? b.c(1e5) : b.c(6000)).lt(af);
     // Cody-Waite sees 0 instead of large values: k = round(a * 2/pi) must fit its integer type
     auto [rs, qs] = cody_waite(big.where(b.c(0), af), b);
-    auto [rl, ql] = payne_hanek(ax, b);
+    auto [rl, ql] = in64 ? payne_hanek64(ax, b) : payne_hanek(ax, b);
     r = big.where(rl, rs);
     q = big.where(ql, qs);
   }
