@@ -8,8 +8,13 @@ namespace kiln::testing {
 void expect_matches_reference(const OpCase& c, const std::string& device, double rtol_floor, double atol_floor) {
   HostArray got = run_case(c, device);
   HostArray want = run_case(c, "ref");
-  std::string err = compare(got, want, std::max(c.rtol, rtol_floor), std::max(c.atol, atol_floor));
-  EXPECT_EQ(err, "") << c.name << " on " << device;
+  double rtol = std::max(c.rtol, rtol_floor), atol = std::max(c.atol, atol_floor);
+  EXPECT_EQ(compare(got, want, rtol, atol), "") << c.name << " on " << device << " vs the reference executor";
+  if (device.rfind("cpu", 0) == 0) return;
+  // every other backend is also held to the cpu backend's answer (each may sit on either side of
+  // the reference, hence twice the tolerance)
+  HostArray cpu = run_case(c, "cpu:0");
+  EXPECT_EQ(compare(got, cpu, 2 * rtol, 2 * atol), "") << c.name << " on " << device << " vs cpu:0";
 }
 
 void check_odd_sizes(const std::string& device) {

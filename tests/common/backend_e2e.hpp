@@ -1,6 +1,6 @@
 // tests/common/backend_e2e.hpp - the end-to-end checks every backend's test executable runs:
 // the op corpus, odd sizes and every dtype/axis, each result compared with the reference
-// executor ("ref"). Each backend instantiates them in its own executable (PoCL and hiprtc cannot
+// executor ("ref") and, for backends other than cpu, with cpu:0. Each backend instantiates them in its own executable (PoCL and hiprtc cannot
 // share a process):
 //
 //     KILN_OP_CORPUS_SUITE(OpenclCorpus, "opencl:0")
@@ -17,7 +17,8 @@ namespace kiln::testing {
 
 // Runs `c` on `device` and on the reference executor and expects equal results: floats within
 // the case's tolerance, but at least `rtol_floor`/`atol_floor` (backends' transcendentals and
-// fused multiply-adds differ from the reference in the last bits).
+// fused multiply-adds differ from the reference in the last bits). A device other than cpu is
+// also compared with cpu:0 (twice the tolerance), so the cpu backend must be loadable.
 void expect_matches_reference(const OpCase& c, const std::string& device, double rtol_floor = 2e-6,
                               double atol_floor = 1e-6);
 
