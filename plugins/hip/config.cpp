@@ -7,6 +7,10 @@
 
 namespace kiln::hip {
 
+namespace {
+bool valid_arch(const std::string& a);
+}  // namespace
+
 HipConfig read_config(const sdk::Options& o) {
   HipConfig c;
   for (const std::string& key : o.unknown_keys({"compiler", "flags", "arch"}))
@@ -22,6 +26,9 @@ HipConfig read_config(const sdk::Options& o) {
     for (std::string w; words >> w;) c.compiler.flags.push_back(w);
   }
   c.arch = o.get_string("arch", "");
+  if (!c.arch.empty() && !valid_arch(c.arch))
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                     "option 'arch': '" + c.arch + "' is not an AMDGPU arch (like gfx90a, gfx1030, gfx1100)"};
   return c;
 }
 

@@ -2,8 +2,9 @@
 //
 //   compiler = "clang-15"   the HIP compiler (looked up in PATH)
 //   flags    = "-O3"        extra clang flags (a string or an array of strings); part of the cache key
-//   arch     = ""           compile for this arch instead of the device's (e.g. "gfx1030" for a
-//                           gfx1031 card the toolchain does not know); "" = the device's
+//   arch     = ""           compile for this arch instead of the GPU's (e.g. "gfx1030" for a
+//                           gfx1031 card the toolchain does not know); "" = the GPU's. Offline
+//                           devices always use their own arch. Checked like the offline archs.
 //
 // Offline targets: KILN_HIP_OFFLINE_ARCH=gfx90a,gfx1100 (environment) adds one device per arch
 // after the real GPUs, hip:N.. ("offline compiler for gfx1100"). They render and compile kernels

@@ -1,4 +1,6 @@
 // plugins/hip/plugin.cpp - the hip backend's plugin object and its only exported symbol.
+#include <filesystem>
+
 #include "../common/llvm_clash.hpp"
 #include "config.hpp"
 #include "device.hpp"
@@ -22,6 +24,13 @@ GpuScan scan_gpus() {
   if (!pocl.empty()) {
     g.reason = pocl + " (PoCL, the opencl backend's driver) is loaded in this process; the HIP runtime cannot share it "
                       "(LLVM option clash); use the hip and opencl backends from separate processes";
+    return g;
+  }
+  // The ROCm runtime reaches AMD GPUs only through the KFD driver's device node: without it the
+  // runtime would answer hipErrorNoDevice after ~17 ms of loading itself (kiln list pays that).
+  std::error_code ec;
+  if (!std::filesystem::exists("/dev/kfd", ec)) {
+    g.reason = "no HIP devices (hipErrorNoDevice)";
     return g;
   }
   try {
