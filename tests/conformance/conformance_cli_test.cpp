@@ -84,6 +84,12 @@ TEST(KilnTest, FilterExpectedFailuresAndUsage) {
   EXPECT_EQ(run_kiln({"test", "cpu", "--level", "9"}).exit_code, 2);
   EXPECT_EQ(run_kiln({"test", "cpu", "--filter", "("}).exit_code, 2);
   EXPECT_EQ(run_kiln({"test", "cpu", "--xfail", "no-reason"}).exit_code, 2);
+  // a pattern that is not a regular expression is the caller's mistake, caught before any child runs
+  CliResult bad_xfail = run_kiln({"test", "cpu", "--level", "0", "--xfail", "(=a reason"});
+  EXPECT_EQ(bad_xfail.exit_code, 2) << bad_xfail.out << bad_xfail.err;
+  EXPECT_CONTAINS(bad_xfail.err, "--xfail '(' is not a regular expression");
+  EXPECT_EQ(run_kiln({"test", "cpu", "--timeout", "0"}).exit_code, 2);
+  EXPECT_EQ(run_kiln({"test", "cpu", "--timeout", "-1"}).exit_code, 2);
   CliResult unknown = run_kiln({"test", "nope"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_CONTAINS(unknown.err, "no backend named 'nope'");

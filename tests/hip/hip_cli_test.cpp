@@ -50,6 +50,11 @@ TEST(HipCli, CompileAWorkloadForAnOfflineArch) {
                          {{"KILN_CACHE_DIR", "off"}});
   EXPECT_EQ(j.exit_code, 0) << j.err;
   EXPECT_CONTAINS(j.out, "\"arch\": \"gfx90a\"");
+  // --arch adds to the archs the environment already lists, it does not lose to them
+  CliResult both = run_kiln({"compile", "--backend", "hip", "--arch", "gfx1030", "--workload", "elementwise", "--json"},
+                            {{"KILN_CACHE_DIR", "off"}, {"KILN_HIP_OFFLINE_ARCH", "gfx90a"}});
+  EXPECT_EQ(both.exit_code, 0) << both.err;
+  EXPECT_CONTAINS(both.out, "\"arch\": \"gfx1030\"");
   std::filesystem::remove_all(out);
 }
 
@@ -74,6 +79,26 @@ TEST(HipCli, NoGpuIsUnavailableWithTheHipError) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "unavailable");
   EXPECT_CONTAINS(r.out, "no HIP devices (hipErrorNoDevice)");
+}
+
+// kiln test folds a run of skips for one reason into one line; the test after the run still gets
+// its [ RUN ] line (it used to be swallowed with the skips).
+TEST(HipCli, KilnTestShowsTheRunLineAfterARunOfSkips) {
+  CliResult r = run_kiln({"test", "hip", "--level", "3", "--filter", "^L(2\\.|3\\.cache_key)"},
+                         {{"KILN_BACKENDS", manifest("hip")}, {"KILN_HIP_OFFLINE_ARCH", "gfx1100"}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_CONTAINS(r.out, "more tests, for the same reason\n[ RUN      ] L3.cache_key\n[       OK ] L3.cache_key");
+}
+
+// The `arch` option is checked like the offline archs, and the error points at the config line.
+TEST(HipCli, ABadArchOptionIsAConfigError) {
+  std::filesystem::path cfg = std::filesystem::temp_directory_path() / ("kiln-hip-arch-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(cfg) << "[backends.hip.options]\narch = \"bogus\"\n";
+  CliResult r = run_kiln({"list"}, {{"KILN_BACKENDS", manifest("hip")}, {"KILN_CONFIG", cfg.string()}, {"KILN_HIP_OFFLINE_ARCH", "gfx90a"}});
+  EXPECT_CONTAINS(r.out, "config-error");
+  EXPECT_CONTAINS(r.out, "option 'arch': 'bogus' is not an AMDGPU arch");
+  EXPECT_CONTAINS(r.out, cfg.string() + ":2:8");
+  std::filesystem::remove(cfg);
 }
 
 // PoCL (loaded by the opencl backend's probe) and the HIP runtime's comgr abort a process that

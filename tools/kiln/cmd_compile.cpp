@@ -111,9 +111,11 @@ int run_compile(const std::vector<std::string>& args) {
 
   std::string arch = vm.count("arch") ? vm["arch"].as<std::string>() : "";
   if (!arch.empty()) {
-    // before discovery: the backend reads it when it is probed
+    // before discovery: the backend reads it when it is probed; archs already listed there stay
     std::string var = "KILN_" + upper(vm["backend"].as<std::string>()) + "_OFFLINE_ARCH";
-    if (!std::getenv(var.c_str())) setenv(var.c_str(), arch.c_str(), 1);
+    const char* listed = std::getenv(var.c_str());
+    std::string value = listed && *listed ? std::string(listed) + "," + arch : arch;
+    setenv(var.c_str(), value.c_str(), 1);
   }
   Registry& registry = Registry::get();
   std::string device_name =

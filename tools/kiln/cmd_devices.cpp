@@ -43,7 +43,8 @@ int run_devices(const std::vector<std::string>& args) {
     const DeviceProps& p = d->props();
     std::string memory;
     if (p.memory_total)
-      memory = " (" + std::to_string(p.memory_total >> 20) + " MiB, " + std::to_string(p.memory_free >> 20) + " MiB free)";
+      memory = " (" + std::to_string(p.memory_total >> 20) + " MiB" +
+               (p.memory_free ? ", " + std::to_string(p.memory_free >> 20) + " MiB free)" : ")");  // 0: unknown
     std::printf("  %s: %s%s%s\n", d->name().c_str(), p.description.c_str(), memory.c_str(),
                 d->name() == def.device ? " [default]" : "");
   }

@@ -18,7 +18,7 @@ void print_device(const Device& d) {
   std::printf("  features:       %s\n", p.features.empty() ? "-" : p.features.c_str());
   std::printf("  compute units:  %u\n", p.compute_units);
   std::printf("  memory:         %s total, %s free\n", human_bytes(p.memory_total).c_str(),
-              human_bytes(p.memory_free).c_str());
+              p.memory_free ? human_bytes(p.memory_free).c_str() : "unknown");  // the ABI's 0 = unknown
   std::printf("  thread-safe:    %s\n", d.threadsafe() ? "yes" : "no (calls are serialised)");
   std::printf("  renderer:       %s\n", d.has_renderer() ? "yes" : "no (the core renders source)");
   std::printf("  device copy:    %s\n", d.has_device_copy() ? "yes" : "no");

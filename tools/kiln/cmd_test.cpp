@@ -25,27 +25,32 @@ namespace kc = kiln::conformance;
 // skips every test that needs one) is printed once, with a count.
 struct Printer : kc::Observer {
   void started(const std::string& test) override {
-    if (!skipped_reason_.empty()) return;  // shown when the run of skips ends
-    std::printf("[ RUN      ] %s\n", test.c_str());
-    std::fflush(stdout);
+    if (!skipped_reason_.empty()) {  // may be one more skip: printed only if it is not
+      pending_run_ = test;
+      return;
+    }
+    run_line(test);
   }
   void finished(const kc::TestResult& r) override {
-    if (r.status == kc::Status::skipped) {
-      if (r.detail == skipped_reason_) {
-        ++skipped_more_;
-        return;
-      }
-      flush();
-      skipped_reason_ = r.detail;
-    } else {
-      flush();
+    if (r.status == kc::Status::skipped && !skipped_reason_.empty() && r.detail == skipped_reason_) {
+      ++skipped_more_;
+      pending_run_.clear();
+      return;
     }
+    flush();
+    if (!pending_run_.empty()) run_line(pending_run_);
+    pending_run_.clear();
+    if (r.status == kc::Status::skipped) skipped_reason_ = r.detail;
     const char* tag = r.status == kc::Status::passed            ? "[       OK ]"
                       : r.status == kc::Status::failed          ? "[  FAILED  ]"
                       : r.status == kc::Status::skipped         ? "[  SKIPPED ]"
                       : r.status == kc::Status::expected_failure ? "[    XFAIL ]"
                                                                 : "[    XPASS ]";
     std::printf("%s %s (%.0f ms)%s%s\n", tag, r.name.c_str(), r.ms, r.detail.empty() ? "" : ": ", r.detail.c_str());
+    std::fflush(stdout);
+  }
+  void run_line(const std::string& test) {
+    std::printf("[ RUN      ] %s\n", test.c_str());
     std::fflush(stdout);
   }
   // Ends a run of skips (call after the last result too).
@@ -57,6 +62,7 @@ struct Printer : kc::Observer {
 
  private:
   std::string skipped_reason_;
+  std::string pending_run_;  // a test started during a run of skips
   int skipped_more_ = 0;
 };
 
@@ -119,9 +125,15 @@ int run_test(const std::vector<std::string>& args) {
       size_t eq = x.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == x.size())
         throw UsageError("--xfail takes PATTERN=REASON (the reason is required), got '" + x + "'");
+      try {
+        std::regex check(x.substr(0, eq));
+      } catch (const std::regex_error& e) {
+        throw UsageError("--xfail '" + x.substr(0, eq) + "' is not a regular expression: " + e.what());
+      }
       opt.expected_failures.push_back({x.substr(0, eq), x.substr(eq + 1)});
     }
   opt.timeout_s = vm["timeout"].as<double>();
+  if (!(opt.timeout_s > 0)) throw UsageError("--timeout must be a positive number of seconds");
   bool json = vm.count("json");
 
   // Resolve every target before running anything: a manifest that does not parse is a
