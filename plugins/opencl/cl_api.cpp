@@ -66,7 +66,23 @@ const char* cl_error_name(cl_int s) {
     N(CL_INVALID_GLOBAL_WORK_SIZE) N(CL_INVALID_PROPERTY) N(CL_INVALID_IMAGE_DESCRIPTOR)
     N(CL_INVALID_COMPILER_OPTIONS) N(CL_INVALID_LINKER_OPTIONS) N(CL_INVALID_DEVICE_PARTITION_COUNT)
 #undef N
+    // newer than the OpenCL 1.2 headers this plugin compiles against (2.0-3.0), and the Linux
+    // drivers' extension codes (values from the Khronos cl.h, cl_ext.h, cl_egl.h)
+    case -69: return "CL_INVALID_PIPE_SIZE";
+    case -70: return "CL_INVALID_DEVICE_QUEUE";
+    case -71: return "CL_INVALID_SPEC_ID";
+    case -72: return "CL_MAX_SIZE_RESTRICTION_EXCEEDED";
+    case -1000: return "CL_INVALID_GL_SHAREGROUP_REFERENCE_KHR";
     case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    case -1057: return "CL_DEVICE_PARTITION_FAILED_EXT";
+    case -1058: return "CL_INVALID_PARTITION_COUNT_EXT";
+    case -1059: return "CL_INVALID_PARTITION_NAME_EXT";
+    case -1092: return "CL_EGL_RESOURCE_NOT_ACQUIRED_KHR";
+    case -1093: return "CL_INVALID_EGL_OBJECT_KHR";
+    case -1094: return "CL_INVALID_ACCELERATOR_INTEL";
+    case -1095: return "CL_INVALID_ACCELERATOR_TYPE_INTEL";
+    case -1096: return "CL_INVALID_ACCELERATOR_DESCRIPTOR_INTEL";
+    case -1097: return "CL_ACCELERATOR_TYPE_NOT_SUPPORTED_INTEL";
     default: return "unknown OpenCL error";
   }
 }

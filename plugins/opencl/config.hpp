@@ -9,10 +9,10 @@
 //                           (CL_DEVICE_LOCAL_MEM_TYPE = CL_LOCAL), "on", "off"
 //   vector_width  = 0       widest vectors kernels use: 0 = the device's preferred float width
 //                           (at most 8 on CPU devices), else 1, 2, 4, 8 or 16
-//   prewarm       = true    build a trivial kernel in the background when a device opens, so the
-//                           driver's compiler is initialised (PoCL: ~0.7 s) before the first real
-//                           kernel needs it; false saves that CPU time when every kernel comes
-//                           from the compile cache
+//   prewarm       = true    build a trivial kernel in the background soon after a device opens
+//                           (at its first alloc, or 50 ms later), so the driver's compiler is
+//                           initialised (PoCL: ~0.7 s) before the first real kernel needs it;
+//                           false saves that CPU time when every kernel comes from the compile cache
 #pragma once
 #include <string>
 

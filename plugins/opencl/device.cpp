@@ -2,6 +2,7 @@
 #include "device.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "../common/plugin_util.hpp"
 #include "opencl_c.hpp"
@@ -54,21 +55,44 @@ OpenclDevice::OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclC
   max_alloc_ = device_value<cl_ulong>(ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   base_align_ = std::max<uint64_t>(1, device_value<cl_uint>(ref.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   cache_bytes_ = device_value<cl_ulong>(ref.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
-  if (config.prewarm)
-    prewarm_ = std::thread([context = context_, device = ref.device] {
-      // Errors do not matter here: a real build reports them.
-      const ClApi& api = cl();
-      const char* source = "__kernel void kiln_prewarm(__global int* a) { a[get_global_id(0)] = 0; }";
-      cl_int s = CL_SUCCESS;
-      cl_program p = api.clCreateProgramWithSource(context, 1, &source, nullptr, &s);
-      if (s != CL_SUCCESS) return;
-      api.clBuildProgram(p, 1, &device, "", nullptr, nullptr);
-      api.clReleaseProgram(p);
-    });
+  if (config.prewarm) start_prewarm();
+}
+
+// How long an opened device waits for real work before warming the compiler anyway.
+constexpr auto kPrewarmGrace = std::chrono::milliseconds(50);
+
+void OpenclDevice::start_prewarm() {
+  prewarm_ = std::thread([this, context = context_, device = ref_.device] {
+    {
+      std::unique_lock<std::mutex> lock(prewarm_mu_);
+      prewarm_cv_.wait_for(lock, kPrewarmGrace, [this] { return prewarm_state_ != Warm::waiting; });
+      if (prewarm_state_ == Warm::cancelled) return;
+    }
+    // Errors do not matter here: a real build reports them.
+    const ClApi& api = cl();
+    const char* source = "__kernel void kiln_prewarm(__global int* a) { a[get_global_id(0)] = 0; }";
+    cl_int s = CL_SUCCESS;
+    cl_program p = api.clCreateProgramWithSource(context, 1, &source, nullptr, &s);
+    if (s != CL_SUCCESS) return;
+    api.clBuildProgram(p, 1, &device, "", nullptr, nullptr);
+    api.clReleaseProgram(p);
+  });
+}
+
+void OpenclDevice::settle_prewarm(Warm decision, bool always) {
+  if (!prewarm_.joinable() || (prewarm_settled_.exchange(true, std::memory_order_relaxed) && !always)) return;
+  {
+    std::lock_guard<std::mutex> lock(prewarm_mu_);
+    if (prewarm_state_ == Warm::waiting) prewarm_state_ = decision;
+  }
+  prewarm_cv_.notify_one();
 }
 
 OpenclDevice::~OpenclDevice() {
-  if (prewarm_.joinable()) prewarm_.join();
+  if (prewarm_.joinable()) {
+    settle_prewarm(Warm::cancelled, /*always=*/true);
+    prewarm_.join();
+  }
   const ClApi& api = cl();
   for (const Built& b : built_) api.clReleaseProgram(b.program);
   api.clFinish(queue_);
@@ -157,6 +181,7 @@ void check_range(const OpenclBuffer& b, uint64_t offset, uint64_t n, const char*
 }  // namespace
 
 std::unique_ptr<sdk::Buffer> OpenclDevice::alloc(uint64_t size, uint32_t flags) {
+  settle_prewarm(Warm::go);
   if (size > max_alloc_)
     throw sdk::Error{KILN_STATUS_RESOURCE_EXHAUSTED,
                      name_ + ": cannot allocate " + std::to_string(size) + " bytes: the device's largest allocation is " +

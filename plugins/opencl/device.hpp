@@ -14,15 +14,19 @@
 // argument convention is the OpenCL C dialect's (opencl_c.hpp): buffers in slot order, then each
 // integer value as a 64-bit long.
 //
-// Opening a device starts a background build of a trivial kernel (option prewarm): a driver's
+// Opening a device schedules a background build of a trivial kernel (option prewarm): a driver's
 // first build in a process pays for initialising its compiler (PoCL: ~0.7 s of LLVM and kernel
 // library set-up), which then overlaps with the program building its graph instead of delaying
-// its first kernel.
+// its first kernel. The build starts at the first alloc or after a short grace period, and is
+// skipped if a real build or closing the device comes first.
 #pragma once
+#include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <thread>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cl_api.hpp"
@@ -99,8 +103,19 @@ class OpenclDevice final : public sdk::Device {
     cl_program program;
   };
   std::deque<Built> built_;
-  // The compiler warm-up (config prewarm): joined before the device goes away.
+  // The compiler warm-up (config prewarm). It waits for a short grace period, or until the first
+  // alloc (build now) or compile (not needed: that build warms the compiler), so opening a device
+  // only to read its properties (kiln list) neither pays for a build nor waits for one when it
+  // closes. Joined before the device goes away.
+  enum class Warm { waiting, go, cancelled };
+  void start_prewarm();                // in the constructor
+  // A waiting warm-up goes or is cancelled; after the first call this is a no-op unless `always`.
+  void settle_prewarm(Warm decision, bool always = false);
   std::thread prewarm_;
+  std::mutex prewarm_mu_;
+  std::condition_variable prewarm_cv_;
+  Warm prewarm_state_ = Warm::waiting;
+  std::atomic<bool> prewarm_settled_{false};
   uint64_t cache_bytes_ = 0;  // CL_DEVICE_GLOBAL_MEM_CACHE_SIZE: larger outputs are streamed
 };
 

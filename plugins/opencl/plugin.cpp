@@ -54,6 +54,9 @@ class OpenclPlugin final : public sdk::Plugin {
   void initialize(const sdk::Options& options) override {
     config_ = read_config(options);
     devices_ = enumerate_devices(config_.devices);
+    if (devices_.empty() && config_.devices != DeviceType::all)  // the status alone would not say why
+      sdk::log(KILN_LOG_WARNING, "option devices = '" + options.get_string("devices", "") +
+                                     "' selects none of the OpenCL devices (" + describe(enumerate_devices(DeviceType::all)) + ")");
   }
 
   uint32_t device_count() override { return static_cast<uint32_t>(devices_.size()); }

@@ -64,6 +64,7 @@ std::string OpenclDevice::cache_key() {
 }
 
 std::string OpenclDevice::compile(const sdk::CompileRequest& request, std::string& log) {
+  settle_prewarm(Warm::cancelled);  // this build initialises the compiler itself
   const ClApi& api = cl();
   const char* text = request.source.data();
   size_t length = request.source.size();
