@@ -3,9 +3,13 @@
 //
 //   ./build/bench/bench_launch                         # cpu backend from the build tree
 //   KILN_BACKENDS=<manifest> ./build/bench/bench_launch
+//
+// The kernels are hand-written C, so the backend runs with compiler = "clang-15"
+// (bench/cpu_clang.toml, used unless KILN_CONFIG names another config).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -26,6 +30,7 @@ struct Setup {
 Setup& setup() {
   static Setup* s = [] {
     auto* s = new Setup();
+    setenv("KILN_CONFIG", KILN_BENCH_CPU_CLANG_CONFIG, /*overwrite=*/0);
     s->device = Registry::get().open("cpu");
     const char* empty = "#include <stdint.h>\nvoid empty(void* const* b, const int64_t* v, int32_t x, int32_t y, int32_t z) {}\n";
     s->empty = s->device->load(s->device->compile(empty, "empty"), "empty");
