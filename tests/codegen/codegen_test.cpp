@@ -8,6 +8,7 @@
 #include "llvm_ir.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/transcendental.hpp"
+#include "error_check.hpp"
 #include "golden.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
@@ -129,6 +130,23 @@ TEST(Pipeline, SymbolicKernelTakesItsVariable) {
   EXPECT_EQ(p.var_names, (std::vector<std::string>{"n"}));
   std::string c = Render().render(p.lir.view());
   EXPECT_NE(c.find("const int n = (int)vals[0];"), std::string::npos) << c;
+}
+
+// The renderer never sees an op or dtype its target lacks: what decompose() cannot replace is
+// an error naming the kernel, the op and the dtype, before any source is rendered.
+TEST(Pipeline, WhatTheTargetLacksAndNothingDecomposesIsAnError) {
+  Target no_idiv = cpu_target();
+  no_idiv.ops[KILN_LIR_OP_IDIV / 64] &= ~(uint64_t{1} << (KILN_LIR_OP_IDIV % 64));
+  Tensor a = Tensor::empty({64}, dtypes::int32, "ref");
+  kiln::testing::expect_error([&] { to_program(kernel_of(a.idiv(a + 1)), no_idiv); }, ErrorCode::unimplemented,
+                              "needs IDIV (int32");
+  Target no_f64 = cpu_target();
+  no_f64.dtypes &= ~(1u << KILN_LIR_DTYPE_FLOAT64);
+  kiln::testing::expect_error(
+      [&] { to_program(kernel_of(Tensor::empty({64}, dtypes::float64, "ref") * 2.0), no_f64); },
+      ErrorCode::unimplemented, "computes in float64");
+  // what decompose() does replace passes: EXP2 is missing on this target too
+  EXPECT_NO_THROW(to_program(kernel_of(in({64}).exp2()), cpu_target()));
 }
 
 TEST(Opt, ActionsCheckTheirAxis) {

@@ -46,6 +46,20 @@ UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims,
 
 std::vector<UOp> do_linearize(const UOp& sink) { return linearize(sink); }
 
+void check_target_support(const std::vector<UOp>& program, const Target& target, const std::string& kernel) {
+  for (const UOp& u : program) {
+    const uint32_t op = lir_op(u.op());
+    if (op != 0 && !target.supports_op(op))
+      fail(ErrorCode::unimplemented, "kernel ", kernel, " needs ", op_name(u.op()), " (", u.dtype().name(),
+           "), which the target does not list and kiln cannot decompose; the backend's renderer must support it");
+    const DType d = u.dtype().is_ptr() ? u.dtype().base() : u.dtype();
+    const uint32_t dt = lir_dtype(d.scalar());
+    if (dt != KILN_LIR_DTYPE_VOID && dt != KILN_LIR_DTYPE_COUNT && !target.supports_dtype(dt))
+      fail(ErrorCode::unimplemented, "kernel ", kernel, " computes in ", d.name(), " (", op_name(u.op()),
+           "), which the target does not support; use a dtype the device lists (kiln info shows them)");
+  }
+}
+
 namespace {
 
 // float ops weighted by the iterations around them, and bytes of the buffers the kernel names
@@ -76,6 +90,7 @@ ProgramSpec to_program(const UOp& ast, const Target& target) {
   estimate(ast, p);
   p.sink = full_rewrite_to_sink(ast, target, p.dims, &p.opts);
   std::vector<UOp> linear = do_linearize(p.sink);
+  check_target_support(linear, target, p.name);
   p.lir = to_lir(linear, p.name);
   p.var_names = p.lir.var_names;
   for (int d = 0; d < 3; ++d) {

@@ -26,7 +26,12 @@ struct ProgramSpec {
 // The pass list (see pipeline.cpp): optimise, expand, lower, decompose.
 UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts = nullptr);
 std::vector<UOp> do_linearize(const UOp& sink);
-// full_rewrite_to_sink + do_linearize + LIR serialisation. Thread-safe.
+// The contract of DESIGN §7: the renderer never sees an op or dtype its target does not list.
+// What is left after decompose() has no decomposition; throws kiln::Error (unimplemented) naming
+// the kernel, the op and the dtype, instead of letting the backend's compiler fail on it.
+void check_target_support(const std::vector<UOp>& program, const Target& target, const std::string& kernel);
+// full_rewrite_to_sink + do_linearize + check_target_support + LIR serialisation. Thread-safe.
+// do_render and do_compile, the steps after it, need a device: runtime/program_cache.cpp.
 ProgramSpec to_program(const UOp& ast, const Target& target);
 
 }  // namespace kiln

@@ -50,6 +50,20 @@ double ms_since(std::chrono::steady_clock::time_point& t) {
   return ms;
 }
 
+// The plugin's renderer turns the LIR into source in the target's format.
+std::string do_render(Device& dev, const kiln_lir& lir) {
+  if (!dev.has_renderer())
+    fail(ErrorCode::unimplemented, "device ", dev.name(), " has no renderer, so kiln cannot generate kernels for it");
+  return dev.render(lir);
+}
+
+// The plugin's compiler, behind the compile cache (memory, then disk, keyed by the LIR's
+// fingerprint and the compiler's own cache key).
+std::string do_compile(Device& dev, const std::string& source, const std::string& name, const kiln_lir& lir) {
+  return compile_cached(dev, source, name, lir_key(lir));
+}
+
+// to_program (codegen) -> do_render -> do_compile -> load: one kernel ready to launch.
 std::shared_ptr<Kernel> build(const std::shared_ptr<Device>& dev, const UOp& ast) {
   auto k = std::make_shared<Kernel>();
   k->device = dev;
@@ -58,14 +72,12 @@ std::shared_ptr<Kernel> build(const std::shared_ptr<Device>& dev, const UOp& ast
   double codegen_ms = ms_since(t);
   kiln_lir lir = k->spec.lir.view();
   if (debug_level() >= 5) log_line(lir_text(lir));
-  if (!dev->has_renderer())
-    fail(ErrorCode::unimplemented, "device ", dev->name(), " has no renderer, so kiln cannot generate kernels for it");
   try {
-    k->source = dev->render(lir);
+    k->source = do_render(*dev, lir);
     double render_ms = ms_since(t);
     if (debug_level() >= 4) log_line(k->source);
     uint64_t compiles = compile_stats().compiles;
-    std::string binary = compile_cached(*dev, k->source, k->spec.name, lir_key(lir));
+    std::string binary = do_compile(*dev, k->source, k->spec.name, lir);
     double compile_ms = ms_since(t);
     k->program = dev->load(binary, k->spec.name);
     if (debug_level() >= 2)
