@@ -6,9 +6,10 @@
 // (the operations to compute). The full DAG count, constants included, can grow by a constant:
 // (c+5)*5 -> c*5+25 has the same operations but two distinct constants where there was one; it
 // is reported, not asserted. Seeded: a failure prints the seed and the smallest failing
-// subexpression.
+// subexpression; KILN_PROPERTY_SEED=<seed> starts the run at that graph.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "ir/print.hpp"
@@ -125,7 +126,9 @@ std::string check(const UOp& e, const std::vector<Assignment>& points) {
 
 TEST(SymbolicProperty, RandomGraphsKeepValuesAndNeverGrow) {
   constexpr int kGraphs = 10000, kPoints = 12;
-  uint64_t base = 0x5eed;
+  // KILN_PROPERTY_SEED=<n> reruns from the seed a failure printed (that graph comes first)
+  const char* from = std::getenv("KILN_PROPERTY_SEED");
+  uint64_t base = from ? std::strtoull(from, nullptr, 0) : 0x5eed;
   int checked = 0;
   uint64_t dag_before = 0, dag_after = 0, dag_grew = 0;
   for (int g = 0; g < kGraphs; ++g) {

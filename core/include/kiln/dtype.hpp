@@ -49,8 +49,9 @@ class DType {
   bool is_unsigned() const;
   bool is_bool() const { return scalar_ == Scalar::bool_; }
   bool is_void() const { return scalar_ == Scalar::void_ && !is_ptr(); }
-  // Value range of the scalar type. Integers saturate to int64 (uint64's max is INT64_MAX here);
-  // floats give -inf/+inf through fmin/fmax and the largest finite magnitude through fmax_finite.
+  // Value range of the scalar type as int64, the width bounds analysis works in: uint64's max
+  // saturates to INT64_MAX and floats report the int64 limits. fmax_finite is the largest finite
+  // magnitude of a float type (of the others: imax as a double).
   int64_t imin() const;
   int64_t imax() const;
   double fmax_finite() const;
