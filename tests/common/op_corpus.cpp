@@ -105,6 +105,26 @@ void add_elementwise(std::vector<OpCase>& c) {
   bin("xor_int", [](auto& a, auto& b) { return a ^ b; },
       [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) ^ static_cast<int64_t>(y)); }, I({8}), I({8}, 3), i32);
 
+  // unsigned arithmetic wraps modulo 2^bits (C semantics); comparisons, maximum and abs must treat
+  // the values as unsigned (a value >= 2^31 is large, not negative; -x wraps, so abs is identity)
+  const DType u8 = dtypes::uint8, u32 = dtypes::uint32;
+  auto U8 = [](std::vector<int64_t> s, uint64_t seed) { return make_array(s, dtypes::uint8, seed, 0, 256); };
+  auto U32 = [](std::vector<int64_t> s, uint64_t seed) { return make_array(s, dtypes::uint32, seed, 0, 4294967296.0); };
+  bin("add_uint8_wrap", [](auto& a, auto& b) { return a + b; }, std::plus<double>(), U8({16}, 81), U8({16}, 82), u8);
+  bin("sub_uint8_wrap", [](auto& a, auto& b) { return a - b; }, std::minus<double>(), U8({16}, 83), U8({16}, 84), u8);
+  bin("add_uint32_wrap", [](auto& a, auto& b) { return a + b; }, std::plus<double>(), U32({16}, 85), U32({16}, 86), u32);
+  bin("sub_uint32_wrap", [](auto& a, auto& b) { return a - b; }, std::minus<double>(), U32({16}, 87), U32({16}, 88), u32);
+  bin("maximum_uint32", [](auto& a, auto& b) { return a.maximum(b); }, [](double x, double y) { return std::max(x, y); },
+      U32({16}, 89), U32({16}, 90), u32);
+  bin("minimum_uint8", [](auto& a, auto& b) { return a.minimum(b); }, [](double x, double y) { return std::min(x, y); },
+      U8({16}, 91), U8({16}, 92), u8);
+  un("abs_uint8", [](const Tensor& x) { return x.abs(); }, [](double x) { return x; }, HostArray{{6}, {0, 1, 3, 127, 128, 255}, u8});
+  un("abs_uint32", [](const Tensor& x) { return x.abs(); }, [](double x) { return x; }, U32({9}, 93));
+  c.push_back({"max_uint32", {U32({4, 6}, 94)}, [](const T& t) { return t[0].max({1}); },
+               [u32](const A& a) { return reduce(a[0], {1}, false, [](double p, double q) { return std::max(p, q); }, 0, u32); }});
+  c.push_back({"min_uint8", {U8({4, 6}, 95)}, [](const T& t) { return t[0].min({0}); },
+               [u8](const A& a) { return reduce(a[0], {0}, false, [](double p, double q) { return std::min(p, q); }, 255, u8); }});
+
   c.push_back({"int_scalar_keeps_dtype", {I({5})}, [](const T& t) { return t[0] * 3 + 1; },
                [](const A& a) { return map(a[0], [](double x) { return x * 3 + 1; }, i32); }});
   c.push_back({"where", {make_array({3, 4}, b8, 3), F({3, 4}), F({1, 4}, 2)},

@@ -84,7 +84,9 @@ Tensor Tensor::cos() const { return (M_PI_2 - as_float(*this)).sin(); }
 Tensor Tensor::tan() const { return sin() / cos(); }
 Tensor Tensor::reciprocal() const { return unary_float(Ops::RECIPROCAL, *this); }
 Tensor Tensor::abs() const {
-  if (dtype().is_bool()) return *this;
+  // unsigned values (and bools) are their own magnitude: maximum(x, -x) would pick the wrapped
+  // -x (abs of uint8 3 would be 253)
+  if (dtype().is_bool() || dtype().is_unsigned()) return *this;
   return maximum(-*this);
 }
 Tensor Tensor::sign() const {
