@@ -252,6 +252,41 @@ void add_reductions(std::vector<OpCase>& c) {
                  }
                  return r;
                }});
+  // NaN: max/min propagate it (numpy's max/min, not fmax/fmin); argmax is the first NaN of a row
+  // that has one (numpy), else the first maximum. Rows: NaN in the middle, repeated maximum, NaN
+  // first, all -inf, NaN last.
+  HostArray xn{{5, 5},
+               {1, NAN, 3, NAN, 2,  1, 5, 5, -INFINITY, 0,  NAN, 7, 1, 2, 3,
+                -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY,  4, -1, 9, 0, NAN},
+               f32};
+  auto nanmin = [](double p, double q) { return std::isnan(p) || std::isnan(q) ? NAN : std::min(p, q); };
+  auto argmax_ref = [](const HostArray& a, int axis, bool keepdim) {
+    int64_t rows = a.shape[1 - axis], n = a.shape[axis];
+    HostArray r{keepdim ? (axis ? std::vector<int64_t>{rows, 1} : std::vector<int64_t>{1, rows}) : std::vector<int64_t>{rows}, {}, i32};
+    for (int64_t i = 0; i < rows; ++i) {
+      auto at = [&](int64_t j) { return axis ? a.at({i, j}) : a.at({j, i}); };
+      int64_t best = 0;
+      for (int64_t j = 0; j < n && !std::isnan(at(best)); ++j)
+        if (std::isnan(at(j)) || at(j) > at(best)) best = j;
+      r.v.push_back(static_cast<double>(best));
+    }
+    return r;
+  };
+  c.push_back({"argmax_nan", {xn}, [](const T& t) { return t[0].argmax(1); },
+               [argmax_ref](const A& a) { return argmax_ref(a[0], 1, false); }});
+  c.push_back({"argmax_nan_keepdim", {xn}, [](const T& t) { return t[0].argmax(1, true); },
+               [argmax_ref](const A& a) { return argmax_ref(a[0], 1, true); }});
+  c.push_back({"argmax_nan_axis0_keepdim", {xn}, [](const T& t) { return t[0].argmax(0, true); },
+               [argmax_ref](const A& a) { return argmax_ref(a[0], 0, true); }});
+  c.push_back({"max_nan", {xn}, [](const T& t) { return t[0].max({1}); },
+               [](const A& a) { return reduce(a[0], {1}, false, nanmax, -INFINITY, f32); }});
+  c.push_back({"min_nan", {xn}, [](const T& t) { return t[0].min({1}); },
+               [nanmin](const A& a) { return reduce(a[0], {1}, false, nanmin, INFINITY, f32); }});
+  c.push_back({"max_min_nan_axis0", {xn}, [](const T& t) { return t[0].max({0}) + t[0].min({0}, false); },
+               [nanmin](const A& a) {
+                 return zip(reduce(a[0], {0}, false, nanmax, -INFINITY, f32), reduce(a[0], {0}, false, nanmin, INFINITY, f32),
+                            std::plus<double>(), f32);
+               }});
   auto softmax_ref = [](const HostArray& a, bool log) {
     HostArray r{a.shape, {}, f32};
     int64_t rows = a.numel() / a.shape.back(), n = a.shape.back();

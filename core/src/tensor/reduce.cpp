@@ -130,8 +130,10 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
   int a = norm_axis(axis, ndim(), "argmax");
   int64_t n = shape()[a];
   if (n == 0) fail(ErrorCode::invalid_argument, "argmax: dimension ", a, " is empty");
-  // the first maximum: among positions equal to the max, take the largest (n - index)
+  // the first maximum: among positions equal to the max, take the largest (n - index). A row with
+  // a NaN has max NaN, which equals nothing: like numpy, its first NaN is the maximum.
   Tensor is_max = eq(max({a}, true));
+  if (dtype().is_float()) is_max = is_max | ne(*this);
   Shape idx_shape(ndim(), 1);
   idx_shape[a] = n;
   Tensor rev = Tensor::arange(static_cast<double>(n), 0, -1, dtypes::int32, device()).reshape(idx_shape);
