@@ -198,3 +198,33 @@ TEST(Debug, LevelOneReportsScheduling) {
   EXPECT_NE(err.find("scheduled 1 kernels in"), std::string::npos) << err;
   EXPECT_NE(err.find("cache"), std::string::npos) << err;
 }
+
+TEST(Debug, LevelThreePrintsEveryKernelAstOnMissAndHit) {
+  clear_schedule_cache();
+  auto build = [] { return input({16, 32}).sum() + input({16, 32}); };  // two kernels: the sum, then the add
+  for (const char* pass : {"miss", "hit"}) {
+    SCOPED_TRACE(pass);
+    set_knob(Knob::debug, 3);
+    ::testing::internal::CaptureStderr();
+    auto ks = kernels_of(build().schedule());
+    std::string err = ::testing::internal::GetCapturedStderr();
+    set_knob(Knob::debug, 0);
+    ASSERT_EQ(ks.size(), 2u) << names(ks);
+    EXPECT_NE(err.find(std::string("cache ") + pass), std::string::npos) << "expected a cache " << pass << " in:\n" << err;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      std::string head = "kernel " + std::to_string(i + 1) + "/2 " + ks[i].name + " AST:\n";
+      size_t at = err.find(head);
+      ASSERT_NE(at, std::string::npos) << "KILN_DEBUG=3 must print '" << head << "' for kernel " << ks[i].name
+                                       << " of the schedule (cache " << pass << "); stderr was:\n" << err;
+      EXPECT_EQ(err.compare(at + head.size(), print_graph(ks[i].ast).size(), print_graph(ks[i].ast)), 0)
+          << "the AST of " << ks[i].name << " must follow its header; stderr was:\n" << err;
+    }
+  }
+  // below 3, no ASTs
+  set_knob(Knob::debug, 2);
+  ::testing::internal::CaptureStderr();
+  build().schedule();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  set_knob(Knob::debug, 0);
+  EXPECT_EQ(err.find("AST:"), std::string::npos) << "KILN_DEBUG=2 must not print ASTs:\n" << err;
+}

@@ -7,6 +7,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "ir/print.hpp"
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
 #include "runtime/buffer.hpp"
@@ -202,6 +203,17 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     log_line(cat("scheduled ", out.kernels, " kernels in ", ms, " ms | cache ", out.cache_hit ? "hit" : "miss",
                  " | memory planner: ", tmpl->unplanned_bytes, " -> ", tmpl->planned_bytes, " bytes of intermediates"));
+  }
+  // every kernel's AST, hit or miss (a cache hit runs the same ASTs), in execution order; the
+  // buffers are PARAMs, numbered in the CALL's buffer order
+  if (debug_level() >= 3) {
+    int i = 0;
+    for (const TemplateKernel& k : tmpl->kernels) {
+      if (k.is_copy) continue;
+      std::string ast = print_graph(k.body);
+      if (!ast.empty() && ast.back() == '\n') ast.pop_back();
+      log_line(cat("kernel ", ++i, "/", out.kernels, " ", k.body.arg_string(), " AST:\n", ast));
+    }
   }
   return out;
 }
