@@ -149,6 +149,26 @@ TEST(Pipeline, WhatTheTargetLacksAndNothingDecomposesIsAnError) {
   EXPECT_NO_THROW(to_program(kernel_of(in({64}).exp2()), cpu_target()));
 }
 
+// MAX on a target without it: CMPLT + WHERE, NaN-propagating for floats (either operand).
+TEST(Decompose, MaxWithoutMax) {
+  Target t = cpu_target();
+  t.ops[KILN_LIR_OP_MAX / 64] &= ~(uint64_t{1} << (KILN_LIR_OP_MAX % 64));
+  ProgramSpec p = to_program(kernel_of(in({64}).maximum(in({64})).relu()), t);
+  for (const kiln_lir_inst& i : p.lir.insts) EXPECT_NE(i.op, KILN_LIR_OP_MAX);
+  auto max_of = [&](DType d, double a, double b) {
+    UOp m = decompose(UOp::sink({UOp::alu(Ops::MAX, {UOp::cvalue(d, a), UOp::cvalue(d, b)})}), t).src(0);
+    for (const UOp& u : toposort(m)) EXPECT_NE(u.op(), Ops::MAX);
+    return as_double(*interpret(m, {}));
+  };
+  EXPECT_EQ(max_of(dtypes::float32, 1, 2), 2);
+  EXPECT_EQ(max_of(dtypes::float32, 2, -1), 2);
+  EXPECT_EQ(max_of(dtypes::float32, -0.5, -0.25), -0.25);
+  EXPECT_TRUE(std::isnan(max_of(dtypes::float32, NAN, 1)));
+  EXPECT_TRUE(std::isnan(max_of(dtypes::float32, 1, NAN)));
+  EXPECT_EQ(max_of(dtypes::int32, -7, -3), -3);
+  EXPECT_EQ(max_of(dtypes::int32, 5, -3), 5);
+}
+
 TEST(Opt, ActionsCheckTheirAxis) {
   UOp k = kernel_of(in({6, 10}) * 2.0);
   EXPECT_THROW(apply_opt(k, Opt{OptOp::UPCAST, 1, 4}), Error) << "10 is not divisible by 4";

@@ -79,6 +79,14 @@ UOp do_sub(const Match& m, Ctx& c) {
 UOp do_fdiv(const Match& m, Ctx& c) { return c.has(Ops::FDIV) ? UOp() : m[x_] * UOp::alu(Ops::RECIPROCAL, {m[y_]}); }
 UOp do_recip(const Match& m, Ctx& c) { return c.has(Ops::RECIPROCAL) ? UOp() : UOp::alu(Ops::FDIV, {m[x_].const_like_f(1), m[x_]}); }
 UOp do_cmpeq(const Match& m, Ctx& c) { return c.has(Ops::CMPEQ) ? UOp() : m[x_].ne(m[y_]).logical_not(); }
+// The larger by CMPLT; for floats NaN-propagating like the LIR's MAX: a NaN in x survives the
+// comparison (x < y is false), a NaN in y is put back by the y != y test.
+UOp do_max(const Match& m, Ctx& c) {
+  if (c.has(Ops::MAX)) return {};
+  const UOp &x = m[x_], &y = m[y_];
+  UOp larger = x.lt(y).where(y, x);
+  return fl(y) ? y.ne(y).where(y, larger) : larger;
+}
 UOp do_neg(const Match& m, Ctx& c) { return c.has(Ops::NEG) ? UOp() : m[x_] * m[x_].const_like_f(-1); }
 UOp do_trunc(const Match& m, Ctx& c) {
   if (c.has(Ops::TRUNC) || !fl(m[x_])) return {};
@@ -190,6 +198,7 @@ UOp decompose(const UOp& ast, const Target& target) {
       rule(UPat::op(Ops::FDIV, {x_, y_}), do_fdiv),
       rule(UPat::op(Ops::RECIPROCAL, {x_}), do_recip),
       rule(UPat::op(Ops::CMPEQ, {x_, y_}), do_cmpeq),
+      rule(UPat::op(Ops::MAX, {x_, y_}), do_max),
       rule(UPat::op(Ops::NEG, {x_}), do_neg),
       rule(UPat::op(Ops::TRUNC, {x_}), do_trunc),
   };
