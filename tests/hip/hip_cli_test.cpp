@@ -81,6 +81,17 @@ TEST(HipCli, NoGpuIsUnavailableWithTheHipError) {
   EXPECT_CONTAINS(r.out, "no HIP devices (hipErrorNoDevice)");
 }
 
+// The same answer from the HIP runtime itself: libamdhip64 loaded lazily, hipInit and
+// hipGetDeviceCount called, no GPU found, no crash (KILN_HIP_KFD skips the /dev/kfd shortcut).
+TEST(HipCli, NoGpuAnswerComesFromTheLoadedRuntime) {
+  CliResult r = run_kiln({"info", "hip"}, {{"KILN_BACKENDS", manifest("hip")}, {"KILN_HIP_KFD", "/dev/null"}});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // kiln info: the backend is not usable
+  EXPECT_CONTAINS(r.out, "unavailable");
+  EXPECT_CONTAINS(r.out, "no HIP devices (hipErrorNoDevice)");
+  CliResult missing = run_kiln({"list"}, {{"KILN_BACKENDS", manifest("hip")}, {"KILN_HIP_KFD", "/nonexistent/kfd"}});
+  EXPECT_CONTAINS(missing.out, "no HIP devices (hipErrorNoDevice)");
+}
+
 // kiln test folds a run of skips for one reason into one line; the test after the run still gets
 // its [ RUN ] line (it used to be swallowed with the skips).
 TEST(HipCli, KilnTestShowsTheRunLineAfterARunOfSkips) {
