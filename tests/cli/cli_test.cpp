@@ -165,6 +165,12 @@ TEST(Cli, DevicesAndMergedOptionsReachThePlugin) {
   CliResult j = run_kiln({"devices", "--json"}, {{"KILN_BACKENDS", fixture("unavailable.toml")}});
   EXPECT_JSON(j.out);
   EXPECT_CONTAINS(j.out, "\"default\": null");
+  // a KILN_DEVICE naming nothing usable is said on stderr, not only in --json
+  env["KILN_DEVICE"] = "good:7";
+  CliResult bad = run_kiln({"devices"}, env);
+  EXPECT_CONTAINS(bad.err, "warning: no default device: ");
+  EXPECT_CONTAINS(bad.err, "good:7");
+  EXPECT_EQ(bad.out.find("[default]"), std::string::npos) << bad.out;
 }
 
 TEST(Cli, InfoExplainsOneBackend) {

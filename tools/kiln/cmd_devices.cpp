@@ -37,6 +37,10 @@ int run_devices(const std::vector<std::string>& args) {
     std::printf("%s\n", doc.dump().c_str());
     return exit;
   }
+  // a KILN_DEVICE or devices.default that names nothing usable is said, not only in --json
+  if (def.device.empty() && def.origin != "no usable device") {
+    std::fprintf(stderr, "kiln: warning: no default device: %s\n", def.origin.c_str());
+  }
   std::printf("Available devices:\n");
   if (opened.empty()) std::printf("  (none)\n");
   for (const auto& d : opened) {
