@@ -2,6 +2,8 @@
 // cache, symbolic dimensions and the memory planner.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "golden.hpp"
 #include "ir/print.hpp"
 #include "kiln/kiln.hpp"
@@ -24,6 +26,24 @@ std::string names(const std::vector<ExecItem>& ks) {
   std::string s;
   for (const auto& k : ks) s += (s.empty() ? "" : " ") + k.name;
   return s;
+}
+// The BUFFER under a realized tensor's view.
+UOp base_buffer(UOp u) {
+  while (u.op() != Ops::BUFFER) u = u.src(0);
+  return u;
+}
+// The index of the first kernel that writes `buf` (its output), or reads it without writing it; -1
+// if none does.
+int first_writer(const std::vector<ExecItem>& ks, const UOp& buf) {
+  for (size_t i = 0; i < ks.size(); ++i)
+    if (ks[i].buffers[0] == buf) return static_cast<int>(i);
+  return -1;
+}
+int first_reader(const std::vector<ExecItem>& ks, const UOp& buf) {
+  for (size_t i = 0; i < ks.size(); ++i)
+    if (ks[i].buffers[0] != buf && std::find(ks[i].buffers.begin() + 1, ks[i].buffers.end(), buf) != ks[i].buffers.end())
+      return static_cast<int>(i);
+  return -1;
 }
 // Kernel ASTs of a schedule, printed, for the golden files.
 std::string asts(const std::vector<ExecItem>& ks) {
@@ -102,15 +122,62 @@ TEST(Fusion, BigReduceIsSplit) {
 
 TEST(Ordering, AssignRunsAfterItsReaders) {
   Tensor a = input({8}).realize();
+  UOp buf = base_buffer(a.uop());
   Tensor reader = a + 1.0;
   a.assign(a * 2.0);
-  // the assign comes first in the sink, the reader must still run before it
+  // the assign comes first in the sink, the reader of a's old contents must still run before it
   auto ks = kernels_of(Tensor::schedule_all({a, reader}));
-  ASSERT_EQ(ks.size(), 2u);
-  EXPECT_EQ(ks[0].buffers[0], ks[0].buffers[0]);
-  EXPECT_NE(ks[0].ast, ks[1].ast);
-  // the first kernel writes a fresh buffer (reader), the second writes a's buffer
-  EXPECT_EQ(ks[1].buffers[0], ks[0].buffers[1]);
+  ASSERT_EQ(ks.size(), 2u) << names(ks);
+  int read = first_reader(ks, buf), write = first_writer(ks, buf);
+  ASSERT_GE(read, 0) << "no kernel reads a's buffer without writing it: " << names(ks);
+  ASSERT_GE(write, 0) << "no kernel writes a's buffer: " << names(ks);
+  EXPECT_LT(read, write) << "write after read: (a + 1) reads a's old contents in kernel #" << read << " (" << ks[read].name
+                         << "), so it must run before a.assign(a * 2) writes them in kernel #" << write << " (" << ks[write].name
+                         << ")";
+  EXPECT_NE(ks[read].buffers[0], buf) << "the reader writes a fresh buffer";
+}
+
+// Two handles on one buffer (a, and the view v of it), each assigned once, realized in one
+// schedule: the buffer must end with the value assigned last.
+void expect_assigns_in_program_order(bool later_output_first) {
+  {
+    SCOPED_TRACE(later_output_first ? "outputs {v, a}" : "outputs {a, v}");
+    bool later_first = later_output_first;
+    Tensor a = Tensor::zeros({8}, dtypes::float32, R).contiguous().realize();
+    UOp buf = base_buffer(a.uop());
+    Tensor v = a.reshape({2, 4});
+    a.assign(Tensor::full({8}, 1.0, dtypes::float32, R));     // first
+    v.assign(Tensor::full({2, 4}, 2.0, dtypes::float32, R));  // second: wins
+    std::vector<Tensor> outs = later_first ? std::vector<Tensor>{v, a} : std::vector<Tensor>{a, v};
+    auto ks = kernels_of(Tensor::schedule_all(outs));
+    std::vector<int> writes;
+    for (size_t i = 0; i < ks.size(); ++i)
+      if (ks[i].buffers[0] == buf) writes.push_back(static_cast<int>(i));
+    ASSERT_EQ(writes.size(), 2u) << "both assigns write a's buffer: " << names(ks);
+    Tensor::realize_all(outs);
+    EXPECT_EQ(a.to_vector<float>(), std::vector<float>(8, 2.0f))
+        << "write after write: a.assign(1) then v.assign(2) on a view of the same buffer must leave 2 (program order)";
+  }
+}
+
+TEST(Ordering, TwoAssignsToOneBufferKeepProgramOrder) {
+  expect_assigns_in_program_order(false);
+  expect_assigns_in_program_order(true);  // graph order is now the reverse of program order
+}
+
+TEST(Ordering, AssignOrderDoesNotDefeatTheScheduleCache) {
+  // the assign's program order is renumbered per graph: the same step twice is one schedule
+  clear_schedule_cache();
+  Tensor w = Tensor::zeros({8}, dtypes::float32, R).contiguous().realize();
+  bool hits[2];
+  for (bool& hit : hits) {
+    w.assign(w + 1.0);
+    hit = create_linear_with_vars(UOp::sink({w.uop()})).cache_hit;
+    w.realize();
+  }
+  EXPECT_FALSE(hits[0]);
+  EXPECT_TRUE(hits[1]) << "w.assign(w + 1) on the second step must reuse the first step's schedule";
+  EXPECT_EQ(w.to_vector<float>(), std::vector<float>(8, 2.0f));
 }
 
 TEST(Cache, SecondIdenticalGraphIsAHit) {

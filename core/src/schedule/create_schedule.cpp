@@ -15,6 +15,7 @@
 #include "schedule/schedule.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
+#include "support/flat_map.hpp"
 
 namespace kiln {
 
@@ -136,6 +137,36 @@ UOp strip_binds(const UOp& sink, VarVals& vals) {
   return repl.empty() ? sink : substitute(sink, repl);
 }
 
+// ASSIGN args (a global program-order counter, see Tensor::assign) -> their rank among the graph's
+// ASSIGNs: kernelize needs only the order, and the same program on later steps must hit the cache.
+UOp rank_assigns(const UOp& sink) {
+  std::vector<const UOpNode*> order = toposort_nodes(sink);
+  std::vector<int64_t> seqs;
+  for (const UOpNode* n : order)
+    if (n->op == Ops::ASSIGN && std::holds_alternative<int64_t>(n->arg)) seqs.push_back(std::get<int64_t>(n->arg));
+  if (seqs.empty()) return sink;
+  std::sort(seqs.begin(), seqs.end());
+  PtrMap<UOp> done(order.size() * 2 + 16);
+  for (const UOpNode* n : order) {  // bottom-up, so an ASSIGN inside another's value is renumbered too
+    std::vector<UOp> src;
+    bool changed = false;
+    for (uint32_t i = 0; i < n->nsrc; ++i) {
+      const UOp& s = n->srcs()[i];
+      const UOp* r = done.find(s.node());
+      src.push_back(r ? *r : s);
+      changed |= r && !(*r == s);
+    }
+    UOp self = UOpAccess::from_node(n);
+    if (n->op == Ops::ASSIGN && std::holds_alternative<int64_t>(n->arg)) {
+      int64_t rank = std::lower_bound(seqs.begin(), seqs.end(), std::get<int64_t>(n->arg)) - seqs.begin();
+      done[n] = UOp::make(Ops::ASSIGN, self.dtype(), src, Arg{rank});
+    } else {
+      done[n] = changed ? self.replace_src(src) : self;
+    }
+  }
+  return *done.find(sink.node());
+}
+
 // Input BUFFERs -> PARAM(slot) (the slot order is the toposort order, so it is deterministic).
 UOp normalize_inputs(const UOp& sink, std::vector<UOp>& inputs) {
   std::vector<std::pair<UOp, UOp>> repl;
@@ -155,7 +186,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   auto t0 = std::chrono::steady_clock::now();
   LinearResult out;
   std::vector<UOp> inputs;
-  UOp sink = normalize_inputs(strip_binds(big_sink, out.var_vals), inputs);
+  UOp sink = normalize_inputs(rank_assigns(strip_binds(big_sink, out.var_vals)), inputs);
   bool use_cache = knob(Knob::scache) != 0;
   Key128 key = sink.key();
   std::shared_ptr<const Template> tmpl;

@@ -275,12 +275,13 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
     return *b;
   };
   PtrMap<int> producer;                         // realized node -> kernel index
-  std::vector<std::vector<int>> writers(n_inputs);  // input slot -> ASSIGN kernels, in order
-  // reader kernel, input slot, version read (-1: the original contents, i: after writer i)
+  std::vector<std::vector<int>> writers(n_inputs);  // input slot -> ASSIGN kernels (program order once sorted)
+  std::vector<int64_t> assign_seq;                  // kernel index -> its ASSIGN's program order (-1: no ASSIGN)
+  // reader kernel, input slot, the writer kernel whose result it reads (-1: the original contents)
   struct Read {
     int kernel;
     uint32_t slot;
-    int version;
+    int writer;
   };
   std::vector<Read> input_reads;
   for (const UOp& n : g.order) {
@@ -298,8 +299,7 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
         k.after.push_back(*j);
         if (r->op == Ops::ASSIGN) {
           uint32_t slot = static_cast<uint32_t>(view_base(UOpAccess::from_node(r).src(0)).arg_int());
-          auto& ws = writers[slot];
-          input_reads.push_back({index, slot, static_cast<int>(std::find(ws.begin(), ws.end(), *j) - ws.begin())});
+          input_reads.push_back({index, slot, *j});
         }
       } else if (r->op == Ops::PARAM) {
         input_reads.push_back({index, static_cast<uint32_t>(std::get<int64_t>(r->arg)), -1});
@@ -327,12 +327,11 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
         realized[value.node()] = staged;
         producer[value.node()] = index;
         t.kernels.push_back(std::move(tmp));
+        assign_seq.push_back(-1);
         k.after.push_back(index++);
         k.body = rangeify_kernel(g, n, value, out, realized, k.bufs);
       }
-      auto& ws = writers[out.index];
-      if (!ws.empty()) k.after.push_back(ws.back());  // write after write
-      ws.push_back(index);
+      writers[out.index].push_back(index);
       realized[n.node()] = out;
     } else {
       BufRef out = new_local(n, dev);
@@ -340,12 +339,21 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
       realized[n.node()] = out;
     }
     producer[n.node()] = index;
+    assign_seq.push_back(n.op() == Ops::ASSIGN && std::holds_alternative<int64_t>(n.arg()) ? n.arg_int() : -1);
     t.kernels.push_back(std::move(k));
+  }
+  // Writes to one buffer happen in program order (the ASSIGN's arg, see Tensor::assign), not in
+  // graph order: a.assign(x); v.assign(y) with v a view of a's buffer must leave y, also when the
+  // outputs are given as {v, a}. A value never reads a later assign (the graph is immutable), so
+  // this order agrees with every read-after-write edge.
+  for (auto& ws : writers) {
+    std::stable_sort(ws.begin(), ws.end(), [&](int x, int y) { return assign_seq[x] < assign_seq[y]; });
+    for (size_t i = 1; i < ws.size(); ++i) t.kernels[ws[i]].after.push_back(ws[i - 1]);  // write after write
   }
   // write after read: a reader of version v of an input runs before the writer of version v+1
   for (const Read& r : input_reads) {
     const auto& ws = writers[r.slot];
-    size_t next = static_cast<size_t>(r.version + 1);
+    size_t next = r.writer < 0 ? 0 : static_cast<size_t>(std::find(ws.begin(), ws.end(), r.writer) - ws.begin()) + 1;
     if (next < ws.size() && ws[next] != r.kernel) t.kernels[ws[next]].after.push_back(r.kernel);
   }
   for (const UOp& s : sink.src()) {

@@ -3,6 +3,7 @@
 // After a realize, every live lazy tensor whose graph contains a realized node is rewritten to
 // read the new buffer instead (the tensor registry below), so work is never done twice.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -164,7 +165,11 @@ Tensor& Tensor::assign(const Tensor& value) {
       fail(ErrorCode::invalid_argument, "assign: value of shape ", shape_str(v.shape()), " does not fit target ", shape_str(shape()));
     v = v.expand(shape());
   }
-  s_->uop = UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v.uop()});
+  // The arg is the program order of this write: two handles on one buffer (a and a view of it) can
+  // both be assigned before one realize, and the scheduler orders their writes by it. (The
+  // scheduler replaces it by its rank in the graph, so schedule-cache keys do not grow with it.)
+  static std::atomic<int64_t> next_assign{0};
+  s_->uop = UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v.uop()}, Arg{next_assign.fetch_add(1)});
   return *this;
 }
 
