@@ -75,6 +75,33 @@ TEST(TensorApi, MisuseNamesOpShapesAndFix) {
   EXPECT_ERROR(Tensor::arange(0, 1, 0, dtypes::float32, R), "arange", "step");
 }
 
+TEST(TensorApi, MisuseMessagesNameTheUsersShapesAndArguments) {
+  auto z = [](Shape s) { return Tensor::zeros(s, dtypes::float32, R); };
+  // batched matmul: reported as matmul with the shapes the user passed, not an internal mul
+  std::string mm = error_of([&] { (void)z({2, 3, 4}).matmul(z({5, 4, 6})); });
+  EXPECT_ERROR(z({2, 3, 4}).matmul(z({5, 4, 6})), "matmul", "(2, 3, 4)", "(5, 4, 6)", "batch", "2 != 5", "match or be 1");
+  EXPECT_EQ(mm.rfind("matmul:", 0), 0u) << "must be reported as matmul, not an internal op: " << mm;
+  EXPECT_ERROR(z({3, 2, 2, 4}).matmul(z({3, 4, 6})), "matmul", "(3, 2, 2, 4)", "(3, 4, 6)", "batch", "2 != 3");
+  EXPECT_EQ(z({3, 1, 2, 4}).matmul(z({5, 4, 6})).shape(), (Shape{3, 5, 2, 6})) << "size-1 batch dimensions still broadcast";
+  // pooling: the values given and the input shape
+  EXPECT_ERROR(z({1, 2, 8, 8}).max_pool2d(0, 1, 0), "max_pool2d", "kernel 0", "stride 1", "padding 0", "(1, 2, 8, 8)", "kernel >= 1");
+  EXPECT_ERROR(z({1, 2, 8, 8}).avg_pool2d(2, -1, 0), "avg_pool2d", "kernel 2", "stride -1", "(1, 2, 8, 8)", "stride >= 0");
+  EXPECT_ERROR(z({1, 2, 8, 8}).avg_pool2d(3, 1, -2), "avg_pool2d", "padding -2", "(1, 2, 8, 8)", "padding >= 0");
+  // repeated axes: the tensor's shape and the argument as given
+  EXPECT_ERROR(z({2, 3, 4}).permute({0, 2, -1}), "permute", "axis -1", "twice", "(0, 2, -1)", "(2, 3, 4)");
+  EXPECT_ERROR(z({2, 3}).flip({0, -2}), "flip", "axis -2", "twice", "(0, -2)", "(2, 3)");
+  EXPECT_ERROR(z({2, 3}).sum({1, -1}), "sum", "axis -1", "twice", "(1, -1)", "(2, 3)");
+  // negative pad: the pair, the dimension and the shape
+  EXPECT_ERROR(z({2, 3}).pad({{0, 0}, {2, -1}}), "pad", "(2, -1)", "dimension 1", "(2, 3)", ">= 0", "shrink");
+  // bad axes: the axis, the shape and the valid range
+  EXPECT_ERROR(z({2, 3}).sum({2}), "sum", "axis 2", "(2, 3)", "-2 <= axis < 2");
+  EXPECT_ERROR(z({2, 3}).flip({-3}), "flip", "axis -3", "(2, 3)", "-2 <= axis < 2");
+  EXPECT_ERROR(z({2, 3}).permute({0, 5}), "permute", "axis 5", "(2, 3)");
+  EXPECT_ERROR(z({2, 3}).argmax(3), "argmax", "axis 3", "(2, 3)");
+  EXPECT_ERROR(z({2, 3}).unsqueeze(4), "unsqueeze", "axis 4", "(2, 3)", "-3 <= axis < 3");
+  EXPECT_ERROR(Tensor::stack({z({2, 3}), z({2, 3})}, 3), "stack", "axis 3", "(2, 3)", "-3 <= axis < 3");
+}
+
 TEST(TensorApi, RealizeSharesStateAndRedirectsLazyGraphs) {
   Tensor x = vec({1, 2, 3});
   Tensor y = x * 2.0;

@@ -77,8 +77,10 @@ Tensor Tensor::permute(const std::vector<int>& order) const {
   std::vector<int64_t> arg(n);
   std::vector<bool> seen(n, false);
   for (int i = 0; i < n; ++i) {
-    int a = norm_axis(order[i], n, "permute");
-    if (seen[a]) fail(ErrorCode::invalid_argument, "permute: axis ", a, " appears twice in the order");
+    int a = norm_axis(order[i], s.shape, "permute");
+    if (seen[a])
+      fail(ErrorCode::invalid_argument, "permute: axis ", order[i], " appears twice in the order ", ints_str(order),
+           " for a tensor of shape ", shape_str(s.shape), " (the order must list every axis once)");
     seen[a] = true;
     arg[i] = a;
   }
@@ -129,7 +131,8 @@ Tensor Tensor::pad(const Pads& pads, double value) const {
   for (size_t i = 0; i < pads.size(); ++i) {
     auto [b, a] = pads[i];
     if (b < 0 || a < 0)
-      fail(ErrorCode::invalid_argument, "pad: negative padding (", b, ", ", a, ") on dimension ", i, "; use shrink to cut");
+      fail(ErrorCode::invalid_argument, "pad: negative padding (", b, ", ", a, ") on dimension ", i, " of a tensor of shape ",
+           shape_str(s.shape), "; padding must be >= 0 (use shrink to cut)");
     if ((b || a) && var_of(s, i))
       fail(ErrorCode::invalid_argument, "pad: cannot pad the symbolic dimension '", var_name(var_of(s, i)), "'");
     arg.push_back(b);
@@ -177,7 +180,7 @@ Tensor Tensor::shrink(const Pads& start_end) const {
 
 Tensor Tensor::shrink(int axis, const BoundVariable& end) const {
   const TensorState& s = st(*this);
-  int a = norm_axis(axis, ndim(), "shrink");
+  int a = norm_axis(axis, s.shape, "shrink");
   if (var_of(s, a)) fail(ErrorCode::invalid_argument, "shrink: dimension ", a, " is already symbolic");
   const auto& v = std::get<NamedInts>(end.uop().src(0).arg());
   if (v.ints[1] > s.shape[a])
@@ -208,8 +211,10 @@ Tensor Tensor::flip(const std::vector<int>& axes) const {
   const TensorState& s = st(*this);
   std::vector<int64_t> arg(s.shape.size(), 0);
   for (int a : axes) {
-    int n = norm_axis(a, ndim(), "flip");
-    if (arg[n]) fail(ErrorCode::invalid_argument, "flip: axis ", n, " appears twice");
+    int n = norm_axis(a, s.shape, "flip");
+    if (arg[n])
+      fail(ErrorCode::invalid_argument, "flip: axis ", a, " appears twice in axes ", ints_str(axes), " for a tensor of shape ",
+           shape_str(s.shape), " (each axis may appear once)");
     arg[n] = 1;
   }
   if (std::all_of(arg.begin(), arg.end(), [](int64_t f) { return f == 0; })) return *this;
@@ -218,8 +223,8 @@ Tensor Tensor::flip(const std::vector<int>& axes) const {
 
 Tensor Tensor::transpose(int a, int b) const {
   int n = ndim();
-  a = norm_axis(a, n, "transpose");
-  b = norm_axis(b, n, "transpose");
+  a = norm_axis(a, shape(), "transpose");
+  b = norm_axis(b, shape(), "transpose");
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::swap(order[a], order[b]);
@@ -229,8 +234,8 @@ Tensor Tensor::transpose(int a, int b) const {
 Tensor Tensor::flatten(int start, int end) const {
   int n = ndim();
   if (n == 0) return reshape({1});
-  start = norm_axis(start, n, "flatten");
-  end = norm_axis(end, n, "flatten");
+  start = norm_axis(start, shape(), "flatten");
+  end = norm_axis(end, shape(), "flatten");
   if (start > end) fail(ErrorCode::invalid_argument, "flatten: start ", start, " is after end ", end);
   const Shape& s = shape();
   Shape out(s.begin(), s.begin() + start);
@@ -242,7 +247,7 @@ Tensor Tensor::flatten(int start, int end) const {
 }
 
 Tensor Tensor::squeeze(int axis) const {
-  int a = norm_axis(axis, ndim(), "squeeze");
+  int a = norm_axis(axis, shape(), "squeeze");
   if (shape()[a] != 1) fail(ErrorCode::invalid_argument, "squeeze: dimension ", a, " of ", shape_str(shape()), " is not 1");
   Shape out = shape();
   out.erase(out.begin() + a);
@@ -250,7 +255,7 @@ Tensor Tensor::squeeze(int axis) const {
 }
 
 Tensor Tensor::unsqueeze(int axis) const {
-  int a = norm_axis(axis, ndim() + 1, "unsqueeze");
+  int a = norm_axis(axis, shape(), "unsqueeze", true);
   Shape out = shape();
   out.insert(out.begin() + a, 1);
   return reshape(out);

@@ -1,4 +1,5 @@
 // tensor/nn.cpp - matmul, convolution and pooling (movement ops + reduce), cat, stack, gather.
+#include <algorithm>
 #include <limits>
 
 #include "tensor/tensor_state.hpp"
@@ -75,6 +76,12 @@ void check_4d(const Tensor& x, const char* op) {
     fail(ErrorCode::invalid_argument, op, ": input must be NCHW (4 dimensions), got shape ", shape_str(x.shape()));
 }
 
+void check_pool_args(const Tensor& x, int kernel, int stride, int padding, const char* op) {
+  if (kernel < 1 || stride < 0 || padding < 0)
+    fail(ErrorCode::invalid_argument, op, ": invalid kernel ", kernel, ", stride ", stride, ", padding ", padding, " for input of shape ",
+         shape_str(x.shape()), " (expected kernel >= 1, stride >= 0 (0 means the kernel size) and padding >= 0)");
+}
+
 }  // namespace
 
 Tensor Tensor::matmul(const Tensor& w) const {
@@ -88,6 +95,18 @@ Tensor Tensor::matmul(const Tensor& w) const {
   if (k != kb)
     fail(ErrorCode::invalid_argument, "matmul: inner dimensions do not match: ", shape_str(shape()), " @ ", shape_str(w.shape()),
          " (", k, " != ", kb, ")");
+  // batch dimensions broadcast (numpy): checked here so the error names matmul and the user's
+  // shapes, not the internal elementwise multiply
+  {
+    Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+    for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
+      int64_t x = ba[ba.size() - i], y = bb[bb.size() - i];
+      if (x != y && x != 1 && y != 1)
+        fail(ErrorCode::invalid_argument, "matmul: batch dimensions do not broadcast: ", shape_str(shape()), " @ ",
+             shape_str(w.shape()), " has batch shapes ", shape_str(ba), " and ", shape_str(bb), " (", x, " != ", y,
+             "); each batch dimension must match or be 1");
+    }
+  }
   // (..., M, 1, K) * (..., 1, N, K) summed over K
   Shape sa = a.shape(), sb = b.transpose(-1, -2).shape();
   sa.insert(sa.end() - 1, 1);
@@ -133,7 +152,7 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, i
 
 Tensor Tensor::max_pool2d(int kernel, int stride, int padding) const {
   check_4d(*this, "max_pool2d");
-  if (kernel < 1 || stride < 0 || padding < 0) fail(ErrorCode::invalid_argument, "max_pool2d: invalid kernel/stride/padding");
+  check_pool_args(*this, kernel, stride, padding, "max_pool2d");
   double lowest = dtype().is_float() ? -std::numeric_limits<double>::infinity() : static_cast<double>(dtype().imin());
   Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}, lowest) : *this;
   return pool(x, {kernel, kernel}, stride ? stride : kernel, 1, "max_pool2d").max({-2, -1});
@@ -141,14 +160,14 @@ Tensor Tensor::max_pool2d(int kernel, int stride, int padding) const {
 
 Tensor Tensor::avg_pool2d(int kernel, int stride, int padding) const {
   check_4d(*this, "avg_pool2d");
-  if (kernel < 1 || stride < 0 || padding < 0) fail(ErrorCode::invalid_argument, "avg_pool2d: invalid kernel/stride/padding");
+  check_pool_args(*this, kernel, stride, padding, "avg_pool2d");
   Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}) : *this;
   return pool(x, {kernel, kernel}, stride ? stride : kernel, 1, "avg_pool2d").mean({-2, -1});
 }
 
 Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
   if (ts.empty()) fail(ErrorCode::invalid_argument, "cat: needs at least one tensor");
-  int a = norm_axis(axis, ts[0].ndim(), "cat");
+  int a = norm_axis(axis, ts[0].shape(), "cat");
   int64_t total = 0;
   DType d = ts[0].dtype();
   for (const Tensor& t : ts) {
@@ -176,7 +195,7 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
 
 Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
   if (ts.empty()) fail(ErrorCode::invalid_argument, "stack: needs at least one tensor");
-  int a = norm_axis(axis, ts[0].ndim() + 1, "stack");
+  int a = norm_axis(axis, ts[0].shape(), "stack", true);
   std::vector<Tensor> parts;
   for (const Tensor& t : ts) {
     if (t.shape() != ts[0].shape())
@@ -188,7 +207,7 @@ Tensor Tensor::stack(const std::vector<Tensor>& ts, int axis) {
 }
 
 Tensor Tensor::gather(int axis, const Tensor& index) const {
-  int a = norm_axis(axis, ndim(), "gather");
+  int a = norm_axis(axis, shape(), "gather");
   if (index.ndim() != ndim())
     fail(ErrorCode::invalid_argument, "gather: index shape ", shape_str(index.shape()), " must have the rank of ", shape_str(shape()));
   if (!index.dtype().is_int()) fail(ErrorCode::invalid_argument, "gather: index must be an integer tensor, got ", index.dtype().name());

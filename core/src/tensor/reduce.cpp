@@ -10,15 +10,17 @@ using namespace detail;
 
 namespace {
 
-std::vector<int> norm_axes(const std::vector<int>& axes, int ndim, const char* op) {
+std::vector<int> norm_axes(const std::vector<int>& axes, const Shape& shape, const char* op) {
   std::vector<int> out;
   if (axes.empty()) {
-    for (int i = 0; i < ndim; ++i) out.push_back(i);
+    for (size_t i = 0; i < shape.size(); ++i) out.push_back(static_cast<int>(i));
     return out;
   }
   for (int a : axes) {
-    int n = norm_axis(a, ndim, op);
-    if (std::find(out.begin(), out.end(), n) != out.end()) fail(ErrorCode::invalid_argument, op, ": axis ", a, " given twice");
+    int n = norm_axis(a, shape, op);
+    if (std::find(out.begin(), out.end(), n) != out.end())
+      fail(ErrorCode::invalid_argument, op, ": axis ", a, " is given twice in axes ", ints_str(axes), " for a tensor of shape ",
+           shape_str(shape), " (each axis may appear once)");
     out.push_back(n);
   }
   std::sort(out.begin(), out.end());
@@ -80,7 +82,7 @@ Tensor count(const Tensor& x, const std::vector<int>& axes, DType d) {
 Tensor Tensor::sum(const std::vector<int>& axes, bool keepdim) const {
   DType acc = sum_acc_dtype(dtype());
   Tensor x = acc == dtype() ? *this : cast(acc);
-  Tensor r = reduce(x, Ops::ADD, norm_axes(axes, ndim(), "sum"), keepdim);
+  Tensor r = reduce(x, Ops::ADD, norm_axes(axes, shape(), "sum"), keepdim);
   bool half = dtype().scalar() == Scalar::float16 || dtype().scalar() == Scalar::bfloat16;
   return half ? r.cast(dtype()) : r;
 }
@@ -88,15 +90,15 @@ Tensor Tensor::sum(const std::vector<int>& axes, bool keepdim) const {
 Tensor Tensor::prod(const std::vector<int>& axes, bool keepdim) const {
   DType acc = sum_acc_dtype(dtype());
   Tensor x = acc == dtype() ? *this : cast(acc);
-  return reduce(x, Ops::MUL, norm_axes(axes, ndim(), "prod"), keepdim);
+  return reduce(x, Ops::MUL, norm_axes(axes, shape(), "prod"), keepdim);
 }
 
 Tensor Tensor::max(const std::vector<int>& axes, bool keepdim) const {
-  return reduce(*this, Ops::MAX, norm_axes(axes, ndim(), "max"), keepdim);
+  return reduce(*this, Ops::MAX, norm_axes(axes, shape(), "max"), keepdim);
 }
 
 Tensor Tensor::min(const std::vector<int>& axes, bool keepdim) const {
-  auto ax = norm_axes(axes, ndim(), "min");
+  auto ax = norm_axes(axes, shape(), "min");
   if (dtype().is_float()) return -reduce(-*this, Ops::MAX, ax, keepdim);
   if (dtype().is_bool()) return reduce(logical_not(), Ops::MAX, ax, keepdim).logical_not();
   // ~x is order-reversing and exact for every integer (unlike -x at the minimum value)
@@ -106,14 +108,14 @@ Tensor Tensor::min(const std::vector<int>& axes, bool keepdim) const {
 }
 
 Tensor Tensor::mean(const std::vector<int>& axes, bool keepdim) const {
-  auto ax = norm_axes(axes, ndim(), "mean");
+  auto ax = norm_axes(axes, shape(), "mean");
   DType d = dtype().is_float() ? dtype() : dtypes::default_float;
   Tensor s = sum(axes, keepdim).cast(d);
   return s / count(*this, ax, d);
 }
 
 Tensor Tensor::var(const std::vector<int>& axes, bool keepdim, double correction) const {
-  auto ax = norm_axes(axes, ndim(), "var");
+  auto ax = norm_axes(axes, shape(), "var");
   DType d = dtype().is_float() ? dtype() : dtypes::default_float;
   Tensor x = cast(d);
   Tensor dev = x - x.mean(axes, true);
@@ -127,7 +129,7 @@ Tensor Tensor::std(const std::vector<int>& axes, bool keepdim, double correction
 }
 
 Tensor Tensor::argmax(int axis, bool keepdim) const {
-  int a = norm_axis(axis, ndim(), "argmax");
+  int a = norm_axis(axis, shape(), "argmax");
   int64_t n = shape()[a];
   if (n == 0) fail(ErrorCode::invalid_argument, "argmax: dimension ", a, " is empty");
   // the first maximum: among positions equal to the max, take the largest (n - index). A row with
@@ -142,14 +144,14 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
 }
 
 Tensor Tensor::softmax(int axis) const {
-  int a = norm_axis(axis, ndim(), "softmax");
+  int a = norm_axis(axis, shape(), "softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor e = (x - x.max({a}, true)).exp();
   return e / e.sum({a}, true);
 }
 
 Tensor Tensor::log_softmax(int axis) const {
-  int a = norm_axis(axis, ndim(), "log_softmax");
+  int a = norm_axis(axis, shape(), "log_softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor shifted = x - x.max({a}, true);
   return shifted - shifted.exp().sum({a}, true).log();

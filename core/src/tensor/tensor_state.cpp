@@ -30,12 +30,19 @@ int64_t numel_of(const Shape& s) {
   return p;
 }
 
-int norm_axis(int axis, int ndim, const char* op) {
+int norm_axis(int axis, const Shape& shape, const char* op, bool insert) {
+  int ndim = static_cast<int>(shape.size()) + (insert ? 1 : 0);
   int a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= ndim)
-    fail(ErrorCode::invalid_argument, op, ": axis ", axis, " is out of range for a tensor with ", ndim,
-         " dimensions (expected ", -ndim, " <= axis < ", ndim, ")");
+    fail(ErrorCode::invalid_argument, op, ": axis ", axis, " is out of range for a tensor of shape ", shape_str(shape), " with ",
+         shape.size(), " dimensions (expected ", -ndim, " <= axis < ", ndim, ")");
   return a;
+}
+
+std::string ints_str(const std::vector<int>& v) {
+  std::string out = "(";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+  return out + (v.size() == 1 ? ",)" : ")");
 }
 
 Tensor const_tensor(double value, DType dtype, const Shape& shape, const std::string& device) {

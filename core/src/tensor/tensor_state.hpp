@@ -41,8 +41,10 @@ Tensor const_like(const Tensor& like, double value);
 
 std::string shape_str(const Shape& s);
 int64_t numel_of(const Shape& s);
-// Normalises a possibly negative axis for a tensor of rank `ndim`; throws naming `op`.
-int norm_axis(int axis, int ndim, const char* op);
+// Normalises a possibly negative axis of a tensor of `shape` (`insert`: a position among
+// shape.size() + 1, as unsqueeze and stack take); throws naming `op`, the axis and the shape.
+int norm_axis(int axis, const Shape& shape, const char* op, bool insert = false);
+std::string ints_str(const std::vector<int>& v);
 
 // A movement op with its arg built from `dims` (symbolic entries from `vars`).
 Tensor movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, const Shape& new_shape,
