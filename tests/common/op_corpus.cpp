@@ -98,6 +98,19 @@ void add_elementwise(std::vector<OpCase>& c) {
   bin("mod_c_semantics", [](auto& a, auto& b) { return a.mod(b); },
       [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) % static_cast<int64_t>(y)); }, I({12}, 3),
       make_array({12}, i32, 14, 1, 6), i32);
+  // documented C semantics (tensor.hpp): the quotient truncates toward zero and the remainder has
+  // the dividend's sign, for every sign combination (-7 idiv -2 = 3, -7 mod -2 = -1, 7 mod -2 = 1)
+  bin("mod_negative_divisor", [](auto& a, auto& b) { return a.mod(b * scalar_like(b, -1)); },
+      [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) % -static_cast<int64_t>(y)); }, I({12}, 3),
+      make_array({12}, i32, 15, 1, 6), i32);
+  {
+    HostArray n{{8}, {-7, 7, -7, 7, -6, 6, 0, -1}, i32}, d{{8}, {2, -2, -2, 3, -3, -4, -5, 5}, i32};
+    bin("idiv_mod_signs", [](auto& a, auto& b) { return a.idiv(b) * scalar_like(a, 100) + a.mod(b); },
+        [](double x, double y) {
+          int64_t p = static_cast<int64_t>(x), q = static_cast<int64_t>(y);
+          return static_cast<double>(p / q * 100 + p % q);
+        }, n, d, i32);
+  }
   bin("and_int", [](auto& a, auto& b) { return a & b; },
       [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) & static_cast<int64_t>(y)); }, I({8}), I({8}, 3), i32);
   bin("or_bool", [](auto& a, auto& b) { return a.lt(b) | b.lt(a); }, [](double x, double y) { return x != y; }, F({8}), F({8}, 3),
@@ -287,6 +300,13 @@ void add_reductions(std::vector<OpCase>& c) {
                  return zip(reduce(a[0], {0}, false, nanmax, -INFINITY, f32), reduce(a[0], {0}, false, nanmin, INFINITY, f32),
                             std::plus<double>(), f32);
                }});
+  // reductions over a non-contiguous view: the reduce axis is not the innermost in memory
+  c.push_back({"sum_permuted", {x}, [](const T& t) { return t[0].permute({2, 0, 1}).sum({0}); },
+               [](const A& a) { return reduce(permute(a[0], {2, 0, 1}), {0}, false, std::plus<double>(), 0, f32); }});
+  c.push_back({"max_permuted_keepdim", {x}, [](const T& t) { return t[0].permute({1, 2, 0}).max({2, 0}, true); },
+               [](const A& a) { return reduce(permute(a[0], {1, 2, 0}), {2, 0}, true, nanmax, -INFINITY, f32); }});
+  c.push_back({"sum_flipped_transposed", {F({6, 5}, 28)}, [](const T& t) { return t[0].flip({1}).transpose().sum({1}); },
+               [](const A& a) { return reduce(permute(flip(a[0], {1}), {1, 0}), {1}, false, std::plus<double>(), 0, f32); }});
   auto softmax_ref = [](const HostArray& a, bool log) {
     HostArray r{a.shape, {}, f32};
     int64_t rows = a.numel() / a.shape.back(), n = a.shape.back();
@@ -350,6 +370,9 @@ void add_nn(std::vector<OpCase>& c) {
                [](const A& a) { return pool2d(a[0], 3, 2, 1, true); }});
   c.push_back({"avg_pool2d", {F({1, 2, 6, 4}, 47)}, [](const T& t) { return t[0].avg_pool2d(2); },
                [](const A& a) { return pool2d(a[0], 2, 2, 0, false); }});
+  // padding counts in the average (zeros, divided by kernel*kernel, like torch's default)
+  c.push_back({"avg_pool2d_pad_stride", {F({1, 2, 7, 7}, 55)}, [](const T& t) { return t[0].avg_pool2d(3, 2, 1); },
+               [](const A& a) { return pool2d(a[0], 3, 2, 1, false); }});
   c.push_back({"cat", {F({2, 3}, 48), F({4, 3}, 49), F({1, 3}, 50)}, [](const T& t) { return Tensor::cat({t[0], t[1], t[2]}); },
                [](const A& a) { return cat({a[0], a[1], a[2]}, 0); }});
   c.push_back({"cat_axis1", {F({2, 3}, 48), F({2, 2}, 49)}, [](const T& t) { return Tensor::cat({t[0], t[1]}, -1); },
