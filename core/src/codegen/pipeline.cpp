@@ -6,7 +6,6 @@
 
 #include <algorithm>
 
-#include "ir/print.hpp"
 #include "ir/uop_access.hpp"
 #include "ir/traverse.hpp"
 #include "plugin/device.hpp"
@@ -97,10 +96,10 @@ ProgramSpec to_program(const UOp& ast, const Target& target) {
     p.lir.global[d] = p.dims.global[d].is_const() ? static_cast<uint32_t>(p.dims.global[d].arg_int()) : 0;
     p.lir.local[d] = p.dims.local[d].is_const() ? static_cast<uint32_t>(p.dims.local[d].arg_int()) : 0;
   }
-  if (debug_level() >= 3) {
+  if (debug_level() >= 3) {  // the AST itself is printed by the scheduler
     std::string opts;
     for (const Opt& o : p.opts) opts += " " + o.str();
-    log_line(cat("kernel ", p.name, ":", opts.empty() ? " (no opts)" : opts, "\n", print_graph(ast)));
+    log_line(cat("kernel ", p.name, ":", opts.empty() ? " (no opts)" : opts));
   }
   return p;
 }
