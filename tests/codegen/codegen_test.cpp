@@ -169,6 +169,22 @@ TEST(Decompose, MaxWithoutMax) {
   EXPECT_EQ(max_of(dtypes::int32, 5, -3), 5);
 }
 
+// A pooling window's small reduce axes are unrolled whole; under a matmul-like register tile
+// (conv2d) they stay loops.
+TEST(Opt, SmallReduceWindowsAreUnrolledWhole) {
+  auto unrolls = [](const ProgramSpec& p) {
+    std::vector<std::string> out;
+    for (const Opt& o : p.opts)
+      if (o.op == OptOp::UNROLL) out.push_back(o.str());
+    return out;
+  };
+  ProgramSpec pool = to_program(kernel_of(in({2, 8, 32, 32}).max_pool2d(2)), cpu_target());
+  EXPECT_EQ(unrolls(pool).size(), 2u) << pool.name;
+  for (const std::string& u : unrolls(pool)) EXPECT_NE(u.find(", 2)"), std::string::npos) << u;
+  ProgramSpec conv = to_program(kernel_of(in({1, 8, 16, 16}).conv2d(in({16, 8, 3, 3}), std::nullopt, 1, 1)), cpu_target());
+  EXPECT_TRUE(unrolls(conv).empty()) << unrolls(conv).front();
+}
+
 TEST(Opt, ActionsCheckTheirAxis) {
   UOp k = kernel_of(in({6, 10}) * 2.0);
   EXPECT_THROW(apply_opt(k, Opt{OptOp::UPCAST, 1, 4}), Error) << "10 is not divisible by 4";
