@@ -26,6 +26,7 @@ Target cpu_target() {
   t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
   t.threads = 2;
   t.max_vector_width = 8;
+  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;  // as the cpu device reports
   cpu::c_dialect_caps(t.ops, t.dtypes);
   t.source_format = "c";
   return t;
@@ -147,6 +148,18 @@ TEST(Pipeline, WhatTheTargetLacksAndNothingDecomposesIsAnError) {
       ErrorCode::unimplemented, "computes in float64");
   // what decompose() does replace passes: EXP2 is missing on this target too
   EXPECT_NO_THROW(to_program(kernel_of(in({64}).exp2()), cpu_target()));
+}
+
+// A launch the target cannot take is an error naming the sizes and the limits, not a size cut
+// to 32 bits: here a GPU-like target with at most 64 workgroups per dimension.
+TEST(Pipeline, LaunchSizesPastTheTargetsLimitsAreErrors) {
+  Target t = gpu_target();
+  t.max_vector_width = 1;
+  for (int d = 0; d < 3; ++d) t.global_max[d] = 64, t.local_max[d] = 1;
+  t.local_prod_max = 1;
+  EXPECT_NO_THROW(to_program(kernel_of(in({64}) * 2.0), t));
+  kiln::testing::expect_error([&] { to_program(kernel_of(in({4096}) * 2.0), t); }, ErrorCode::resource_exhausted,
+                              "exceeds the target's limits (64 x 1)");
 }
 
 // MAX on a target without it: CMPLT + WHERE, NaN-propagating for floats (either operand).

@@ -59,6 +59,13 @@ void check_target_support(const std::vector<UOp>& program, const Target& target,
   }
 }
 
+void check_launch_size(const Target& target, const std::string& kernel, int d, int64_t global, int64_t local) {
+  if (global >= 0 && global <= target.global_max[d] && local >= 0 && local <= target.local_max[d]) return;
+  fail(ErrorCode::resource_exhausted, "kernel ", kernel, ": launch size ", global, " workgroups x ", local,
+       " items in dimension ", d, " exceeds the target's limits (", target.global_max[d], " x ", target.local_max[d],
+       "); split the work into smaller tensors");
+}
+
 namespace {
 
 // float ops weighted by the iterations around them, and bytes of the buffers the kernel names
@@ -93,8 +100,10 @@ ProgramSpec to_program(const UOp& ast, const Target& target) {
   p.lir = to_lir(linear, p.name);
   p.var_names = p.lir.var_names;
   for (int d = 0; d < 3; ++d) {
-    p.lir.global[d] = p.dims.global[d].is_const() ? static_cast<uint32_t>(p.dims.global[d].arg_int()) : 0;
-    p.lir.local[d] = p.dims.local[d].is_const() ? static_cast<uint32_t>(p.dims.local[d].arg_int()) : 0;
+    const UOp &g = p.dims.global[d], &l = p.dims.local[d];
+    if (g.is_const() && l.is_const()) check_launch_size(target, p.name, d, g.arg_int(), l.arg_int());
+    p.lir.global[d] = g.is_const() ? static_cast<uint32_t>(g.arg_int()) : 0;
+    p.lir.local[d] = l.is_const() ? static_cast<uint32_t>(l.arg_int()) : 0;
   }
   if (debug_level() >= 3) {  // the AST itself is printed by the scheduler
     std::string opts;

@@ -30,6 +30,11 @@ std::vector<UOp> do_linearize(const UOp& sink);
 // What is left after decompose() has no decomposition; throws kiln::Error (unimplemented) naming
 // the kernel, the op and the dtype, instead of letting the backend's compiler fail on it.
 void check_target_support(const std::vector<UOp>& program, const Target& target, const std::string& kernel);
+// A launch of `global` workgroups of `local` items in dimension d must fit the target's limits
+// (past them the size would be cut to 32 bits or refused by the driver); throws kiln::Error
+// (resource_exhausted) naming the kernel, the sizes and the limits. to_program checks constant
+// sizes, the runtime the ones that depend on variables.
+void check_launch_size(const Target& target, const std::string& kernel, int d, int64_t global, int64_t local);
 // full_rewrite_to_sink + do_linearize + check_target_support + LIR serialisation. Thread-safe.
 // do_render and do_compile, the steps after it, need a device: runtime/program_cache.cpp.
 ProgramSpec to_program(const UOp& ast, const Target& target);

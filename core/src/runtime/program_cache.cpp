@@ -176,9 +176,12 @@ void run_device_kernel(const ExecItem& e) {
     if (!found) fail(ErrorCode::invalid_argument, "kernel ", e.name, " needs a value for variable '", k->spec.var_names[i], "'");
   }
   uint32_t global[3], local[3];
+  const Target& target = dev->target();
   for (int d = 0; d < 3; ++d) {
-    global[d] = static_cast<uint32_t>(eval_dim(k->spec.dims.global[d], e));
-    local[d] = static_cast<uint32_t>(eval_dim(k->spec.dims.local[d], e));
+    int64_t g = eval_dim(k->spec.dims.global[d], e), l = eval_dim(k->spec.dims.local[d], e);
+    check_launch_size(target, e.name, d, g, l);
+    global[d] = static_cast<uint32_t>(g);
+    local[d] = static_cast<uint32_t>(l);
   }
   bool profiled = Profile::active(), timed = profiled || debug_level() >= 2;
   auto t0 = std::chrono::steady_clock::now();
