@@ -25,8 +25,9 @@ struct ClApi {
   X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext)                 \
   X(clReleaseContext) X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clCreateBuffer) X(clCreateSubBuffer)       \
   X(clReleaseMemObject) X(clCreateProgramWithSource) X(clCreateProgramWithBinary) X(clBuildProgram)                 \
-  X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clReleaseProgram) X(clCreateKernel) X(clGetKernelInfo)             \
-  X(clGetKernelWorkGroupInfo) X(clGetKernelArgInfo) X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel)                        \
+  X(clGetProgramInfo) X(clGetProgramBuildInfo) X(clRetainProgram) X(clReleaseProgram) X(clCreateKernel)             \
+  X(clGetKernelInfo) X(clGetKernelWorkGroupInfo) X(clGetKernelArgInfo) X(clReleaseKernel) X(clSetKernelArg)          \
+  X(clEnqueueNDRangeKernel)                                                                                          \
   X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clWaitForEvents)   \
   X(clGetEventProfilingInfo) X(clReleaseEvent) X(clFinish) X(clFlush)
 #define KILN_CL_MEMBER(name) decltype(&::name) name = nullptr;

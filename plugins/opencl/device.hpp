@@ -10,7 +10,8 @@
 // Compiler and runtime: compile() builds the source with clBuildProgram and returns the
 // program binary (CL_PROGRAM_BINARIES), so the host's compile cache can skip the OpenCL compiler
 // next time; load() creates the program from that binary. The program built by compile() is kept
-// for the load() that normally follows, so a fresh kernel is built once, not twice. The kernel
+// for the load() that normally follows, so a fresh kernel is built once, not twice. compile_many()
+// builds a schedule's kernels as one program (one clBuildProgram), kept until each is loaded. The kernel
 // argument convention is the OpenCL C dialect's (opencl_c.hpp): buffers in slot order, then each
 // integer value as a 64-bit long.
 //
@@ -25,6 +26,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +80,8 @@ class OpenclDevice final : public sdk::Device {
 
   std::string cache_key() override;
   std::string compile(const sdk::CompileRequest& request, std::string& log) override;
+  bool has_compile_many() const override { return true; }
+  std::string compile_many(std::span<const sdk::CompileRequest> requests, std::string& log) override;
   std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
   double launch(sdk::Program& program, const sdk::Launch& launch) override;
 
@@ -100,8 +104,10 @@ class OpenclDevice final : public sdk::Device {
   struct Built {
     uint64_t hash;
     size_t size;
+    uint32_t loads_left;  // its kernels not loaded yet (compile_many builds several)
     cl_program program;
   };
+  std::string build(std::span<const sdk::CompileRequest> requests, std::string& log);
   std::deque<Built> built_;
   // The compiler warm-up (config prewarm). It waits for a short grace period, or until the first
   // alloc (build now) or compile (not needed: that build warms the compiler), so opening a device

@@ -64,20 +64,40 @@ std::string OpenclDevice::cache_key() {
 }
 
 std::string OpenclDevice::compile(const sdk::CompileRequest& request, std::string& log) {
+  return build(std::span<const sdk::CompileRequest>(&request, 1), log);
+}
+
+// Several kernels as one program: one clBuildProgram (PoCL's ~150 ms fixed cost paid once). The
+// sources are complete translation units; concatenated, their preludes repeat identical macro
+// definitions, which C allows.
+std::string OpenclDevice::compile_many(std::span<const sdk::CompileRequest> requests, std::string& log) {
+  return build(requests, log);
+}
+
+std::string OpenclDevice::build(std::span<const sdk::CompileRequest> requests, std::string& log) {
   settle_prewarm(Warm::cancelled);  // this build initialises the compiler itself
+  if (requests.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: no kernels"};
   const ClApi& api = cl();
-  const char* text = request.source.data();
-  size_t length = request.source.size();
+  std::string joined, entries;
+  std::string_view extra = requests[0].options;
+  for (const sdk::CompileRequest& r : requests) {
+    if (r.options != extra)
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: the kernels ask for different build options"};
+    joined.append(r.source).append("\n");
+    entries += (entries.empty() ? "'" : ", '") + std::string(r.entry) + "'";
+  }
+  const char* text = requests.size() == 1 ? requests[0].source.data() : joined.data();
+  size_t length = requests.size() == 1 ? requests[0].source.size() : joined.size();
   cl_int s = CL_SUCCESS;
   ProgramRef program{api.clCreateProgramWithSource(context_, 1, &text, &length, &s)};
   cl_check(s, "clCreateProgramWithSource");
   // argument info lets load() check how many arguments are buffers
-  std::string options = join_options(join_options("-cl-kernel-arg-info", config_.build_options), request.options);
+  std::string options = join_options(join_options("-cl-kernel-arg-info", config_.build_options), extra);
   s = api.clBuildProgram(program.p, 1, &ref_.device, options.c_str(), nullptr, nullptr);
   log = build_log(program.p);
   if (s != CL_SUCCESS) {
-    std::string what = "building kernel '" + std::string(request.entry) + "' on " + name_ + " failed: " + cl_error_name(s) +
-                       " (" + std::to_string(s) + ")";
+    std::string what = std::string(requests.size() == 1 ? "building kernel " : "building kernels ") + entries + " on " +
+                       name_ + " failed: " + cl_error_name(s) + " (" + std::to_string(s) + ")";
     if (!options.empty()) what += "\nbuild options: " + options;
     throw sdk::Error{s == CL_INVALID_BUILD_OPTIONS || s == CL_BUILD_PROGRAM_FAILURE || s == CL_COMPILE_PROGRAM_FAILURE
                          ? KILN_STATUS_INVALID_ARGUMENT
@@ -89,7 +109,7 @@ std::string OpenclDevice::compile(const sdk::CompileRequest& request, std::strin
     api.clReleaseProgram(built_.front().program);
     built_.pop_front();
   }
-  built_.push_back({fingerprint(binary), binary.size(), program.take()});
+  built_.push_back({fingerprint(binary), binary.size(), static_cast<uint32_t>(requests.size()), program.take()});
   return binary;
 }
 
@@ -101,7 +121,11 @@ std::unique_ptr<sdk::Program> OpenclDevice::load(std::string_view binary, std::s
   for (auto it = built_.begin(); it != built_.end(); ++it)
     if (it->hash == hash && it->size == binary.size()) {
       p->program = it->program;  // built from source moments ago: no second build
-      built_.erase(it);
+      api.clRetainProgram(p->program);
+      if (--it->loads_left == 0) {  // every kernel of it loaded: the list lets go
+        api.clReleaseProgram(it->program);
+        built_.erase(it);
+      }
       break;
     }
   if (!p->program) {

@@ -2,9 +2,12 @@
 // carry the build log, launches with the wrong arguments are errors (not crashes), buffer offsets,
 // event timing, binaries from the compile cache, and the rendered OpenCL C.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "error_check.hpp"
@@ -146,6 +149,66 @@ TEST(OpenclDevice, BinariesFromTheCompileCacheRun) {
   EXPECT_EQ(after.compiles, before.compiles);  // nothing was built from source
   EXPECT_GT(after.disk_hits, before.disk_hits);
   EXPECT_EQ(first, again);
+}
+
+// compile_many: two kernels, one program; either entry loads from the shared binary and runs.
+// A broken kernel in the set fails the whole build with the build log naming every entry.
+TEST(OpenclDevice, CompileManyBuildsOneProgramForSeveralKernels) {
+  auto d = device();
+  ASSERT_TRUE(d->has_compile_many());
+  const char* add = R"(__kernel void add_one(__global float* restrict data0, long n_arg) {
+  int i = (int)get_group_id(0) * 4 + (int)get_local_id(0);
+  if (i < (int)n_arg) data0[i] = data0[i] + 1.0f;
+}
+)";
+  std::string binary = d->compile_many({{kScale, "scale"}, {add, "add_one"}});
+  auto scale = d->load(binary, "scale");
+  auto plus = d->load(binary, "add_one");
+  Buf buf(d, 8 * sizeof(float));
+  std::vector<float> host(8, 1.0f), out(8);
+  d->copy_in(buf.b, 0, host.data(), 32);
+  kiln_buffer* bufs[1] = {buf.b};
+  int64_t n = 8;
+  uint32_t global[3] = {2, 1, 1}, local[3] = {4, 1, 1};
+  d->launch(*scale, {bufs, 1}, {}, {&n, 1}, global, local, true);  // 1*2+8 = 10
+  d->launch(*plus, {bufs, 1}, {}, {&n, 1}, global, local, true);   // 11
+  d->copy_out(out.data(), buf.b, 0, 32);
+  EXPECT_EQ(out, std::vector<float>(8, 11.0f));
+  auto again = d->load(binary, "scale");  // a later load (the built program was handed out) rebuilds from the binary
+  EXPECT_NE(again, nullptr);
+  ErrorCode code{};
+  std::string msg = error_of(
+      [&] { d->compile_many({{kScale, "scale"}, {"__kernel void bad(__global float* a) { a[0] = nope; }", "bad"}}); },
+      &code);
+  EXPECT_EQ(code, ErrorCode::invalid_argument) << msg;
+  EXPECT_CONTAINS(msg, "building kernels 'scale', 'bad'");
+  EXPECT_CONTAINS(msg, "nope");
+}
+
+// A schedule's new kernels are built in one compile_many call (softmax: three kernels, one build),
+// and a later process (caches dropped from memory) finds each kernel's binary on disk.
+TEST(OpenclDevice, AScheduleIsBuiltInOneCall) {
+  // an empty disk cache of its own, so earlier runs' binaries are not found
+  std::string saved = getenv("KILN_CACHE_DIR") ? getenv("KILN_CACHE_DIR") : "";
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kiln-batch-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+  runtime::clear_program_cache();
+  runtime::clear_compile_memory_cache();
+  Tensor x = Tensor::arange(0, 96, 1, dtypes::float32, "opencl:0").reshape({3, 32}) * 0.0731;
+  x.realize();
+  auto before = runtime::compile_stats();
+  std::vector<float> first = (x * 1.5).softmax().to_vector<float>();
+  auto after = runtime::compile_stats();
+  EXPECT_EQ(after.batches, before.batches + 1);
+  EXPECT_EQ(after.compiles, before.compiles + 3);
+  runtime::clear_program_cache();
+  runtime::clear_compile_memory_cache();
+  EXPECT_EQ((x * 1.5).softmax().to_vector<float>(), first);
+  EXPECT_EQ(runtime::compile_stats().compiles, after.compiles);  // from the disk cache, kernel by kernel
+  if (saved.empty()) unsetenv("KILN_CACHE_DIR");
+  else setenv("KILN_CACHE_DIR", saved.c_str(), 1);
+  std::filesystem::remove_all(dir);
 }
 
 // Workgroups and the OpenCL C that uses them: a reduction over rows uses local ids, and the

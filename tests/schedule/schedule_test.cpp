@@ -76,6 +76,17 @@ TEST(Fusion, SoftmaxIsAtMostThreeKernels) {
   EXPECT_GOLDEN("schedule/softmax", asts(ks));
 }
 
+// Names are unique within a schedule (softmax's two reductions over the same shape), so a
+// backend can build all of a schedule's kernels as one program.
+TEST(Fusion, KernelNamesAreUniqueInASchedule) {
+  auto ks = kernels_of(input({16, 32}).softmax().schedule());
+  std::vector<std::string> ns;
+  for (const ExecItem& k : ks) ns.push_back(k.name);
+  std::sort(ns.begin(), ns.end());
+  EXPECT_EQ(std::adjacent_find(ns.begin(), ns.end()), ns.end()) << names(ks);
+  EXPECT_NE(names(ks).find("r_16_32n1"), std::string::npos) << names(ks);
+}
+
 TEST(Fusion, MatmulIsOneKernel) {
   auto ks = kernels_of(input({8, 16}).matmul(input({16, 4})).schedule());
   ASSERT_EQ(ks.size(), 1u) << names(ks);

@@ -160,6 +160,23 @@ std::string Device::compile(const std::string& source, const std::string& entry)
   return std::move(binary.str());
 }
 
+bool Device::has_compile_many() const { return KILN_HAS_SLOT(compiler_, kiln_compiler_api, compile_many); }
+
+std::string Device::compile_many(const std::vector<std::pair<std::string, std::string>>& kernels) {
+  if (!has_compile_many()) unsupported("compile_many");
+  std::vector<kiln_compile_params> params;
+  params.reserve(kernels.size());
+  for (const auto& [source, entry] : kernels)
+    params.push_back({sizeof(kiln_compile_params), source.data(), source.size(), entry.c_str(), nullptr});
+  std::vector<const kiln_compile_params*> ptrs;
+  for (const kiln_compile_params& p : params) ptrs.push_back(&p);
+  StringSink binary, log;
+  Guard g(*this);
+  throw_if_error(compiler_->compile_many(dev_, ptrs.data(), static_cast<uint32_t>(ptrs.size()), binary.sink(), log.sink()),
+                 cat(name_, ": compiling ", kernels.size(), " kernels together"));
+  return std::move(binary.str());
+}
+
 std::shared_ptr<Program> Device::load(const std::string& binary, const std::string& entry) {
   if (!runtime_) unsupported("runtime");
   kiln_program* handle = nullptr;

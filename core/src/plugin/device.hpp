@@ -11,6 +11,8 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kiln/error.hpp"
 #include "kiln/plugin.h"
@@ -87,6 +89,10 @@ class Device : public std::enable_shared_from_this<Device> {
   // carries the full compiler log on a compile error (code invalid_argument).
   const std::string& compiler_cache_key();
   std::string compile(const std::string& source, const std::string& entry);
+  // Whether the plugin builds several kernels into one binary (kiln_compiler_api.compile_many),
+  // and that call: `kernels` are (source, entry) pairs with distinct entries.
+  bool has_compile_many() const;
+  std::string compile_many(const std::vector<std::pair<std::string, std::string>>& kernels);
 
   // -- runtime
   std::shared_ptr<Program> load(const std::string& binary, const std::string& entry);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "plugin/device.hpp"
@@ -89,39 +90,101 @@ std::string compile_cache_dir() {
   return d;
 }
 
-std::string compile_cached(Device& dev, const std::string& source, const std::string& entry, const Key128& lir_key) {
-  Key128 key = Fingerprint().key(lir_key).str(source).str(entry).str(dev.compiler_cache_key()).finish();
+namespace {
+
+// Where one kernel's binary lives: its key, the disk path ("" without a disk cache).
+struct Slot {
+  Key128 key;
+  std::string path;
+};
+
+Slot slot_of(Device& dev, const CompileJob& job) {
+  Slot s{Fingerprint().key(job.lir_key).str(job.source).str(job.entry).str(dev.compiler_cache_key()).finish(), ""};
+  std::string dir = compile_cache_dir();
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (!ec) s.path = dir + "/" + s.key.hex() + ".bin";
+  }
+  return s;
+}
+
+// The cached binary (memory, then disk), or nothing; `corrupt` says a disk entry was damaged.
+std::optional<std::string> lookup(const Slot& s, bool& corrupt) {
   Cache& c = cache();
+  corrupt = false;
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.memory.find(key);
+    auto it = c.memory.find(s.key);
     if (it != c.memory.end()) {
       ++c.stats.memory_hits;
       return it->second;
     }
   }
-  std::string dir = compile_cache_dir(), path;
-  if (!dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    path = ec ? "" : dir + "/" + key.hex() + ".bin";
-  }
   std::string binary;
-  bool corrupt = false;
-  if (!path.empty() && read_entry(path, binary, corrupt)) {
+  if (!s.path.empty() && read_entry(s.path, binary, corrupt)) {
     std::lock_guard<std::mutex> lock(c.mu);
     ++c.stats.disk_hits;
-    c.memory.emplace(key, binary);
+    c.memory.emplace(s.key, binary);
     return binary;
   }
-  if (corrupt && debug_level() >= 1) log_line(cat("compile cache: ", path, " is corrupt or truncated; rebuilding it"));
-  binary = dev.compile(source, entry);
-  if (!path.empty()) write_entry(path, binary);
+  if (corrupt && debug_level() >= 1) log_line(cat("compile cache: ", s.path, " is corrupt or truncated; rebuilding it"));
+  return std::nullopt;
+}
+
+void store(const Slot& s, const std::string& binary, bool corrupt) {
+  if (!s.path.empty()) write_entry(s.path, binary);
+  Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.compiles;
   c.stats.corrupt_rebuilt += corrupt;
-  c.memory.emplace(key, binary);
+  c.memory.emplace(s.key, binary);
+}
+
+}  // namespace
+
+std::string compile_cached(Device& dev, const std::string& source, const std::string& entry, const Key128& lir_key) {
+  Slot s = slot_of(dev, {source, entry, lir_key});
+  bool corrupt = false;
+  if (auto hit = lookup(s, corrupt)) return std::move(*hit);
+  std::string binary = dev.compile(source, entry);
+  store(s, binary, corrupt);
   return binary;
+}
+
+std::vector<std::string> compile_cached_many(Device& dev, const std::vector<CompileJob>& jobs) {
+  std::vector<std::string> out(jobs.size());
+  std::vector<Slot> slots;
+  std::vector<size_t> misses;
+  std::vector<bool> corrupt(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    slots.push_back(slot_of(dev, jobs[i]));
+    bool bad = false;
+    if (auto hit = lookup(slots[i], bad)) out[i] = std::move(*hit);
+    else misses.push_back(i);
+    corrupt[i] = bad;
+  }
+  if (misses.size() >= 2 && dev.has_compile_many()) {
+    std::vector<std::pair<std::string, std::string>> kernels;
+    for (size_t i : misses) kernels.push_back({jobs[i].source, jobs[i].entry});
+    try {
+      std::string binary = dev.compile_many(kernels);
+      for (size_t i : misses) {
+        store(slots[i], binary, corrupt[i]);  // each kernel's entry finds the shared binary
+        out[i] = binary;
+      }
+      std::lock_guard<std::mutex> lock(cache().mu);
+      ++cache().stats.batches;
+      return out;
+    } catch (const Error&) {
+      // one by one below: the error then names the kernel that does not build
+    }
+  }
+  for (size_t i : misses) {
+    out[i] = dev.compile(jobs[i].source, jobs[i].entry);
+    store(slots[i], out[i], corrupt[i]);
+  }
+  return out;
 }
 
 CompileStats compile_stats() {

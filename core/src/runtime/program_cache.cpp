@@ -1,11 +1,13 @@
 // runtime/program_cache.cpp - lowering, rendering, compiling and launching device kernels.
 #include "runtime/program_cache.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "codegen/lir.hpp"
 #include "ir/traverse.hpp"
@@ -63,31 +65,80 @@ std::string do_compile(Device& dev, const std::string& source, const std::string
   return compile_cached(dev, source, name, lir_key(lir));
 }
 
-// to_program (codegen) -> do_render -> do_compile -> load: one kernel ready to launch.
-std::shared_ptr<Kernel> build(const std::shared_ptr<Device>& dev, const UOp& ast) {
-  auto k = std::make_shared<Kernel>();
-  k->device = dev;
-  auto t = std::chrono::steady_clock::now();
-  k->spec = to_program(ast, dev->target());
-  double codegen_ms = ms_since(t);
-  kiln_lir lir = k->spec.lir.view();
-  if (debug_level() >= 5) log_line(lir_text(lir));
+// A kernel on its way: lowered and rendered, not yet compiled and loaded.
+struct Pending {
+  std::shared_ptr<Kernel> k;
+  double codegen_ms = 0, render_ms = 0;
+};
+
+// Errors of the plugin's steps name the kernel and the device.
+template <typename F>
+auto naming(const Kernel& k, F&& f) {
   try {
-    k->source = do_render(*dev, lir);
-    double render_ms = ms_since(t);
-    if (debug_level() >= 4) log_line(k->source);
-    uint64_t compiles = compile_stats().compiles;
-    std::string binary = do_compile(*dev, k->source, k->spec.name, lir);
-    double compile_ms = ms_since(t);
-    k->program = dev->load(binary, k->spec.name);
-    if (debug_level() >= 2)
-      log_line(cat(dev->name(), "  built ", k->spec.name, ": codegen ", codegen_ms, " ms, render ", render_ms, " ms, ",
-                   compile_stats().compiles > compiles ? "compile " : "cached binary ", compile_ms, " ms, load ",
-                   ms_since(t), " ms"));
+    return f();
   } catch (const Error& e) {
-    fail(e.code(), "kernel ", k->spec.name, " on ", dev->name(), ": ", e.what());
+    fail(e.code(), "kernel ", k.spec.name, " on ", k.device->name(), ": ", e.what());
   }
-  return k;
+}
+
+// to_program (codegen) -> do_render
+Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
+  Pending p;
+  p.k = std::make_shared<Kernel>();
+  Kernel& k = *p.k;
+  k.device = dev;
+  auto t = std::chrono::steady_clock::now();
+  k.spec = to_program(ast, dev->target());
+  p.codegen_ms = ms_since(t);
+  kiln_lir lir = k.spec.lir.view();
+  if (debug_level() >= 5) log_line(lir_text(lir));
+  k.source = naming(k, [&] { return do_render(*dev, lir); });
+  p.render_ms = ms_since(t);
+  if (debug_level() >= 4) log_line(k.source);
+  return p;
+}
+
+// -> load: ready to launch
+std::shared_ptr<Kernel> finish(Pending& p, const std::string& binary, bool compiled, double compile_ms) {
+  Kernel& k = *p.k;
+  auto t = std::chrono::steady_clock::now();
+  k.program = naming(k, [&] { return k.device->load(binary, k.spec.name); });
+  if (debug_level() >= 2)
+    log_line(cat(k.device->name(), "  built ", k.spec.name, ": codegen ", p.codegen_ms, " ms, render ", p.render_ms, " ms, ",
+                 compiled ? "compile " : "cached binary ", compile_ms, " ms, load ", ms_since(t), " ms"));
+  return p.k;
+}
+
+std::shared_ptr<Kernel> build(const std::shared_ptr<Device>& dev, const UOp& ast) {
+  Pending p = lower(dev, ast);
+  auto t = std::chrono::steady_clock::now();
+  uint64_t compiles = compile_stats().compiles;
+  std::string binary = naming(*p.k, [&] { return do_compile(*dev, p.k->source, p.k->spec.name, p.k->spec.lir.view()); });
+  return finish(p, binary, compile_stats().compiles > compiles, ms_since(t));
+}
+
+// Runs f(0..n-1) on up to `hardware_concurrency` threads; the first exception is rethrown.
+template <typename F>
+void parallel_for(size_t n, F&& f) {
+  unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(n)));
+  std::atomic<size_t> next{0};
+  std::exception_ptr first_error;
+  std::mutex err_mu;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        f(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(err_mu);
+        if (!first_error) first_error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 int64_t eval_dim(const UOp& d, const ExecItem& e) {
@@ -137,27 +188,95 @@ std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp
 }
 
 void prepare_kernels(const std::vector<ExecItem>& items) {
-  std::vector<const ExecItem*> todo;
-  for (const ExecItem& e : items)
-    if (!e.is_copy && e.device != kRefDevice) todo.push_back(&e);
-  if (todo.size() < 2) return;
-  unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(todo.size())));
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  std::exception_ptr first_error;
-  std::mutex err_mu;
-  for (unsigned w = 0; w < workers; ++w)
-    pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
-        try {
-          get_kernel(open_device(todo[i]->device), todo[i]->ast);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(err_mu);
-          if (!first_error) first_error = std::current_exception();
-        }
+  // Claim the kernels nobody has built or is building (get_kernel waits on these claims).
+  struct Claim {
+    std::shared_ptr<Device> dev;
+    UOp ast;
+    CacheKey key;
+    std::promise<std::shared_ptr<Kernel>> promise;
+    Pending pending;
+    std::string binary;
+    bool compiled = false;
+    double compile_ms = 0;
+    std::exception_ptr error;
+  };
+  std::vector<std::unique_ptr<Claim>> claims;
+  for (const ExecItem& e : items) {
+    if (e.is_copy || e.device == kRefDevice) continue;
+    auto c = std::make_unique<Claim>();
+    c->dev = open_device(e.device);
+    c->key = {e.ast.key(), c->dev->name(), knob(Knob::noopt)};
+    std::lock_guard<std::mutex> lock(cache().mu);
+    if (cache().map.count(c->key)) continue;
+    cache().map.emplace(c->key, c->promise.get_future().share());
+    c->ast = e.ast;
+    claims.push_back(std::move(c));
+  }
+  if (claims.empty()) return;
+  auto failed = [](Claim& c) { c.error = std::current_exception(); };
+  // codegen and rendering in parallel
+  parallel_for(claims.size(), [&](size_t i) {
+    try {
+      claims[i]->pending = lower(claims[i]->dev, claims[i]->ast);
+    } catch (...) {
+      failed(*claims[i]);
+    }
+  });
+  // Compiling: a device that builds many kernels at once gets them all in one call (one fixed
+  // cost per schedule, not per kernel); the others compile in parallel, kernel by kernel.
+  std::vector<Claim*> alone;
+  std::map<Device*, std::vector<Claim*>> together;
+  for (auto& c : claims)
+    if (!c->error) (c->dev->has_compile_many() ? together[c->dev.get()] : alone).push_back(c.get());
+  for (auto& [dev, group] : together) {
+    std::vector<CompileJob> jobs;
+    for (Claim* c : group) jobs.push_back({c->pending.k->source, c->pending.k->spec.name, lir_key(c->pending.k->spec.lir.view())});
+    auto t = std::chrono::steady_clock::now();
+    uint64_t compiles = compile_stats().compiles;
+    try {
+      std::vector<std::string> binaries = compile_cached_many(*dev, jobs);  // its errors name the kernel
+      double ms = ms_since(t);
+      bool compiled = compile_stats().compiles > compiles;
+      for (size_t i = 0; i < group.size(); ++i) {
+        group[i]->binary = std::move(binaries[i]);
+        group[i]->compiled = compiled;
+        group[i]->compile_ms = ms;
       }
-    });
-  for (auto& t : pool) t.join();
+    } catch (...) {
+      for (Claim* c : group) failed(*c);
+    }
+  }
+  parallel_for(alone.size(), [&](size_t i) {
+    Claim& c = *alone[i];
+    try {
+      auto t = std::chrono::steady_clock::now();
+      uint64_t compiles = compile_stats().compiles;
+      const Kernel& k = *c.pending.k;
+      c.binary = naming(k, [&] { return do_compile(*c.dev, k.source, k.spec.name, k.spec.lir.view()); });
+      c.compiled = compile_stats().compiles > compiles;
+      c.compile_ms = ms_since(t);
+    } catch (...) {
+      failed(c);
+    }
+  });
+  // loading, then every claim is settled: a failed one leaves the cache (retried next time)
+  std::exception_ptr first_error;
+  for (auto& c : claims) {
+    if (!c->error) {
+      try {
+        c->promise.set_value(finish(c->pending, c->binary, c->compiled, c->compile_ms));
+        continue;
+      } catch (...) {
+        failed(*c);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(cache().mu);
+      cache().map.erase(c->key);
+    }
+    c->promise.set_exception(c->error);
+    if (!first_error) first_error = c->error;
+  }
   if (first_error) std::rethrow_exception(first_error);
 }
 

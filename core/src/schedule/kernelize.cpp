@@ -23,6 +23,7 @@
 #include "schedule/kernelize.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
@@ -256,6 +257,19 @@ struct Decider {
 
 }  // namespace
 
+// Kernel names are unique within a schedule ("r_4096_1024", then "r_4096_1024n1", ...; the
+// same program always gets the same names): a backend may build a schedule's kernels as one
+// program (compile_many), where entries must differ, and per-kernel timings stay readable.
+static void unique_kernel_names(Template& t) {
+  std::unordered_map<std::string, int> seen;
+  for (TemplateKernel& k : t.kernels) {
+    if (k.body.op() != Ops::SINK || !std::holds_alternative<std::string>(k.body.arg())) continue;
+    const std::string& name = k.body.arg_string();
+    int n = seen[name]++;
+    if (n > 0) k.body = k.body.replace_arg(Arg{name + "n" + std::to_string(n)});
+  }
+}
+
 Template kernelize(const UOp& input_sink, size_t n_inputs) {
   UOp sink = split_reduce(input_sink);
   GraphInfo g = analyze(sink);
@@ -361,6 +375,7 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
     if (b.local) t.locals[b.index].output = true;
     t.outputs.push_back(b);
   }
+  unique_kernel_names(t);
   return t;
 }
 

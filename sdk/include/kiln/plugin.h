@@ -205,6 +205,13 @@ typedef struct kiln_compiler_api {
   /* Compiles; the binary goes to `out_binary`. On a compile error: KILN_STATUS_INVALID_ARGUMENT
    * with the full compiler log in the message (and also in `out_log` if given). */
   kiln_error* (*compile)(kiln_device* dev, const kiln_compile_params* params, kiln_sink* out_binary, kiln_sink* out_log);
+  /* (optional: NULL, or absent from an older plugin's smaller struct_size) Compiles n >= 1
+   * kernels, each a complete source with its own entry (the entries are distinct), into ONE binary
+   * that load() accepts with any of those entries. For drivers with a large fixed cost per build
+   * (PoCL: ~150 ms, whatever the kernel): the host passes every kernel a schedule needs at once.
+   * Errors as compile(); the host then compiles the kernels one by one to name the failing one. */
+  kiln_error* (*compile_many)(kiln_device* dev, const kiln_compile_params* const* params, uint32_t n,
+                              kiln_sink* out_binary, kiln_sink* out_log);
 } kiln_compiler_api;
 
 /* ---- runtime: binaries -> programs -> launches ---- */

@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "kiln/plugin.h"
 #include "kiln/sdk/error.hpp"
@@ -133,6 +134,13 @@ class Device : public ::kiln_device {
   // Error{KILN_STATUS_INVALID_ARGUMENT, <the full compiler log>}.
   virtual std::string cache_key() = 0;
   virtual std::string compile(const CompileRequest& request, std::string& log) = 0;
+  // (optional) several kernels (distinct entries) into one binary that load() accepts with any of
+  // their entries; the slot is NULL unless has_compile_many() is true. Worth it when a build has
+  // a large fixed cost: the host then builds a schedule's new kernels in one call.
+  virtual bool has_compile_many() const { return false; }
+  virtual std::string compile_many(std::span<const CompileRequest> /*requests*/, std::string& /*log*/) {
+    throw Error{KILN_STATUS_UNIMPLEMENTED, "compile_many is not implemented"};
+  }
 
   // -- runtime. launch() returns the elapsed seconds when launch.wait (else anything, e.g. 0).
   virtual std::unique_ptr<Program> load(std::string_view binary, std::string_view entry) = 0;
@@ -330,6 +338,29 @@ struct Slots {
     return err;
   }
 
+  static kiln_error* compile_many(kiln_device* d, const kiln_compile_params* const* ps, uint32_t n,
+                                  kiln_sink* out_binary, kiln_sink* out_log) noexcept {
+    std::string log;
+    kiln_error* err = guard([&] {
+      if (!ps && n) throw Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: params is NULL"};
+      std::vector<CompileRequest> reqs;
+      for (uint32_t i = 0; i < n; ++i) {
+        const kiln_compile_params* p = ps[i];
+        KILN_SDK_REQUIRE(p, kiln_compile_params, options);
+        if (!p->source && p->source_length) throw Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: a source is NULL"};
+        reqs.push_back({{p->source ? p->source : "", p->source_length},
+                        p->entry ? std::string_view(p->entry) : std::string_view(),
+                        p->options ? std::string_view(p->options) : std::string_view()});
+      }
+      append(out_binary, dev(d).compile_many(reqs, log));
+    });
+    try {
+      append(out_log, log);
+    } catch (...) {
+    }
+    return err;
+  }
+
   // ---- runtime ----
   static kiln_error* load(kiln_device* d, const void* binary, size_t length, const char* entry,
                           kiln_program** out) noexcept {
@@ -368,13 +399,15 @@ struct Slots {
   }
 };
 
-inline constexpr kiln_compiler_api compiler_table{sizeof(kiln_compiler_api), &Slots::cache_key, &Slots::compile};
+template <bool WithMany>
+inline constexpr kiln_compiler_api compiler_table{sizeof(kiln_compiler_api), &Slots::cache_key, &Slots::compile,
+                                                  WithMany ? &Slots::compile_many : nullptr};
 inline constexpr kiln_runtime_api runtime_table{sizeof(kiln_runtime_api), &Slots::load, &Slots::launch,
                                                 &Slots::unload};
 inline constexpr kiln_renderer_api renderer_table{sizeof(kiln_renderer_api), &Slots::render};
 
 // One static device table per combination of optional slots, so unimplemented slots are NULL.
-template <bool WithRenderer, bool WithCopy>
+template <bool WithRenderer, bool WithCopy, bool WithMany>
 struct DeviceTables {
   static constexpr kiln_allocator_api allocator{sizeof(kiln_allocator_api), &Slots::alloc,    &Slots::free,
                                                 &Slots::copy_in,            &Slots::copy_out,
@@ -383,17 +416,21 @@ struct DeviceTables {
                                           &Slots::get_props,
                                           &Slots::get_target,
                                           &allocator,
-                                          &compiler_table,
+                                          &compiler_table<WithMany>,
                                           &runtime_table,
                                           WithRenderer ? &renderer_table : nullptr,
                                           &Slots::synchronize,
                                           &Slots::close};
 };
 
+template <bool R, bool C>
+const kiln_device_api* device_table_with(bool many) {
+  return many ? &DeviceTables<R, C, true>::device : &DeviceTables<R, C, false>::device;
+}
 inline const kiln_device_api* device_table(const Device& d) {
-  bool r = d.has_renderer(), c = d.has_device_copy();
-  if (r) return c ? &DeviceTables<true, true>::device : &DeviceTables<true, false>::device;
-  return c ? &DeviceTables<false, true>::device : &DeviceTables<false, false>::device;
+  bool r = d.has_renderer(), c = d.has_device_copy(), m = d.has_compile_many();
+  if (r) return c ? device_table_with<true, true>(m) : device_table_with<true, false>(m);
+  return c ? device_table_with<false, true>(m) : device_table_with<false, false>(m);
 }
 
 template <typename P>
