@@ -45,7 +45,7 @@ std::string Compiler::cache_key(const std::string& arch) {
   return version_ + "|" + joined(config_.flags) + "|" + arch;
 }
 
-std::string Compiler::compile(const std::string& source, const std::string& entry, const std::string& arch,
+std::string Compiler::compile(const std::string& source, const std::string& entries, const std::string& arch,
                               const std::string& extra_options, std::string& log) {
   std::vector<std::string> argv = command(arch, extra_options);
   cpu::ProcessResult r = cpu::run_process(argv, source, missing_hint(config_.compiler).c_str());
@@ -54,7 +54,7 @@ std::string Compiler::compile(const std::string& source, const std::string& entr
     std::string how = r.signal ? "was killed by signal " + std::to_string(r.signal)
                       : r.exit_code != 0 ? "exited with " + std::to_string(r.exit_code)
                                          : "wrote no code object";
-    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compiling kernel '" + entry + "' for " + arch + " failed: " +
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compiling " + entries + " for " + arch + " failed: " +
                                                        config_.compiler + " " + how + "\ncommand: " + joined(argv) +
                                                        "\n" + r.err};
   }

@@ -25,9 +25,10 @@ class Compiler {
 
   // "<clang --version first line>|<flags>|<arch>"; runs clang once, then cached.
   std::string cache_key(const std::string& arch);
-  // Throws sdk::Error{INVALID_ARGUMENT} with clang's full log on a compile error,
-  // FAILED_PRECONDITION when clang is missing.
-  std::string compile(const std::string& source, const std::string& entry, const std::string& arch,
+  // `entries` names the kernels for messages ("kernel 'a'", "kernels 'a', 'b'"). Throws
+  // sdk::Error{INVALID_ARGUMENT} with clang's full log on a compile error, FAILED_PRECONDITION
+  // when clang is missing.
+  std::string compile(const std::string& source, const std::string& entries, const std::string& arch,
                       const std::string& extra_options, std::string& log);
   // The command compile() runs (for messages and `kiln compile --verbose`).
   std::vector<std::string> command(const std::string& arch, const std::string& extra_options) const;

@@ -55,6 +55,8 @@ class HipDevice final : public sdk::Device {
 
   std::string cache_key() override;
   std::string compile(const sdk::CompileRequest& request, std::string& log) override;
+  bool has_compile_many() const override { return true; }
+  std::string compile_many(std::span<const sdk::CompileRequest> requests, std::string& log) override;
   std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
   double launch(sdk::Program& program, const sdk::Launch& launch) override;
 

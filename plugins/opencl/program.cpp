@@ -78,16 +78,11 @@ std::string OpenclDevice::build(std::span<const sdk::CompileRequest> requests, s
   settle_prewarm(Warm::cancelled);  // this build initialises the compiler itself
   if (requests.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: no kernels"};
   const ClApi& api = cl();
-  std::string joined, entries;
-  std::string_view extra = requests[0].options;
-  for (const sdk::CompileRequest& r : requests) {
-    if (r.options != extra)
-      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: the kernels ask for different build options"};
-    joined.append(r.source).append("\n");
-    entries += (entries.empty() ? "'" : ", '") + std::string(r.entry) + "'";
-  }
-  const char* text = requests.size() == 1 ? requests[0].source.data() : joined.data();
-  size_t length = requests.size() == 1 ? requests[0].source.size() : joined.size();
+  sdk::JoinedSources joined = sdk::join_sources(requests);
+  const std::string& entries = joined.entries;
+  std::string_view extra = joined.options;
+  const char* text = joined.source.data();
+  size_t length = joined.source.size();
   cl_int s = CL_SUCCESS;
   ProgramRef program{api.clCreateProgramWithSource(context_, 1, &text, &length, &s)};
   cl_check(s, "clCreateProgramWithSource");

@@ -129,6 +129,31 @@ TEST(HipOffline, WholeCorpusLoadsForGfx1100) {
   }
 }
 
+// compile_many: one clang run, one code object holding every kernel of a schedule; each kernel
+// is valid in it and loads from it by its own entry.
+TEST(HipOffline, AScheduleCompilesToOneCodeObject) {
+  auto dev = device("hip:2");
+  ASSERT_TRUE(dev->has_compile_many());
+  std::vector<std::pair<std::string, std::string>> kernels;
+  std::vector<ProgramSpec> specs;
+  for (const ExecItem& e : Tensor::empty({64, 256}, dtypes::float32, "hip:2").softmax().schedule()) {
+    if (e.is_copy) continue;
+    specs.push_back(to_program(e.ast, dev->target()));
+    kernels.push_back({dev->render(specs.back().lir.view()), specs.back().name});
+  }
+  ASSERT_EQ(kernels.size(), 3u);
+  std::string binary = dev->compile_many(kernels);
+  for (const ProgramSpec& spec : specs) {
+    SCOPED_TRACE(spec.name);
+    expect_valid_code_object(binary, spec.name, kArchs[2].mach, spec.lir.n_buffers);
+    EXPECT_NO_THROW(dev->load(binary, spec.name));
+  }
+  std::string broken = kiln::testing::error_of([&] {
+    dev->compile_many({kernels[0], {"extern \"C\" __attribute__((global)) void k() { nope(); }", "k"}});
+  });
+  EXPECT_CONTAINS(broken, "compiling kernels '" + specs[0].name + "', 'k' for gfx1100 failed");
+}
+
 TEST(HipOffline, WhatNeedsAGpuIsUnavailableNotACrash) {
   auto dev = device("hip:2");
   ErrorCode code{};

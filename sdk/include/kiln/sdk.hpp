@@ -99,6 +99,25 @@ struct CompileRequest {
   std::string_view options;  // extra compiler options from the host ("" if none)
 };
 
+// For compile_many() in a C-family language: the sources one after another (their preludes repeat
+// identical macro and type definitions, which C and C++ allow), and the entries as "'a', 'b'" for
+// messages. Every request must ask for the same options (else INVALID_ARGUMENT).
+struct JoinedSources {
+  std::string source, entries;
+  std::string_view options;
+};
+inline JoinedSources join_sources(std::span<const CompileRequest> requests) {
+  JoinedSources j;
+  if (!requests.empty()) j.options = requests[0].options;
+  for (const CompileRequest& r : requests) {
+    if (r.options != j.options)
+      throw Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: the kernels ask for different compiler options"};
+    j.source.append(r.source).append("\n");
+    j.entries += (j.entries.empty() ? "'" : ", '") + std::string(r.entry) + "'";
+  }
+  return j;
+}
+
 // One kernel launch (kiln_launch_params). Spans are borrowed for the call.
 struct Launch {
   std::span<Buffer* const> buffers;
