@@ -42,21 +42,23 @@ std::vector<UOp> toposort(const UOp& root) {
 UOp substitute(const UOp& root, const std::vector<std::pair<UOp, UOp>>& replacements) {
   PtrMap<UOp> done(replacements.size() * 2 + 16);
   for (const auto& [from, to] : replacements) done[from.node()] = to;
-  for (const UOpNode* n : toposort_nodes(root, [&](const UOpNode* x) { return done.contains(x); })) {
-    if (done.contains(n)) continue;
-    std::vector<UOp> src;
-    src.reserve(n->nsrc);
-    bool changed = false;
-    for (uint32_t i = 0; i < n->nsrc; ++i) {
-      const UOp& s = n->srcs()[i];
-      const UOp* r = done.find(s.node());
-      src.push_back(r ? *r : s);
-      changed |= r && !(*r == s);
-    }
-    UOp self = UOpAccess::from_node(n);
-    done[n] = changed ? self.replace_src(src) : self;
-  }
+  for (const UOpNode* n : toposort_nodes(root, [&](const UOpNode* x) { return done.contains(x); }))
+    if (!done.contains(n)) done[n] = with_rebuilt_srcs(n, done);
   return *done.find(root.node());
+}
+
+UOp with_rebuilt_srcs(const UOpNode* n, const PtrMap<UOp>& done) {
+  std::vector<UOp> src;
+  src.reserve(n->nsrc);
+  bool changed = false;
+  for (uint32_t i = 0; i < n->nsrc; ++i) {
+    const UOp& s = n->srcs()[i];
+    const UOp* r = done.find(s.node());
+    src.push_back(r ? *r : s);
+    changed |= r && !(*r == s);
+  }
+  UOp self = UOpAccess::from_node(n);
+  return changed ? self.replace_src(src) : self;
 }
 
 uint32_t tree_size(const UOp& u) {

@@ -7,6 +7,9 @@
 
 namespace kiln {
 
+template <typename V>
+class PtrMap;
+
 // Every node reachable from `root`, children before parents. Deterministic: sources are visited
 // in order, so the same graph always gives the same order.
 std::vector<const UOpNode*> toposort_nodes(const UOp& root);
@@ -22,5 +25,9 @@ uint32_t tree_size(const UOp& u);
 
 // Replaces nodes by identity (a map from old to new) and rebuilds everything above them.
 UOp substitute(const UOp& root, const std::vector<std::pair<UOp, UOp>>& replacements);
+
+// For bottom-up rebuilds: `n` with each source replaced by its entry in `done` (if any), or `n`
+// itself when nothing changed.
+UOp with_rebuilt_srcs(const UOpNode* n, const PtrMap<UOp>& done);
 
 }  // namespace kiln

@@ -148,21 +148,12 @@ UOp rank_assigns(const UOp& sink) {
   std::sort(seqs.begin(), seqs.end());
   PtrMap<UOp> done(order.size() * 2 + 16);
   for (const UOpNode* n : order) {  // bottom-up, so an ASSIGN inside another's value is renumbered too
-    std::vector<UOp> src;
-    bool changed = false;
-    for (uint32_t i = 0; i < n->nsrc; ++i) {
-      const UOp& s = n->srcs()[i];
-      const UOp* r = done.find(s.node());
-      src.push_back(r ? *r : s);
-      changed |= r && !(*r == s);
-    }
-    UOp self = UOpAccess::from_node(n);
+    UOp self = with_rebuilt_srcs(n, done);
     if (n->op == Ops::ASSIGN && std::holds_alternative<int64_t>(n->arg)) {
       int64_t rank = std::lower_bound(seqs.begin(), seqs.end(), std::get<int64_t>(n->arg)) - seqs.begin();
-      done[n] = UOp::make(Ops::ASSIGN, self.dtype(), src, Arg{rank});
-    } else {
-      done[n] = changed ? self.replace_src(src) : self;
+      self = self.replace_arg(Arg{rank});
     }
+    done[n] = self;
   }
   return *done.find(sink.node());
 }
