@@ -7,10 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "runtime/device_alloc.hpp"
+#include "runtime/free_cache.hpp"
 #include "support/check.hpp"
 
 namespace kiln::runtime {
@@ -45,10 +47,17 @@ struct HookInstaller {
   HookInstaller() { set_destroy_hook(Ops::BUFFER, on_buffer_destroyed); }
 } g_hook_installer;
 
-// ---- host allocation cache: freed blocks kept by exact size, reused LRU-first ----
+// ---- host allocation cache: freed blocks kept by exact size (free_cache.hpp) ----
+constexpr uint64_t kCacheLimit = uint64_t{2} << 30;  // bytes of free blocks kept per device
+
 struct DeviceAccount {
   MemoryStats stats;
-  std::multimap<uint64_t, void*> free_host;  // bytes -> block
+  FreeCache<void*> free_host{kCacheLimit};
+  // gives a block back to the C library (the cache let go of it)
+  void release(void* p, uint64_t size) {
+    stats.live_bytes -= size;
+    std::free(p);
+  }
 };
 struct Accounts {
   std::mutex mu;
@@ -60,20 +69,16 @@ Accounts& accounts() {
 }
 
 constexpr uint64_t kHugeThreshold = 2u << 20;
-constexpr uint64_t kCacheLimit = uint64_t{2} << 30;  // bytes of free blocks kept per device
 
 void* host_alloc(const std::string& device, uint64_t bytes) {
   uint64_t size = bytes ? (bytes + 63) & ~uint64_t{63} : 64;
   {
     std::lock_guard<std::mutex> lock(accounts().mu);
     DeviceAccount& acc = accounts().by_device[device];
-    auto it = acc.free_host.find(size);
-    if (it != acc.free_host.end()) {
-      void* p = it->second;
-      acc.free_host.erase(it);
-      acc.stats.cached_bytes -= size;
+    if (std::optional<void*> p = acc.free_host.take(size)) {
+      acc.stats.cached_bytes = acc.free_host.bytes();
       ++acc.stats.cache_hits;
-      return p;
+      return *p;
     }
   }
   void* p = nullptr;
@@ -93,13 +98,8 @@ void host_free(const std::string& device, void* p, uint64_t bytes) {
   uint64_t size = bytes ? (bytes + 63) & ~uint64_t{63} : 64;
   std::lock_guard<std::mutex> lock(accounts().mu);
   DeviceAccount& acc = accounts().by_device[device];
-  if (acc.stats.cached_bytes + size <= kCacheLimit) {
-    acc.free_host.emplace(size, p);
-    acc.stats.cached_bytes += size;
-    return;
-  }
-  acc.stats.live_bytes -= size;
-  std::free(p);
+  acc.free_host.put(size, p, [&](void* q, uint64_t n) { acc.release(q, n); });
+  acc.stats.cached_bytes = acc.free_host.bytes();
 }
 
 bool is_host_memory(const std::string& device) { return device == kHostDevice || device == kRefDevice; }
@@ -206,11 +206,7 @@ void reset_peak(const std::string& device) {
 void clear_allocation_cache() {
   std::lock_guard<std::mutex> lock(accounts().mu);
   for (auto& [dev, acc] : accounts().by_device) {
-    for (auto& [size, p] : acc.free_host) {
-      std::free(p);
-      acc.stats.live_bytes -= size;
-    }
-    acc.free_host.clear();
+    acc.free_host.clear([&](void* q, uint64_t n) { acc.release(q, n); });
     acc.stats.cached_bytes = 0;
   }
   clear_device_cache();

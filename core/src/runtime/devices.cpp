@@ -2,11 +2,13 @@
 // allocations) and copies between devices.
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "plugin/registry.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/device_alloc.hpp"
+#include "runtime/free_cache.hpp"
 #include "runtime/runtime.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
@@ -21,8 +23,13 @@ struct Pool {
   std::mutex mu;
   struct PerDevice {
     DeviceMemory mem;
-    std::multimap<uint64_t, kiln_buffer*> free;  // size -> buffer, reused LRU-first
+    FreeCache<kiln_buffer*> free{kCacheLimit};  // freed buffers by size (free_cache.hpp)
     std::shared_ptr<Device> dev;
+    // gives a buffer back to the plugin (the cache let go of it)
+    void release(kiln_buffer* b, uint64_t size) {
+      mem.live_bytes -= size;
+      dev->free(b);
+    }
   };
   std::map<std::string, PerDevice> by_device;
 };
@@ -50,13 +57,10 @@ kiln_buffer* device_alloc(const std::shared_ptr<Device>& dev, uint64_t bytes) {
     std::lock_guard<std::mutex> lock(pool().mu);
     auto& pd = pool().by_device[dev->name()];
     pd.dev = dev;
-    auto it = pd.free.find(size);
-    if (it != pd.free.end()) {
-      kiln_buffer* b = it->second;
-      pd.free.erase(it);
-      pd.mem.cached_bytes -= size;
+    if (std::optional<kiln_buffer*> b = pd.free.take(size)) {
+      pd.mem.cached_bytes = pd.free.bytes();
       ++pd.mem.cache_hits;
-      return b;
+      return *b;
     }
   }
   kiln_buffer* b;
@@ -79,13 +83,9 @@ void device_free(const std::shared_ptr<Device>& dev, kiln_buffer* buf, uint64_t 
   uint64_t size = rounded(bytes);
   std::lock_guard<std::mutex> lock(pool().mu);
   auto& pd = pool().by_device[dev->name()];
-  if (pd.mem.cached_bytes + size <= kCacheLimit) {
-    pd.free.emplace(size, buf);
-    pd.mem.cached_bytes += size;
-    return;
-  }
-  pd.mem.live_bytes -= size;
-  dev->free(buf);
+  pd.dev = dev;
+  pd.free.put(size, buf, [&](kiln_buffer* b, uint64_t n) { pd.release(b, n); });
+  pd.mem.cached_bytes = pd.free.bytes();
 }
 
 DeviceMemory device_memory(const std::string& device) {
@@ -103,11 +103,7 @@ void reset_device_peak(const std::string& device) {
 void clear_device_cache() {
   std::lock_guard<std::mutex> lock(pool().mu);
   for (auto& [name, pd] : pool().by_device) {
-    for (auto& [size, b] : pd.free) {
-      pd.dev->free(b);
-      pd.mem.live_bytes -= size;
-    }
-    pd.free.clear();
+    pd.free.clear([&](kiln_buffer* b, uint64_t n) { pd.release(b, n); });
     pd.mem.cached_bytes = 0;
   }
 }
