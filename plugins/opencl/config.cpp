@@ -5,8 +5,8 @@ namespace kiln::opencl {
 
 OpenclConfig read_config(const sdk::Options& o) {
   OpenclConfig c;
-  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width)");
+  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width", "frontend", "clang"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width, frontend, clang)");
   std::string devices = o.get_string("devices", "all");
   if (devices == "all") c.devices = DeviceType::all;
   else if (devices == "gpu") c.devices = DeviceType::gpu;
@@ -22,6 +22,14 @@ OpenclConfig read_config(const sdk::Options& o) {
   else if (shared == "off") c.shared_memory = SharedMemory::off;
   else
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'shared_memory' must be \"auto\", \"on\" or \"off\", got \"" + shared + "\""};
+  std::string frontend = o.get_string("frontend", "auto");
+  if (frontend == "auto") c.frontend = Frontend::automatic;
+  else if (frontend == "driver") c.frontend = Frontend::driver;
+  else if (frontend == "clang") c.frontend = Frontend::clang;
+  else
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'frontend' must be \"auto\", \"driver\" or \"clang\", got \"" + frontend + "\""};
+  c.clang = o.get_string("clang", "clang-15");
+  if (c.clang.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'clang' must name a program, got \"\""};
   c.prewarm = o.get_bool("prewarm", true);
   int64_t width = o.get_int("vector_width", 0);
   if (width != 0 && width != 1 && width != 2 && width != 4 && width != 8 && width != 16)

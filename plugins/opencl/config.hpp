@@ -9,6 +9,13 @@
 //                           (CL_DEVICE_LOCAL_MEM_TYPE = CL_LOCAL), "on", "off"
 //   vector_width  = 0       widest vectors kernels use: 0 = the device's preferred float width
 //                           (at most 8 on CPU devices), else 1, 2, 4, 8 or 16
+//   frontend      = "auto"  how OpenCL C becomes a program: "driver" = clBuildProgram from source
+//                           (any driver); "clang" = clang compiles it to LLVM bitcode that the driver
+//                           builds as a binary (PoCL CPU devices only: skips PoCL's ~150 ms front
+//                           end per build; see frontend.hpp); "auto" = clang where the device is
+//                           PoCL on the CPU and clang is installed, falling back to the driver (with
+//                           a warning) if clang fails where the driver does not
+//   clang         = "clang-15"  the clang for frontend "clang"/"auto" (a name in PATH, or a path)
 //   prewarm       = true    build a trivial kernel in the background soon after a device opens
 //                           (at its first alloc, or 50 ms later), so the driver's compiler is
 //                           initialised (PoCL: ~0.7 s) before the first real kernel needs it;
@@ -22,11 +29,14 @@ namespace kiln::opencl {
 
 enum class DeviceType { all, gpu, cpu, accelerator };
 enum class SharedMemory { automatic, on, off };
+enum class Frontend { automatic, driver, clang };
 
 struct OpenclConfig {
   DeviceType devices = DeviceType::all;
   std::string build_options;
   SharedMemory shared_memory = SharedMemory::automatic;
+  Frontend frontend = Frontend::automatic;
+  std::string clang = "clang-15";
   bool prewarm = true;
   uint32_t vector_width = 0;
 };

@@ -55,6 +55,18 @@ OpenclDevice::OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclC
   max_alloc_ = device_value<cl_ulong>(ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   base_align_ = std::max<uint64_t>(1, device_value<cl_uint>(ref.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   cache_bytes_ = device_value<cl_ulong>(ref.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
+  if (config.frontend != Frontend::driver) {
+    std::string why_not;
+    frontend_ = clang_frontend(config, ref.device, why_not);
+    if (frontend_) frontend_key_ = "|bitcode by " + config.clang;
+    else if (config.frontend == Frontend::clang) {
+      api.clReleaseCommandQueue(queue_);
+      api.clReleaseContext(context_);
+      throw sdk::Error{KILN_STATUS_FAILED_PRECONDITION,
+                       name_ + " cannot compile with clang (option frontend = \"clang\"): " + why_not +
+                           "; use frontend = \"auto\" or \"driver\""};
+    }
+  }
   if (config.prewarm) start_prewarm();
 }
 
@@ -62,7 +74,8 @@ OpenclDevice::OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclC
 constexpr auto kPrewarmGrace = std::chrono::milliseconds(50);
 
 void OpenclDevice::start_prewarm() {
-  prewarm_ = std::thread([this, context = context_, device = ref_.device] {
+  // a copy: a build may drop frontend_ while this runs
+  prewarm_ = std::thread([this, context = context_, device = ref_.device, frontend = frontend_] {
     {
       std::unique_lock<std::mutex> lock(prewarm_mu_);
       prewarm_cv_.wait_for(lock, kPrewarmGrace, [this] { return prewarm_state_ != Warm::waiting; });
@@ -72,7 +85,20 @@ void OpenclDevice::start_prewarm() {
     const ClApi& api = cl();
     const char* source = "__kernel void kiln_prewarm(__global int* a) { a[get_global_id(0)] = 0; }";
     cl_int s = CL_SUCCESS;
-    cl_program p = api.clCreateProgramWithSource(context, 1, &source, nullptr, &s);
+    cl_program p = nullptr;
+    if (frontend) {  // the same path as real builds (this also pages clang in)
+      std::string log, bitcode;
+      try {
+        bitcode = frontend->compile(source, "", log);
+      } catch (const sdk::Error&) {
+        return;
+      }
+      const auto* bytes = reinterpret_cast<const unsigned char*>(bitcode.data());
+      size_t size = bitcode.size();
+      p = api.clCreateProgramWithBinary(context, 1, &device, &size, &bytes, nullptr, &s);
+    } else {
+      p = api.clCreateProgramWithSource(context, 1, &source, nullptr, &s);
+    }
     if (s != CL_SUCCESS) return;
     api.clBuildProgram(p, 1, &device, "", nullptr, nullptr);
     api.clReleaseProgram(p);

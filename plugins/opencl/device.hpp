@@ -7,9 +7,13 @@
 // Copies in and out are blocking; kernel launches and device copies are only enqueued, so
 // synchronize() (clFinish), a copy out or a launch with KILN_LAUNCH_WAIT is where work completes.
 //
-// Compiler and runtime: compile() builds the source with clBuildProgram and returns the
-// program binary (CL_PROGRAM_BINARIES), so the host's compile cache can skip the OpenCL compiler
-// next time; load() creates the program from that binary. The program built by compile() is kept
+// Compiler and runtime: compile() builds the source with clBuildProgram and returns the program
+// binary (CL_PROGRAM_BINARIES), so the host's compile cache can skip the OpenCL compiler next
+// time; load() creates the program from that binary. On PoCL's CPU devices clang compiles the
+// source to LLVM bitcode instead (option frontend, frontend.hpp), the program is built from that,
+// and the bitcode is the binary: asking PoCL for its own binary would make it compile every
+// kernel's generic work-group function (~40 ms each), which the first launch compiles again for
+// its actual local size. The program built by compile() is kept
 // for the load() that normally follows, so a fresh kernel is built once, not twice. compile_many()
 // builds a schedule's kernels as one program (one clBuildProgram), kept until each is loaded. The kernel
 // argument convention is the OpenCL C dialect's (opencl_c.hpp): buffers in slot order, then each
@@ -26,6 +30,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -33,6 +38,7 @@
 
 #include "cl_api.hpp"
 #include "config.hpp"
+#include "frontend.hpp"
 #include "kiln/sdk.hpp"
 
 namespace kiln::opencl {
@@ -108,7 +114,21 @@ class OpenclDevice final : public sdk::Device {
     cl_program program;
   };
   std::string build(std::span<const sdk::CompileRequest> requests, std::string& log);
+  // One program from the joined sources: through clang when frontend_ is set (falling back to the
+  // driver under frontend = "auto"), else clBuildProgram from source. Returns the built program,
+  // and in `bitcode` clang's bitcode when the program was built from it.
+  cl_program build_program(const sdk::JoinedSources& joined, size_t kernels, std::string& log, std::string& bitcode);
+  // clBuildProgram from source, or from a binary (appending to `log`): the program, or nullptr
+  // with the status in `s`; `log` = the build log.
+  cl_program build_program_from_source(const std::string& source, const std::string& options, std::string& log,
+                                       cl_int& s);
+  cl_program build_program_from_binary(const std::string& binary, const std::string& options, std::string& log,
+                                       cl_int& s);
   std::deque<Built> built_;
+  // Set where kernels are compiled to bitcode by clang (option frontend); reset when "auto" falls
+  // back to the driver.
+  std::optional<ClangFrontend> frontend_;
+  std::string frontend_key_;  // "|bitcode by <clang>" in the compile cache key when opened with frontend_
   // The compiler warm-up (config prewarm). It waits for a short grace period, or until the first
   // alloc (build now) or compile (not needed: that build warms the compiler), so opening a device
   // only to read its properties (kiln list) neither pays for a build nor waits for one when it

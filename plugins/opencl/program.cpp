@@ -60,16 +60,16 @@ std::string OpenclDevice::cache_key() {
   cl_device_id d = ref_.device;
   return platform_string(ref_.platform, CL_PLATFORM_NAME) + "|" + platform_string(ref_.platform, CL_PLATFORM_VERSION) +
          "|" + device_string(d, CL_DEVICE_NAME) + "|" + device_string(d, CL_DEVICE_VERSION) + "|" +
-         device_string(d, CL_DRIVER_VERSION) + "|" + config_.build_options;
+         device_string(d, CL_DRIVER_VERSION) + "|" + config_.build_options + frontend_key_;
 }
 
 std::string OpenclDevice::compile(const sdk::CompileRequest& request, std::string& log) {
   return build(std::span<const sdk::CompileRequest>(&request, 1), log);
 }
 
-// Several kernels as one program: one clBuildProgram (PoCL's ~150 ms fixed cost paid once). The
-// sources are complete translation units; concatenated, their preludes repeat identical macro
-// definitions, which C allows.
+// Several kernels as one program: one clBuildProgram (one clang run; from source, PoCL's ~150 ms
+// front end once). The sources are complete translation units; concatenated, their preludes
+// repeat identical macro definitions, which C allows.
 std::string OpenclDevice::compile_many(std::span<const sdk::CompileRequest> requests, std::string& log) {
   return build(requests, log);
 }
@@ -77,35 +77,96 @@ std::string OpenclDevice::compile_many(std::span<const sdk::CompileRequest> requ
 std::string OpenclDevice::build(std::span<const sdk::CompileRequest> requests, std::string& log) {
   settle_prewarm(Warm::cancelled);  // this build initialises the compiler itself
   if (requests.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compile_many: no kernels"};
-  const ClApi& api = cl();
-  sdk::JoinedSources joined = sdk::join_sources(requests);
-  const std::string& entries = joined.entries;
-  std::string_view extra = joined.options;
-  const char* text = joined.source.data();
-  size_t length = joined.source.size();
-  cl_int s = CL_SUCCESS;
-  ProgramRef program{api.clCreateProgramWithSource(context_, 1, &text, &length, &s)};
-  cl_check(s, "clCreateProgramWithSource");
-  // argument info lets load() check how many arguments are buffers
-  std::string options = join_options(join_options("-cl-kernel-arg-info", config_.build_options), extra);
-  s = api.clBuildProgram(program.p, 1, &ref_.device, options.c_str(), nullptr, nullptr);
-  log = build_log(program.p);
-  if (s != CL_SUCCESS) {
-    std::string what = std::string(requests.size() == 1 ? "building kernel " : "building kernels ") + entries + " on " +
-                       name_ + " failed: " + cl_error_name(s) + " (" + std::to_string(s) + ")";
-    if (!options.empty()) what += "\nbuild options: " + options;
-    throw sdk::Error{s == CL_INVALID_BUILD_OPTIONS || s == CL_BUILD_PROGRAM_FAILURE || s == CL_COMPILE_PROGRAM_FAILURE
-                         ? KILN_STATUS_INVALID_ARGUMENT
-                         : KILN_STATUS_INTERNAL,
-                     what + "\nbuild log:\n" + (log.empty() ? "(empty)" : log)};
-  }
-  std::string binary = program_binary(program.p);
+  std::string binary;
+  ProgramRef program{build_program(sdk::join_sources(requests), requests.size(), log, binary)};
+  if (binary.empty()) binary = program_binary(program.p);
   if (built_.size() == kKeptBuilds) {
-    api.clReleaseProgram(built_.front().program);
+    cl().clReleaseProgram(built_.front().program);
     built_.pop_front();
   }
   built_.push_back({fingerprint(binary), binary.size(), static_cast<uint32_t>(requests.size()), program.take()});
   return binary;
+}
+
+cl_program OpenclDevice::build_program(const sdk::JoinedSources& joined, size_t kernels, std::string& log,
+                                       std::string& bitcode) {
+  std::string user_options = join_options(config_.build_options, joined.options);
+  // argument info lets load() check how many arguments are buffers
+  std::string options = join_options("-cl-kernel-arg-info", user_options);
+  auto failure = [&](cl_int s, const std::string& how) {
+    std::string what = std::string(kernels == 1 ? "building kernel " : "building kernels ") + joined.entries + " on " +
+                       name_ + how + " failed: " + cl_error_name(s) + " (" + std::to_string(s) + ")";
+    if (!options.empty()) what += "\nbuild options: " + options;
+    return sdk::Error{s == CL_INVALID_BUILD_OPTIONS || s == CL_BUILD_PROGRAM_FAILURE || s == CL_COMPILE_PROGRAM_FAILURE ||
+                              s == CL_INVALID_BINARY
+                          ? KILN_STATUS_INVALID_ARGUMENT
+                          : KILN_STATUS_INTERNAL,
+                      what + "\nbuild log:\n" + (log.empty() ? "(empty)" : log)};
+  };
+  cl_int s = CL_SUCCESS;
+  if (frontend_) {
+    std::string reason;  // why "auto" goes back to the driver
+    bool source_rejected = false;
+    try {
+      bitcode = frontend_->compile(joined.source, user_options, log);
+    } catch (const sdk::Error& e) {
+      if (config_.frontend == Frontend::clang)
+        throw sdk::Error{e.code, std::string(kernels == 1 ? "compiling kernel " : "compiling kernels ") + joined.entries +
+                                     " for " + name_ + " failed: " + e.message};
+      reason = e.message;
+      source_rejected = e.code == KILN_STATUS_INVALID_ARGUMENT;
+    }
+    if (!bitcode.empty()) {
+      cl_program program = build_program_from_binary(bitcode, options, log, s);
+      if (program) return program;
+      bitcode.clear();
+      sdk::Error e = failure(s, " from " + frontend_->clang() + "'s bitcode");
+      if (config_.frontend == Frontend::clang) throw e;
+      reason = e.message;
+    }
+    // frontend = "auto": the driver decides. If it rejects the source too, the source is at fault
+    // and clang stays; otherwise clang (or the driver's use of its bitcode) is, and the driver
+    // builds from now on.
+    cl_program program = build_program_from_source(joined.source, options, log, s);
+    if (!program && source_rejected) throw failure(s, "");
+    sdk::log(KILN_LOG_WARNING, name_ + ": building with " + frontend_->clang() + " failed where the OpenCL driver " +
+                                   (program ? "succeeded" : "failed too") +
+                                   "; the driver builds from source from now on (option frontend = \"driver\" "
+                                   "skips clang): " + reason);
+    frontend_.reset();
+    if (!program) throw failure(s, "");
+    return program;
+  }
+  cl_program program = build_program_from_source(joined.source, options, log, s);
+  if (!program) throw failure(s, "");
+  return program;
+}
+
+cl_program OpenclDevice::build_program_from_binary(const std::string& binary, const std::string& options,
+                                                   std::string& log, cl_int& s) {
+  const ClApi& api = cl();
+  const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+  size_t size = binary.size();
+  cl_int status = CL_SUCCESS;
+  ProgramRef program{api.clCreateProgramWithBinary(context_, 1, &ref_.device, &size, &bytes, &status, &s)};
+  if (s == CL_SUCCESS) s = status;
+  if (s != CL_SUCCESS) return nullptr;
+  s = api.clBuildProgram(program.p, 1, &ref_.device, options.c_str(), nullptr, nullptr);
+  std::string driver_log = build_log(program.p);
+  if (!driver_log.empty()) log = log.empty() ? driver_log : log + "\n" + driver_log;
+  return s == CL_SUCCESS ? program.take() : nullptr;
+}
+
+cl_program OpenclDevice::build_program_from_source(const std::string& source, const std::string& options,
+                                                   std::string& log, cl_int& s) {
+  const ClApi& api = cl();
+  const char* text = source.data();
+  size_t length = source.size();
+  ProgramRef program{api.clCreateProgramWithSource(context_, 1, &text, &length, &s)};
+  cl_check(s, "clCreateProgramWithSource");
+  s = api.clBuildProgram(program.p, 1, &ref_.device, options.c_str(), nullptr, nullptr);
+  log = build_log(program.p);
+  return s == CL_SUCCESS ? program.take() : nullptr;
 }
 
 std::unique_ptr<sdk::Program> OpenclDevice::load(std::string_view binary, std::string_view entry) {
