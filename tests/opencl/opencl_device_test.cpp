@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -256,4 +257,34 @@ TEST(OpenclDevice, LargeOutputsUseStreamingStores) {
     if (e.is_copy) continue;
     EXPECT_EQ(runtime::get_kernel(d, e.ast)->source.find("KILN_STREAM("), std::string::npos);
   }
+}
+
+// Regression: built from clang's bitcode (the default on PoCL), calls to built-ins reached PoCL's
+// SPIR wrappers, which take 512-bit vectors (ulong8) in registers where x86 passes them in memory,
+// and crashed PoCL's code generator; with clang's address-space mangling they did not link at all
+// (and "auto" fell back to the driver). They must call the CPU versions, as PoCL's front end does.
+TEST(OpenclDevice, WideVectorBuiltinsKeepTheirCallingConvention) {
+  auto d = device();
+  const char* wide = R"(__kernel void wide(__global float* restrict out, __global const uint* restrict in) {
+  size_t i = get_global_id(0);
+  ulong8 x = convert_ulong8(vload8(i, in)) << (ulong8)(33UL);
+  uint8 twice = convert_uint8(x >> (ulong8)(32UL));
+  vstore8(convert_float8(twice) + sqrt(convert_float8(vload8(i, in))), i, out);
+}
+)";
+  std::string binary = d->compile(wide, "wide");
+  if (d->props().description.find("Portable Computing Language") != std::string::npos) {
+    EXPECT_EQ(binary.rfind("BC\xC0\xDE", 0), 0u) << "not built from clang's bitcode";
+  }
+  auto program = d->load(binary, "wide");
+  std::vector<uint32_t> in(16);
+  for (uint32_t i = 0; i < 16; ++i) in[i] = i * 1000;
+  Buf out(d, 16 * sizeof(float)), src(d, 16 * sizeof(uint32_t));
+  d->copy_in(src.b, 0, in.data(), 16 * sizeof(uint32_t));
+  kiln_buffer* bufs[2] = {out.b, src.b};
+  uint32_t global[3] = {2, 1, 1}, local[3] = {1, 1, 1};
+  d->launch(*program, {bufs, 2}, {}, {}, global, local, true);
+  std::vector<float> got(16);
+  d->copy_out(got.data(), out.b, 0, 16 * sizeof(float));
+  for (size_t i = 0; i < 16; ++i) EXPECT_NEAR(got[i], 2.0f * in[i] + std::sqrt(static_cast<float>(in[i])), 1e-3) << i;
 }
