@@ -131,6 +131,7 @@ bool program_exists(const std::string& program) {
 std::optional<ClangFrontend> clang_frontend(const OpenclConfig& config, cl_device_id device, std::string& why_not) {
   std::string version = device_string(device, CL_DEVICE_VERSION);
   std::optional<LlvmTarget> target = pocl_llvm_target(version);
+  if (!(device_value<cl_device_type>(device, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU)) target.reset();
   if (!target) {
     why_not = "it does not build LLVM bitcode (only PoCL's CPU devices do; this one is " +
               device_string(device, CL_DEVICE_NAME) + ", " + version + ")";
