@@ -20,7 +20,7 @@
 
 namespace kiln::cpu {
 
-enum class BinaryFormat { object, shared };
+enum class BinaryFormat { object, shared };  // in the order of option binary's names
 
 inline constexpr const char* kInProcessLlvm = "llvm";
 

@@ -23,12 +23,7 @@ CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
     std::istringstream words(o.get_string("flags", kDefaultFlags));
     for (std::string w; words >> w;) c.compiler.flags.push_back(w);
   }
-  std::string binary = o.get_string("binary", "object");
-  if (binary == "object") c.compiler.format = BinaryFormat::object;
-  else if (binary == "shared") c.compiler.format = BinaryFormat::shared;
-  else
-    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
-                     "option 'binary' must be \"object\" or \"shared\", got \"" + binary + "\""};
+  c.compiler.format = static_cast<BinaryFormat>(o.get_choice("binary", "object", {"object", "shared"}));
   if (c.compiler.in_process() && c.compiler.format == BinaryFormat::shared)
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'binary' = \"shared\" needs a C compiler: also set compiler = \"clang-15\" (the in-process "

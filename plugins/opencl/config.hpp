@@ -27,6 +27,7 @@
 
 namespace kiln::opencl {
 
+// In the order of the options' names (read_config maps them by position).
 enum class DeviceType { all, gpu, cpu, accelerator };
 enum class SharedMemory { automatic, on, off };
 enum class Frontend { automatic, driver, clang };

@@ -53,6 +53,16 @@ TEST(Options, WrongTypesAndBadSyntaxNameTheProblem) {
     EXPECT_EQ(e.message, "option 'threads' must be an integer, got string");
   }
   EXPECT_THROW(o.get_strings("list", {}), sdk::Error);
+  sdk::Options mode = sdk::Options::parse("mode = \"fast\"\n");
+  EXPECT_EQ(mode.get_choice("mode", "auto", {"auto", "fast"}), 1u);
+  EXPECT_EQ(mode.get_choice("absent", "fast", {"auto", "fast"}), 1u);
+  try {
+    mode.get_choice("mode", "auto", {"auto", "on", "off"});
+    FAIL();
+  } catch (const sdk::Error& e) {
+    EXPECT_EQ(e.code, KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(e.message, "option 'mode' must be \"auto\", \"on\" or \"off\", got \"fast\"");
+  }
   for (const char* bad : {"a = ", "a = \"open", "a = 1\na = 2", "a = {x = 1}", "a = '''x'''", "= 1", "a = 1 b"}) {
     try {
       sdk::Options::parse(bad);

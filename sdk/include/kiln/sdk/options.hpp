@@ -84,6 +84,20 @@ class Options {
     expect(key, *v, OptionValue::Kind::boolean);
     return v->boolean;
   }
+  // A string that must be one of `choices`: its index (an enum listed in the same order). Another
+  // value throws Error{INVALID_ARGUMENT}: "option 'k' must be \"a\", \"b\" or \"c\", got \"x\"".
+  size_t get_choice(std::string_view key, std::string_view def, std::initializer_list<std::string_view> choices) const {
+    std::string value = get_string(key, def);
+    std::string list;
+    size_t i = 0;
+    for (std::string_view c : choices) {
+      if (c == value) return i;
+      if (i) list += i + 1 == choices.size() ? " or " : ", ";
+      list += "\"" + std::string(c) + "\"";
+      ++i;
+    }
+    throw Error{KILN_STATUS_INVALID_ARGUMENT, "option '" + std::string(key) + "' must be " + list + ", got \"" + value + "\""};
+  }
   // An array of strings; a single string is accepted as a one-element list.
   std::vector<std::string> get_strings(std::string_view key, std::vector<std::string> def) const {
     const OptionValue* v = find(key);
