@@ -17,6 +17,7 @@
 #include "symbolic/interpret.hpp"
 
 using namespace kiln;
+using kiln::testing::error_of;
 
 namespace {
 
@@ -226,6 +227,40 @@ TEST(Opt, WideMatmulWalksColumnPanelsOutside) {
   EXPECT_EQ(wide.opts.back().op, OptOp::SWAP) << wide.opts.back().str();
   ProgramSpec small = to_program(kernel_of(in({64, 256}).matmul(in({256, 128}))), cpu_target());
   for (const Opt& o : small.opts) EXPECT_NE(o.op, OptOp::SWAP) << "B fits the L2";
+}
+
+// Regression (AVX-512 hosts): with 16 float lanes, 8 rows of A are one whole-axis UPCAST, which
+// removes axis 0; the panel SWAP the heuristic planned for axis 0 threw "the kernel has no axis 0".
+// A heuristic's action that no longer applies is skipped.
+TEST(Opt, HeuristicSkipsActionsThatNoLongerApply) {
+  Target avx512 = cpu_target();
+  avx512.max_vector_width = 16;
+  for (const Tensor& t : {in({8, 256}).matmul(in({256, 2048})), in({8, 2048}).matmul(in({2048, 256}))}) {
+    ProgramSpec p = to_program(kernel_of(t), avx512);
+    for (const Opt& o : p.opts) EXPECT_NE(o.op, OptOp::SWAP) << "axis 0 was upcast whole: " << o.str();
+    EXPECT_TRUE(apply_opts(kernel_of(t), p.opts, avx512)) << "the applied list validates as a given list";
+  }
+}
+
+// A given action list is checked action by action against the kernel as the previous ones left it.
+TEST(Opt, GivenActionListsAreValidated) {
+  UOp k = kernel_of(in({8, 64}).matmul(in({64, 32})));
+  Target t = cpu_target();
+  const Opt whole{OptOp::UPCAST, 0, 8}, swap{OptOp::SWAP, 0, 1};
+  std::string what = error_of([&] { apply_opts(k, std::vector<Opt>{whole, swap}, t); });
+  EXPECT_NE(what.find("opt #2 SWAP(0, 1)"), std::string::npos) << what;
+  EXPECT_NE(what.find("the kernel has no axis 0"), std::string::npos) << what;
+  EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::LOCAL, 0, 2}}, t); }).find("no workgroups"), std::string::npos);
+  EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::THREAD, 0, 2}, {OptOp::THREAD, 1, 2}}, t); })
+                .find("one THREAD per kernel"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::UPCAST, 1, 2, true}, {OptOp::UNROLL, 2, 2, true}}, t); })
+                .find("one vector axis"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}, {OptOp::UNROLL, 2, 64}}, t); })
+                .find("copies of its body"),
+            std::string::npos);
+  EXPECT_EQ(opt_problem(k, Opt{OptOp::UPCAST, 1, 4, true}, &t), "");
 }
 
 TEST(Lir, TextRoundTrips) {

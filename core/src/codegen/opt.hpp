@@ -11,8 +11,11 @@
 //           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
 //           which operand stays in cache across the inner loop
-// Actions are applied in order; KILN_NOOPT=1 applies none.
+// Actions are applied in order; KILN_NOOPT=1 applies none. Whether an action applies depends on
+// the kernel as the actions before it left it (a whole-axis UPCAST removes the axis): every action,
+// the heuristic's and a user's alike, is checked by opt_problem first.
 #pragma once
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,11 +35,39 @@ struct Opt {
   std::string str() const;
 };
 
-// Applies one action; throws kiln::Error(invalid_argument) when it does not fit the range.
-UOp apply_opt(const UOp& ast, const Opt& opt);
-// The hand-coded heuristic for `target`.
-std::vector<Opt> hand_coded_optimizations(const UOp& ast, const Target& target);
-// Heuristic opts applied in order (none with KILN_NOOPT); the chosen opts are appended to `applied`.
+// At most this many vector lanes on one axis (wider vectors are split to the target's width).
+inline constexpr int64_t kMaxVectorLanes = 64;
+// At most this many copies of a kernel's body from UPCAST/UNROLL (lanes included): past it the
+// generated code only grows.
+inline constexpr int64_t kMaxExpansion = 1024;
+
+// Why `opt` does not apply to `ast` as it stands, or "" when it does. With a target, also the
+// target's limits (threads, workgroup sizes, shared memory); without, only the kernel's structure.
+std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target = nullptr);
+// Applies one action; throws kiln::Error(invalid_argument) with opt_problem's reason.
+UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target = nullptr);
+// A given list of actions (a test's, `kiln compile --opts`, a search's), applied in order; the
+// first that does not apply is an error naming its position, the action and the reason.
+UOp apply_opts(const UOp& ast, std::span<const Opt> opts, const Target& target);
+
+// A kernel being optimised: actions are added one at a time and applied only when they validate
+// (a heuristic proposes, the plan disposes). KILN_DEBUG>=3 logs the skipped ones.
+class OptPlan {
+ public:
+  OptPlan(UOp ast, const Target& target) : ast_(std::move(ast)), target_(target) {}
+  bool add(const Opt& opt);  // false (and nothing changes) when opt does not apply
+  const UOp& ast() const { return ast_; }
+  const std::vector<Opt>& opts() const { return opts_; }
+
+ private:
+  UOp ast_;
+  const Target& target_;
+  std::vector<Opt> opts_;
+};
+
+// The hand-coded heuristic for `target` (heuristic.cpp): its actions, already applied.
+OptPlan hand_coded_optimizations(const UOp& ast, const Target& target);
+// The heuristic's actions applied (none with KILN_NOOPT); the chosen ones are appended to `applied`.
 UOp apply_opts(const UOp& ast, const Target& target, std::vector<Opt>* applied = nullptr);
 
 // What the heuristics look at: a kernel's ranges and memory accesses.
@@ -54,7 +85,7 @@ bool has_stride(const UOp& idx, const UOp& r, int64_t want);
 
 // Workgroup actions (LOCAL, ...) for targets with local memory, appended after the register
 // ones (opt_gpu.cpp).
-void add_workgroup_opts(const KernelShape& k, const Target& target, std::vector<Opt>& opts);
+void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& plan);
 
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);

@@ -18,7 +18,8 @@ int64_t remaining(const UOp& r, const std::vector<Opt>& opts) {
 
 }  // namespace
 
-void add_workgroup_opts(const KernelShape& k, const Target& target, std::vector<Opt>& opts) {
+void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& plan) {
+  const std::vector<Opt>& opts = plan.opts();
   // A reduction with few outputs would leave a few work items alone with long loops: spread the
   // reduce over a workgroup (GROUP) and let the partial results meet in local memory.
   if (!k.reduce.empty() && target.has(KILN_TARGET_HAS_SHARED) && target.shared_max > 0) {
@@ -30,10 +31,7 @@ void add_workgroup_opts(const KernelShape& k, const Target& target, std::vector<
       for (int64_t g = 256; g >= 16; g /= 2) {
         bool fits = g <= target.local_prod_max && g <= target.local_max[0] &&
                     static_cast<uint64_t>(g) * 16 * static_cast<uint64_t>(k.itemsize) <= target.shared_max;
-        if (fits && n % g == 0) {
-          opts.push_back({OptOp::GROUP, range_axis(red), g});
-          return;
-        }
+        if (fits && n % g == 0 && plan.add({OptOp::GROUP, range_axis(red), g})) return;
       }
     }
   }
@@ -44,10 +42,7 @@ void add_workgroup_opts(const KernelShape& k, const Target& target, std::vector<
   for (const Opt& o : opts)
     if (o.axis == range_axis(last) && o.op == OptOp::UPCAST) n /= o.amount;
   for (int64_t l = std::min<int64_t>(target.local_max[0], 64); l >= 2; l /= 2)
-    if (n % l == 0 && n / l >= 1) {
-      opts.push_back({OptOp::LOCAL, range_axis(last), l});
-      break;
-    }
+    if (n % l == 0 && plan.add({OptOp::LOCAL, range_axis(last), l})) break;
 }
 
 }  // namespace kiln
