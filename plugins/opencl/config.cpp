@@ -5,8 +5,8 @@ namespace kiln::opencl {
 
 OpenclConfig read_config(const sdk::Options& o) {
   OpenclConfig c;
-  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width", "frontend", "clang"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width, frontend, clang)");
+  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width", "frontend", "clang", "streaming_bytes"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width, frontend, clang, streaming_bytes)");
   c.devices = static_cast<DeviceType>(o.get_choice("devices", "all", {"all", "gpu", "cpu", "accelerator"}));
   c.build_options = o.get_string("build_options", "");
   c.shared_memory = static_cast<SharedMemory>(o.get_choice("shared_memory", "auto", {"auto", "on", "off"}));
@@ -19,6 +19,11 @@ OpenclConfig read_config(const sdk::Options& o) {
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'vector_width' must be 0 (the device's), 1, 2, 4, 8 or 16, got " + std::to_string(width)};
   c.vector_width = static_cast<uint32_t>(width);
+  int64_t streaming = o.get_int("streaming_bytes", 0);
+  if (streaming < 0)
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                     "option 'streaming_bytes' must be 0 (the device's cache size) or a byte count, got " + std::to_string(streaming)};
+  c.streaming_bytes = static_cast<uint64_t>(streaming);
   return c;
 }
 

@@ -16,6 +16,8 @@
 //                           PoCL on the CPU and clang is installed, falling back to the driver (with
 //                           a warning) if clang fails where the driver does not
 //   clang         = "clang-15"  the clang for frontend "clang"/"auto" (a name in PATH, or a path)
+//   streaming_bytes = 0     outputs this large are stored past the caches: 0 = the device's global
+//                           cache size (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE)
 //   prewarm       = true    build a trivial kernel in the background soon after a device opens
 //                           (at its first alloc, or 50 ms later), so the driver's compiler is
 //                           initialised (PoCL: ~0.7 s) before the first real kernel needs it;
@@ -40,6 +42,7 @@ struct OpenclConfig {
   std::string clang = "clang-15";
   bool prewarm = true;
   uint32_t vector_width = 0;
+  uint64_t streaming_bytes = 0;
 };
 
 // Throws sdk::Error{INVALID_ARGUMENT} naming a bad option; logs unknown keys as warnings.

@@ -54,7 +54,7 @@ OpenclDevice::OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclC
   }
   max_alloc_ = device_value<cl_ulong>(ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   base_align_ = std::max<uint64_t>(1, device_value<cl_uint>(ref.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
-  cache_bytes_ = device_value<cl_ulong>(ref.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
+  cache_bytes_ = config.streaming_bytes ? config.streaming_bytes : device_value<cl_ulong>(ref.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
   if (config.frontend != Frontend::driver) {
     std::string why_not;
     frontend_ = clang_frontend(config, ref.device, why_not);

@@ -142,7 +142,7 @@ class OpenclDevice final : public sdk::Device {
   std::condition_variable prewarm_cv_;
   Warm prewarm_state_ = Warm::waiting;
   std::atomic<bool> prewarm_settled_{false};
-  uint64_t cache_bytes_ = 0;  // CL_DEVICE_GLOBAL_MEM_CACHE_SIZE: larger outputs are streamed
+  uint64_t cache_bytes_ = 0;  // option streaming_bytes or CL_DEVICE_GLOBAL_MEM_CACHE_SIZE: larger outputs are streamed
 };
 
 }  // namespace kiln::opencl

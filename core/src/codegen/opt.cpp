@@ -144,7 +144,8 @@ std::string swap_problem(const UOp& ast, const UOp& a, const Opt& opt) {
 
 // Limits a target puts on an action (none for a null target: structure only).
 std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
-  int64_t threads = 0, local = 1, locals = 0, groups = 0, lanes = 1;
+  int64_t threads = 0, local = 1, locals = 0, groups = 0, lanes = 1, reduces = 0;
+  for (const UOp& u : toposort(ast)) reduces += u.op() == Ops::REDUCE;
   for (const UOp& r : ranges_of(ast)) {
     AxisType rt = range_type(r);
     threads += rt == AxisType::THREAD;
@@ -169,8 +170,9 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
       if (opt.amount > dim_max || local * opt.amount > t.local_prod_max)
         return cat("a workgroup of ", local * opt.amount, " items exceeds the target's (", dim_max, " per axis, ",
                    t.local_prod_max, " in all)");
-      // a grouped reduce keeps one partial per item and upcast lane in shared memory
-      if (opt.op == OptOp::GROUP && static_cast<uint64_t>(local * opt.amount * lanes * 8) > t.shared_max)
+      // a grouped reduce keeps one partial per item, upcast copy and reduce in shared memory
+      // (8 bytes: the widest accumulator)
+      if (opt.op == OptOp::GROUP && static_cast<uint64_t>(local * opt.amount * lanes * reduces * 8) > t.shared_max)
         return cat("its partial sums need more than the target's ", t.shared_max, " bytes of shared memory");
       return {};
     }

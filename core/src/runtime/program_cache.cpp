@@ -81,6 +81,9 @@ auto naming(const Kernel& k, F&& f) {
   }
 }
 
+// set_target_override's target (tests); null: each device's own
+std::atomic<const Target*> target_override{nullptr};
+
 // to_program (codegen) -> do_render
 Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
   Pending p;
@@ -88,7 +91,8 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
   Kernel& k = *p.k;
   k.device = dev;
   auto t = std::chrono::steady_clock::now();
-  k.spec = to_program(ast, dev->target());
+  const Target* simulated = target_override.load();
+  k.spec = to_program(ast, simulated ? *simulated : dev->target());
   p.codegen_ms = ms_since(t);
   kiln_lir lir = k.spec.lir.view();
   if (debug_level() >= 5) log_line(lir_text(lir));
@@ -315,6 +319,11 @@ void run_device_kernel(const ExecItem& e) {
     log_line(cat(dev->name(), "  ", run.name, "  global=(", global[0], ",", global[1], ",", global[2], ") local=(", local[0],
                  ",", local[1], ",", local[2], ")  ", s * 1e3, " ms  ", run.flops / s * 1e-9, " GFLOP/s  ",
                  run.bytes / s * 1e-9, " GB/s"));
+}
+
+void set_target_override(const Target* target) {
+  target_override.store(target);
+  clear_program_cache();
 }
 
 size_t program_cache_size() {

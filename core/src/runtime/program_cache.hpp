@@ -14,6 +14,7 @@
 
 namespace kiln {
 class Device;
+struct Target;
 class Program;
 }
 
@@ -29,6 +30,10 @@ struct Kernel {
 std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp& ast);
 // Compiles the kernels of `items` that are not cached yet, several at a time.
 void prepare_kernels(const std::vector<ExecItem>& items);
+// Tests only: lower every kernel for `target` instead of its device's own target (simulated caps a
+// host lacks: wider vectors, more threads); nullptr restores. Clears the program cache; `target`
+// must outlive its use. The device still renders, compiles and runs the result.
+void set_target_override(const Target* target);
 size_t program_cache_size();
 void clear_program_cache();
 

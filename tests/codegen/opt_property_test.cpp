@@ -1,0 +1,252 @@
+// tests/codegen/opt_property_test.cpp - the optimizer never fails a valid program, on any target.
+//
+// Random kernels (matmuls, convolutions, reductions, pooling, softmax, elementwise over broadcast,
+// permuted and flipped views; odd, prime and size-1 shapes) are lowered for simulated targets: CPU
+// caps with 4/8/16 float lanes and 1/2/8/64 threads, GPU caps with typical workgroup and shared
+// memory limits. For each, the heuristic, the rest of the pass list and the renderers (C, LLVM IR,
+// OpenCL C) must succeed, and the heuristic's actions must validate as a given list. A share of
+// the CPU cases also runs on cpu:0, lowered for the simulated caps, against the reference device.
+//
+// KILN_PROPERTY_SEED=N reruns from the seed a failure printed; KILN_PROPERTY_CASES=N changes the
+// number of programs (default 300).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <random>
+
+#include "c_dialect.hpp"
+#include "codegen/pipeline.hpp"
+#include "kiln/kiln.hpp"
+#include "llvm_ir.hpp"
+#include "opencl_c.hpp"
+#include "plugin/device.hpp"
+#include "runtime/program_cache.hpp"
+
+using namespace kiln;
+
+namespace {
+
+struct NamedTarget {
+  std::string name;
+  Target target;
+  bool cpu;
+};
+
+Target cpu_caps(uint32_t lanes, uint32_t threads) {
+  Target t;
+  t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
+  t.threads = threads;
+  t.max_vector_width = lanes;
+  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;
+  cpu::c_dialect_caps(t.ops, t.dtypes);
+  t.source_format = "c";
+  return t;
+}
+
+Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t shared, uint32_t lanes) {
+  Target t;
+  t.flags = KILN_TARGET_HAS_LOCAL | (shared ? KILN_TARGET_HAS_SHARED : 0u);
+  for (int d = 0; d < 3; ++d) t.global_max[d] = 1u << 30;
+  t.local_max[0] = t.local_max[1] = local, t.local_max[2] = local_z;
+  t.local_prod_max = prod;
+  t.shared_max = shared;
+  t.max_vector_width = lanes;
+  opencl::opencl_caps(t.ops, t.dtypes, false, false);
+  t.source_format = "opencl-c";
+  return t;
+}
+
+std::vector<NamedTarget> targets() {
+  std::vector<NamedTarget> out;
+  for (uint32_t lanes : {4u, 8u, 16u})
+    for (uint32_t threads : {1u, 2u, 8u, 64u})
+      out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads), cpu_caps(lanes, threads), true});
+  out.push_back({"gpu 256/256/64 shared 48K lanes 4", gpu_caps(256, 64, 256, 48 << 10, 4), false});
+  out.push_back({"gpu 1024/1024/64 shared 64K lanes 1", gpu_caps(1024, 64, 1024, 64 << 10, 1), false});
+  out.push_back({"gpu 64/64/64 shared 16K lanes 8", gpu_caps(64, 64, 64, 16 << 10, 8), false});
+  out.push_back({"gpu 128/128/1 no shared lanes 16", gpu_caps(128, 1, 128, 0, 16), false});
+  return out;
+}
+
+int64_t pick(std::mt19937_64& rng, std::initializer_list<int64_t> from) {
+  return *(from.begin() + std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng));
+}
+int64_t size(std::mt19937_64& rng) { return pick(rng, {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 32, 64, 97, 128, 256}); }
+
+using Input = std::function<Tensor(const Shape&)>;
+
+// One random program over inputs made by `input`; `what` describes it for failure messages.
+Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& what) {
+  auto dims = [&](int n) {
+    Shape s;
+    for (int i = 0; i < n; ++i) s.push_back(size(rng));
+    return s;
+  };
+  auto str = [](const Shape& s) {
+    std::string o = "(";
+    for (size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
+    return o + ")";
+  };
+  switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
+    case 0: {  // matmul, sometimes against a transposed operand, sometimes batched
+      int64_t m = size(rng), k = size(rng), n = size(rng) * pick(rng, {1, 8, 16});
+      bool transposed = rng() % 2, batched = rng() % 4 == 0;
+      Shape a{m, k}, b = transposed ? Shape{n, k} : Shape{k, n};
+      if (batched) a.insert(a.begin(), 3), b.insert(b.begin(), 3);
+      what = "matmul " + str(a) + " @ " + str(b) + (transposed ? ".T" : "");
+      Tensor bt = input(b);
+      return input(a).matmul(transposed ? bt.transpose() : bt);
+    }
+    case 1: {  // conv2d: plain, strided, padded, depthwise
+      int64_t n = pick(rng, {1, 2}), cin = pick(rng, {1, 3, 4, 8}), h = pick(rng, {5, 7, 8, 13, 16}), w = pick(rng, {5, 8, 11, 16});
+      int k = static_cast<int>(pick(rng, {1, 2, 3})), stride = static_cast<int>(pick(rng, {1, 2})), pad = static_cast<int>(pick(rng, {0, 1}));
+      bool depthwise = rng() % 3 == 0;
+      int64_t cout = depthwise ? cin : pick(rng, {1, 4, 8, 16});
+      what = "conv2d " + str({n, cin, h, w}) + " k" + std::to_string(k) + " s" + std::to_string(stride) + " p" +
+             std::to_string(pad) + (depthwise ? " depthwise" : "");
+      return input({n, cin, h, w}).conv2d(input({cout, depthwise ? 1 : cin, k, k}), std::nullopt, stride, pad, 1,
+                                           depthwise ? static_cast<int>(cin) : 1);
+    }
+    case 2: {  // a reduction over random axes of a (maybe permuted) tensor
+      int nd = static_cast<int>(pick(rng, {1, 2, 3, 4}));
+      Shape s = dims(nd);
+      Tensor x = input(s);
+      if (nd > 1 && rng() % 2) x = x.transpose(0, nd - 1);
+      std::vector<int> axes;
+      for (int i = 0; i < nd; ++i)
+        if (rng() % 2) axes.push_back(i);
+      if (axes.empty()) axes.push_back(nd - 1);
+      bool keep = rng() % 2;
+      int op = static_cast<int>(rng() % 3);
+      what = std::string(op == 0 ? "sum" : op == 1 ? "max" : "mean") + " of " + str(s) + " over " + std::to_string(axes.size()) + " axes";
+      return op == 0 ? x.sum(axes, keep) : op == 1 ? x.max(axes, keep) : x.mean(axes, keep);
+    }
+    case 3: {  // elementwise over a broadcast and a permuted or flipped operand
+      Shape s = dims(static_cast<int>(pick(rng, {1, 2, 3})));
+      Shape b = s;
+      for (int64_t& d : b)
+        if (rng() % 2) d = 1;
+      Tensor x = input(s), y = input(b);
+      if (s.size() == 2 && s[0] == s[1] && rng() % 2) x = x.transpose();
+      if (rng() % 2) x = x.flip({0});
+      what = "elementwise " + str(s) + " with " + str(b);
+      return ((x * y + 1.0).relu() - y.exp() * 0.5).maximum(x);
+    }
+    case 4: {  // softmax over the last axis
+      Shape s = dims(static_cast<int>(pick(rng, {1, 2, 3})));
+      what = "softmax " + str(s);
+      return input(s).softmax(-1);
+    }
+    case 5: {  // pooling
+      Shape s{pick(rng, {1, 2}), pick(rng, {1, 3, 8}), pick(rng, {4, 7, 8, 16}), pick(rng, {4, 9, 16})};
+      int k = static_cast<int>(pick(rng, {2, 3})), stride = static_cast<int>(pick(rng, {0, 1, 2}));
+      bool avg = rng() % 2;
+      what = std::string(avg ? "avg" : "max") + "_pool2d " + str(s) + " k" + std::to_string(k) + " s" + std::to_string(stride);
+      return avg ? input(s).avg_pool2d(k, stride) : input(s).max_pool2d(k, stride);
+    }
+    case 6: {  // a normalisation: (x - mean) / std over the last axis, times a broadcast weight
+      Shape s = dims(2);
+      what = "layernorm " + str(s);
+      Tensor x = input(s);
+      Tensor c = x - x.mean({1}, true);
+      return c / ((c * c).mean({1}, true) + 1e-5).sqrt() * input({1, s[1]});
+    }
+    default: {  // a reduction of a product (a dot of broadcast views): matmul-like with odd shapes
+      int64_t m = size(rng), k = size(rng);
+      what = "dot rows " + str({m, k});
+      Tensor x = input({m, k});
+      return (x * input({1, k})).sum({1});
+    }
+  }
+}
+
+UOp kernel_body(const ExecItem& e) { return e.ast; }
+
+uint64_t seed_from_env(const char* var, uint64_t otherwise) {
+  const char* v = std::getenv(var);
+  return v && *v ? std::strtoull(v, nullptr, 10) : otherwise;
+}
+
+}  // namespace
+
+// Every random kernel lowers and renders on every simulated target; the heuristic's actions
+// re-validate as a given list.
+TEST(OptProperty, HeuristicsNeverFailAValidProgram) {
+  const uint64_t seed = seed_from_env("KILN_PROPERTY_SEED", std::random_device{}());
+  const int64_t cases = static_cast<int64_t>(seed_from_env("KILN_PROPERTY_CASES", 300));
+  SCOPED_TRACE("KILN_PROPERTY_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<NamedTarget> all = targets();
+  Input ref = [](const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); };
+  int64_t kernels = 0;
+  for (int64_t c = 0; c < cases; ++c) {
+    std::string what;
+    Tensor out = random_program(rng, ref, what);
+    for (const ExecItem& e : out.schedule()) {
+      if (e.is_copy) continue;
+      for (const NamedTarget& t : all) {
+        SCOPED_TRACE(what + " (" + e.name + ") on " + t.name);
+        try {
+          ProgramSpec p = to_program(kernel_body(e), t.target);
+          kiln_lir l = p.lir.view();
+          if (t.cpu) {
+            ASSERT_FALSE(cpu::CDialect().render(l).empty());
+            ASSERT_FALSE(cpu::render_llvm_ir(l).empty());
+          } else {
+            ASSERT_FALSE(opencl::OpenclDialect().render_kernel(l).empty());
+          }
+          apply_opts(e.ast, p.opts, t.target);
+        } catch (const std::exception& ex) {
+          FAIL() << ex.what();
+        }
+        ++kernels;
+      }
+    }
+  }
+  EXPECT_GT(kernels, cases * 16) << "every program has at least one kernel, each lowered for 16 targets";
+}
+
+// The CPU cases, lowered for simulated caps (vector widths and thread counts this host may not
+// have), run on cpu:0 and match the reference device.
+TEST(OptProperty, SimulatedCpuCapsComputeTheReference) {
+  const uint64_t seed = seed_from_env("KILN_PROPERTY_SEED", std::random_device{}());
+  SCOPED_TRACE("KILN_PROPERTY_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const std::vector<NamedTarget> all = targets();
+  const int64_t cases = static_cast<int64_t>(seed_from_env("KILN_PROPERTY_CASES", 300)) / 5;
+  for (int64_t c = 0; c < cases; ++c) {
+    const NamedTarget& t = all[rng() % 12];  // the CPU targets come first
+    uint64_t data_seed = rng();
+    auto make = [&](const std::string& device) {
+      std::mt19937_64 data(data_seed);
+      return [data, device](const Shape& s) mutable {
+        int64_t n = 1;
+        for (int64_t d : s) n *= d;
+        std::vector<float> v(static_cast<size_t>(n));
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (float& x : v) x = u(data);
+        return Tensor::from_vector(v, s, device);
+      };
+    };
+    std::mt19937_64 shape_rng = rng;  // both programs draw the same shapes
+    std::string what;
+    Tensor want = random_program(shape_rng, make("ref"), what);
+    Tensor got = random_program(rng, make("cpu:0"), what);
+    SCOPED_TRACE(what + " on " + t.name);
+    std::vector<float> w = want.to_vector<float>();
+    runtime::set_target_override(&t.target);
+    std::vector<float> g;
+    try {
+      g = got.to_vector<float>();
+    } catch (const std::exception& ex) {
+      runtime::set_target_override(nullptr);
+      FAIL() << ex.what();
+    }
+    runtime::set_target_override(nullptr);
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      ASSERT_NEAR(g[i], w[i], 1e-3 * std::max(1.0f, std::fabs(w[i]))) << "element " << i;
+  }
+}
