@@ -42,9 +42,10 @@ class KernelCompiler {
                               std::string& log) = 0;
 };
 
-// The in-process LLVM compiler (llvm_compiler.cpp). Thread-safe: each compile has its own
-// LLVMContext and TargetMachine.
-std::unique_ptr<KernelCompiler> make_llvm_compiler();
+// The in-process LLVM compiler (llvm_compiler.cpp) for this host's CPU and features, or for an
+// x86-64 level (`isa`, e.g. "x86-64-v4": the level's features, whatever the host has). Thread-safe:
+// each compile has its own LLVMContext and TargetMachine.
+std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa = "");
 
 class Compiler final : public KernelCompiler {
  public:

@@ -7,8 +7,8 @@ namespace kiln::cpu {
 
 CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
   CpuConfig c;
-  for (const std::string& key : o.unknown_keys({"threads", "compiler", "flags", "binary"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: threads, compiler, flags, binary)");
+  for (const std::string& key : o.unknown_keys({"threads", "compiler", "flags", "binary", "isa"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: threads, compiler, flags, binary, isa)");
   int64_t threads = o.get_int("threads", 0);
   if (threads < 0 || threads > 4096)
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
@@ -28,6 +28,8 @@ CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'binary' = \"shared\" needs a C compiler: also set compiler = \"clang-15\" (the in-process "
                      "LLVM compiler makes objects)"};
+  size_t isa = o.get_choice("isa", "native", {"native", kIsaLevels[0], kIsaLevels[1], kIsaLevels[2]});
+  if (isa > 0) c.isa = kIsaLevels[isa - 1];
   return c;
 }
 

@@ -5,6 +5,9 @@
 //                                  else a C compiler (looked up in PATH), e.g. "clang-15"
 //   flags    = "-O2 -march=native -ffreestanding -fno-builtin -fno-math-errno -fPIC -nostdlib"
 //                                  the C compiler's flags (a string or an array of strings)
+//   isa      = "native"            the x86-64 level kernels are compiled for: "native" (this host's CPU
+//                                  and every feature it has) or "x86-64-v2"/"-v3"/"-v4"; a level
+//                                  above the host's compiles but cannot run
 //   binary   = "object"            "object": an ELF object + the in-plugin ELF loader;
 //                                  "shared": clang -shared + dlopen from a memfd (C compilers only)
 #pragma once
@@ -17,6 +20,7 @@ namespace kiln::cpu {
 struct CpuConfig {
   unsigned threads = 1;
   CompilerConfig compiler;
+  std::string isa;  // "" = native, else one of kIsaLevels
 };
 
 inline constexpr const char* kDefaultFlags =

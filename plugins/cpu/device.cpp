@@ -10,20 +10,39 @@
 
 namespace kiln::cpu {
 
+namespace {
+
+// A C compiler's flags for an x86-64 level: its -march replaces the host's (-march=native).
+CompilerConfig for_isa(CompilerConfig c, const std::string& isa) {
+  if (isa.empty()) return c;
+  bool replaced = false;
+  for (std::string& f : c.flags)
+    if (f.rfind("-march=", 0) == 0) f = "-march=" + isa, replaced = true;
+  if (!replaced) c.flags.push_back("-march=" + isa);
+  return c;
+}
+
+}  // namespace
+
 CpuDevice::CpuDevice(const CpuConfig& config)
     : config_(config),
-      compiler_(config.compiler.in_process() ? make_llvm_compiler()
-                                             : std::make_unique<Compiler>(config.compiler, cpu_info().features())),
+      compiler_(config.compiler.in_process()
+                    ? make_llvm_compiler(config.isa)
+                    : std::make_unique<Compiler>(for_isa(config.compiler, config.isa),
+                                                 config.isa.empty() ? cpu_info().features() : config.isa)),
       pool_(config.threads) {}
+
+bool CpuDevice::runnable() const { return isa_rank(config_.isa) <= isa_rank(runnable_isa_level()); }
 
 sdk::DeviceProps CpuDevice::props() {
   const CpuInfo& cpu = cpu_info();
   sdk::DeviceProps p;
   p.name = cpu.model;
-  p.arch = cpu.isa_level();
+  p.arch = config_.isa.empty() ? cpu.isa_level() : config_.isa;
   p.description = cpu.model + " (" + p.arch + ", " + std::to_string(config_.threads) +
-                  (config_.threads == 1 ? " thread)" : " threads)");
-  p.features = cpu.features();
+                  (config_.threads == 1 ? " thread)" : " threads)") +
+                  (runnable() ? "" : "; compiles only: this host is " + runnable_isa_level());
+  p.features = config_.isa.empty() ? cpu.features() : config_.isa;
   p.kind = KILN_DEVICE_KIND_CPU;
   p.flags = KILN_DEVICE_THREADSAFE;
   p.memory_total = cpu.memory_total;
@@ -35,12 +54,14 @@ sdk::DeviceProps CpuDevice::props() {
 sdk::Target CpuDevice::target() {
   const CpuInfo& cpu = cpu_info();
   sdk::Target t;
-  t.flags = KILN_TARGET_HAS_THREADS | (cpu.has("fma") ? KILN_TARGET_HAS_FMA : 0u);
+  const bool fma = config_.isa.empty() ? cpu.has("fma") : isa_rank(config_.isa) >= 3;
+  t.flags = KILN_TARGET_HAS_THREADS | (fma ? KILN_TARGET_HAS_FMA : 0u);
   t.threads = config_.threads;
   t.global_max = {0x7fffffffu, 0x7fffffffu, 0x7fffffffu};  // work-item indices are int32
   t.local_max = {1, 1, 1};
   t.local_prod_max = 1;
-  t.max_vector_width = cpu.has("avx512f") ? 16 : cpu.has("avx") ? 8 : 4;  // float lanes per register
+  // float lanes per register
+  t.max_vector_width = !config_.isa.empty() ? isa_float_lanes(config_.isa) : cpu.has("avx512f") ? 16 : cpu.has("avx") ? 8 : 4;
   // What the C dialect renders; the core decomposes the rest (transcendentals, half types).
   c_dialect_caps(t.ops.data(), t.dtypes);
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
@@ -76,6 +97,11 @@ std::string CpuDevice::compile(const sdk::CompileRequest& request, std::string& 
 }
 
 std::unique_ptr<sdk::Program> CpuDevice::load(std::string_view binary, std::string_view entry) {
+  if (!runnable())
+    throw sdk::Error{KILN_STATUS_UNAVAILABLE, "this cpu device compiles for " + config_.isa + ", which this host (" +
+                                                  runnable_isa_level() + ") cannot run; its kernels can be compiled "
+                                                  "(kiln compile), not loaded. Use isa = \"native\" or a level up to " +
+                                                  runnable_isa_level()};
   return load_program(binary, entry);
 }
 

@@ -37,6 +37,8 @@ class CpuDevice final : public sdk::Device {
   std::string render(const kiln_lir& kernel) override;
 
  private:
+  bool runnable() const;  // the host has every feature of config_.isa
+
   CpuConfig config_;
   std::unique_ptr<KernelCompiler> compiler_;
   ThreadPool pool_;

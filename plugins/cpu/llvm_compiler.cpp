@@ -66,9 +66,12 @@ const Host& host() {
 
 class LlvmCompiler final : public KernelCompiler {
  public:
+  // An x86-64 level is an LLVM CPU name whose features LLVM knows: no host features are added.
+  explicit LlvmCompiler(const std::string& isa) : cpu_(isa.empty() ? host().cpu : isa), features_(isa.empty() ? host().features : "") {}
+
   std::string cache_key() override {
     const Host& h = host();
-    return std::string("llvm ") + LLVM_VERSION_STRING + "|O2|" + h.triple + "|" + h.cpu + "|" + h.features;
+    return std::string("llvm ") + LLVM_VERSION_STRING + "|O2|" + h.triple + "|" + cpu_ + "|" + features_;
   }
 
   std::string compile(const std::string& source, const std::string& entry, const std::string& extra_options,
@@ -89,15 +92,15 @@ class LlvmCompiler final : public KernelCompiler {
       throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compiling kernel '" + entry + "' failed: the LLVM IR does not parse:\n" + log};
     }
     std::unique_ptr<llvm::TargetMachine> tm(h.target->createTargetMachine(
-        h.triple, h.cpu, h.features, llvm::TargetOptions(), llvm::Reloc::PIC_, llvm::CodeModel::Small,
+        h.triple, cpu_, features_, llvm::TargetOptions(), llvm::Reloc::PIC_, llvm::CodeModel::Small,
         llvm::CodeGenOpt::Aggressive));
     if (!tm) throw sdk::Error{KILN_STATUS_INTERNAL, "LLVM could not create a target machine for " + h.triple};
     mod->setTargetTriple(h.triple);
     mod->setDataLayout(tm->createDataLayout());
     for (llvm::Function& f : *mod) {
       if (f.isDeclaration()) continue;
-      f.addFnAttr("target-cpu", h.cpu);
-      f.addFnAttr("target-features", h.features);
+      f.addFnAttr("target-cpu", cpu_);
+      f.addFnAttr("target-features", features_);
     }
     std::string problems;
     llvm::raw_string_ostream vs(problems);
@@ -117,6 +120,8 @@ class LlvmCompiler final : public KernelCompiler {
   }
 
  private:
+  std::string cpu_, features_;
+
   static void optimize(llvm::Module& mod, llvm::TargetMachine& tm) {
     llvm::LoopAnalysisManager lam;
     llvm::FunctionAnalysisManager fam;
@@ -134,6 +139,6 @@ class LlvmCompiler final : public KernelCompiler {
 
 }  // namespace
 
-std::unique_ptr<KernelCompiler> make_llvm_compiler() { return std::make_unique<LlvmCompiler>(); }
+std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa) { return std::make_unique<LlvmCompiler>(isa); }
 
 }  // namespace kiln::cpu

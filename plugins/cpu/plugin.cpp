@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <vector>
 
 #include "config.hpp"
 #include "device.hpp"
@@ -21,6 +22,24 @@ bool in_path(const std::string& program) {
   return false;
 }
 
+// KILN_CPU_OFFLINE_ARCH=x86-64-v4,x86-64-v2: devices that compile for those levels (`kiln compile
+// --backend cpu --arch x86-64-v4` sets it). They run kernels only where the host has the level.
+std::vector<std::string> offline_levels() {
+  const char* env = std::getenv("KILN_CPU_OFFLINE_ARCH");
+  std::vector<std::string> out;
+  std::string list = env ? env : "";
+  for (char& ch : list)
+    if (ch == ',') ch = ' ';
+  std::istringstream words(list);
+  for (std::string w; words >> w;) {
+    if (isa_rank(w) < 2)
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "KILN_CPU_OFFLINE_ARCH names '" + w +
+                                                         "'; the cpu backend compiles for x86-64-v2, x86-64-v3 and x86-64-v4"};
+    out.push_back(w);
+  }
+  return out;
+}
+
 }  // namespace
 
 class CpuPlugin final : public sdk::Plugin {
@@ -36,21 +55,27 @@ class CpuPlugin final : public sdk::Plugin {
 
   void initialize(const sdk::Options& options) override {
     config_ = read_config(options, cpu_info());
+    offline_ = offline_levels();
     if (!config_.compiler.in_process() && !in_path(config_.compiler.compiler))
       sdk::log(KILN_LOG_WARNING, config_.compiler.compiler +
                                      " was not found in PATH: the cpu backend can allocate memory but not compile "
                                      "kernels (install clang-15 or set [backends.cpu.options] compiler)");
   }
 
-  uint32_t device_count() override { return 1; }
+  // cpu:0 (option isa), then one device per level of KILN_CPU_OFFLINE_ARCH
+  uint32_t device_count() override { return 1 + static_cast<uint32_t>(offline_.size()); }
 
   std::unique_ptr<sdk::Device> open(uint32_t index) override {
-    if (index != 0) throw sdk::Error{KILN_STATUS_NOT_FOUND, "the cpu backend has one device, cpu:0"};
-    return std::make_unique<CpuDevice>(config_);
+    if (index > offline_.size())
+      throw sdk::Error{KILN_STATUS_NOT_FOUND, "the cpu backend has " + std::to_string(device_count()) + " device(s)"};
+    CpuConfig c = config_;
+    if (index > 0) c.isa = offline_[index - 1];
+    return std::make_unique<CpuDevice>(c);
   }
 
  private:
   CpuConfig config_ = read_config(sdk::Options{}, cpu_info());
+  std::vector<std::string> offline_;
 };
 
 }  // namespace kiln::cpu

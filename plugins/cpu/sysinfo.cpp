@@ -85,6 +85,22 @@ std::string CpuInfo::isa_level() const {
   return "x86-64-v4";
 }
 
+int isa_rank(const std::string& level) {
+  if (level == "x86-64") return 1;
+  for (int i = 0; i < 3; ++i)
+    if (level == kIsaLevels[i]) return i + 2;
+  return 0;
+}
+
+std::string runnable_isa_level() {
+  std::string host = cpu_info().isa_level();
+  const char* assumed = std::getenv("KILN_CPU_ASSUME_HOST");
+  if (assumed && isa_rank(assumed) > 0 && isa_rank(assumed) < isa_rank(host)) return assumed;
+  return host;
+}
+
+uint32_t isa_float_lanes(const std::string& level) { return isa_rank(level) >= 4 ? 16 : isa_rank(level) == 3 ? 8 : 4; }
+
 std::string CpuInfo::features() const {
   static const char* const interesting[] = {"sse4_2", "avx", "avx2", "fma", "f16c", "bmi2", "avx512f", "avx512bw",
                                             "avx512dq", "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16",

@@ -18,6 +18,16 @@ struct CpuInfo {
   std::string features() const;    // the flags that matter for generated code, space-separated
 };
 
+// The x86-64 psABI levels kiln compiles for (option `isa`, KILN_CPU_OFFLINE_ARCH), lowest first.
+inline constexpr const char* kIsaLevels[] = {"x86-64-v2", "x86-64-v3", "x86-64-v4"};
+// 1 for "x86-64", 2..4 for "x86-64-v2".."x86-64-v4", 0 for anything else.
+int isa_rank(const std::string& level);
+// The level kernels may run at: the host's, or KILN_CPU_ASSUME_HOST's when that is lower (tests
+// of the compile-only path on any machine).
+std::string runnable_isa_level();
+// Float lanes of the widest vector registers a level guarantees: 4 (SSE), 8 (AVX2), 16 (AVX-512).
+uint32_t isa_float_lanes(const std::string& level);
+
 // Read once per process (cheap: two small /proc files).
 const CpuInfo& cpu_info();
 

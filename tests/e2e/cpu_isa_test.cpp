@@ -1,0 +1,86 @@
+// tests/e2e/cpu_isa_test.cpp - the cpu backend for each x86-64 level, on any host.
+//
+// ctest sets KILN_CPU_OFFLINE_ARCH=x86-64-v2,x86-64-v3,x86-64-v4, so cpu:1..3 compile for those
+// levels whatever this machine is: the whole op corpus is compiled for all three (an AVX-512-only
+// codegen bug shows on an AVX2 machine), and run, against the reference, on the levels the host
+// can execute. A second entry sets KILN_CPU_ASSUME_HOST=x86-64-v2, so the compile-only path (a
+// level above the host) is exercised on every machine.
+#include <gtest/gtest.h>
+
+#include "backend_e2e.hpp"
+#include "codegen/pipeline.hpp"
+#include "error_check.hpp"
+#include "kiln/kiln.hpp"
+#include "plugin/device.hpp"
+#include "runtime/device_alloc.hpp"
+#include "sysinfo.hpp"
+
+using namespace kiln;
+using namespace kiln::testing;
+
+namespace {
+
+struct Level {
+  const char* isa;
+  const char* device;
+  uint32_t lanes;
+};
+constexpr Level kLevels[] = {{"x86-64-v2", "cpu:1", 4}, {"x86-64-v3", "cpu:2", 8}, {"x86-64-v4", "cpu:3", 16}};
+
+bool host_runs(const Level& l) { return cpu::isa_rank(l.isa) <= cpu::isa_rank(cpu::runnable_isa_level()); }
+
+}  // namespace
+
+TEST(CpuIsa, EachLevelIsADeviceWithItsVectorWidth) {
+  for (const Level& l : kLevels) {
+    auto d = runtime::open_device(l.device);
+    EXPECT_EQ(d->props().arch, l.isa);
+    EXPECT_EQ(d->target().max_vector_width, l.lanes) << l.isa;
+    EXPECT_EQ(d->props().description.find("compiles only") == std::string::npos, host_runs(l)) << d->props().description;
+  }
+}
+
+// Every kernel of the op corpus renders and compiles to an x86-64 ELF object for every level.
+TEST(CpuIsa, TheCorpusCompilesForEveryLevel) {
+  for (const Level& l : kLevels) {
+    auto d = runtime::open_device(l.device);
+    int kernels = 0;
+    for (const OpCase& c : op_corpus()) {
+      std::vector<Tensor> inputs;
+      for (const HostArray& a : c.inputs) inputs.push_back(Tensor::empty(a.shape, a.dtype, "ref"));
+      for (const ExecItem& e : c.build(inputs).schedule()) {
+        if (e.is_copy) continue;
+        SCOPED_TRACE(c.name + " (" + e.name + ") for " + l.isa);
+        ProgramSpec p = to_program(e.ast, d->target());
+        std::string binary = d->compile(d->render(p.lir.view()), p.name);
+        ASSERT_GE(binary.size(), 20u);
+        EXPECT_EQ(binary.compare(0, 4, "\x7f" "ELF"), 0);
+        EXPECT_EQ(static_cast<unsigned char>(binary[18]), 62u) << "e_machine: EM_X86_64";
+        ++kernels;
+      }
+    }
+    EXPECT_GT(kernels, 100) << l.isa;
+  }
+}
+
+// The corpus runs and matches the reference on every level this host executes.
+TEST(CpuIsa, TheCorpusRunsOnTheLevelsTheHostHas) {
+  int ran = 0;
+  for (const Level& l : kLevels) {
+    if (!host_runs(l)) continue;
+    for (const OpCase& c : op_corpus()) {
+      SCOPED_TRACE(std::string(l.isa) + ": " + c.name);
+      expect_matches_reference(c, l.device);
+    }
+    ++ran;
+  }
+  EXPECT_GE(ran, 1) << "every x86-64 host kiln supports runs x86-64-v2";
+}
+
+// A level above the host compiles but does not load: a clear error, not SIGILL.
+TEST(CpuIsa, ALevelAboveTheHostCompilesButDoesNotRun) {
+  const Level& top = kLevels[2];
+  if (host_runs(top)) GTEST_SKIP() << "run with KILN_CPU_ASSUME_HOST=x86-64-v2 (ctest entry test_cpu_isa_compile_only)";
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {4}, top.device);
+  expect_error([&] { (x * 2.0).to_vector<float>(); }, ErrorCode::unavailable, "cannot run");
+}
