@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
 # dev.sh - the two set-up commands of the README, and a few helpers around them.
 #
-#   ./dev.sh run     install what is missing, build, run the examples on the default device
-#   ./dev.sh test    install what is missing, build (warnings are errors), run every test, then
-#                    the conformance kit on the cpu and opencl backends under ASan/UBSan
+#   ./dev.sh run     install what is missing, build what the main job needs (CLI, backends,
+#                    examples), run the examples on the default device
+#   ./dev.sh test    install what is missing, build everything in the same tree (so after `run`
+#                    only the tests and benchmarks are left to compile), run every test, then the
+#                    conformance kit on the cpu and opencl backends under ASan/UBSan and the
+#                    threaded tests under ThreadSanitizer
 #   ./dev.sh build   build only (no package check)
 #   ./dev.sh bench   build, then `kiln bench` on the default device
 #
-# Environment: BUILD_DIR (default ./build; the sanitized build goes to $BUILD_DIR-asan), JOBS (default:
-# nproc), KILN_SANITIZE (e.g. address,undefined).
+# Environment: BUILD_DIR (default ./build; the sanitized builds go to $BUILD_DIR-asan and
+# $BUILD_DIR-tsan), JOBS (default: nproc), KILN_SANITIZE (e.g. address,undefined).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${BUILD_DIR:-$here/build}"
 jobs="${JOBS:-$(nproc)}"
 
+# run and test configure the tree alike (warnings are errors in both: the toolchain is the one
+# setup-deps.sh installs, and one set of flags means `test` after `run` recompiles nothing).
 configure() {
-  local werror="$1"
   cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DKILN_WERROR="$werror" -DKILN_SANITIZE="${KILN_SANITIZE:-}" >/dev/null
+    -DKILN_WERROR=ON -DKILN_SANITIZE="${KILN_SANITIZE:-}" >/dev/null
 }
 
-compile() { cmake --build "$build" -j "$jobs"; }
+compile() { cmake --build "$build" -j "$jobs" "$@"; }
 
 # The conformance kit's leak check (level 5, L5.leaks) only runs under AddressSanitizer: a
 # sanitized build of the CLI and the in-tree backends (no tests, no benchmarks; warnings are not
@@ -33,31 +37,46 @@ sanitized_conformance() {
   env -u KILN_BACKENDS LSAN_OPTIONS="suppressions=$here/tests/opencl/lsan.supp" "$asan/tools/kiln/kiln" test cpu opencl
 }
 
+# The tests that use threads (interning, realizing one tensor from several threads, the cpu
+# thread pool and concurrent launches) under ThreadSanitizer: a third tree, only those executables.
+tsan_tests=(test_ir test_tensor test_runtime test_plugin_cpu test_cpu_internals)
+thread_sanitized_tests() {
+  local tsan="${build}-tsan"
+  cmake -S "$here" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_WERROR=OFF \
+    -DKILN_SANITIZE=thread -DKILN_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$tsan" -j "$jobs" --target "${tsan_tests[@]}" kiln_cpu
+  local names
+  names=$(IFS='|'; echo "${tsan_tests[*]}")
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir "$tsan" --output-on-failure -j "$jobs" --timeout 900 -R "^(${names})\$"
+}
+
 cmd="${1:-}"
 case "$cmd" in
   run)
     "$here/scripts/setup-deps.sh"
-    configure OFF && compile
+    configure && compile --target main_job
     "$build/tools/kiln/kiln" devices
     "$build/examples/mlp"        # an MLP forward pass, checked against plain C++, with per-kernel times
     "$build/examples/softmax"
     ;;
   test)
     "$here/scripts/setup-deps.sh"
-    configure ON && compile
+    configure && compile
     ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 900
     sanitized_conformance
+    thread_sanitized_tests
     ;;
   build)
-    configure OFF && compile
+    configure && compile
     ;;
   bench)
-    configure OFF && compile
+    configure && compile
     shift
     "$build/tools/kiln/kiln" bench "$@"
     ;;
   *)
-    sed -n '2,10p' "$0"
+    sed -n '2,14p' "$0"
     exit 2
     ;;
 esac
