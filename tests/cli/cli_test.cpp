@@ -245,5 +245,21 @@ TEST(Cli, Demo) {
   EXPECT_CONTAINS(r.out, "simplified:");
 }
 
+// Given optimisation actions go through the optimizer's validator: the first that does not apply
+// to the kernel as the actions before it left it is named, with the kernel (exit 1); text that is
+// not an action list is a usage error (exit 2).
+TEST(Cli, CompileTakesCheckedActionLists) {
+  CliResult ok = run_kiln({"compile", "--device", "cpu:0", "--workload", "matmul256", "--opts", "UPCAST(1, 8, vector) THREAD(0, 2)"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_CONTAINS(ok.out, "r_256_256_256");
+  CliResult gone = run_kiln({"compile", "--device", "cpu:0", "--workload", "matmul256", "--opts", "UPCAST(0, 256) SWAP(0, 1)"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_CONTAINS(gone.err, "kernel r_256_256_256: opt #2 SWAP(0, 1) does not apply");
+  EXPECT_CONTAINS(gone.err, "the kernel has no axis 0");
+  CliResult bad = run_kiln({"compile", "--device", "cpu:0", "--workload", "matmul256", "--opts", "UPCAST(0 8)"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_CONTAINS(bad.err, "cannot read the action 'UPCAST(0 8)'");
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "cli.hpp"
@@ -91,14 +92,16 @@ int run_compile(const std::vector<std::string>& args) {
       "workload", po::value<std::string>(), "every kernel of a `kiln bench` workload")(
       "source", po::value<std::string>(), "a source file in the backend's language (with --entry)")(
       "entry", po::value<std::string>(), "the kernel function of --source")(
+      "opts", po::value<std::string>(),
+      "optimisation actions for every kernel of --workload instead of the heuristic's, e.g. \"UPCAST(1, 8, vector) THREAD(0, 2)\"")(
       "output,o", po::value<std::string>(), "directory (workload) or file (source) to write to")("json",
                                                                                                   "machine-readable output");
   po::variables_map vm;
   std::string names;
   for (const bench::Workload& w : bench::workloads()) names += (names.empty() ? "" : ", ") + w.name;
   if (!parse_args(args, options, {}, vm,
-                  "kiln compile (--device D | --backend B [--arch A]) (--workload W | --source FILE --entry NAME) [-o OUT] "
-                  "[--json]",
+                  "kiln compile (--device D | --backend B [--arch A]) (--workload W [--opts ACTIONS] | --source FILE --entry NAME) "
+                  "[-o OUT] [--json]",
                   "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # AMDGPU code objects\n"
                   "  kiln compile --device opencl:0 --workload softmax\n"
                   "  kiln compile --backend hip --arch gfx90a --source k.hip --entry vadd -o k.co\n\nworkloads: " +
@@ -108,6 +111,15 @@ int run_compile(const std::vector<std::string>& args) {
   if (vm.count("arch") && !vm.count("backend")) throw UsageError("--arch goes with --backend");
   if (vm.count("workload") == vm.count("source")) throw UsageError("give exactly one of --workload and --source");
   if (vm.count("source") && !vm.count("entry")) throw UsageError("--source needs --entry (the kernel's function name)");
+  if (vm.count("opts") && !vm.count("workload")) throw UsageError("--opts goes with --workload (a source file is compiled as it is)");
+  std::optional<std::vector<Opt>> given;
+  if (vm.count("opts")) {
+    try {
+      given = parse_opts(vm["opts"].as<std::string>());
+    } catch (const Error& e) {
+      throw UsageError(std::string("--opts: ") + e.what());
+    }
+  }
 
   std::string arch = vm.count("arch") ? vm["arch"].as<std::string>() : "";
   if (!arch.empty()) {
@@ -142,11 +154,22 @@ int run_compile(const std::vector<std::string>& args) {
     for (const ExecItem& e : items) {
       if (e.is_copy) continue;
       auto t0 = std::chrono::steady_clock::now();
-      std::shared_ptr<runtime::Kernel> k = runtime::get_kernel(dev, e.ast);
-      kiln_lir lir = k->spec.lir.view();
-      std::string binary = runtime::compile_cached(*dev, k->source, k->spec.name, lir_key(lir));
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      out.push_back({k->spec.name, k->source, std::move(binary), ms});
+      Compiled c;
+      if (given) {  // the user's actions, checked against this kernel (not cached: a one-off build)
+        ProgramSpec p;
+        try {
+          p = to_program(e.ast, dev->target(), &*given);
+        } catch (const Error& err) {
+          fail(err.code(), "kernel ", e.name, ": ", err.what());
+        }
+        c = {p.name, dev->render(p.lir.view()), "", 0};
+        c.binary = runtime::compile_cached(*dev, c.source, c.name, lir_key(p.lir.view()));
+      } else {
+        std::shared_ptr<runtime::Kernel> k = runtime::get_kernel(dev, e.ast);
+        c = {k->spec.name, k->source, runtime::compile_cached(*dev, k->source, k->spec.name, lir_key(k->spec.lir.view())), 0};
+      }
+      c.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      out.push_back(std::move(c));
     }
   }
 

@@ -2,6 +2,7 @@
 #include "codegen/opt.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "ir/print.hpp"
 #include "ir/traverse.hpp"
@@ -16,10 +17,58 @@ int64_t range_axis(const UOp& r) { return r.arg_ints()[0]; }
 AxisType range_type(const UOp& r) { return static_cast<AxisType>(r.arg_ints()[1]); }
 bool range_vectorized(const UOp& r) { return r.arg_ints().size() > 2 && r.arg_ints()[2]; }
 
+namespace {
+constexpr const char* kOptNames[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "SWAP", "GROUP"};
+}
+
 std::string Opt::str() const {
-  static const char* const names[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "SWAP", "GROUP"};
-  const char* n = names[static_cast<int>(op)];
-  return cat(n, "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
+  return cat(kOptNames[static_cast<int>(op)], "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
+}
+
+Opt parse_opt(std::string_view text) {
+  auto bad = [&]() -> Opt {
+    fail(ErrorCode::invalid_argument, "cannot read the action '", text,
+         "': write NAME(axis, amount) or NAME(axis, amount, vector), NAME one of UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP");
+  };
+  size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string_view::npos || close != text.size() - 1) return bad();
+  Opt o{OptOp::UPCAST, 0, 0};
+  std::string_view name = text.substr(0, open);
+  auto it = std::find(std::begin(kOptNames), std::end(kOptNames), name);
+  if (it == std::end(kOptNames)) return bad();
+  o.op = static_cast<OptOp>(it - std::begin(kOptNames));
+  std::vector<std::string> parts{""};
+  for (char ch : text.substr(open + 1, close - open - 1)) {
+    if (ch == ',') parts.emplace_back();
+    else if (ch != ' ') parts.back() += ch;
+  }
+  auto number = [&](const std::string& s, int64_t& v) {
+    char* end = nullptr;
+    v = std::strtoll(s.c_str(), &end, 10);
+    return !s.empty() && *end == 0;
+  };
+  if (parts.size() < 2 || parts.size() > 3 || !number(parts[0], o.axis) || !number(parts[1], o.amount)) return bad();
+  if (parts.size() == 3) {
+    if (parts[2] != "vector") return bad();
+    o.vectorize = true;
+  }
+  return o;
+}
+
+std::vector<Opt> parse_opts(std::string_view text) {
+  std::vector<Opt> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ' || text[i] == ',' || text[i] == ';' || text[i] == '\n' || text[i] == '\t') {
+      ++i;
+      continue;
+    }
+    size_t close = text.find(')', i);
+    size_t end = close == std::string_view::npos ? text.size() : close + 1;
+    out.push_back(parse_opt(text.substr(i, end - i)));
+    i = end;
+  }
+  return out;
 }
 
 namespace {

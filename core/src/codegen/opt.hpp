@@ -17,6 +17,7 @@
 #pragma once
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/uop.hpp"
@@ -34,6 +35,12 @@ struct Opt {
   bool vectorize = false;  // UPCAST/UNROLL: lanes of one vector (at most one per kernel)
   std::string str() const;
 };
+
+// Reads one action as Opt::str() writes it: "UPCAST(1, 8, vector)", "SWAP(0,1)"; a list is separated
+// by spaces, commas between actions or semicolons ("UPCAST(1, 8, vector) THREAD(0, 2)"). Throws
+// kiln::Error(invalid_argument) naming the text and the expected form.
+Opt parse_opt(std::string_view text);
+std::vector<Opt> parse_opts(std::string_view text);
 
 // At most this many vector lanes on one axis (wider vectors are split to the target's width).
 inline constexpr int64_t kMaxVectorLanes = 64;

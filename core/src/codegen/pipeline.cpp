@@ -19,11 +19,17 @@ namespace kiln {
 
 const PatternMatcher& pm_vector_cleanup();
 
-UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts) {
+UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts,
+                         const std::vector<Opt>* given) {
   // early cleanup: the scheduler's index math, simplified once more on its own
   UOp sink = graph_rewrite(ast, symbolic(), nullptr, "initial symbolic");
   // optimisation actions work on RANGEs: they must see the kernel before anything is expanded
-  sink = apply_opts(sink, target, opts);
+  if (given) {
+    sink = apply_opts(sink, *given, target);
+    if (opts) opts->insert(opts->end(), given->begin(), given->end());
+  } else {
+    sink = apply_opts(sink, target, opts);
+  }
   sink = graph_rewrite(sink, symbolic(), nullptr, "postopt symbolic");
   // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
   sink = expand_ranges(sink);
@@ -89,12 +95,12 @@ void estimate(const UOp& ast, ProgramSpec& p) {
 
 }  // namespace
 
-ProgramSpec to_program(const UOp& ast, const Target& target) {
+ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<Opt>* given) {
   ProgramSpec p;
   p.ast = ast;
   p.name = ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel";
   estimate(ast, p);
-  p.sink = full_rewrite_to_sink(ast, target, p.dims, &p.opts);
+  p.sink = full_rewrite_to_sink(ast, target, p.dims, &p.opts, given);
   std::vector<UOp> linear = do_linearize(p.sink);
   check_target_support(linear, target, p.name);
   p.lir = to_lir(linear, p.name);

@@ -24,7 +24,10 @@ struct ProgramSpec {
 };
 
 // The pass list (see pipeline.cpp): optimise, expand, lower, decompose.
-UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts = nullptr);
+// `given`: these actions instead of the heuristic's (checked; an error names the first that does
+// not apply). `opts` receives the actions applied.
+UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts = nullptr,
+                         const std::vector<Opt>* given = nullptr);
 std::vector<UOp> do_linearize(const UOp& sink);
 // The contract of DESIGN §7: the renderer never sees an op or dtype its target does not list.
 // What is left after decompose() has no decomposition; throws kiln::Error (unimplemented) naming
@@ -37,6 +40,6 @@ void check_target_support(const std::vector<UOp>& program, const Target& target,
 void check_launch_size(const Target& target, const std::string& kernel, int d, int64_t global, int64_t local);
 // full_rewrite_to_sink + do_linearize + check_target_support + LIR serialisation. Thread-safe.
 // do_render and do_compile, the steps after it, need a device: runtime/program_cache.cpp.
-ProgramSpec to_program(const UOp& ast, const Target& target);
+ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<Opt>* given = nullptr);
 
 }  // namespace kiln
