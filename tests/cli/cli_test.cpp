@@ -10,16 +10,6 @@
 namespace kiln::test {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(KILN_FIXTURE_MANIFESTS) + "/" + name; }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in:\n" << (haystack)
-#define EXPECT_JSON(text)                                     \
-  do {                                                        \
-    std::string why;                                          \
-    EXPECT_TRUE(is_valid_json(text, &why)) << why << "\n" << (text); \
-  } while (0)
-
 TEST(JsonCheck, AcceptsJsonAndRejectsNearMisses) {
   EXPECT_TRUE(is_valid_json(R"({"a": [1, -2.5e3, true, null, "x\n\u00e9"], "b": {}})"));
   for (const char* bad : {"{", "{\"a\" 1}", "[1,]", "{'a': 1}", "01", "\"\t\"", "nul", "{} {}", ""})
@@ -159,6 +149,7 @@ TEST(Cli, DevicesAndMergedOptionsReachThePlugin) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "Available devices:\n  good:0: fixture device 0: from the config (1024 MiB, 512 MiB free)\n");
   EXPECT_CONTAINS(r.out, "  good:1: fixture device 1: from the config (1024 MiB, 512 MiB free) [default]\n");
+  EXPECT_CONTAINS(r.out, "Default: good:1 (config " + fixture("config_ok.toml") + ":2:11)\n");
   CliResult none = run_kiln({"devices"}, {{"KILN_BACKENDS", fixture("unavailable.toml")}});
   EXPECT_EQ(none.exit_code, 0);
   EXPECT_EQ(none.out, "Available devices:\n  (none)\n");

@@ -15,12 +15,6 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(KILN_FIXTURES) + "/" + name + ".toml"; }
 
-#define EXPECT_JSON(text)                                            \
-  do {                                                               \
-    std::string why;                                                 \
-    EXPECT_TRUE(is_valid_json(text, &why)) << why << "\n" << (text); \
-  } while (0)
-
 }  // namespace
 
 TEST(KilnTest, CpuPassesEveryLevelUpToTheKernels) {

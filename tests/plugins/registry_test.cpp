@@ -3,6 +3,8 @@
 // message, and none hides the good backend.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -275,12 +277,92 @@ TEST(Registry, KilnDeviceBeatsConfigDefault) {
 
 TEST(Registry, UnknownAndUnusableDevicesListWhatExists) {
   Registry r(only({"good.toml", "unavailable.toml"}));
-  expect_error([&] { r.open("nope"); }, ErrorCode::not_found, "available devices: good:0, good:1");
+  // naming a backend that does not exist loads none (what is not loaded yet is named as such)
+  expect_error([&] { r.open("nope"); }, ErrorCode::not_found, "backends not loaded yet: good, unavailable");
   expect_error([&] { r.open("good:7"); }, ErrorCode::not_found, "backend good has 2 devices");
+  expect_error([&] { r.open("nope"); }, ErrorCode::not_found, "available devices: good:0, good:1");
   expect_error([&] { r.open("unavailable"); }, ErrorCode::unavailable, "is unavailable: no fixture hardware here");
   expect_error([&] { r.open("good:x"); }, ErrorCode::invalid_argument, "expected backend[:index]");
   EXPECT_EQ(r.open("good")->name(), "good:0");
   EXPECT_EQ(r.open("good:0"), r.open(""));  // one Device per name
+}
+
+// A program that names its device loads that backend alone: a plugin elsewhere on the search
+// path that crashes when loaded is never touched (in a child: a crash here is the failure).
+TEST(Registry, NamingADeviceLoadsOnlyItsBackend) {
+  auto run = [] {
+        setenv("KILN_FIXTURE_MODE", "probe-segv", 1);
+        Registry r(only({"raw.toml", "good.toml"}));
+        bool ok = r.resolve("good:0") == "good:0" && r.open("good:1")->name() == "good:1";
+        Settings s = only({"raw.toml", "good.toml"});
+        s.device = "good:1";
+        Registry by_env(s);
+        ok = ok && by_env.default_device() == "good:1";
+        std::exit(ok ? 0 : 1);
+  };
+  EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "");
+}
+
+// With isolate_timeout_s (what the CLI sets) a plugin that crashes, exits or hangs while loaded,
+// probed or opened is a `crashed` backend with the reason, and the others still work.
+TEST(Registry, IsolatedProbingTurnsCrashesExitsAndHangsIntoAStatus) {
+  struct Case {
+    const char* mode;
+    const char* reason;
+  };
+  for (Case c : {Case{"entry-segv", "crashed (SIGSEGV) while probing"}, Case{"probe-abort", "crashed (SIGABRT) while probing"},
+                 Case{"probe-exit0", "exited with status 0 while probing"}, Case{"open-segv", "crashed (SIGSEGV)"},
+                 Case{"probe-hang", "did not answer within 1 s (killed) while probing"}}) {
+    SCOPED_TRACE(c.mode);
+    auto run = [&] {
+      setenv("KILN_FIXTURE_MODE", c.mode, 1);
+      Settings s = only({"raw.toml", "good.toml"});
+      s.isolate_timeout_s = 1;
+      Registry r(s);
+      const BackendRecord& raw = record(r, "raw");
+      const std::vector<std::string> good{"good:0", "good:1"};
+      bool ok = raw.status == BackendStatus::crashed && raw.reason.find(c.reason) != std::string::npos &&
+                r.devices() == good;
+      if (!ok) std::fprintf(stderr, "raw: %s: %s\n", status_name(raw.status), raw.reason.c_str());
+      std::exit(ok ? 0 : 1);
+    };
+    EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "");
+  }
+}
+
+// Counts and exceptions from a plugin on the bare C ABI: clear errors, no hang, no terminate.
+TEST(Registry, AbsurdCountsAndEscapingExceptionsAreLoadErrors) {
+  for (auto [mode, reason] : {std::pair{"count-huge", "device_count reported 4294967295 devices; more than 4096"},
+                              std::pair{"count-1e9", "device_count reported 1000000000 devices"},
+                              std::pair{"count-throw", "device_count threw an exception that is not a std::exception"}}) {
+    SCOPED_TRACE(mode);
+    auto run = [&] {
+          setenv("KILN_FIXTURE_MODE", mode, 1);
+          Registry r(only({"raw.toml"}));
+          const BackendRecord& raw = record(r, "raw");
+          bool ok = raw.status == BackendStatus::load_error && raw.reason.find(reason) != std::string::npos;
+          if (!ok) std::fprintf(stderr, "raw: %s: %s\n", status_name(raw.status), raw.reason.c_str());
+          std::exit(ok ? 0 : 1);
+    };
+    EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "");
+  }
+}
+
+// DESIGN section 8: GPU/accelerator devices first (by priority), then the native cpu backend,
+// then CPU-type devices of other backends, whatever their priority.
+TEST(Registry, DefaultDeviceRule) {
+  Registry cpu_over_cl(only({"kinds/cl_cpu.toml", "kinds/cpu.toml"}));  // cl_cpu has priority 100, cpu 0
+  DeviceChoice c = cpu_over_cl.default_choice();
+  EXPECT_EQ(c.device, "cpu:0");
+  EXPECT_CONTAINS(c.origin, "native cpu backend comes before CPU-type devices");
+  Registry gpu_first(only({"kinds/cl_cpu.toml", "kinds/cpu.toml", "kinds/gpu_dev.toml"}));  // gpu_dev: priority 5
+  c = gpu_first.default_choice();
+  EXPECT_EQ(c.device, "gpu_dev:0");
+  EXPECT_CONTAINS(c.origin, "the first GPU device");
+  Registry only_cl(only({"kinds/cl_cpu.toml"}));
+  c = only_cl.default_choice();
+  EXPECT_EQ(c.device, "cl_cpu:0");
+  EXPECT_CONTAINS(c.origin, "CPU-type device");
 }
 
 }  // namespace

@@ -14,18 +14,25 @@ int run_devices(const std::vector<std::string>& args) {
                   "  kiln devices\n  KILN_DEVICE=cpu:0 kiln devices --json\n"))
     return kOk;
   Registry registry(cli_settings());
+  std::vector<std::shared_ptr<Device>> opened;
+  std::vector<std::string> errors;
+  DeviceChoice def;
+  {
+    StdoutToStderr quiet;
+    for (const std::string& id : registry.devices()) {
+      try {
+        opened.push_back(registry.open(id));
+      } catch (const std::exception& e) {
+        errors.push_back(e.what());
+      }
+    }
+    def = registry.default_choice();
+  }
   print_diagnostics(registry);
   int exit = config_exit(registry);
-  std::vector<std::shared_ptr<Device>> opened;
-  for (const std::string& id : registry.devices()) {
-    try {
-      opened.push_back(registry.open(id));
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "kiln: %s\n", e.what());
-      exit = exit ? exit : kFailure;
-    }
-  }
-  DeviceChoice def = registry.default_choice();
+  for (const std::string& e : errors) std::fprintf(stderr, "kiln: %s\n", e.c_str());
+  if (!exit && !errors.empty()) exit = kFailure;
+  if (!exit) exit = backends_exit(registry);
   if (vm.count("json")) {
     Json list = Json::array();
     for (const auto& d : opened) list.push(device_json(*d));
@@ -49,9 +56,10 @@ int run_devices(const std::vector<std::string>& args) {
     if (p.memory_total)
       memory = " (" + std::to_string(p.memory_total >> 20) + " MiB" +
                (p.memory_free ? ", " + std::to_string(p.memory_free >> 20) + " MiB free)" : ")");  // 0: unknown
-    std::printf("  %s: %s%s%s\n", d->name().c_str(), p.description.c_str(), memory.c_str(),
+    std::printf("  %s: %s%s%s\n", d->name().c_str(), terminal_safe(p.description).c_str(), memory.c_str(),
                 d->name() == def.device ? " [default]" : "");
   }
+  if (!def.device.empty()) std::printf("Default: %s (%s)\n", def.device.c_str(), def.origin.c_str());
   return exit;
 }
 

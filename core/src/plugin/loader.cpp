@@ -26,6 +26,7 @@ const char* status_name(BackendStatus status) {
     case BackendStatus::disabled: return "disabled";
     case BackendStatus::shadowed: return "shadowed";
     case BackendStatus::not_loaded: return "not-loaded";
+    case BackendStatus::crashed: return "crashed";
   }
   return "?";
 }
@@ -95,7 +96,7 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   kiln_plugin_entry_fn entry = &lib->get<kiln_status(kiln_entry_args*)>(KILN_ENTRY_SYMBOL);
   kiln_entry_args args{sizeof(kiln_entry_args), KILN_ABI_MAJOR, KILN_ABI_MINOR, host_api(), nullptr};
   PluginScope scope(backend.c_str());
-  kiln_status status = entry(&args);
+  kiln_status status = plugin_call(KILN_ENTRY_SYMBOL, [&] { return entry(&args); });
   const kiln_plugin_api* api = args.plugin;
   if (!api || api->struct_size < KILN_SIZE_UPTO(kiln_plugin_api, abi_minor)) {
     r.reason = KILN_ENTRY_SYMBOL " returned status " + std::to_string(status) + " (" +
@@ -121,8 +122,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
                std::to_string(api->struct_size) + ")";
     return r;
   }
-  r.plugin_name = api->name ? api->name : "";
-  r.plugin_version = api->version ? api->version : "";
+  r.plugin_name = bounded_copy(api->name, 256);
+  r.plugin_version = bounded_copy(api->version, 256);
   if (r.plugin_name != backend) {
     r.reason = path + " is the plugin '" + r.plugin_name + "', but the manifest " + manifest_path +
                " declares backend.name = \"" + backend + "\"";
@@ -135,13 +136,13 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   if (api->probe) {
     StringSink reason;
     int32_t score = 0;
-    if (kiln_error* e = api->probe(&score, reason.sink())) {
+    if (kiln_error* e = plugin_call("probe", [&] { return api->probe(&score, reason.sink()); })) {
       r.status = BackendStatus::unavailable;
       r.reason = "probe failed: " + take_error_message(e);
       return r;
     }
     r.probe_score = score;
-    r.probe_reason = reason.str();
+    r.probe_reason = bounded_copy(reason.str().c_str(), 4096);
     if (score <= 0) {
       r.status = BackendStatus::unavailable;
       r.reason = r.probe_reason.empty() ? "the plugin's probe reports it cannot run here" : r.probe_reason;
@@ -151,7 +152,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
     r.probe_score = 1;
   }
   if (api->initialize) {
-    if (kiln_error* e = api->initialize(options_toml.data(), options_toml.size())) {
+    if (kiln_error* e =
+            plugin_call("initialize", [&] { return api->initialize(options_toml.data(), options_toml.size()); })) {
       bool bad_options = e->code == KILN_STATUS_INVALID_ARGUMENT;
       r.status = bad_options ? BackendStatus::config_error : BackendStatus::unavailable;
       r.reason = (bad_options ? "the plugin rejected its options: " : "initialize failed: ") + take_error_message(e);
@@ -159,9 +161,15 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
     }
   }
   uint32_t count = 0;
-  if (kiln_error* e = api->device_count(&count)) {
+  if (kiln_error* e = plugin_call("device_count", [&] { return api->device_count(&count); })) {
     r.status = BackendStatus::unavailable;
     r.reason = "device_count failed: " + take_error_message(e);
+    return r;
+  }
+  if (count > kMaxDevices) {
+    r.status = BackendStatus::load_error;
+    r.reason = "device_count reported " + std::to_string(count) + " devices; more than " + std::to_string(kMaxDevices) +
+               " is taken for a bug in the plugin (fix its device_count)";
     return r;
   }
   r.device_count = count;
@@ -189,7 +197,7 @@ LoadResult load_plugin(const std::string& backend, const std::string& manifest_p
     LoadResult r;
     try {
       r = load_uncached(backend, manifest_path, path, options_toml, c);
-    } catch (const std::exception& e) {  // only host-side allocation can throw here
+    } catch (const std::exception& e) {  // host-side allocation, or an exception escaping a plugin slot
       r.status = BackendStatus::load_error;
       r.reason = std::string("loading failed: ") + e.what();
     }
