@@ -52,6 +52,10 @@ TEST(CliIsolation, PluginOutputNeverReachesStdout) {
   EXPECT_JSON(d.out);
   CliResult i = run_kiln({"info", "raw", "--json"}, with_raw("probe-stdout"));
   EXPECT_JSON(i.out);
+  // `kiln info good` has no reason to load raw: nothing of it is heard
+  CliResult good = run_kiln({"info", "good"}, with_raw("probe-stdout"));
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_EQ(good.err.find("raw plugin chatter"), std::string::npos) << good.err;
 }
 
 TEST(CliIsolation, AbsurdCountsAndExceptionsAreClearErrors) {

@@ -57,7 +57,7 @@ StdoutToStderr::~StdoutToStderr() {
 }
 
 int backends_exit(Registry& registry) {
-  for (const BackendRecord& r : registry.backends())
+  for (const BackendRecord& r : registry.known_backends())
     if (r.status == BackendStatus::crashed) return kFailure;
   return kOk;
 }
@@ -69,7 +69,7 @@ void print_diagnostics(Registry& registry) {
     if (seen.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
   };
   for (const Diagnostic& d : registry.config().diagnostics) print(d);
-  for (const BackendRecord& r : registry.backends())
+  for (const BackendRecord& r : registry.known_backends())
     for (const Diagnostic& d : r.diagnostics) print(d);
   for (const Diagnostic& d : registry.diagnostics()) print(d);
 }

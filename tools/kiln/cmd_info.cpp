@@ -83,7 +83,7 @@ int run_info(const std::vector<std::string>& args) {
   doc.set("core_abi", abi_version());
   if (!r) {
     std::string known;
-    for (const BackendRecord& b : registry.backends()) known += (known.empty() ? "" : ", ") + b.name;
+    for (const BackendRecord& b : registry.known_backends()) known += (known.empty() ? "" : ", ") + b.name;
     std::string message = "no backend named '" + backend + "' (known: " + (known.empty() ? "none" : known) + ")";
     if (json) {
       doc.set("error", message);

@@ -23,6 +23,11 @@ const std::vector<BackendRecord>& Registry::backends() {
   return backends_;
 }
 
+const std::vector<BackendRecord>& Registry::known_backends() {
+  ensure_discovered();
+  return backends_;
+}
+
 const BackendRecord* Registry::backend(std::string_view name) {
   ensure_discovered();
   BackendRecord* r = find_backend(name);

@@ -92,6 +92,9 @@ class Registry {
 
   const std::vector<BackendRecord>& backends();  // discovery order, shadowed entries included (loads every backend)
   const BackendRecord* backend(std::string_view name);  // the winning record for a name (loads that backend)
+  // The records as they stand, loading nothing more: backends nothing has needed yet are
+  // not_loaded (with `pending` set). For diagnostics and name lists.
+  const std::vector<BackendRecord>& known_backends();
   const UserConfig& config();
   const ManifestSearch& search();
   const Settings& settings() const { return settings_; }
