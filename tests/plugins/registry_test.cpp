@@ -3,6 +3,9 @@
 // message, and none hides the good backend.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -363,6 +366,107 @@ TEST(Registry, DefaultDeviceRule) {
   c = only_cl.default_choice();
   EXPECT_EQ(c.device, "cl_cpu:0");
   EXPECT_CONTAINS(c.origin, "CPU-type device");
+}
+
+// Alias loops and self-aliases are positioned config errors naming the loop (they used to surface
+// as "no backend named ..."); chains are followed.
+TEST(Registry, AliasLoopsAreConfigErrorsAndChainsAreFollowed) {
+  Registry loop(only({"good.toml"}, "config_alias_loop.toml"));
+  EXPECT_FALSE(loop.config().ok());
+  std::vector<std::string> errors;
+  for (const Diagnostic& d : loop.config().diagnostics) errors.push_back(d.str());
+  ASSERT_EQ(errors.size(), 2u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0], manifest("config_alias_loop.toml") +
+                           ":2:8: error: alias loop: fast -> quick -> speedy -> fast; the chain of aliases must end at a "
+                           "device (backend[:index])");
+  EXPECT_EQ(errors[1], manifest("config_alias_loop.toml") +
+                           ":5:6: error: devices.aliases.me names itself; an alias names a device (backend[:index])");
+  Registry chain(only({"good.toml", "unavailable.toml"}, "config_alias_chain.toml"));
+  EXPECT_TRUE(chain.config().ok());
+  EXPECT_EQ(chain.default_device(), "good:1");  // chained -> fast -> good:1
+  // an alias named like a backend: the backend wins, with a positioned warning
+  EXPECT_EQ(chain.resolve("good"), "good:0");
+  bool warned = false;
+  for (const Diagnostic& d : chain.diagnostics())
+    warned = warned || d.str() == manifest("config_alias_chain.toml") +
+                                      ":7:8: warning: devices.aliases.good = \"unavailable\" has the name of the good "
+                                      "backend: 'good' keeps meaning the backend and the alias is ignored; rename it";
+  EXPECT_TRUE(warned);
+}
+
+// A directory of odd things: libraries for other machines, symlink loops, dangling links and a
+// directory named like a manifest. Each is said for what it is (they were "No such file or
+// directory", "does not exist" or silently skipped).
+class OddFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("kiln_odd_" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "backends.d" / "dir.toml");
+    // machines no kiln host is (the test must not depend on the host's ISA)
+    elf("libs390.so", 2, 22);  // ELFCLASS64, EM_S390
+    elf("lib32.so", 1, 40);    // ELFCLASS32, EM_ARM
+    manifest_for("s390", "../libs390.so");
+    manifest_for("x32", "../lib32.so");
+    manifest_for("looplib", "../libloop.so");
+    std::filesystem::create_symlink("libloop.so", dir_ / "libloop.so");
+    std::filesystem::create_symlink("loop.toml", dir_ / "backends.d" / "loop.toml");
+    std::filesystem::create_symlink("nowhere.toml", dir_ / "backends.d" / "dangling.toml");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void elf(const std::string& name, unsigned char elf_class, uint16_t machine) {
+    unsigned char h[64] = {0x7f, 'E', 'L', 'F', elf_class, 1, 1};
+    h[16] = 3;  // ET_DYN
+    h[18] = static_cast<unsigned char>(machine), h[19] = static_cast<unsigned char>(machine >> 8);
+    h[20] = 1;  // EV_CURRENT
+    std::FILE* f = std::fopen((dir_ / name).c_str(), "wb");
+    std::fwrite(h, 1, sizeof h, f);
+    std::fclose(f);
+  }
+  void manifest_for(const std::string& name, const std::string& library) {
+    std::FILE* f = std::fopen((dir_ / "backends.d" / (name + ".toml")).c_str(), "w");
+    std::fprintf(f, "schema = 1\n[backend]\nname = \"%s\"\nlibrary = \"%s\"\n", name.c_str(), library.c_str());
+    std::fclose(f);
+  }
+  Settings settings() const {
+    Settings s;
+    s.backend_path = (dir_ / "backends.d").string();
+    s.prefix_dirs = std::vector<std::string>{};
+    s.xdg_config_dirs = s.xdg_data_dirs = "/nonexistent";
+    s.report_problems = false;
+    return s;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(OddFiles, EachIsReportedForWhatItIs) {
+  Registry r(settings());
+  std::string d = (dir_ / "backends.d").string();
+  EXPECT_CONTAINS(record(r, "s390").reason,
+                  "wrong architecture: " + (dir_ / "libs390.so").string() + " is a 64-bit ELF for s390x, this kiln is ");
+  EXPECT_CONTAINS(record(r, "x32").reason,
+                  "wrong architecture: " + (dir_ / "lib32.so").string() + " is a 32-bit ELF for 32-bit ARM, this kiln is ");
+  EXPECT_CONTAINS(record(r, "looplib").reason, "library " + (dir_ / "libloop.so").string() + " is a symbolic link loop");
+  std::vector<std::string> warnings;
+  for (const Diagnostic& w : r.diagnostics()) warnings.push_back(w.str());
+  auto has = [&](const std::string& text) { return std::find(warnings.begin(), warnings.end(), text) != warnings.end(); };
+  std::string where = " (found in " + d + ", KILN_BACKEND_PATH)";
+  EXPECT_TRUE(has(d + "/dir.toml: warning: skipped: it is a directory" + where)) << ::testing::PrintToString(warnings);
+  EXPECT_TRUE(has(d + "/loop.toml: warning: skipped: it is a symbolic link loop" + where));
+  EXPECT_TRUE(has(d + "/dangling.toml: warning: skipped: it is a dangling symbolic link to nowhere.toml" + where));
+}
+
+TEST_F(OddFiles, UnreadableManifestIsAWarning) {
+  if (geteuid() == 0) GTEST_SKIP() << "root reads every file";
+  std::filesystem::path secret = dir_ / "backends.d" / "secret.toml";
+  manifest_for("secret", "../libsecret.so");
+  std::filesystem::permissions(secret, std::filesystem::perms::none);
+  Registry r(settings());
+  bool warned = false;
+  for (const Diagnostic& w : r.diagnostics())
+    warned = warned || w.str().find(secret.string() + ": warning: skipped: it cannot be read: Permission denied") == 0;
+  EXPECT_TRUE(warned);
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ struct ManifestSearch {
   bool replaced = false;         // KILN_BACKENDS was set
   std::vector<SearchDir> dirs;   // in search order (empty when replaced)
   std::vector<ManifestFile> files;
+  // *.toml entries of searched directories that are skipped (dangling or looping links,
+  // directories, unreadable files) and directories that cannot be listed: warnings.
+  std::vector<Diagnostic> diagnostics;
 };
 
 ManifestSearch find_manifests(const Settings& settings);

@@ -1,6 +1,10 @@
 // plugin/loader.cpp - Boost.DLL loading and the entry/probe/initialize handshake.
 #include "plugin/loader.hpp"
 
+#include <elf.h>
+
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -10,6 +14,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "plugin/diagnostic.hpp"
 #include "plugin/host.hpp"
 
 namespace fs = std::filesystem;
@@ -52,6 +57,50 @@ std::string dlerror_text(const std::string& what) {
   return what.substr(b, e == std::string::npos || e < b ? std::string::npos : e - b);
 }
 
+// glibc reports a library for another machine as "No such file or directory" (it keeps looking for
+// a matching one); read the ELF header to say what the file really is.
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+constexpr const char* kHostName = "x86-64";
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+constexpr const char* kHostName = "aarch64";
+#else
+constexpr uint16_t kHostMachine = EM_NONE;
+constexpr const char* kHostName = "this machine";
+#endif
+
+std::string machine_name(uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return "x86-64";
+    case EM_386: return "i386";
+    case EM_AARCH64: return "aarch64";
+    case EM_ARM: return "32-bit ARM";
+    case EM_RISCV: return "RISC-V";
+    case EM_PPC64: return "ppc64";
+    case EM_S390: return "s390x";
+    case EM_AMDGPU: return "AMDGPU";
+  }
+  return "machine " + std::to_string(machine);
+}
+
+// "" when the file is not an ELF or is one this process can load; else why not.
+std::string elf_mismatch(const std::string& path) {
+  unsigned char h[20] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return "";
+  size_t n = std::fread(h, 1, sizeof h, f);
+  std::fclose(f);
+  if (n < sizeof h || std::memcmp(h, ELFMAG, SELFMAG) != 0) return "";
+  bool little = h[EI_DATA] == ELFDATA2LSB;
+  uint16_t machine = little ? static_cast<uint16_t>(h[18] | h[19] << 8) : static_cast<uint16_t>(h[18] << 8 | h[19]);
+  int bits = h[EI_CLASS] == ELFCLASS64 ? 64 : 32;
+  bool host_64 = sizeof(void*) == 8;
+  if (machine == kHostMachine && (bits == 64) == host_64) return "";
+  return "wrong architecture: " + path + " is a " + std::to_string(bits) + "-bit ELF for " + machine_name(machine) +
+         ", this kiln is " + kHostName + "; build the plugin for " + kHostName;
+}
+
 std::string abi_text(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
 // Keeps every library loaded for the life of the process (never destroyed: plugin threads and
@@ -70,9 +119,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   LoadResult r;
   r.library_path = path;
   bool soname = path.find('/') == std::string::npos;
-  std::error_code ec;
-  if (!soname && !fs::exists(path, ec)) {
-    r.reason = "library " + path + " does not exist; build or install the " + backend +
+  if (std::string problem = soname ? "" : file_problem(path); !problem.empty()) {
+    r.reason = "library " + path + " " + problem + "; build or install the " + backend +
                " backend, or fix backend.library in " + manifest_path + " (relative paths are relative to it)";
     return r;
   }
@@ -83,7 +131,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   try {
     lib = new boost::dll::shared_library(boost::dll::fs::path(path), flags);
   } catch (const std::exception& e) {
-    r.reason = "cannot load " + path + ": " + dlerror_text(e.what());
+    std::string arch = soname ? "" : elf_mismatch(path);
+    r.reason = arch.empty() ? "cannot load " + path + ": " + dlerror_text(e.what()) : arch;
     return r;
   }
   c.libraries.push_back(lib);

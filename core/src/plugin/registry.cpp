@@ -61,6 +61,7 @@ void Registry::discover() {
   config_ = read_user_config(where.path, where.origin, where.explicit_path);
   diagnostics_ = config_.diagnostics;
   search_ = find_manifests(settings_);
+  diagnostics_.insert(diagnostics_.end(), search_.diagnostics.begin(), search_.diagnostics.end());
 
   for (const ManifestFile& file : search_.files) {
     Manifest m = read_manifest(file.path);
@@ -110,6 +111,12 @@ void Registry::discover() {
     }
     backends_.push_back(std::move(r));
   }
+
+  for (const UserConfig::Alias& a : config_.aliases)
+    if (find_backend(a.name))
+      diagnostics_.push_back({config_.path, a.line, a.column, Diagnostic::Severity::warning,
+                              "devices.aliases." + a.name + " = \"" + a.target + "\" has the name of the " + a.name +
+                                  " backend: '" + a.name + "' keeps meaning the backend and the alias is ignored; rename it"});
 
   // Configuration for backends that no manifest provides is almost always a typo or a stale entry.
   for (const UserConfig::Backend& b : config_.backends) {
@@ -239,8 +246,14 @@ std::string Registry::available_list() {
 std::string Registry::resolve(const std::string& device) {
   ensure_discovered();
   if (device.empty()) return default_device();
+  // Aliases chain (loops are config errors, and an invalid config has no aliases); a backend's
+  // own name always means the backend (an alias of that name is warned about in discover()).
   std::string spec = device;
-  if (const UserConfig::Alias* a = config_.alias(device)) spec = a->target;
+  for (size_t hops = 0; hops < config_.aliases.size() && !find_backend(spec); ++hops) {
+    const UserConfig::Alias* a = config_.alias(spec);
+    if (!a) break;
+    spec = a->target;
+  }
   std::string name = spec, index_text = "0";
   if (size_t colon = spec.find(':'); colon != std::string::npos) {
     name = spec.substr(0, colon);
