@@ -236,5 +236,40 @@ TEST(Cli, Demo) {
   EXPECT_CONTAINS(r.out, "simplified:");
 }
 
+// Issue 13: each of these used to be unclear (a missing option name, rc 1, nothing on stdout).
+TEST(Cli, ErrorsSayWhatToDoAndJsonStaysValid) {
+  CliResult missing = run_kiln({"info"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_CONTAINS(missing.err, "usage: kiln info NAME [--json]");
+  EXPECT_EQ(missing.err.find("--name"), std::string::npos) << missing.err;
+  for (std::vector<std::string> args : {std::vector<std::string>{"info", "--json"},
+                                        std::vector<std::string>{"list", "--json", "--frobnicate"}}) {
+    CliResult r = run_kiln(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_JSON(r.out);
+    EXPECT_CONTAINS(r.out, "\"exit_code\": 2");
+  }
+  // a KILN_DEVICE that names nothing is a configuration error (3), also in kiln bench
+  CliResult bench = run_kiln({"bench", "--only", "softmax", "--json"},
+                             {{"KILN_BACKENDS", fixture("good.toml")}, {"KILN_DEVICE", "nope:1"}});
+  EXPECT_EQ(bench.exit_code, 3) << bench.err;
+  EXPECT_JSON(bench.out);
+  EXPECT_CONTAINS(bench.out, "KILN_DEVICE=nope:1: unknown device 'nope:1'");
+}
+
+// A plugin that rejects its options used to vanish from `kiln devices` with exit 0.
+TEST(Cli, DevicesShowsABackendThatRejectsItsOptions) {
+  std::map<std::string, std::string> env{{"KILN_BACKENDS", fixture("good.toml") + ":" + fixture("bad_options.toml")}};
+  CliResult r = run_kiln({"devices"}, env);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_CONTAINS(r.out, "  good:0: ");
+  EXPECT_CONTAINS(r.err, "kiln: backend bad_options has no devices here, it is config-error: the plugin rejected its "
+                         "options: option 'threads' must be an integer");
+  CliResult j = run_kiln({"devices", "--json"}, env);
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_JSON(j.out);
+  EXPECT_CONTAINS(j.out, "\"broken_backends\": [\n    {\n      \"backend\": \"bad_options\",\n      \"status\": \"config-error\"");
+}
+
 }  // namespace
 }  // namespace kiln::test

@@ -33,6 +33,16 @@ int run_devices(const std::vector<std::string>& args) {
   for (const std::string& e : errors) std::fprintf(stderr, "kiln: %s\n", e.c_str());
   if (!exit && !errors.empty()) exit = kFailure;
   if (!exit) exit = backends_exit(registry);
+  // A backend that is broken, rather than absent here (no hardware is `unavailable`, not an
+  // error), is said: otherwise its devices silently vanish from this list.
+  Json broken = Json::array();
+  for (const BackendRecord& r : registry.known_backends()) {
+    if (r.status != BackendStatus::config_error && r.status != BackendStatus::crashed) continue;
+    std::fprintf(stderr, "kiln: backend %s has no devices here, it is %s: %s\n", r.name.c_str(), status_name(r.status),
+                 terminal_safe(r.reason).c_str());
+    broken.push(Json(Json::Object{{"backend", r.name}, {"status", status_name(r.status)}, {"error", r.reason}}));
+    if (!exit) exit = r.status == BackendStatus::config_error ? kConfigError : kFailure;
+  }
   if (vm.count("json")) {
     Json list = Json::array();
     for (const auto& d : opened) list.push(device_json(*d));
@@ -41,6 +51,7 @@ int run_devices(const std::vector<std::string>& args) {
     doc.set("default", Json::string_or_null(def.device));
     doc.set("default_origin", def.origin);
     doc.set("devices", list);
+    doc.set("broken_backends", broken);
     std::printf("%s\n", doc.dump().c_str());
     return exit;
   }

@@ -52,13 +52,14 @@ void print_device(const Device& d) {
 
 int run_info(const std::vector<std::string>& args) {
   po::options_description options("kiln info options");
-  options.add_options()("name", po::value<std::string>()->required(), "backend name (or a device, e.g. cpu:0)")(
+  options.add_options()("name", po::value<std::string>(), "backend name (or a device, e.g. cpu:0)")(
       "json", "machine-readable output (schema_version 1)");
   po::positional_options_description positional;
   positional.add("name", 1);
   po::variables_map vm;
   if (!parse_args(args, options, positional, vm, "kiln info NAME [--json]", "  kiln info cpu\n  kiln info hip --json\n"))
     return kOk;
+  if (!vm.count("name")) throw UsageError("which backend? give its NAME, e.g. kiln info cpu\nusage: kiln info NAME [--json]");
   bool json = vm.count("json") > 0;
   std::string name = vm["name"].as<std::string>();
   std::string backend = name.substr(0, name.find(':'));

@@ -313,8 +313,8 @@ DeviceChoice Registry::best_device() {
       }
       if (kind != KILN_DEVICE_KIND_CPU)
         return {id, std::string("the first ") + (kind == KILN_DEVICE_KIND_GPU ? "GPU" : "accelerator") +
-                        " device (GPU and accelerator devices come first, by backend priority; " + r->name +
-                        " has priority " + std::to_string(r->priority) + ")"};
+                        " device; GPU and accelerator devices come first, by backend priority, and " + r->name +
+                        " has priority " + std::to_string(r->priority)};
       if (cpu_type.empty()) cpu_type = id;
     }
   }
