@@ -57,6 +57,14 @@ std::shared_ptr<Device> Kit::device() {
   return cached;
 }
 
+Device& Kit::kernel_device(bool with_memory) {
+  Device& d = with_memory ? memory_device() : *device();
+  if (!d.has_renderer())
+    throw Skip{"the plugin has no renderer, so kiln cannot generate kernels for this device (a backend that runs "
+               "Tensor programs needs one)"};
+  return d;
+}
+
 Device& Kit::memory_device() {
   Device& d = *device();
   try {
