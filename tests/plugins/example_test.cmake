@@ -2,19 +2,7 @@
 # our own kit, built the way a plugin's CI builds it: against this build tree's CMake package
 # (<build>/lib/cmake/kiln, equivalent to the installed one), then `kiln test` on its manifest.
 # Run by ctest with cmake -P. Inputs: BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR KILN.
-file(REMOVE_RECURSE "${WORK_DIR}")
-set(empty "${WORK_DIR}/empty")
-file(MAKE_DIRECTORY "${empty}")
-set(clean_env --unset=KILN_BACKENDS --unset=KILN_BACKEND_PATH --unset=KILN_CONFIG --unset=KILN_DEVICE
-    XDG_CONFIG_HOME=${empty} XDG_DATA_HOME=${empty} XDG_CONFIG_DIRS=${empty} XDG_DATA_DIRS=${empty})
-
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n--- stdout\n${out}\n--- stderr\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/script_support.cmake)
 
 # Only the build tree's package is visible: no install prefix, no package registry.
 run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/sdk/examples/null_backend" -B "${WORK_DIR}/build" -G "${GENERATOR}"
