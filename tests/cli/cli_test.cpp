@@ -10,16 +10,6 @@
 namespace kiln::test {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(KILN_FIXTURE_MANIFESTS) + "/" + name; }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in:\n" << (haystack)
-#define EXPECT_JSON(text)                                     \
-  do {                                                        \
-    std::string why;                                          \
-    EXPECT_TRUE(is_valid_json(text, &why)) << why << "\n" << (text); \
-  } while (0)
-
 TEST(JsonCheck, AcceptsJsonAndRejectsNearMisses) {
   EXPECT_TRUE(is_valid_json(R"({"a": [1, -2.5e3, true, null, "x\n\u00e9"], "b": {}})"));
   for (const char* bad : {"{", "{\"a\" 1}", "[1,]", "{'a': 1}", "01", "\"\t\"", "nul", "{} {}", ""})
@@ -159,6 +149,7 @@ TEST(Cli, DevicesAndMergedOptionsReachThePlugin) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "Available devices:\n  good:0: fixture device 0: from the config (1024 MiB, 512 MiB free)\n");
   EXPECT_CONTAINS(r.out, "  good:1: fixture device 1: from the config (1024 MiB, 512 MiB free) [default]\n");
+  EXPECT_CONTAINS(r.out, "Default: good:1 (config " + fixture("config_ok.toml") + ":2:11)\n");
   CliResult none = run_kiln({"devices"}, {{"KILN_BACKENDS", fixture("unavailable.toml")}});
   EXPECT_EQ(none.exit_code, 0);
   EXPECT_EQ(none.out, "Available devices:\n  (none)\n");
@@ -259,6 +250,41 @@ TEST(Cli, CompileTakesCheckedActionLists) {
   CliResult bad = run_kiln({"compile", "--device", "cpu:0", "--workload", "matmul256", "--opts", "UPCAST(0 8)"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_CONTAINS(bad.err, "cannot read the action 'UPCAST(0 8)'");
+}
+
+// Issue 13: each of these used to be unclear (a missing option name, rc 1, nothing on stdout).
+TEST(Cli, ErrorsSayWhatToDoAndJsonStaysValid) {
+  CliResult missing = run_kiln({"info"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_CONTAINS(missing.err, "usage: kiln info NAME [--json]");
+  EXPECT_EQ(missing.err.find("--name"), std::string::npos) << missing.err;
+  for (std::vector<std::string> args : {std::vector<std::string>{"info", "--json"},
+                                        std::vector<std::string>{"list", "--json", "--frobnicate"}}) {
+    CliResult r = run_kiln(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_JSON(r.out);
+    EXPECT_CONTAINS(r.out, "\"exit_code\": 2");
+  }
+  // a KILN_DEVICE that names nothing is a configuration error (3), also in kiln bench
+  CliResult bench = run_kiln({"bench", "--only", "softmax", "--json"},
+                             {{"KILN_BACKENDS", fixture("good.toml")}, {"KILN_DEVICE", "nope:1"}});
+  EXPECT_EQ(bench.exit_code, 3) << bench.err;
+  EXPECT_JSON(bench.out);
+  EXPECT_CONTAINS(bench.out, "KILN_DEVICE=nope:1: unknown device 'nope:1'");
+}
+
+// A plugin that rejects its options used to vanish from `kiln devices` with exit 0.
+TEST(Cli, DevicesShowsABackendThatRejectsItsOptions) {
+  std::map<std::string, std::string> env{{"KILN_BACKENDS", fixture("good.toml") + ":" + fixture("bad_options.toml")}};
+  CliResult r = run_kiln({"devices"}, env);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_CONTAINS(r.out, "  good:0: ");
+  EXPECT_CONTAINS(r.err, "kiln: backend bad_options has no devices here, it is config-error: the plugin rejected its "
+                         "options: option 'threads' must be an integer");
+  CliResult j = run_kiln({"devices", "--json"}, env);
+  EXPECT_EQ(j.exit_code, 3);
+  EXPECT_JSON(j.out);
+  EXPECT_CONTAINS(j.out, "\"broken_backends\": [\n    {\n      \"backend\": \"bad_options\",\n      \"status\": \"config-error\"");
 }
 
 }  // namespace

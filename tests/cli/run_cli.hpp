@@ -18,4 +18,19 @@ CliResult run_kiln(const std::vector<std::string>& args, const std::map<std::str
 // A strict JSON well-formedness check (RFC 8259 grammar); `error` says where it failed.
 bool is_valid_json(const std::string& text, std::string* error = nullptr);
 
+#ifdef KILN_FIXTURE_MANIFESTS
+// A file of the plugin tests' fixture manifest directory (tests/plugins/manifests, configured).
+inline std::string fixture(const std::string& name) { return std::string(KILN_FIXTURE_MANIFESTS) + "/" + name; }
+#endif
+
 }  // namespace kiln::test
+
+#ifndef EXPECT_CONTAINS
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "in:\n" << (haystack)
+#endif
+#define EXPECT_JSON(text)                                                                \
+  do {                                                                                   \
+    std::string why;                                                                     \
+    EXPECT_TRUE(::kiln::test::is_valid_json(text, &why)) << why << "\n" << (text);      \
+  } while (0)

@@ -15,12 +15,6 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(KILN_FIXTURES) + "/" + name + ".toml"; }
 
-#define EXPECT_JSON(text)                                            \
-  do {                                                               \
-    std::string why;                                                 \
-    EXPECT_TRUE(is_valid_json(text, &why)) << why << "\n" << (text); \
-  } while (0)
-
 }  // namespace
 
 TEST(KilnTest, CpuPassesEveryLevelUpToTheKernels) {
@@ -93,4 +87,13 @@ TEST(KilnTest, FilterExpectedFailuresAndUsage) {
   CliResult unknown = run_kiln({"test", "nope"});
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_CONTAINS(unknown.err, "no backend named 'nope'");
+}
+
+// A plugin claiming absurd caps (here a vector width of 10^6, once accepted) fails L1.target,
+// which says what the bound is and why.
+TEST(KilnTest, ImplausibleTargetCapsFailLevelOne) {
+  CliResult r = run_kiln({"test", fixture("conformance_caps"), "--level", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_CONTAINS(r.out, "[  FAILED  ] L1.target");
+  EXPECT_CONTAINS(r.out, "max_vector_width 1000000 is not one of 1, 2, 4, ..., 64");
 }

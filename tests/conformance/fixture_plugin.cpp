@@ -3,6 +3,7 @@
 //   CRASH  alloc() dies with SIGSEGV (the runner must report it and live on)
 //   HANG   device_open() never returns (the runner's timeout must kill it)
 //   NOISY  probe() prints to stdout, and the library exports a second symbol (level 0 failures)
+//   CAPS   target() claims a vector width of 10^6 (L1.target must reject implausible caps)
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #define CRASH 1
 #define HANG 2
 #define NOISY 3
+#define CAPS 4
 
 namespace {
 
@@ -38,6 +40,9 @@ class FixtureDevice final : public sdk::Device {
     t.add_dtype(KILN_LIR_DTYPE_FLOAT32);
     t.add_dtype(KILN_LIR_DTYPE_INT32);
     t.source_format = "none";
+#if FIXTURE_KIND == CAPS
+    t.max_vector_width = 1000000;
+#endif
     return t;
   }
   std::unique_ptr<sdk::Buffer> alloc(uint64_t size, uint32_t) override {

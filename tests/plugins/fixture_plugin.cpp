@@ -6,6 +6,8 @@
 //   PROBE_ERROR  "probe_error": probe throws std::runtime_error
 //   BAD_OPTIONS  "bad_options": initialize rejects a non-integer `threads` option
 //   THROWING     "throwing": every device slot throws a different kind of exception
+//   KINDS        one device of kind FIXTURE_DEVICE_KIND (built as "cpu", "gpu_dev", "cl_cpu": the
+//                default-device rule, without real hardware)
 //
 // The toy kernel language: source "kernel: fill <int>" compiles to "bin:fill <int>"; a launch of it
 // writes <int> + gidx0 as int32 into buffer 0 at index gidx0, for every gidx0 < global[0].
@@ -21,6 +23,7 @@
 #define PROBE_ERROR 3
 #define BAD_OPTIONS 4
 #define THROWING 5
+#define KINDS 6
 
 namespace {
 
@@ -50,7 +53,11 @@ class ToyDevice final : public sdk::Device {
     p.name = "fixture device " + std::to_string(index_);
     p.description = "fixture device " + std::to_string(index_) + ": " + g_greeting;
     p.arch = "toy";
+#ifdef FIXTURE_DEVICE_KIND
+    p.kind = FIXTURE_DEVICE_KIND;
+#else
     p.kind = KILN_DEVICE_KIND_ACCELERATOR;
+#endif
     p.memory_total = uint64_t{1} << 30;
     p.memory_free = uint64_t{1} << 29;
     p.compute_units = 1;

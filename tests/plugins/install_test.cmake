@@ -3,21 +3,8 @@
 # find_package(kiln), and check that the installed `kiln` lists it, first through KILN_BACKENDS and
 # then, after installing the example, through plain discovery next to the installed cpu backend.
 # Inputs: BUILD_DIR SOURCE_DIR WORK_DIR GENERATOR.
-file(REMOVE_RECURSE "${WORK_DIR}")
+include(${CMAKE_CURRENT_LIST_DIR}/script_support.cmake)
 set(prefix "${WORK_DIR}/prefix")
-set(empty "${WORK_DIR}/empty")
-file(MAKE_DIRECTORY "${empty}")
-# Nothing from the caller's environment may add backends or configuration.
-set(clean_env --unset=KILN_BACKENDS --unset=KILN_BACKEND_PATH --unset=KILN_CONFIG --unset=KILN_DEVICE
-    XDG_CONFIG_HOME=${empty} XDG_DATA_HOME=${empty} XDG_CONFIG_DIRS=${empty} XDG_DATA_DIRS=${empty})
-
-function(run)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n--- stdout\n${out}\n--- stderr\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
 
 run("${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(f bin/kiln lib/cmake/kiln/kilnConfig.cmake lib/cmake/kiln/kiln_add_backend_plugin.cmake

@@ -3,6 +3,11 @@
 // message, and none hides the good backend.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -275,12 +280,193 @@ TEST(Registry, KilnDeviceBeatsConfigDefault) {
 
 TEST(Registry, UnknownAndUnusableDevicesListWhatExists) {
   Registry r(only({"good.toml", "unavailable.toml"}));
-  expect_error([&] { r.open("nope"); }, ErrorCode::not_found, "available devices: good:0, good:1");
+  // naming a backend that does not exist loads none (what is not loaded yet is named as such)
+  expect_error([&] { r.open("nope"); }, ErrorCode::not_found, "backends not loaded yet: good, unavailable");
   expect_error([&] { r.open("good:7"); }, ErrorCode::not_found, "backend good has 2 devices");
+  expect_error([&] { r.open("nope"); }, ErrorCode::not_found, "available devices: good:0, good:1");
   expect_error([&] { r.open("unavailable"); }, ErrorCode::unavailable, "is unavailable: no fixture hardware here");
   expect_error([&] { r.open("good:x"); }, ErrorCode::invalid_argument, "expected backend[:index]");
   EXPECT_EQ(r.open("good")->name(), "good:0");
   EXPECT_EQ(r.open("good:0"), r.open(""));  // one Device per name
+}
+
+// A program that names its device loads that backend alone: a plugin elsewhere on the search
+// path that crashes when loaded is never touched (in a child: a crash here is the failure).
+TEST(Registry, NamingADeviceLoadsOnlyItsBackend) {
+  auto run = [] {
+        setenv("KILN_FIXTURE_MODE", "probe-segv", 1);
+        Registry r(only({"raw.toml", "good.toml"}));
+        bool ok = r.resolve("good:0") == "good:0" && r.open("good:1")->name() == "good:1";
+        Settings s = only({"raw.toml", "good.toml"});
+        s.device = "good:1";
+        Registry by_env(s);
+        ok = ok && by_env.default_device() == "good:1";
+        std::exit(ok ? 0 : 1);
+  };
+  EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "");
+}
+
+// With isolate_timeout_s (what the CLI sets) a plugin that crashes, exits or hangs while loaded,
+// probed or opened is a `crashed` backend with the reason, and the others still work.
+TEST(Registry, IsolatedProbingTurnsCrashesExitsAndHangsIntoAStatus) {
+  struct Case {
+    const char* mode;
+    const char* reason;
+  };
+  for (Case c : {Case{"entry-segv", "crashed (SIGSEGV) while probing"}, Case{"probe-abort", "crashed (SIGABRT) while probing"},
+                 Case{"probe-exit0", "exited with status 0 while probing"}, Case{"open-segv", "crashed (SIGSEGV)"},
+                 Case{"probe-hang", "did not answer within 1 s (killed) while probing"}}) {
+    SCOPED_TRACE(c.mode);
+    auto run = [&] {
+      setenv("KILN_FIXTURE_MODE", c.mode, 1);
+      Settings s = only({"raw.toml", "good.toml"});
+      s.isolate_timeout_s = 1;
+      Registry r(s);
+      const BackendRecord& raw = record(r, "raw");
+      const std::vector<std::string> good{"good:0", "good:1"};
+      bool ok = raw.status == BackendStatus::crashed && raw.reason.find(c.reason) != std::string::npos &&
+                r.devices() == good;
+      if (!ok) std::fprintf(stderr, "raw: %s: %s\n", status_name(raw.status), raw.reason.c_str());
+      std::exit(ok ? 0 : 1);
+    };
+    EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "");
+  }
+}
+
+// Counts and exceptions from a plugin on the bare C ABI: clear errors, no hang, no terminate.
+TEST(Registry, AbsurdCountsAndEscapingExceptionsAreLoadErrors) {
+  for (auto [mode, reason] : {std::pair{"count-huge", "device_count reported 4294967295 devices; more than 4096"},
+                              std::pair{"count-1e9", "device_count reported 1000000000 devices"},
+                              std::pair{"count-throw", "device_count threw an exception that is not a std::exception"}}) {
+    SCOPED_TRACE(mode);
+    auto run = [&] {
+          setenv("KILN_FIXTURE_MODE", mode, 1);
+          Registry r(only({"raw.toml"}));
+          const BackendRecord& raw = record(r, "raw");
+          bool ok = raw.status == BackendStatus::load_error && raw.reason.find(reason) != std::string::npos;
+          if (!ok) std::fprintf(stderr, "raw: %s: %s\n", status_name(raw.status), raw.reason.c_str());
+          std::exit(ok ? 0 : 1);
+    };
+    EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "");
+  }
+}
+
+// DESIGN section 8: GPU/accelerator devices first (by priority), then the native cpu backend,
+// then CPU-type devices of other backends, whatever their priority.
+TEST(Registry, DefaultDeviceRule) {
+  Registry cpu_over_cl(only({"kinds/cl_cpu.toml", "kinds/cpu.toml"}));  // cl_cpu has priority 100, cpu 0
+  DeviceChoice c = cpu_over_cl.default_choice();
+  EXPECT_EQ(c.device, "cpu:0");
+  EXPECT_CONTAINS(c.origin, "native cpu backend comes before CPU-type devices");
+  Registry gpu_first(only({"kinds/cl_cpu.toml", "kinds/cpu.toml", "kinds/gpu_dev.toml"}));  // gpu_dev: priority 5
+  c = gpu_first.default_choice();
+  EXPECT_EQ(c.device, "gpu_dev:0");
+  EXPECT_CONTAINS(c.origin, "the first GPU device");
+  Registry only_cl(only({"kinds/cl_cpu.toml"}));
+  c = only_cl.default_choice();
+  EXPECT_EQ(c.device, "cl_cpu:0");
+  EXPECT_CONTAINS(c.origin, "CPU-type device");
+}
+
+// Alias loops and self-aliases are positioned config errors naming the loop (they used to surface
+// as "no backend named ..."); chains are followed.
+TEST(Registry, AliasLoopsAreConfigErrorsAndChainsAreFollowed) {
+  Registry loop(only({"good.toml"}, "config_alias_loop.toml"));
+  EXPECT_FALSE(loop.config().ok());
+  std::vector<std::string> errors;
+  for (const Diagnostic& d : loop.config().diagnostics) errors.push_back(d.str());
+  ASSERT_EQ(errors.size(), 2u) << ::testing::PrintToString(errors);
+  EXPECT_EQ(errors[0], manifest("config_alias_loop.toml") +
+                           ":2:8: error: alias loop: fast -> quick -> speedy -> fast; the chain of aliases must end at a "
+                           "device (backend[:index])");
+  EXPECT_EQ(errors[1], manifest("config_alias_loop.toml") +
+                           ":5:6: error: devices.aliases.me names itself; an alias names a device (backend[:index])");
+  Registry chain(only({"good.toml", "unavailable.toml"}, "config_alias_chain.toml"));
+  EXPECT_TRUE(chain.config().ok());
+  EXPECT_EQ(chain.default_device(), "good:1");  // chained -> fast -> good:1
+  // an alias named like a backend: the backend wins, with a positioned warning
+  EXPECT_EQ(chain.resolve("good"), "good:0");
+  bool warned = false;
+  for (const Diagnostic& d : chain.diagnostics())
+    warned = warned || d.str() == manifest("config_alias_chain.toml") +
+                                      ":7:8: warning: devices.aliases.good = \"unavailable\" has the name of the good "
+                                      "backend: 'good' keeps meaning the backend and the alias is ignored; rename it";
+  EXPECT_TRUE(warned);
+}
+
+// A directory of odd things: libraries for other machines, symlink loops, dangling links and a
+// directory named like a manifest. Each is said for what it is (they were "No such file or
+// directory", "does not exist" or silently skipped).
+class OddFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("kiln_odd_" + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "backends.d" / "dir.toml");
+    // machines no kiln host is (the test must not depend on the host's ISA)
+    elf("libs390.so", 2, 22);  // ELFCLASS64, EM_S390
+    elf("lib32.so", 1, 40);    // ELFCLASS32, EM_ARM
+    manifest_for("s390", "../libs390.so");
+    manifest_for("x32", "../lib32.so");
+    manifest_for("looplib", "../libloop.so");
+    std::filesystem::create_symlink("libloop.so", dir_ / "libloop.so");
+    std::filesystem::create_symlink("loop.toml", dir_ / "backends.d" / "loop.toml");
+    std::filesystem::create_symlink("nowhere.toml", dir_ / "backends.d" / "dangling.toml");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void elf(const std::string& name, unsigned char elf_class, uint16_t machine) {
+    unsigned char h[64] = {0x7f, 'E', 'L', 'F', elf_class, 1, 1};
+    h[16] = 3;  // ET_DYN
+    h[18] = static_cast<unsigned char>(machine), h[19] = static_cast<unsigned char>(machine >> 8);
+    h[20] = 1;  // EV_CURRENT
+    std::FILE* f = std::fopen((dir_ / name).c_str(), "wb");
+    std::fwrite(h, 1, sizeof h, f);
+    std::fclose(f);
+  }
+  void manifest_for(const std::string& name, const std::string& library) {
+    std::FILE* f = std::fopen((dir_ / "backends.d" / (name + ".toml")).c_str(), "w");
+    std::fprintf(f, "schema = 1\n[backend]\nname = \"%s\"\nlibrary = \"%s\"\n", name.c_str(), library.c_str());
+    std::fclose(f);
+  }
+  Settings settings() const {
+    Settings s;
+    s.backend_path = (dir_ / "backends.d").string();
+    s.prefix_dirs = std::vector<std::string>{};
+    s.xdg_config_dirs = s.xdg_data_dirs = "/nonexistent";
+    s.report_problems = false;
+    return s;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(OddFiles, EachIsReportedForWhatItIs) {
+  Registry r(settings());
+  std::string d = (dir_ / "backends.d").string();
+  EXPECT_CONTAINS(record(r, "s390").reason,
+                  "wrong architecture: " + (dir_ / "libs390.so").string() + " is a 64-bit ELF for s390x, this kiln is ");
+  EXPECT_CONTAINS(record(r, "x32").reason,
+                  "wrong architecture: " + (dir_ / "lib32.so").string() + " is a 32-bit ELF for 32-bit ARM, this kiln is ");
+  EXPECT_CONTAINS(record(r, "looplib").reason, "library " + (dir_ / "libloop.so").string() + " is a symbolic link loop");
+  std::vector<std::string> warnings;
+  for (const Diagnostic& w : r.diagnostics()) warnings.push_back(w.str());
+  auto has = [&](const std::string& text) { return std::find(warnings.begin(), warnings.end(), text) != warnings.end(); };
+  std::string where = " (found in " + d + ", KILN_BACKEND_PATH)";
+  EXPECT_TRUE(has(d + "/dir.toml: warning: skipped: it is a directory" + where)) << ::testing::PrintToString(warnings);
+  EXPECT_TRUE(has(d + "/loop.toml: warning: skipped: it is a symbolic link loop" + where));
+  EXPECT_TRUE(has(d + "/dangling.toml: warning: skipped: it is a dangling symbolic link to nowhere.toml" + where));
+}
+
+TEST_F(OddFiles, UnreadableManifestIsAWarning) {
+  if (geteuid() == 0) GTEST_SKIP() << "root reads every file";
+  std::filesystem::path secret = dir_ / "backends.d" / "secret.toml";
+  manifest_for("secret", "../libsecret.so");
+  std::filesystem::permissions(secret, std::filesystem::perms::none);
+  Registry r(settings());
+  bool warned = false;
+  for (const Diagnostic& w : r.diagnostics())
+    warned = warned || w.str().find(secret.string() + ": warning: skipped: it cannot be read: Permission denied") == 0;
+  EXPECT_TRUE(warned);
 }
 
 }  // namespace

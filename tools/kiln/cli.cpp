@@ -1,7 +1,10 @@
 // tools/kiln/cli.cpp - shared helpers of the subcommands.
 #include "cli.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <set>
 
@@ -28,7 +31,35 @@ Settings cli_settings(bool load) {
   Settings s = Settings::from_environment();
   s.load = load;
   s.report_problems = false;
+  s.isolate_timeout_s = 30;
+  if (const char* v = std::getenv("KILN_PROBE_TIMEOUT"); v && *v) {
+    char* end = nullptr;
+    double t = std::strtod(v, &end);
+    if (*end == '\0' && t > 0 && t <= 86400)
+      s.isolate_timeout_s = t;
+    else
+      std::fprintf(stderr, "kiln: warning: KILN_PROBE_TIMEOUT=%s is not a number of seconds in (0, 86400]; using 30\n", v);
+  }
   return s;
+}
+
+StdoutToStderr::StdoutToStderr() {
+  std::fflush(stdout);
+  saved_ = dup(STDOUT_FILENO);
+  if (saved_ >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+}
+
+StdoutToStderr::~StdoutToStderr() {
+  if (saved_ < 0) return;
+  std::fflush(stdout);
+  dup2(saved_, STDOUT_FILENO);
+  close(saved_);
+}
+
+int backends_exit(Registry& registry) {
+  for (const BackendRecord& r : registry.known_backends())
+    if (r.status == BackendStatus::crashed) return kFailure;
+  return kOk;
 }
 
 void print_diagnostics(Registry& registry) {
@@ -38,7 +69,7 @@ void print_diagnostics(Registry& registry) {
     if (seen.insert(line).second) std::fprintf(stderr, "%s\n", line.c_str());
   };
   for (const Diagnostic& d : registry.config().diagnostics) print(d);
-  for (const BackendRecord& r : registry.backends())
+  for (const BackendRecord& r : registry.known_backends())
     for (const Diagnostic& d : r.diagnostics) print(d);
   for (const Diagnostic& d : registry.diagnostics()) print(d);
 }

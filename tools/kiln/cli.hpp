@@ -35,8 +35,26 @@ bool parse_args(const std::vector<std::string>& args, po::options_description& o
                 const po::positional_options_description& positional, po::variables_map& vm, const std::string& usage,
                 const std::string& examples);
 
-// Discovery settings from the environment; the CLI prints diagnostics itself.
+// Discovery settings from the environment; the CLI prints diagnostics itself. Every backend is
+// tried in a child process first (Settings::isolate_timeout_s; KILN_PROBE_TIMEOUT seconds,
+// default 30), so a plugin that crashes, exits or hangs is a status, not the end of the command.
 Settings cli_settings(bool load = true);
+
+// While alive, whatever is written to stdout (a plugin's prints while it is loaded or a device
+// opened) goes to stderr: stdout carries the command's data only, and --json stays parseable.
+class StdoutToStderr {
+ public:
+  StdoutToStderr();
+  ~StdoutToStderr();
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Exit code for the backends' state: 1 when one crashed, exited or hung while being probed.
+int backends_exit(Registry& registry);
 
 // Prints the user config's and every manifest's diagnostics to stderr (each once).
 void print_diagnostics(Registry& registry);

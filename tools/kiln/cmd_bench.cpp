@@ -26,6 +26,21 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+// The default device, chosen like every other command chooses it: each backend tried in a child
+// first, so a broken plugin elsewhere on the search path is a warning, not the end of the run. A
+// KILN_DEVICE or devices.default naming nothing usable is a configuration error (exit 3).
+std::string bench_default_device() {
+  Registry registry(cli_settings());
+  StdoutToStderr quiet;
+  try {
+    return registry.default_device();
+  } catch (const Error& e) {
+    bool configured = !registry.settings().device.empty() || !registry.config().default_device.empty();
+    if (configured) throw Error(ErrorCode::config_error, e.what());
+    throw;
+  }
+}
+
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
@@ -70,7 +85,7 @@ int run_bench(const std::vector<std::string>& args) {
   if (opt.fresh_cache) setenv("POCL_KERNEL_CACHE", "0", 0);
   opt.first_runs = vm["first-runs"].as<int>();
   if (opt.first_runs < 1) throw UsageError("--first-runs must be at least 1");
-  std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device();
+  std::string device = vm.count("device") ? vm["device"].as<std::string>() : bench_default_device();
   bool json = vm.count("json"), progress = isatty(STDERR_FILENO);
 
   if (!json)

@@ -14,10 +14,15 @@ int run_config(const std::vector<std::string>& args) {
                   "  kiln config\n  KILN_CONFIG=./my.toml kiln config --json\n"))
     return kOk;
   Registry registry(cli_settings());
+  DeviceChoice def;
+  {
+    StdoutToStderr quiet;
+    registry.backends();
+    def = registry.default_choice();
+  }
   print_diagnostics(registry);
   const UserConfig& c = registry.config();
   const Settings& s = registry.settings();
-  DeviceChoice def = registry.default_choice();
   const ManifestSearch& search = registry.search();
 
   if (vm.count("json")) {

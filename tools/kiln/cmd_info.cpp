@@ -11,11 +11,11 @@ void print_device(const Device& d) {
   const DeviceProps& p = d.props();
   const Target& t = d.target();
   std::printf("device %s:\n", d.name().c_str());
-  std::printf("  name:           %s\n", p.name.c_str());
-  std::printf("  description:    %s\n", p.description.c_str());
+  std::printf("  name:           %s\n", terminal_safe(p.name).c_str());
+  std::printf("  description:    %s\n", terminal_safe(p.description).c_str());
   std::printf("  kind:           %s\n", kind_name(p.kind));
-  std::printf("  arch:           %s\n", p.arch.c_str());
-  std::printf("  features:       %s\n", p.features.empty() ? "-" : p.features.c_str());
+  std::printf("  arch:           %s\n", terminal_safe(p.arch).c_str());
+  std::printf("  features:       %s\n", p.features.empty() ? "-" : terminal_safe(p.features).c_str());
   std::printf("  compute units:  %u\n", p.compute_units);
   std::printf("  memory:         %s total, %s free\n", human_bytes(p.memory_total).c_str(),
               p.memory_free ? human_bytes(p.memory_free).c_str() : "unknown");  // the ABI's 0 = unknown
@@ -45,32 +45,46 @@ void print_device(const Device& d) {
   }
   std::printf("    LIR ops:      %d of %u%s\n", n_ops, KILN_LIR_OP_COUNT - 1,
               missing_ops.empty() ? "" : ("  (not:" + missing_ops + ")").c_str());
-  std::printf("    source:       %s\n", t.source_format.empty() ? "-" : t.source_format.c_str());
+  std::printf("    source:       %s\n", t.source_format.empty() ? "-" : terminal_safe(t.source_format).c_str());
 }
 
 }  // namespace
 
 int run_info(const std::vector<std::string>& args) {
   po::options_description options("kiln info options");
-  options.add_options()("name", po::value<std::string>()->required(), "backend name (or a device, e.g. cpu:0)")(
+  options.add_options()("name", po::value<std::string>(), "backend name (or a device, e.g. cpu:0)")(
       "json", "machine-readable output (schema_version 1)");
   po::positional_options_description positional;
   positional.add("name", 1);
   po::variables_map vm;
   if (!parse_args(args, options, positional, vm, "kiln info NAME [--json]", "  kiln info cpu\n  kiln info hip --json\n"))
     return kOk;
+  if (!vm.count("name")) throw UsageError("which backend? give its NAME, e.g. kiln info cpu\nusage: kiln info NAME [--json]");
   bool json = vm.count("json") > 0;
   std::string name = vm["name"].as<std::string>();
   std::string backend = name.substr(0, name.find(':'));
   Registry registry(cli_settings());
+  const BackendRecord* r = nullptr;
+  std::vector<std::shared_ptr<Device>> devices;
+  std::string device_error;
+  {
+    StdoutToStderr quiet;
+    r = registry.backend(backend);
+    for (uint32_t i = 0; r && r->ok() && i < r->device_count; ++i) {
+      try {
+        devices.push_back(registry.open(r->name + ":" + std::to_string(i)));
+      } catch (const std::exception& e) {
+        device_error = e.what();
+      }
+    }
+  }
   print_diagnostics(registry);
-  const BackendRecord* r = registry.backend(backend);
   Json doc = Json::object();
   doc.set("schema_version", 1);
   doc.set("core_abi", abi_version());
   if (!r) {
     std::string known;
-    for (const BackendRecord& b : registry.backends()) known += (known.empty() ? "" : ", ") + b.name;
+    for (const BackendRecord& b : registry.known_backends()) known += (known.empty() ? "" : ", ") + b.name;
     std::string message = "no backend named '" + backend + "' (known: " + (known.empty() ? "none" : known) + ")";
     if (json) {
       doc.set("error", message);
@@ -78,17 +92,6 @@ int run_info(const std::vector<std::string>& args) {
     }
     std::fprintf(stderr, "kiln info: %s\n", message.c_str());
     return kFailure;
-  }
-  std::vector<std::shared_ptr<Device>> devices;
-  std::string device_error;
-  if (r->ok()) {
-    for (uint32_t i = 0; i < r->device_count; ++i) {
-      try {
-        devices.push_back(registry.open(r->name + ":" + std::to_string(i)));
-      } catch (const std::exception& e) {
-        device_error = e.what();
-      }
-    }
   }
   int exit = r->status == BackendStatus::config_error ? kConfigError
              : !r->ok() || !device_error.empty()      ? kFailure
@@ -124,24 +127,24 @@ int run_info(const std::vector<std::string>& args) {
   }
   std::printf("backend:        %s\n", r->name.c_str());
   std::printf("status:         %s\n", status_name(r->status));
-  if (!r->reason.empty()) std::printf("reason:         %s\n", r->reason.c_str());
+  if (!r->reason.empty()) std::printf("reason:         %s\n", terminal_safe(r->reason).c_str());
   std::printf("manifest:       %s (via %s)\n", r->manifest.c_str(), r->manifest_origin.c_str());
   std::printf("library:        %s\n", r->library.empty() ? "-" : r->library.c_str());
   std::printf("resolved:       %s\n", r->library_path.empty() ? "-" : r->library_path.c_str());
   std::printf("abi:            manifest %s, plugin %s, core %s\n", r->abi.empty() ? "-" : r->abi.c_str(),
               r->plugin_abi.empty() ? "-" : r->plugin_abi.c_str(), abi_version().c_str());
-  std::printf("version:        %s\n", r->version.empty() ? "-" : r->version.c_str());
-  std::printf("description:    %s\n", r->description.empty() ? "-" : r->description.c_str());
+  std::printf("version:        %s\n", r->version.empty() ? "-" : terminal_safe(r->version).c_str());
+  std::printf("description:    %s\n", r->description.empty() ? "-" : terminal_safe(r->description).c_str());
   std::printf("priority:       %lld\n", static_cast<long long>(r->priority));
   std::printf("enabled:        %s (%s)\n", r->enabled ? "yes" : "no", r->enabled_origin.c_str());
   if (r->probe_score || !r->probe_reason.empty())
-    std::printf("probe:          score %d: %s\n", r->probe_score, r->probe_reason.c_str());
+    std::printf("probe:          score %d: %s\n", r->probe_score, terminal_safe(r->probe_reason).c_str());
   std::printf("options:%s\n", r->options.empty() ? "        (none)" : "");
   for (const OptionEntry& o : r->options)
     std::printf("  %s = %s    (%s)\n", o.key_toml.c_str(), o.value.c_str(), o.origin.c_str());
   std::printf("devices:        %u\n", r->device_count);
   for (const auto& d : devices) print_device(*d);
-  if (!device_error.empty()) std::fprintf(stderr, "kiln info: %s\n", device_error.c_str());
+  if (!device_error.empty()) std::fprintf(stderr, "kiln info: %s\n", terminal_safe(device_error).c_str());
   return exit;
 }
 

@@ -87,28 +87,28 @@ void print_human(Registry& registry, const std::vector<std::vector<DeviceLine>>&
     const char* status = status_name(r.status);
     if (r.ok()) {
       std::printf("%-*s  %-12s  %-7s  abi %-4s  %s\n", width, r.name.c_str(), status,
-                  r.version.empty() ? "-" : r.version.c_str(), r.plugin_abi.c_str(), r.library_path.c_str());
+                  r.version.empty() ? "-" : terminal_safe(r.version).c_str(), r.plugin_abi.c_str(), r.library_path.c_str());
     } else if (r.status == BackendStatus::not_loaded) {
       std::printf("%-*s  %-12s  %-7s  abi %-4s  %s\n", width, r.name.c_str(), status,
-                  r.version.empty() ? "-" : r.version.c_str(), r.abi.empty() ? "-" : r.abi.c_str(),
+                  r.version.empty() ? "-" : terminal_safe(r.version).c_str(), r.abi.empty() ? "-" : r.abi.c_str(),
                   r.library_path.c_str());
     } else {
-      std::printf("%-*s  %-12s  %s\n", width, r.name.c_str(), status, r.reason.c_str());
+      std::printf("%-*s  %-12s  %s\n", width, r.name.c_str(), status, terminal_safe(r.reason).c_str());
     }
     for (const DeviceLine& d : devices[i]) {
       if (!d.device) {
-        std::printf("  %-*s  error: %s\n", id_width, d.id.c_str(), d.error.c_str());
+        std::printf("  %-*s  error: %s\n", id_width, d.id.c_str(), terminal_safe(d.error).c_str());
         continue;
       }
       const DeviceProps& p = d.device->props();
       std::string memory = p.memory_total ? human_bytes(p.memory_total) : "";
-      std::printf("  %-*s  %-52s  %s\n", id_width, d.id.c_str(), p.description.c_str(), memory.c_str());
+      std::printf("  %-*s  %-52s  %s\n", id_width, d.id.c_str(), terminal_safe(p.description).c_str(), memory.c_str());
     }
     if (verbose) {
       std::printf("      manifest: %s (via %s)\n", r.manifest.c_str(), r.manifest_origin.c_str());
       if (!r.library.empty()) std::printf("      library:  %s\n", r.library.c_str());
       if (r.probe_score || !r.probe_reason.empty())
-        std::printf("      probe:    score %d: %s\n", r.probe_score, r.probe_reason.c_str());
+        std::printf("      probe:    score %d: %s\n", r.probe_score, terminal_safe(r.probe_reason).c_str());
       std::printf("      priority: %lld%s\n", static_cast<long long>(r.priority), r.experimental ? " (experimental)" : "");
       std::printf("      options:  %s\n", options_text(r.options).c_str());
     }
@@ -128,10 +128,13 @@ int run_list(const std::vector<std::string>& args) {
                   "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list --json\n"))
     return kOk;
   Registry registry(cli_settings(!vm.count("no-load")));
-  print_diagnostics(registry);
-  const std::vector<BackendRecord>& backends = registry.backends();
   std::vector<std::vector<DeviceLine>> devices;
-  for (const BackendRecord& r : backends) devices.push_back(open_devices(registry, r));
+  {
+    StdoutToStderr quiet;
+    for (const BackendRecord& r : registry.backends()) devices.push_back(open_devices(registry, r));
+  }
+  const std::vector<BackendRecord>& backends = registry.backends();
+  print_diagnostics(registry);
 
   if (vm.count("json")) {
     Json doc = Json::object();
@@ -150,7 +153,8 @@ int run_list(const std::vector<std::string>& args) {
     if (backends.empty())
       std::fprintf(stderr, "kiln: no backend manifests found (`kiln list -v` shows where kiln looked)\n");
   }
-  return config_exit(registry);
+  int exit = config_exit(registry);
+  return exit ? exit : backends_exit(registry);
 }
 
 }  // namespace kiln::cli

@@ -146,7 +146,7 @@ int run_test(const std::vector<std::string>& args) {
       const BackendRecord* r = names.backend(target);
       if (!r) {
         std::string known;
-        for (const BackendRecord& b : names.backends())
+        for (const BackendRecord& b : names.known_backends())
           if (b.status != BackendStatus::shadowed) known += (known.empty() ? "" : ", ") + b.name;
         fail(ErrorCode::not_found, "no backend named '", target, "' (known: ", known.empty() ? "none" : known,
              "); give a manifest path to test a plugin that is not installed");

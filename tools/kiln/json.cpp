@@ -9,7 +9,14 @@ namespace {
 
 void escape(std::string& out, const std::string& s) {
   out += '"';
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {  // plugin strings are not trusted to be UTF-8; JSON must be
+      size_t n = utf8_char_length(s, i);
+      if (n) out.append(s, i, n), i += n - 1;
+      else out += "\\ufffd";
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -36,6 +43,42 @@ void newline(std::string& out, int indent, int depth) {
 }
 
 }  // namespace
+
+size_t utf8_char_length(std::string_view s, size_t i) {
+  auto cont = [&](size_t k) { return i + k < s.size() && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80; };
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  unsigned char c1 = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {  // no overlongs (E0 80..9F) and no surrogates (ED A0..BF)
+    if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F)) return 0;
+    return cont(1) && cont(2) ? 3 : 0;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {  // no overlongs (F0 80..8F), nothing past U+10FFFF (F4 90..)
+    if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 > 0x8F)) return 0;
+    return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+std::string terminal_safe(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = utf8_char_length(s, i);
+    if (c >= 0x80 && n) {
+      out.append(s.substr(i, n));
+      i += n - 1;
+    } else if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+    } else {  // control characters (escape sequences) and bytes that are not UTF-8
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
 
 Json& Json::set(std::string key, Json value) {
   std::get<Object>(v_).emplace_back(std::move(key), std::move(value));

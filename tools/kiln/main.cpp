@@ -1,4 +1,5 @@
 // tools/kiln/main.cpp - the `kiln` command line: global options and the subcommand table.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -36,7 +37,7 @@ void usage(std::FILE* out) {
                "  kiln test opencl --level 3      # conformance of a backend plugin\n"
                "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # offline AMDGPU code objects\n"
                "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"
-               "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG\n"
+               "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG, KILN_PROBE_TIMEOUT\n"
                "exit codes: 0 ok, 1 failure, 2 usage error, 3 configuration error\n");
 }
 
@@ -58,18 +59,28 @@ int main(int argc, char** argv) {
   }
   for (const Command& c : kCommands) {
     if (std::strcmp(first, c.name) != 0) continue;
+    std::vector<std::string> args(argv + 2, argv + argc);
+    int exit = kFailure;
+    std::string message;
     try {
-      return c.run(std::vector<std::string>(argv + 2, argv + argc));
+      return c.run(args);
     } catch (const UsageError& e) {
-      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());
-      return kUsage;
+      exit = kUsage, message = e.what();
     } catch (const kiln::Error& e) {
-      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());
-      return e.code() == kiln::ErrorCode::config_error ? kConfigError : kFailure;
+      exit = e.code() == kiln::ErrorCode::config_error ? kConfigError : kFailure, message = e.what();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "kiln %s: %s\n", c.name, e.what());
-      return kFailure;
+      message = e.what();
     }
+    std::fprintf(stderr, "kiln %s: %s\n", c.name, message.c_str());
+    // Commands print their document at the end, so a failure before it leaves stdout empty: a
+    // caller that asked for JSON still gets a document, saying what went wrong.
+    if (std::find(args.begin(), args.end(), "--json") != args.end()) {
+      Json doc = Json::object();
+      doc.set("schema_version", 1);
+      doc.set("error", Json(Json::Object{{"command", c.name}, {"message", message}, {"exit_code", exit}}));
+      std::printf("%s\n", doc.dump().c_str());
+    }
+    return exit;
   }
   std::fprintf(stderr, "kiln: unknown command '%s'\n\n", first);
   usage(stderr);

@@ -42,7 +42,28 @@ void read_devices(const toml::table& devices, UserConfig& c) {
     std::string name(key.str());
     std::string qualified = "devices.aliases." + name;
     if (auto target = get_field<std::string>(*t, name, qualified, path, c.diagnostics))
-      c.aliases.push_back({name, *target, toml_origin(path, node.source())});
+      c.aliases.push_back({name, *target, toml_origin(path, node.source()), node.source().begin.line,
+                           node.source().begin.column});
+  }
+  // A loop would otherwise surface as "no backend named ..." far from its cause. Each loop is
+  // reported once, at its first alias in file order.
+  for (size_t i = 0; i < c.aliases.size(); ++i) {
+    const UserConfig::Alias& start = c.aliases[i];
+    std::string chain = start.name;
+    const UserConfig::Alias* a = &start;
+    for (size_t hops = 0; hops <= c.aliases.size(); ++hops) {
+      a = c.alias(a->target);
+      if (!a) break;
+      chain += " -> " + a->name;
+      if (a == &start) {
+        c.diagnostics.push_back({path, start.line, start.column, Severity::error,
+                                 start.target == start.name
+                                     ? "devices.aliases." + start.name + " names itself; an alias names a device (backend[:index])"
+                                     : "alias loop: " + chain + "; the chain of aliases must end at a device (backend[:index])"});
+        break;
+      }
+      if (a < &start) break;  // a loop through an earlier alias was reported there
+    }
   }
 }
 
@@ -84,8 +105,8 @@ UserConfig read_user_config(const std::string& path, const std::string& path_ori
   c.path = path;
   c.path_origin = path_origin;
   if (path.empty()) return c;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  std::string problem = file_problem(path);
+  if (problem == "does not exist") {
     if (explicit_path)
       c.diagnostics.push_back({path, 0, 0, Severity::error,
                                "the configuration file named by " + path_origin + " does not exist"});

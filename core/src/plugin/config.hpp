@@ -21,8 +21,10 @@
 namespace kiln {
 
 struct UserConfig {
+  // An alias names a device ("hip:0") or another alias; chains are followed, loops are errors.
   struct Alias {
     std::string name, target, origin;  // origin: "file:line:col"
+    uint32_t line = 0, column = 0;     // its position (for warnings found later, e.g. hiding a backend)
   };
   struct Backend {
     std::string name;

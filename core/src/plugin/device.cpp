@@ -3,6 +3,7 @@
 
 #include "plugin/host.hpp"
 #include "support/check.hpp"
+#include "support/env.hpp"
 
 namespace kiln {
 
@@ -26,7 +27,19 @@ bool has_slot(const T* table, size_t size_upto, F T::*slot) {
 }
 #define KILN_HAS_SLOT(table, T, slot) has_slot(table, KILN_SIZE_UPTO(T, slot), &T::slot)
 
-std::string copy_str(const char* s) { return s ? s : ""; }
+// Slots that cannot report (close, free, unload) run in destructors and noexcept paths: an
+// exception escaping them is logged, never allowed to reach std::terminate.
+template <typename F>
+void plugin_call_noexcept(const std::string& device, const char* slot, F&& f) noexcept {
+  try {
+    plugin_call(slot, f);
+  } catch (const std::exception& e) {
+    try {
+      log_line("kiln: " + device + ": " + e.what());
+    } catch (...) {
+    }
+  }
+}
 
 }  // namespace
 
@@ -36,7 +49,7 @@ std::shared_ptr<Device> Device::open(const std::string& backend, const kiln_plug
   const kiln_device_api* api = nullptr;
   {
     PluginScope scope(backend.c_str());
-    throw_if_error(plugin->device_open(index, &dev, &api), name + ": device_open failed");
+    throw_if_error(plugin_call("device_open", [&] { return plugin->device_open(index, &dev, &api); }), name + ": device_open failed");
   }
   if (!dev || !api) fail(ErrorCode::internal, name, ": the plugin's device_open returned no device");
   std::shared_ptr<Device> d(new Device());
@@ -72,13 +85,13 @@ std::shared_ptr<Device> Device::open(const std::string& backend, const kiln_plug
   PluginScope scope(backend.c_str());
   kiln_device_props props{};
   props.struct_size = sizeof(props);
-  throw_if_error(api->get_props(dev, &props), name + ": get_props failed");
-  d->props_ = {copy_str(props.name), copy_str(props.description), copy_str(props.arch), copy_str(props.features),
+  throw_if_error(plugin_call("get_props", [&] { return api->get_props(dev, &props); }), name + ": get_props failed");
+  d->props_ = {bounded_copy(props.name), bounded_copy(props.description), bounded_copy(props.arch), bounded_copy(props.features),
                props.kind, props.flags, props.compute_units, props.memory_total, props.memory_free};
   d->threadsafe_ = (props.flags & KILN_DEVICE_THREADSAFE) != 0;
   kiln_target t{};
   t.struct_size = sizeof(t);
-  throw_if_error(api->get_target(dev, &t), name + ": get_target failed");
+  throw_if_error(plugin_call("get_target", [&] { return api->get_target(dev, &t); }), name + ": get_target failed");
   Target& target = d->target_;
   target.flags = t.flags;
   target.threads = t.threads;
@@ -89,14 +102,14 @@ std::shared_ptr<Device> Device::open(const std::string& backend, const kiln_plug
   target.dtypes = t.dtypes;
   target.ops[0] = t.ops[0];
   target.ops[1] = t.ops[1];
-  target.source_format = copy_str(t.source_format);
+  target.source_format = bounded_copy(t.source_format);
   return d;
 }
 
 Device::~Device() {
   if (api_ && dev_) {
     PluginScope scope(backend_.c_str());
-    api_->close(dev_);
+    plugin_call_noexcept(name_, "close", [&] { api_->close(dev_); });
   }
 }
 
@@ -109,7 +122,7 @@ kiln_buffer* Device::alloc(uint64_t bytes, uint32_t flags) {
   kiln_alloc_params params{sizeof(params), flags, 0};
   kiln_buffer* out = nullptr;
   Guard g(*this);
-  throw_if_error(allocator_->alloc(dev_, bytes, &params, &out), name_ + ": alloc(" + std::to_string(bytes) + " bytes)");
+  throw_if_error(plugin_call("alloc", [&] { return allocator_->alloc(dev_, bytes, &params, &out); }), name_ + ": alloc(" + std::to_string(bytes) + " bytes)");
   if (!out) fail(ErrorCode::internal, name_, ": alloc returned no buffer");
   return out;
 }
@@ -117,19 +130,19 @@ kiln_buffer* Device::alloc(uint64_t bytes, uint32_t flags) {
 void Device::free(kiln_buffer* buffer) noexcept {
   if (!buffer || !allocator_) return;
   Guard g(*this);
-  allocator_->free(dev_, buffer);
+  plugin_call_noexcept(name_, "free", [&] { allocator_->free(dev_, buffer); });
 }
 
 void Device::copy_in(kiln_buffer* dst, uint64_t offset, const void* src, uint64_t n) {
   if (!allocator_) unsupported("allocator");
   Guard g(*this);
-  throw_if_error(allocator_->copy_in(dev_, dst, offset, src, n), name_ + ": copy_in");
+  throw_if_error(plugin_call("copy_in", [&] { return allocator_->copy_in(dev_, dst, offset, src, n); }), name_ + ": copy_in");
 }
 
 void Device::copy_out(void* dst, const kiln_buffer* src, uint64_t offset, uint64_t n) {
   if (!allocator_) unsupported("allocator");
   Guard g(*this);
-  throw_if_error(allocator_->copy_out(dev_, dst, src, offset, n), name_ + ": copy_out");
+  throw_if_error(plugin_call("copy_out", [&] { return allocator_->copy_out(dev_, dst, src, offset, n); }), name_ + ": copy_out");
 }
 
 bool Device::has_device_copy() const { return KILN_HAS_SLOT(allocator_, kiln_allocator_api, copy); }
@@ -137,7 +150,7 @@ bool Device::has_device_copy() const { return KILN_HAS_SLOT(allocator_, kiln_all
 void Device::copy(kiln_buffer* dst, uint64_t dst_off, const kiln_buffer* src, uint64_t src_off, uint64_t n) {
   if (!has_device_copy()) unsupported("device-to-device copy");
   Guard g(*this);
-  throw_if_error(allocator_->copy(dev_, dst, dst_off, src, src_off, n), name_ + ": copy");
+  throw_if_error(plugin_call("copy", [&] { return allocator_->copy(dev_, dst, dst_off, src, src_off, n); }), name_ + ": copy");
 }
 
 const std::string& Device::compiler_cache_key() {
@@ -145,7 +158,7 @@ const std::string& Device::compiler_cache_key() {
   std::call_once(cache_key_once_, [&] {
     StringSink key;
     Guard g(*this);
-    throw_if_error(compiler_->cache_key(dev_, key.sink()), name_ + ": compiler cache_key");
+    throw_if_error(plugin_call("cache_key", [&] { return compiler_->cache_key(dev_, key.sink()); }), name_ + ": compiler cache_key");
     cache_key_ = std::move(key.str());
   });
   return cache_key_;
@@ -156,7 +169,7 @@ std::string Device::compile(const std::string& source, const std::string& entry)
   kiln_compile_params params{sizeof(params), source.data(), source.size(), entry.c_str(), nullptr};
   StringSink binary, log;
   Guard g(*this);
-  throw_if_error(compiler_->compile(dev_, &params, binary.sink(), log.sink()), name_ + ": compiling " + entry);
+  throw_if_error(plugin_call("compile", [&] { return compiler_->compile(dev_, &params, binary.sink(), log.sink()); }), name_ + ": compiling " + entry);
   return std::move(binary.str());
 }
 
@@ -172,7 +185,7 @@ std::string Device::compile_many(const std::vector<std::pair<std::string, std::s
   for (const kiln_compile_params& p : params) ptrs.push_back(&p);
   StringSink binary, log;
   Guard g(*this);
-  throw_if_error(compiler_->compile_many(dev_, ptrs.data(), static_cast<uint32_t>(ptrs.size()), binary.sink(), log.sink()),
+  throw_if_error(plugin_call("compile_many", [&] { return compiler_->compile_many(dev_, ptrs.data(), static_cast<uint32_t>(ptrs.size()), binary.sink(), log.sink()); }),
                  cat(name_, ": compiling ", kernels.size(), " kernels together"));
   return std::move(binary.str());
 }
@@ -182,7 +195,7 @@ std::shared_ptr<Program> Device::load(const std::string& binary, const std::stri
   kiln_program* handle = nullptr;
   {
     Guard g(*this);
-    throw_if_error(runtime_->load(dev_, binary.data(), binary.size(), entry.c_str(), &handle),
+    throw_if_error(plugin_call("load", [&] { return runtime_->load(dev_, binary.data(), binary.size(), entry.c_str(), &handle); }),
                    name_ + ": loading " + entry);
   }
   if (!handle) fail(ErrorCode::internal, name_, ": load returned no program");
@@ -191,7 +204,7 @@ std::shared_ptr<Program> Device::load(const std::string& binary, const std::stri
 
 void Device::unload(kiln_program* program) noexcept {
   Guard g(*this);
-  runtime_->unload(dev_, program);
+  plugin_call_noexcept(name_, "unload", [&] { runtime_->unload(dev_, program); });
 }
 
 Program::~Program() { device_->unload(handle_); }
@@ -218,7 +231,7 @@ double Device::launch(Program& program, std::span<kiln_buffer* const> buffers, s
   kiln_error* e;
   {
     Guard g(*this);
-    e = runtime_->launch(dev_, program.handle(), &p);
+    e = plugin_call("launch", [&] { return runtime_->launch(dev_, program.handle(), &p); });
   }
   if (e) throw_if_error(e, name_ + ": launching " + program.entry());
   return wait ? elapsed : 0.0;
@@ -228,7 +241,7 @@ std::string Device::render(const kiln_lir& kernel) {
   if (!renderer_) unsupported("renderer");
   StringSink source;
   Guard g(*this);
-  throw_if_error(renderer_->render(dev_, &kernel, source.sink()), name_ + ": rendering " +
+  throw_if_error(plugin_call("render", [&] { return renderer_->render(dev_, &kernel, source.sink()); }), name_ + ": rendering " +
                                                                        (kernel.name ? kernel.name : "a kernel"));
   return std::move(source.str());
 }
@@ -236,7 +249,7 @@ std::string Device::render(const kiln_lir& kernel) {
 void Device::synchronize() {
   if (!api_->synchronize) return;
   Guard g(*this);
-  throw_if_error(api_->synchronize(dev_), name_ + ": synchronize");
+  throw_if_error(plugin_call("synchronize", [&] { return api_->synchronize(dev_); }), name_ + ": synchronize");
 }
 
 }  // namespace kiln

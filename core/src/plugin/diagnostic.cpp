@@ -1,6 +1,11 @@
-// plugin/diagnostic.cpp - diagnostic text and option merging.
+// plugin/diagnostic.cpp - diagnostic text, file problems in words, option merging.
 #include "plugin/diagnostic.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <vector>
 
 namespace kiln {
@@ -35,6 +40,25 @@ std::vector<OptionEntry> merge_options(std::vector<OptionEntry> base, const std:
     base.push_back(o);
   }
   return base;
+}
+
+std::string file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::file_status link = fs::symlink_status(path, ec);
+  if (ec || !fs::exists(link)) return "does not exist";
+  fs::file_status target = fs::status(path, ec);
+  if (fs::is_symlink(link) && ec) {
+    if (ec == std::errc::too_many_symbolic_link_levels) return "is a symbolic link loop";
+    std::error_code rec;
+    fs::path to = fs::read_symlink(path, rec);
+    return "is a dangling symbolic link" + (rec ? std::string() : " to " + to.string());
+  }
+  if (ec) return "cannot be examined: " + ec.message();
+  if (fs::is_directory(target)) return "is a directory";
+  if (!fs::is_regular_file(target)) return "is not a regular file";
+  if (access(path.c_str(), R_OK) != 0) return std::string("cannot be read: ") + std::strerror(errno);
+  return "";
 }
 
 }  // namespace kiln

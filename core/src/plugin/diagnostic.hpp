@@ -20,6 +20,11 @@ struct Diagnostic {
 
 bool has_errors(const std::vector<Diagnostic>& diagnostics);
 
+// Why `path` cannot be read as a file, in words for a message ("is a symbolic link loop", "is a
+// dangling symbolic link to /x", "is a directory", "cannot be read: Permission denied",
+// "does not exist"); empty when it is a readable regular file (or a link to one).
+std::string file_problem(const std::string& path);
+
 // A value of a backend option with where it came from ("file:line:col"). Keys are dotted paths of
 // the [backend.options] table ("compiler.flags"); values are TOML text ("\"-O2\"", "4", "[1, 2]").
 struct OptionEntry {

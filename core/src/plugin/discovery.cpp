@@ -119,8 +119,18 @@ ManifestSearch find_manifests(const Settings& s) {
   for (const SearchDir& d : r.dirs) {
     if (!d.exists) continue;
     std::vector<std::string> files;
-    for (const fs::directory_entry& e : fs::directory_iterator(d.path, ec))
-      if (e.path().extension() == ".toml" && fs::is_regular_file(e.path(), ec)) files.push_back(e.path().string());
+    std::error_code list_ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(d.path, list_ec)) {
+      if (e.path().extension() != ".toml") continue;
+      if (std::string problem = file_problem(e.path().string()); problem.empty())
+        files.push_back(e.path().string());
+      else
+        r.diagnostics.push_back({e.path().string(), 0, 0, Diagnostic::Severity::warning,
+                                 "skipped: it " + problem + " (found in " + d.path + ", " + d.origin + ")"});
+    }
+    if (list_ec)
+      r.diagnostics.push_back({d.path, 0, 0, Diagnostic::Severity::warning,
+                               "cannot list this manifest directory (" + d.origin + "): " + list_ec.message()});
     std::sort(files.begin(), files.end());  // readdir order is arbitrary
     for (std::string& f : files) r.files.push_back({std::move(f), d.origin});
   }

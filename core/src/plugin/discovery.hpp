@@ -37,6 +37,11 @@ struct Settings {
   // Log config errors (always) and every problem (at KILN_DEBUG>=1) to stderr during discovery.
   // The CLI turns this off and prints diagnostics itself.
   bool report_problems = true;
+  // > 0: before a backend is loaded in this process, load it, probe it and open its devices in a
+  // forked child (plugin/isolate.hpp) that must finish within this many seconds; a backend whose
+  // child crashes, exits or hangs is marked `crashed` and never loaded here. The CLI sets it;
+  // libraries leave it 0 (forking a user's multithreaded program is not ours to do).
+  double isolate_timeout_s = 0;
 
   static Settings from_environment();
 };
@@ -56,6 +61,9 @@ struct ManifestSearch {
   bool replaced = false;         // KILN_BACKENDS was set
   std::vector<SearchDir> dirs;   // in search order (empty when replaced)
   std::vector<ManifestFile> files;
+  // *.toml entries of searched directories that are skipped (dangling or looping links,
+  // directories, unreadable files) and directories that cannot be listed: warnings.
+  std::vector<Diagnostic> diagnostics;
 };
 
 ManifestSearch find_manifests(const Settings& settings);

@@ -1,8 +1,10 @@
 // plugin/host.cpp - host services (error_new, log) and error conversion.
 #include "plugin/host.hpp"
 
+#include <cstring>
 #include <new>
 
+#include "support/check.hpp"
 #include "support/env.hpp"
 
 namespace kiln {
@@ -83,6 +85,25 @@ kiln_status StringSink::append(void* ctx, const void* data, size_t n) {
   } catch (...) {
     return KILN_STATUS_RESOURCE_EXHAUSTED;
   }
+}
+
+void escaped_exception(std::string_view slot) {
+  std::string what = "an exception that is not a std::exception";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = std::string("std::exception: ") + bounded_copy(e.what(), 1024);
+  } catch (...) {
+  }
+  fail(ErrorCode::internal, "the plugin's ", slot, " threw ", what,
+       " across the C ABI; plugins must return an error instead (the SDK's KILN_PLUGIN trampolines do this)");
+}
+
+std::string bounded_copy(const char* s, size_t max) {
+  if (!s) return "";
+  size_t n = strnlen(s, max + 1);
+  if (n <= max) return std::string(s, n);
+  return std::string(s, max) + "... (truncated: longer than " + std::to_string(max) + " bytes)";
 }
 
 }  // namespace kiln

@@ -34,6 +34,23 @@ std::string take_error_message(kiln_error* error);
 // If `error` is non-NULL: frees it and throws kiln::Error(code, context + ": " + message).
 void throw_if_error(kiln_error* error, std::string_view context);
 
+// Runs one call into a plugin (`f` returns the slot's result). An exception escaping it (a plugin
+// on the bare C ABI, without the SDK's trampolines) becomes kiln::Error(internal) naming `slot`,
+// instead of std::terminate or a foreign exception unwinding through the caller.
+[[noreturn]] void escaped_exception(std::string_view slot);
+template <typename F>
+decltype(auto) plugin_call(std::string_view slot, F&& f) {
+  try {
+    return f();
+  } catch (...) {
+    escaped_exception(slot);
+  }
+}
+
+// A string a plugin handed over, copied with at most `max` bytes (NULL is ""): a plugin that
+// returns a megabyte for a name must not flood every listing.
+std::string bounded_copy(const char* s, size_t max = 4096);
+
 // The backend whose plugin code this thread is currently running (for log prefixes); set by
 // the loader and Device around plugin calls. Cheap: a thread-local pointer store.
 class PluginScope {

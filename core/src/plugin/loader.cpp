@@ -1,6 +1,10 @@
 // plugin/loader.cpp - Boost.DLL loading and the entry/probe/initialize handshake.
 #include "plugin/loader.hpp"
 
+#include <elf.h>
+
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -10,6 +14,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "plugin/diagnostic.hpp"
 #include "plugin/host.hpp"
 
 namespace fs = std::filesystem;
@@ -26,6 +31,7 @@ const char* status_name(BackendStatus status) {
     case BackendStatus::disabled: return "disabled";
     case BackendStatus::shadowed: return "shadowed";
     case BackendStatus::not_loaded: return "not-loaded";
+    case BackendStatus::crashed: return "crashed";
   }
   return "?";
 }
@@ -51,6 +57,50 @@ std::string dlerror_text(const std::string& what) {
   return what.substr(b, e == std::string::npos || e < b ? std::string::npos : e - b);
 }
 
+// glibc reports a library for another machine as "No such file or directory" (it keeps looking for
+// a matching one); read the ELF header to say what the file really is.
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = EM_X86_64;
+constexpr const char* kHostName = "x86-64";
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = EM_AARCH64;
+constexpr const char* kHostName = "aarch64";
+#else
+constexpr uint16_t kHostMachine = EM_NONE;
+constexpr const char* kHostName = "this machine";
+#endif
+
+std::string machine_name(uint16_t machine) {
+  switch (machine) {
+    case EM_X86_64: return "x86-64";
+    case EM_386: return "i386";
+    case EM_AARCH64: return "aarch64";
+    case EM_ARM: return "32-bit ARM";
+    case EM_RISCV: return "RISC-V";
+    case EM_PPC64: return "ppc64";
+    case EM_S390: return "s390x";
+    case EM_AMDGPU: return "AMDGPU";
+  }
+  return "machine " + std::to_string(machine);
+}
+
+// "" when the file is not an ELF or is one this process can load; else why not.
+std::string elf_mismatch(const std::string& path) {
+  unsigned char h[20] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return "";
+  size_t n = std::fread(h, 1, sizeof h, f);
+  std::fclose(f);
+  if (n < sizeof h || std::memcmp(h, ELFMAG, SELFMAG) != 0) return "";
+  bool little = h[EI_DATA] == ELFDATA2LSB;
+  uint16_t machine = little ? static_cast<uint16_t>(h[18] | h[19] << 8) : static_cast<uint16_t>(h[18] << 8 | h[19]);
+  int bits = h[EI_CLASS] == ELFCLASS64 ? 64 : 32;
+  bool host_64 = sizeof(void*) == 8;
+  if (machine == kHostMachine && (bits == 64) == host_64) return "";
+  return "wrong architecture: " + path + " is a " + std::to_string(bits) + "-bit ELF for " + machine_name(machine) +
+         ", this kiln is " + kHostName + "; build the plugin for " + kHostName;
+}
+
 std::string abi_text(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
 // Keeps every library loaded for the life of the process (never destroyed: plugin threads and
@@ -69,9 +119,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   LoadResult r;
   r.library_path = path;
   bool soname = path.find('/') == std::string::npos;
-  std::error_code ec;
-  if (!soname && !fs::exists(path, ec)) {
-    r.reason = "library " + path + " does not exist; build or install the " + backend +
+  if (std::string problem = soname ? "" : file_problem(path); !problem.empty()) {
+    r.reason = "library " + path + " " + problem + "; build or install the " + backend +
                " backend, or fix backend.library in " + manifest_path + " (relative paths are relative to it)";
     return r;
   }
@@ -82,7 +131,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   try {
     lib = new boost::dll::shared_library(boost::dll::fs::path(path), flags);
   } catch (const std::exception& e) {
-    r.reason = "cannot load " + path + ": " + dlerror_text(e.what());
+    std::string arch = soname ? "" : elf_mismatch(path);
+    r.reason = arch.empty() ? "cannot load " + path + ": " + dlerror_text(e.what()) : arch;
     return r;
   }
   c.libraries.push_back(lib);
@@ -95,7 +145,7 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   kiln_plugin_entry_fn entry = &lib->get<kiln_status(kiln_entry_args*)>(KILN_ENTRY_SYMBOL);
   kiln_entry_args args{sizeof(kiln_entry_args), KILN_ABI_MAJOR, KILN_ABI_MINOR, host_api(), nullptr};
   PluginScope scope(backend.c_str());
-  kiln_status status = entry(&args);
+  kiln_status status = plugin_call(KILN_ENTRY_SYMBOL, [&] { return entry(&args); });
   const kiln_plugin_api* api = args.plugin;
   if (!api || api->struct_size < KILN_SIZE_UPTO(kiln_plugin_api, abi_minor)) {
     r.reason = KILN_ENTRY_SYMBOL " returned status " + std::to_string(status) + " (" +
@@ -121,8 +171,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
                std::to_string(api->struct_size) + ")";
     return r;
   }
-  r.plugin_name = api->name ? api->name : "";
-  r.plugin_version = api->version ? api->version : "";
+  r.plugin_name = bounded_copy(api->name, 256);
+  r.plugin_version = bounded_copy(api->version, 256);
   if (r.plugin_name != backend) {
     r.reason = path + " is the plugin '" + r.plugin_name + "', but the manifest " + manifest_path +
                " declares backend.name = \"" + backend + "\"";
@@ -135,13 +185,13 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   if (api->probe) {
     StringSink reason;
     int32_t score = 0;
-    if (kiln_error* e = api->probe(&score, reason.sink())) {
+    if (kiln_error* e = plugin_call("probe", [&] { return api->probe(&score, reason.sink()); })) {
       r.status = BackendStatus::unavailable;
       r.reason = "probe failed: " + take_error_message(e);
       return r;
     }
     r.probe_score = score;
-    r.probe_reason = reason.str();
+    r.probe_reason = bounded_copy(reason.str().c_str(), 4096);
     if (score <= 0) {
       r.status = BackendStatus::unavailable;
       r.reason = r.probe_reason.empty() ? "the plugin's probe reports it cannot run here" : r.probe_reason;
@@ -151,7 +201,8 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
     r.probe_score = 1;
   }
   if (api->initialize) {
-    if (kiln_error* e = api->initialize(options_toml.data(), options_toml.size())) {
+    if (kiln_error* e =
+            plugin_call("initialize", [&] { return api->initialize(options_toml.data(), options_toml.size()); })) {
       bool bad_options = e->code == KILN_STATUS_INVALID_ARGUMENT;
       r.status = bad_options ? BackendStatus::config_error : BackendStatus::unavailable;
       r.reason = (bad_options ? "the plugin rejected its options: " : "initialize failed: ") + take_error_message(e);
@@ -159,9 +210,15 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
     }
   }
   uint32_t count = 0;
-  if (kiln_error* e = api->device_count(&count)) {
+  if (kiln_error* e = plugin_call("device_count", [&] { return api->device_count(&count); })) {
     r.status = BackendStatus::unavailable;
     r.reason = "device_count failed: " + take_error_message(e);
+    return r;
+  }
+  if (count > kMaxDevices) {
+    r.status = BackendStatus::load_error;
+    r.reason = "device_count reported " + std::to_string(count) + " devices; more than " + std::to_string(kMaxDevices) +
+               " is taken for a bug in the plugin (fix its device_count)";
     return r;
   }
   r.device_count = count;
@@ -189,7 +246,7 @@ LoadResult load_plugin(const std::string& backend, const std::string& manifest_p
     LoadResult r;
     try {
       r = load_uncached(backend, manifest_path, path, options_toml, c);
-    } catch (const std::exception& e) {  // only host-side allocation can throw here
+    } catch (const std::exception& e) {  // host-side allocation, or an exception escaping a plugin slot
       r.status = BackendStatus::load_error;
       r.reason = std::string("loading failed: ") + e.what();
     }

@@ -20,11 +20,17 @@ enum class BackendStatus {
   config_error,  // the manifest is invalid, or initialize() rejected the options
   disabled,      // enabled = false in the manifest or the user config
   shadowed,      // an earlier manifest has the same backend name
-  not_loaded,    // valid manifest, library not loaded (kiln list --no-load)
+  not_loaded,    // valid manifest, library not loaded (kiln list --no-load, or not needed yet)
+  crashed,       // crashed, exited or hung while being probed in a child (Settings::isolate_timeout_s)
 };
 
-// "ok", "unavailable", "abi-mismatch", "load-error", "config-error", "disabled", "shadowed", "not-loaded".
+// "ok", "unavailable", "abi-mismatch", "load-error", "config-error", "disabled", "shadowed", "not-loaded",
+// "crashed".
 const char* status_name(BackendStatus status);
+
+// A plugin reporting more devices than this has a bug (2^32-1 from an unset variable); the registry
+// and the CLI allocate per device, so such a count is an error, not a loop.
+inline constexpr uint32_t kMaxDevices = 4096;
 
 struct LoadResult {
   BackendStatus status = BackendStatus::load_error;

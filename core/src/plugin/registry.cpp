@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "plugin/isolate.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 
@@ -18,17 +19,24 @@ Registry::Registry(Settings settings) : settings_(std::move(settings)) {}
 Registry::~Registry() = default;
 
 const std::vector<BackendRecord>& Registry::backends() {
+  load_all();
+  return backends_;
+}
+
+const std::vector<BackendRecord>& Registry::known_backends() {
   ensure_discovered();
   return backends_;
 }
 
 const BackendRecord* Registry::backend(std::string_view name) {
   ensure_discovered();
-  return find_backend(name);
+  BackendRecord* r = find_backend(name);
+  if (r) load(*r);
+  return r;
 }
 
-const BackendRecord* Registry::find_backend(std::string_view name) const {
-  for (const BackendRecord& r : backends_)
+BackendRecord* Registry::find_backend(std::string_view name) {
+  for (BackendRecord& r : backends_)
     if (r.name == name && r.status != BackendStatus::shadowed) return &r;
   return nullptr;
 }
@@ -53,6 +61,7 @@ void Registry::discover() {
   config_ = read_user_config(where.path, where.origin, where.explicit_path);
   diagnostics_ = config_.diagnostics;
   search_ = find_manifests(settings_);
+  diagnostics_.insert(diagnostics_.end(), search_.diagnostics.begin(), search_.diagnostics.end());
 
   for (const ManifestFile& file : search_.files) {
     Manifest m = read_manifest(file.path);
@@ -93,35 +102,21 @@ void Registry::discover() {
       if (!r.enabled) {
         r.status = BackendStatus::disabled;
         r.reason = "disabled by enabled = false in " + r.enabled_origin;
-      } else if (!settings_.load) {
+      } else {
+        // Loaded on first use (load()): a program that names cpu:0 never dlopens the others.
         r.status = BackendStatus::not_loaded;
         r.library_path = resolve_library(r.manifest, r.library);
-      } else {
-        LoadResult l = load_plugin(r.name, r.manifest, r.library, options_to_toml(r.options));
-        r.status = l.status;
-        r.reason = l.reason;
-        r.library_path = l.library_path;
-        r.plugin_abi = l.plugin_abi;
-        if (!l.plugin_version.empty()) r.version = l.plugin_version;
-        r.probe_score = l.probe_score;
-        r.probe_reason = l.probe_reason;
-        r.device_count = l.device_count;
-        r.api = l.api;
-        // A plugin names a rejected option ("option 'binary' must be ..."); say where it was set.
-        if (r.status == BackendStatus::config_error)
-          for (const OptionEntry& o : r.options)
-            if (r.reason.find("option '" + o.key + "'") != std::string::npos) {
-              r.reason += " (set at " + o.origin + ")";
-              break;
-            }
-        if (!r.abi.empty() && !r.plugin_abi.empty() && r.abi != r.plugin_abi)
-          r.diagnostics.push_back({r.manifest, 0, 0, Diagnostic::Severity::warning,
-                                   "the manifest says abi = \"" + r.abi + "\" but the library reports ABI " +
-                                       r.plugin_abi + "; regenerate the manifest"});
+        r.pending = settings_.load;
       }
     }
     backends_.push_back(std::move(r));
   }
+
+  for (const UserConfig::Alias& a : config_.aliases)
+    if (find_backend(a.name))
+      diagnostics_.push_back({config_.path, a.line, a.column, Diagnostic::Severity::warning,
+                              "devices.aliases." + a.name + " = \"" + a.target + "\" has the name of the " + a.name +
+                                  " backend: '" + a.name + "' keeps meaning the backend and the alias is ignored; rename it"});
 
   // Configuration for backends that no manifest provides is almost always a typo or a stale entry.
   for (const UserConfig::Backend& b : config_.backends) {
@@ -134,24 +129,88 @@ void Registry::discover() {
                                 (known.empty() ? "none" : known) + ")"});
   }
 
-  if (settings_.report_problems) {
-    int64_t debug = 0;
-    try {
-      debug = debug_level();
-    } catch (...) {
-    }
+  if (report_debug() >= 0)
     for (const Diagnostic& d : diagnostics_)
-      if (d.is_error() || debug >= 1) log_line("kiln: " + d.str());
-    if (debug >= 1)
-      for (const BackendRecord& r : backends_) {
-        for (const Diagnostic& d : r.diagnostics) log_line("kiln: " + d.str());
-        if (!r.ok()) log_line("kiln: backend " + r.name + ": " + status_name(r.status) + ": " + r.reason);
-      }
+      if (d.is_error() || report_debug() >= 1) log_line("kiln: " + d.str());
+  if (report_debug() >= 1)
+    for (const BackendRecord& r : backends_)
+      if (!r.pending) report(r);
+}
+
+// -1: report nothing (the CLI prints diagnostics itself); else the KILN_DEBUG level.
+int64_t Registry::report_debug() const {
+  if (!settings_.report_problems) return -1;
+  try {
+    return debug_level();
+  } catch (...) {
+    return 0;
   }
 }
 
-std::vector<std::string> Registry::devices() {
+void Registry::report(const BackendRecord& r) const {
+  for (const Diagnostic& d : r.diagnostics) log_line("kiln: " + d.str());
+  if (!r.ok()) log_line("kiln: backend " + r.name + ": " + status_name(r.status) + ": " + r.reason);
+}
+
+void Registry::load(BackendRecord& r) {
+  std::lock_guard<std::mutex> lock(load_mu_);
+  if (!r.pending) return;
+  r.pending = false;
+  std::string options = options_to_toml(r.options);
+  if (settings_.isolate_timeout_s > 0) {
+    // Everything the CLI will do with the plugin in process, first in a child: load, probe,
+    // initialize, count, open every device (props and target are read at open).
+    ChildOutcome child = run_in_child(
+        [&] {
+          LoadResult l = load_plugin(r.name, r.manifest, r.library, options);
+          for (uint32_t i = 0; l.status == BackendStatus::ok && i < l.device_count; ++i) {
+            try {
+              Device::open(r.name, l.api, i);
+            } catch (...) {  // a clean error: the in-process open reports it
+            }
+          }
+        },
+        settings_.isolate_timeout_s);
+    if (!child.ok) {
+      r.status = BackendStatus::crashed;
+      r.reason = child.failure + " while probing (loading, probing and opening its devices in a child process); "
+                 "`kiln test " + r.manifest + "` shows where, disable it with [backends." + r.name +
+                 "] enabled = false in the user config";
+      if (report_debug() >= 1) report(r);
+      return;
+    }
+  }
+  LoadResult l = load_plugin(r.name, r.manifest, r.library, options);
+  r.status = l.status;
+  r.reason = l.reason;
+  r.library_path = l.library_path;
+  r.plugin_abi = l.plugin_abi;
+  if (!l.plugin_version.empty()) r.version = l.plugin_version;
+  r.probe_score = l.probe_score;
+  r.probe_reason = l.probe_reason;
+  r.device_count = l.device_count;
+  r.api = l.api;
+  // A plugin names a rejected option ("option 'binary' must be ..."); say where it was set.
+  if (r.status == BackendStatus::config_error)
+    for (const OptionEntry& o : r.options)
+      if (r.reason.find("option '" + o.key + "'") != std::string::npos) {
+        r.reason += " (set at " + o.origin + ")";
+        break;
+      }
+  if (!r.abi.empty() && !r.plugin_abi.empty() && r.abi != r.plugin_abi)
+    r.diagnostics.push_back({r.manifest, 0, 0, Diagnostic::Severity::warning,
+                             "the manifest says abi = \"" + r.abi + "\" but the library reports ABI " + r.plugin_abi +
+                                 "; regenerate the manifest"});
+  if (report_debug() >= 1) report(r);
+}
+
+void Registry::load_all() {
   ensure_discovered();
+  for (BackendRecord& r : backends_) load(r);
+}
+
+std::vector<std::string> Registry::devices() {
+  load_all();
   std::vector<std::string> out;
   for (const BackendRecord& r : backends_)
     if (r.ok())
@@ -159,15 +218,23 @@ std::vector<std::string> Registry::devices() {
   return out;
 }
 
+// For error messages: what is known without loading more (a typo in a device name must not be
+// the reason a broken plugin gets loaded).
 std::string Registry::available_list() {
-  std::vector<std::string> devs = devices();
-  std::string s = "available devices: ";
-  if (devs.empty()) s += "none";
-  for (size_t i = 0; i < devs.size(); ++i) s += (i ? ", " : "") + devs[i];
-  std::string unusable;
-  for (const BackendRecord& r : backends_)
-    if (!r.ok() && r.status != BackendStatus::shadowed)
+  std::lock_guard<std::mutex> lock(load_mu_);
+  std::string devs, unusable, unloaded;
+  for (const BackendRecord& r : backends_) {
+    if (r.ok())
+      for (uint32_t i = 0; i < r.device_count; ++i) devs += (devs.empty() ? "" : ", ") + r.name + ":" + std::to_string(i);
+    else if (r.pending)
+      unloaded += (unloaded.empty() ? "" : ", ") + r.name;
+    else if (r.status != BackendStatus::shadowed)
       unusable += (unusable.empty() ? "" : ", ") + r.name + " (" + status_name(r.status) + ")";
+  }
+  std::string s;
+  if (!devs.empty() || unloaded.empty()) s = "available devices: " + (devs.empty() ? std::string("none") : devs);
+  if (!unloaded.empty())
+    s += (s.empty() ? "" : "; ") + std::string("backends not loaded yet: ") + unloaded + " (`kiln devices` lists their devices)";
   if (!unusable.empty()) s += "; not usable: " + unusable + " (run `kiln list` for the reasons)";
   if (!config_.aliases.empty()) {
     s += "; aliases:";
@@ -179,8 +246,14 @@ std::string Registry::available_list() {
 std::string Registry::resolve(const std::string& device) {
   ensure_discovered();
   if (device.empty()) return default_device();
+  // Aliases chain (loops are config errors, and an invalid config has no aliases); a backend's
+  // own name always means the backend (an alias of that name is warned about in discover()).
   std::string spec = device;
-  if (const UserConfig::Alias* a = config_.alias(device)) spec = a->target;
+  for (size_t hops = 0; hops < config_.aliases.size() && !find_backend(spec); ++hops) {
+    const UserConfig::Alias* a = config_.alias(spec);
+    if (!a) break;
+    spec = a->target;
+  }
   std::string name = spec, index_text = "0";
   if (size_t colon = spec.find(':'); colon != std::string::npos) {
     name = spec.substr(0, colon);
@@ -213,11 +286,44 @@ DeviceChoice Registry::default_choice() {
   } catch (const Error& e) {
     return {"", e.what()};
   }
-  const BackendRecord* best = nullptr;
-  for (const BackendRecord& r : backends_)
-    if (r.ok() && r.device_count > 0 && (!best || r.priority > best->priority)) best = &r;
-  if (!best) return {"", "no usable device"};
-  return {best->name + ":0", "highest priority"};
+  return best_device();
+}
+
+// DESIGN section 8: GPU/accelerator devices first (by backend priority, ties in discovery
+// order), then the native cpu backend, then CPU-type devices of other backends (PoCL's OpenCL
+// device), which only emulate a device on the same cores with a slower compiler. Backends are
+// loaded in that order and only until the answer is known: the cpu backend is loaded only when no
+// other backend has a GPU, and nothing after the first GPU found.
+DeviceChoice Registry::best_device() {
+  std::vector<BackendRecord*> others;
+  for (BackendRecord& r : backends_)
+    if (r.status != BackendStatus::shadowed && r.name != kNativeCpu) others.push_back(&r);
+  std::stable_sort(others.begin(), others.end(),
+                   [](const BackendRecord* a, const BackendRecord* b) { return a->priority > b->priority; });
+  std::string cpu_type;  // the first CPU-type device of another backend
+  for (BackendRecord* r : others) {
+    load(*r);
+    for (uint32_t i = 0; r->ok() && i < r->device_count; ++i) {
+      std::string id = r->name + ":" + std::to_string(i);
+      uint32_t kind = KILN_DEVICE_KIND_CPU;
+      try {
+        kind = open(id)->props().kind;
+      } catch (const Error&) {
+        continue;  // a device that does not open is no default
+      }
+      if (kind != KILN_DEVICE_KIND_CPU)
+        return {id, std::string("the first ") + (kind == KILN_DEVICE_KIND_GPU ? "GPU" : "accelerator") +
+                        " device; GPU and accelerator devices come first, by backend priority, and " + r->name +
+                        " has priority " + std::to_string(r->priority)};
+      if (cpu_type.empty()) cpu_type = id;
+    }
+  }
+  if (const BackendRecord* cpu = backend(kNativeCpu); cpu && cpu->ok())
+    return {std::string(kNativeCpu) + ":0",
+            "no GPU or accelerator device; the native cpu backend comes before CPU-type devices of other backends"};
+  if (!cpu_type.empty())
+    return {cpu_type, "a CPU-type device: no GPU or accelerator device, and the native cpu backend is not usable"};
+  return {"", "no usable device"};
 }
 
 std::string Registry::default_device() {

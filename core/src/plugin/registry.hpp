@@ -1,15 +1,20 @@
 // plugin/registry.hpp - the process-wide set of backends and device selection.
 //
 // Discovery runs once, lazily, on the first call that needs it (thread-safe): read the user
-// config, find the manifests (plugin/discovery.hpp), validate them, apply the config, then load,
-// probe and initialize every enabled backend. Nothing in discovery throws: each backend ends with
-// a status and a reason, and one bad backend never hides the others. Devices are opened lazily by
-// open() and cached (one Device per name).
+// config, find the manifests (plugin/discovery.hpp), validate them and apply the config. A
+// backend's library is loaded, probed and initialized only when something needs it: naming one
+// of its devices loads that backend alone; devices(), backends() and choosing the default device
+// without KILN_DEVICE or a configured default load more (see best_device()). Nothing in
+// discovery or loading throws: each backend ends with a status and a reason, and one bad backend
+// never hides the others. Devices are opened lazily by open() and cached (one Device per name).
+//
+// What a plugin does in process while being loaded (crash, exit, hang) still takes the process
+// down, unless Settings::isolate_timeout_s tries it in a child first (the CLI does); a library
+// user is exposed only to the backends its device choice loads.
 //
 // Device strings: "backend[:index]" (index 0 when omitted) or an alias from the user config;
-// "" means the default device, chosen by KILN_DEVICE > [devices] default > the highest-priority
-// usable backend (ties: discovery order). Unknown or unusable devices throw kiln::Error that lists
-// the available devices.
+// "" means the default device, chosen by KILN_DEVICE > [devices] default > the best usable device
+// (docs/devices.md). Unknown or unusable devices throw kiln::Error that lists the available devices.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -48,6 +53,7 @@ struct BackendRecord {
   std::string shadowed_by;     // for `shadowed`: the manifest that won
   std::vector<Diagnostic> diagnostics;  // the manifest's (warnings even when ok)
   const kiln_plugin_api* api = nullptr;  // when ok
+  bool pending = false;  // enabled and valid, not loaded yet (status not_loaded until then)
 
   bool ok() const { return status == BackendStatus::ok; }
 };
@@ -55,7 +61,7 @@ struct BackendRecord {
 // The default device and the rule that chose it.
 struct DeviceChoice {
   std::string device;  // "cpu:0"; empty when there is no usable device
-  std::string origin;  // "argument", "KILN_DEVICE", "config <file:line:col>", "highest priority"
+  std::string origin;  // "KILN_DEVICE", "config <file:line:col>", or why the rule chose it
 };
 
 class Registry {
@@ -82,10 +88,13 @@ class Registry {
 
   std::string default_device();   // throws not_found when there is no usable device
   DeviceChoice default_choice();  // never throws; device empty when there is none
-  std::vector<std::string> devices();  // every usable device, in discovery order
+  std::vector<std::string> devices();  // every usable device, in discovery order (loads every backend)
 
-  const std::vector<BackendRecord>& backends();  // discovery order, shadowed entries included
-  const BackendRecord* backend(std::string_view name);  // the winning record for a name
+  const std::vector<BackendRecord>& backends();  // discovery order, shadowed entries included (loads every backend)
+  const BackendRecord* backend(std::string_view name);  // the winning record for a name (loads that backend)
+  // The records as they stand, loading nothing more: backends nothing has needed yet are
+  // not_loaded (with `pending` set). For diagnostics and name lists.
+  const std::vector<BackendRecord>& known_backends();
   const UserConfig& config();
   const ManifestSearch& search();
   const Settings& settings() const { return settings_; }
@@ -94,10 +103,17 @@ class Registry {
   const std::vector<Diagnostic>& diagnostics();
 
  private:
+  static constexpr const char* kNativeCpu = "cpu";  // the backend that runs kernels natively on the host
+
   void discover();
   void ensure_discovered() { std::call_once(discovered_, [this] { discover(); }); }
+  void load(BackendRecord& r);  // loads a pending backend (once; thread-safe)
+  void load_all();
+  DeviceChoice best_device();
+  int64_t report_debug() const;
+  void report(const BackendRecord& r) const;
   std::string available_list();
-  const BackendRecord* find_backend(std::string_view name) const;  // no discovery (used during it)
+  BackendRecord* find_backend(std::string_view name);  // no discovery, no loading (used during discovery)
 
   Settings settings_;
   std::once_flag discovered_;
@@ -105,6 +121,7 @@ class Registry {
   ManifestSearch search_;
   std::vector<BackendRecord> backends_;
   std::vector<Diagnostic> diagnostics_;
+  std::mutex load_mu_;  // held while a backend loads
   std::mutex open_mu_;
   std::vector<std::pair<std::string, std::shared_ptr<Device>>> open_devices_;
 };

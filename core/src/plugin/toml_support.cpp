@@ -14,10 +14,8 @@ void diagnose(std::vector<Diagnostic>& diags, const std::string& file, const tom
 }
 
 std::optional<toml::table> parse_toml_file(const std::string& path, std::vector<Diagnostic>& diags) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    diags.push_back({path, 0, 0, Diagnostic::Severity::error,
-                     std::filesystem::exists(path, ec) ? "not a regular file" : "file does not exist"});
+  if (std::string problem = file_problem(path); !problem.empty()) {
+    diags.push_back({path, 0, 0, Diagnostic::Severity::error, "the file " + problem});
     return std::nullopt;
   }
   try {

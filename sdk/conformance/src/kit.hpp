@@ -49,6 +49,9 @@ struct Kit {
   // device(), skipping when it cannot allocate memory (an offline compiler target): what every
   // test that moves data or runs kernels needs.
   Device& memory_device();
+  // memory_device() (device() when only compiling), skipping when the plugin has no renderer: the
+  // core cannot generate kernels for such a device, so the tests of kiln's kernels do not apply.
+  Device& kernel_device(bool with_memory = true);
   std::string device_name() const { return backend + ":0"; }
   void require_usable() const {
     if (!usable) throw Skip{unusable};

@@ -18,7 +18,7 @@ std::string missing_dtype(const Target& t, DType d) {
 }
 
 void run_corpus_case(Kit& k, const testing::OpCase& c) {
-  Device& d = k.memory_device();
+  Device& d = k.kernel_device();
   for (const testing::HostArray& a : c.inputs)
     if (std::string m = missing_dtype(d.target(), a.dtype); !m.empty()) throw Skip{"the device has no " + m};
   testing::HostArray got = testing::run_case(c, k.device_name());

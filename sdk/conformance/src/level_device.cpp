@@ -8,6 +8,12 @@ namespace kiln::conformance {
 
 namespace {
 
+// Plausibility bounds of target caps (L1.target says why each exists when it fails).
+constexpr uint32_t kMaxVectorWidth = 64;
+constexpr uint32_t kMaxLaunchSize = 0x7fffffffu;
+constexpr uint64_t kMaxSharedBytes = uint64_t{1} << 30;
+constexpr uint32_t kMaxThreads = 1u << 20;
+
 void count(Kit& k) {
   k.require_usable();
   uint32_t a = 0, b = 0;
@@ -41,10 +47,24 @@ void target(Kit& k) {
     for (uint32_t op : {KILN_LIR_OP_PARAM, KILN_LIR_OP_RANGE, KILN_LIR_OP_END, KILN_LIR_OP_INDEX, KILN_LIR_OP_LOAD,
                         KILN_LIR_OP_STORE, KILN_LIR_OP_CONST, KILN_LIR_OP_ADD, KILN_LIR_OP_MUL, KILN_LIR_OP_CMPLT})
       require(t.supports_op(op), name + ": LIR op " + std::to_string(op) + " is required (the core cannot decompose it)");
-    require(t.max_vector_width >= 1, name + ": max_vector_width is 0");
-    require(t.local_prod_max >= 1, name + ": local_prod_max is 0");
+    // Caps bound what the code generator emits: an implausible value is a bug in the plugin
+    // (an unset field, a unit mix-up) that would otherwise surface as odd kernels much later.
+    uint32_t w = t.max_vector_width;
+    require(w >= 1 && w <= kMaxVectorWidth && (w & (w - 1)) == 0,
+            name + ": max_vector_width " + std::to_string(w) +
+                " is not one of 1, 2, 4, ..., 64 (vectors are split in halves, and no ISA or OpenCL device has wider ones)");
+    require(t.local_prod_max >= 1 && t.local_prod_max <= kMaxLaunchSize,
+            name + ": local_prod_max " + std::to_string(t.local_prod_max) + " is not in 1..2^31-1 (launch indices are int32)");
+    require(t.shared_max <= kMaxSharedBytes, name + ": shared_max " + std::to_string(t.shared_max) +
+                                                 " bytes is over 1 GiB (work-group memory is kilobytes on real devices)");
+    require(t.threads <= kMaxThreads,
+            name + ": threads " + std::to_string(t.threads) + " is over 2^20 (more than any machine runs)");
     for (int d = 0; d < 3; ++d) {
       require(t.global_max[d] >= 1 && t.local_max[d] >= 1, name + ": a global_max or local_max is 0");
+      require(t.global_max[d] <= kMaxLaunchSize && t.local_max[d] <= kMaxLaunchSize,
+              name + ": global_max[" + std::to_string(d) + "] " + std::to_string(t.global_max[d]) + " or local_max[" +
+                  std::to_string(d) + "] " + std::to_string(t.local_max[d]) +
+                  " is over 2^31-1 (launch indices are int32)");
       require(t.local_max[d] <= t.local_prod_max || d > 0,
               name + ": local_max[0] " + std::to_string(t.local_max[0]) + " exceeds local_prod_max");
       if (!t.has(KILN_TARGET_HAS_LOCAL))

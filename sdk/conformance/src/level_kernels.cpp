@@ -32,7 +32,7 @@ void cache_key(Kit& k) {
 }
 
 void elementwise(Kit& k) {
-  k.memory_device();
+  k.kernel_device();
   check_case(k, {"add_mul", {F({1000}, 1), F({1000}, 2)}, [](const T& t) { return (t[0] + t[1]) * 2.0; }, nullptr});
   check_case(k, {"broadcast", {F({7, 1, 5}, 3), F({3, 1}, 4)}, [](const T& t) { return t[0] * t[1] - 1.0; }, nullptr});
   check_case(k, {"unary", {F({333}, 5)}, [](const T& t) { return t[0].abs().sqrt() + t[0].relu(); }, nullptr});
@@ -40,7 +40,7 @@ void elementwise(Kit& k) {
 
 // A float32 round trip through every dtype the target computes in (half types may be emulated).
 void casts(Kit& k) {
-  Device& d = k.memory_device();
+  Device& d = k.kernel_device();
   const Target& tgt = d.target();
   struct D {
     DType dtype;
@@ -60,7 +60,7 @@ void casts(Kit& k) {
 }
 
 void reduce(Kit& k) {
-  k.memory_device();
+  k.kernel_device();
   HostArray a = F({5, 33, 64}, 11);
   for (int axis : {0, 1, 2})
     check_case(k, {"sum", {a}, [axis](const T& t) { return t[0].sum({axis}); }, nullptr, 1e-4});
@@ -69,7 +69,7 @@ void reduce(Kit& k) {
 }
 
 void matmul(Kit& k) {
-  k.memory_device();
+  k.kernel_device();
   check_case(k, {"matmul_odd", {F({33, 17}, 13), F({17, 24}, 14)}, [](const T& t) { return t[0].matmul(t[1]); }, nullptr,
                  1e-4, 1e-5});
   check_case(k, {"matmul_64", {F({64, 64}, 15), F({64, 64}, 16)}, [](const T& t) { return t[0].matmul(t[1]); }, nullptr,
@@ -77,7 +77,7 @@ void matmul(Kit& k) {
 }
 
 void softmax(Kit& k) {
-  k.memory_device();
+  k.kernel_device();
   check_case(k, {"softmax", {F({16, 100}, 17)}, [](const T& t) { return t[0].softmax(-1); }, nullptr, 1e-5, 1e-6});
 }
 
@@ -91,7 +91,7 @@ std::shared_ptr<runtime::Kernel> simple_kernel(Kit& k) {
 
 // Timed launches report a time; a launch with the wrong arguments is an error, not a crash.
 void launches(Kit& k) {
-  Device& d = k.memory_device();
+  Device& d = k.kernel_device();
   auto kernel = simple_kernel(k);
   uint32_t n_buffers = kernel->spec.lir.n_buffers;
   std::vector<kiln_buffer*> bufs;
@@ -118,7 +118,7 @@ void launches(Kit& k) {
 
 // A source that does not compile is INVALID_ARGUMENT with the compiler's complaint.
 void compile_error(Kit& k) {
-  Device& d = *k.device();
+  Device& d = k.kernel_device(false);
   auto kernel = simple_kernel(k);
   try {
     d.compile("}}} this is not a kernel {{{\n" + kernel->source, kernel->spec.name);
@@ -137,6 +137,7 @@ void compile_error(Kit& k) {
 void compile_many(Kit& k) {
   Device& d = *k.device();
   if (!d.has_compile_many()) throw Skip{"the plugin has no compile_many (optional)"};
+  k.kernel_device(false);
   std::vector<std::pair<std::string, std::string>> kernels;
   for (const ExecItem& e : Tensor::empty({16, 100}, dtypes::float32, k.device_name()).softmax().schedule()) {
     if (e.is_copy) continue;

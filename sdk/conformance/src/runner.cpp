@@ -7,7 +7,6 @@
 // A child that dies (signal, exit) or hangs between S and R crashed in that test. Its stdout and
 // stderr go to temporary files, shown in the report (plugins must not write to stdout).
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 
 #include "kit.hpp"
 #include "plugin/device.hpp"
+#include "plugin/isolate.hpp"
 #include "plugin/manifest.hpp"
 #include "plugin/registry.hpp"
 
@@ -55,6 +55,14 @@ std::shared_ptr<Device> Kit::device() {
   static std::shared_ptr<Device> cached;  // one kit per process
   if (!cached) cached = Registry::get().open(device_name());
   return cached;
+}
+
+Device& Kit::kernel_device(bool with_memory) {
+  Device& d = with_memory ? memory_device() : *device();
+  if (!d.has_renderer())
+    throw Skip{"the plugin has no renderer, so kiln cannot generate kernels for this device (a backend that runs "
+               "Tensor programs needs one)"};
+  return d;
 }
 
 Device& Kit::memory_device() {
@@ -228,11 +236,6 @@ int temp_fd() {
   return fd;
 }
 
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
 // Under AddressSanitizer a deadly signal is caught, reported ("AddressSanitizer: SEGV on unknown
 // address") and turned into exit status 1: name the signal anyway.
 std::string sanitizer_signal(const std::string& err) {
@@ -272,18 +275,13 @@ Report run_isolated(const std::string& manifest, const Options& options, Observe
 
   std::string buffer, in_flight;
   bool done = false, timed_out = false;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.timeout_s);
+  auto deadline = deadline_after(options.timeout_s);
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
+    if (!wait_readable(fds[0], deadline)) {
       timed_out = true;
       kill(pid, SIGKILL);
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
-    int ready = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) continue;
     char chunk[4096];
     ssize_t n = read(fds[0], chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;

@@ -53,10 +53,16 @@ class NullDevice final : public sdk::Device {
     p.compute_units = 1;
     return p;
   }
+  // What the core's code generator may emit for this device. float32 and int32 and the ops
+  // every kernel needs (PARAM, RANGE, END, INDEX, LOAD, STORE, CONST, ADD, MUL, CMPLT) are the
+  // minimum (`kiln test` level 1 checks it); the core decomposes any other op into these.
   sdk::Target target() override {
     sdk::Target t;
+    t.add_dtype(KILN_LIR_DTYPE_FLOAT32);
     t.add_dtype(KILN_LIR_DTYPE_INT32);
-    t.add_op(KILN_LIR_OP_ADD);
+    for (uint32_t op : {KILN_LIR_OP_PARAM, KILN_LIR_OP_RANGE, KILN_LIR_OP_END, KILN_LIR_OP_INDEX, KILN_LIR_OP_LOAD,
+                        KILN_LIR_OP_STORE, KILN_LIR_OP_CONST, KILN_LIR_OP_ADD, KILN_LIR_OP_MUL, KILN_LIR_OP_CMPLT})
+      t.add_op(op);
     t.source_format = "null-add";
     return t;
   }
@@ -109,7 +115,12 @@ class NullPlugin final : public sdk::Plugin {
   sdk::Probe probe() override { return {1, "always available"}; }
   void initialize(const sdk::Options& options) override { greeting_ = options.get_string("greeting", "hello"); }
   uint32_t device_count() override { return 1; }
-  std::unique_ptr<sdk::Device> open(uint32_t) override { return std::make_unique<NullDevice>(greeting_); }
+  std::unique_ptr<sdk::Device> open(uint32_t index) override {
+    // An index past device_count() is the caller's mistake: say so (NOT_FOUND), never open anyway.
+    if (index >= device_count())
+      throw sdk::Error{KILN_STATUS_NOT_FOUND, "null has 1 device; there is no device " + std::to_string(index)};
+    return std::make_unique<NullDevice>(greeting_);
+  }
 
  private:
   std::string greeting_ = "hello";
