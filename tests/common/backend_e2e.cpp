@@ -62,4 +62,19 @@ void check_every_dtype_and_axis(const std::string& device, const std::vector<DTy
   }
 }
 
+void check_empty_tensors(const std::string& device) {
+  // unspecified contents: only the sizes are checked until something writes the buffer
+  EXPECT_EQ(Tensor::empty({4}, dtypes::float32, device).to_vector<float>().size(), 4u);
+  EXPECT_EQ(Tensor::empty({4}, dtypes::float32, device).realize().to_vector<float>().size(), 4u);
+  EXPECT_EQ(Tensor::empty({2, 3}, dtypes::int32, device).reshape({3, 2}).to_vector<int32_t>().size(), 6u);
+  EXPECT_EQ(Tensor::empty({8}, dtypes::float32, device).shrink({{2, 5}}).to_vector<float>().size(), 3u);
+  EXPECT_EQ((Tensor::empty({5}, dtypes::float32, device) * 0.0 + 2.0).to_vector<float>(), std::vector<float>(5, 2.0f));
+  EXPECT_EQ(Tensor::empty({3}, dtypes::float32, device).to("ref").to_vector<float>().size(), 3u);
+  EXPECT_EQ(Tensor::empty({0}, dtypes::float32, device).to_vector<float>().size(), 0u);
+  Tensor e = Tensor::empty({4}, dtypes::float32, device);
+  e.assign(Tensor::arange(0, 4, 1, dtypes::float32, device)).realize();
+  EXPECT_EQ(e.to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ(e.shrink({{1, 3}}).to_vector<float>(), (std::vector<float>{1, 2}));
+}
+
 }  // namespace kiln::testing

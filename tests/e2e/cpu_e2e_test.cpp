@@ -30,6 +30,8 @@ TEST(CpuSweep, EveryDtypeAndAxis) {
                                        dtypes::uint16, dtypes::uint32, dtypes::uint64, dtypes::float32, dtypes::float64});
 }
 
+TEST(CpuSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
+
 TEST(CompileCache, HitSkipsCompilationAndCorruptEntriesAreRebuilt) {
   std::string dir = ::testing::TempDir() + "kiln_cc_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);

@@ -68,6 +68,9 @@ struct TensorState;
 class Tensor {
  public:
   // creation; device "" means the default device
+  // empty: an allocated buffer whose contents are unspecified until written (like numpy.empty);
+  // reading it (to_vector, realize, views, kernels, copies) is valid and returns whatever the
+  // memory holds. Use zeros() when the values matter.
   static Tensor empty(const Shape&, DType = dtypes::float32, const std::string& device = "");
   static Tensor zeros(const Shape&, DType = dtypes::float32, const std::string& device = "");
   static Tensor ones(const Shape&, DType = dtypes::float32, const std::string& device = "");
