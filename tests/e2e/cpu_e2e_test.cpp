@@ -32,6 +32,8 @@ TEST(CpuSweep, EveryDtypeAndAxis) {
 
 TEST(CpuSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
 
+TEST(CpuSweep, ConcurrentReads) { check_concurrent_reads(kDevice, 100); }
+
 TEST(CompileCache, HitSkipsCompilationAndCorruptEntriesAreRebuilt) {
   std::string dir = ::testing::TempDir() + "kiln_cc_" + std::to_string(::getpid());
   std::filesystem::remove_all(dir);

@@ -2,6 +2,7 @@
 // million nodes deep, tensors shared between threads, shapes whose size overflows.
 #include <gtest/gtest.h>
 
+#include "backend_e2e.hpp"
 #include "kiln/kiln.hpp"
 
 using namespace kiln;
@@ -38,3 +39,7 @@ TEST(DeepGraphs, LongMovementChainsRealize) {
   }
   EXPECT_EQ(x.to_vector<float>(), want);
 }
+
+// Four threads reading one lazy tensor crashed in substitute (a realize rewrote a state another
+// thread was reading); realizes now run one at a time and tensor graphs are read under a lock.
+TEST(Threads, ConcurrentReadsOfSharedAndIndependentTensors) { kiln::testing::check_concurrent_reads(R, 40); }

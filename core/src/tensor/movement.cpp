@@ -10,11 +10,11 @@ using namespace detail;
 
 namespace {
 
-UOp var_of(const TensorState& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
+UOp var_of(const StateView& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
 const std::string& var_name(const UOp& bind) { return std::get<NamedInts>(bind.src(0).arg()).name; }
 
 // Where each symbolic dimension of `s` lands in `target` (see reshape); throws when it cannot.
-std::vector<UOp> map_symbolic_dims(const TensorState& s, const Shape& target) {
+std::vector<UOp> map_symbolic_dims(const StateView& s, const Shape& target) {
   std::vector<UOp> out(target.size());
   size_t i = 0, j = 0;
   for (size_t p = 0; p < s.shape.size(); ++p) {
@@ -40,7 +40,7 @@ std::vector<UOp> map_symbolic_dims(const TensorState& s, const Shape& target) {
 }  // namespace
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   Shape target = shape;
   int infer = -1;
   int64_t known = 1;
@@ -70,7 +70,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::permute(const std::vector<int>& order) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   int n = ndim();
   if (static_cast<int>(order.size()) != n)
     fail(ErrorCode::invalid_argument, "permute: order has ", order.size(), " axes, tensor ", shape_str(s.shape), " has ", n);
@@ -97,7 +97,7 @@ Tensor Tensor::permute(const std::vector<int>& order) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   if (shape.size() < s.shape.size())
     fail(ErrorCode::invalid_argument, "expand: cannot expand ", shape_str(s.shape), " to fewer dimensions ", shape_str(shape));
   Tensor x = *this;
@@ -106,7 +106,7 @@ Tensor Tensor::expand(const Shape& shape) const {
     padded.insert(padded.end(), s.shape.begin(), s.shape.end());
     x = reshape(padded);
   }
-  const TensorState& xs = st(x);
+  const StateView xs = st(x);
   Shape target(shape.size());
   std::vector<UOp> vars = xs.vars;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -121,7 +121,7 @@ Tensor Tensor::expand(const Shape& shape) const {
 }
 
 Tensor Tensor::pad(const Pads& pads, double value) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   if (pads.size() != s.shape.size())
     fail(ErrorCode::invalid_argument, "pad: ", pads.size(), " (before, after) pairs given for a tensor of shape ", shape_str(s.shape),
          " (expected one per dimension)");
@@ -149,7 +149,7 @@ Tensor Tensor::pad(const Pads& pads, double value) const {
 }
 
 Tensor Tensor::shrink(const Pads& start_end) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   if (start_end.size() != s.shape.size())
     fail(ErrorCode::invalid_argument, "shrink: ", start_end.size(), " (start, end) pairs given for a tensor of shape ",
          shape_str(s.shape), " (expected one per dimension)");
@@ -179,7 +179,7 @@ Tensor Tensor::shrink(const Pads& start_end) const {
 }
 
 Tensor Tensor::shrink(int axis, const BoundVariable& end) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   int a = norm_axis(axis, s.shape, "shrink");
   if (var_of(s, a)) fail(ErrorCode::invalid_argument, "shrink: dimension ", a, " is already symbolic");
   const auto& v = std::get<NamedInts>(end.uop().src(0).arg());
@@ -208,7 +208,7 @@ Tensor Tensor::shrink(int axis, const BoundVariable& end) const {
 }
 
 Tensor Tensor::flip(const std::vector<int>& axes) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   std::vector<int64_t> arg(s.shape.size(), 0);
   for (int a : axes) {
     int n = norm_axis(a, s.shape, "flip");

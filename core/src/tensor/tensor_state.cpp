@@ -9,7 +9,7 @@ Tensor make(UOp uop, Shape shape, std::string device, std::vector<UOp> vars) {
   bool any = false;
   for (const UOp& v : vars) any |= static_cast<bool>(v);
   if (!any) vars.clear();
-  auto s = std::make_shared<TensorState>(TensorState{std::move(uop), std::move(shape), std::move(vars), std::move(device)});
+  auto s = std::make_shared<TensorState>(TensorGraph{std::move(uop), std::move(vars)}, std::move(shape), std::move(device));
   register_state(s);
   return Tensor(std::move(s));
 }
@@ -56,7 +56,7 @@ Tensor const_tensor(double value, DType dtype, const Shape& shape, const std::st
 }
 
 Tensor const_like(const Tensor& like, double value, DType dtype) {
-  const TensorState& s = st(like);
+  const StateView s = st(like);
   Tensor c = const_tensor(value, dtype, {}, s.device);
   if (s.shape.empty()) return c;
   Shape ones(s.shape.size(), 1);
@@ -67,7 +67,7 @@ Tensor const_like(const Tensor& like, double value) { return const_like(like, va
 
 Tensor movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, const Shape& new_shape,
                 const std::vector<UOp>& new_vars, const std::vector<UOp>& arg_vars) {
-  const TensorState& s = st(x);
+  const StateView s = st(x);
   std::vector<UOp> src{s.uop};
   src.insert(src.end(), arg_vars.begin(), arg_vars.end());
   UOp u = UOp::make(op, s.uop.dtype(), src, Arg{arg});
@@ -86,22 +86,23 @@ Tensor shaped(const Tensor& x, Ops op, const Shape& dims, const std::vector<UOp>
 }
 
 Tensor alu(Ops op, const std::vector<Tensor>& srcs, DType out) {
-  std::vector<UOp> u;
-  for (const Tensor& t : srcs) u.push_back(t.uop());
-  const TensorState& s = st(srcs[0]);
+  std::vector<UOp> u, vars;
+  const TensorState& s = *srcs[0].state();
   // a symbolic dimension of any operand is the result's
-  std::vector<UOp> vars = s.vars;
-  for (const Tensor& t : srcs)
-    if (!st(t).vars.empty()) vars = st(t).vars;
+  for (const Tensor& t : srcs) {
+    StateView v = st(t);
+    u.push_back(std::move(v.uop));
+    if (!v.vars.empty()) vars = std::move(v.vars);
+  }
   return make(UOp::make(op, out, u), s.shape, s.device, vars);
 }
 
 namespace {
-UOp var_at(const TensorState& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
+UOp var_at(const StateView& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
 }  // namespace
 
 std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char* op) {
-  const TensorState &sa = st(a), &sb = st(b);
+  const StateView sa = st(a), sb = st(b);
   if (sa.device != sb.device)
     fail(ErrorCode::invalid_argument, op, ": operands are on different devices (", sa.device, " and ", sb.device,
          "); move one with .to(\"", sa.device, "\")");
