@@ -1,7 +1,11 @@
 // runtime/compile_cache.cpp - the two-level binary cache.
 #include "runtime/compile_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <cstring>
@@ -34,32 +38,62 @@ Cache& cache() {
 
 Key128 content_key(const std::string& data) { return Fingerprint().str(data).finish(); }
 
-bool read_entry(const std::string& path, std::string& out, bool& corrupt) {
-  corrupt = false;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  char magic[8];
-  uint64_t size;
-  Key128 sum;
-  if (!f.read(magic, 8) || std::memcmp(magic, kMagic, 8) || !f.read(reinterpret_cast<char*>(&size), 8) ||
-      !f.read(reinterpret_cast<char*>(&sum), sizeof sum) || size > (uint64_t{1} << 32)) {
-    corrupt = true;
-    return false;
+// Closes a file descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
   }
-  out.resize(size);
-  if (!f.read(out.data(), static_cast<std::streamsize>(size)) || f.peek() != EOF || !(content_key(out) == sum)) {
-    corrupt = true;
-    return false;
+};
+
+// Reads exactly n bytes (retrying short reads and interrupts).
+bool read_all(int fd, char* p, size_t n) {
+  while (n) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
   }
   return true;
 }
 
-void write_entry(const std::string& path, const std::string& data) {
+constexpr size_t kHeaderBytes = 8 + 8 + sizeof(Key128);  // magic, size, checksum
+
+// Only a regular file is an entry: anything else at the path (a FIFO, a device, a directory) is
+// opened without blocking (O_NONBLOCK: a FIFO with no writer would block open() forever) and
+// treated as corrupt, so it is rebuilt and replaced.
+bool read_entry(const std::string& path, std::string& out, bool& corrupt) {
+  corrupt = false;
+  Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (f.fd < 0) {
+    corrupt = errno != ENOENT;  // present but unreadable
+    return false;
+  }
+  struct stat st {};
+  corrupt = true;
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < kHeaderBytes) return false;
+  char magic[8];
+  uint64_t size;
+  Key128 sum;
+  if (!read_all(f.fd, magic, 8) || std::memcmp(magic, kMagic, 8) || !read_all(f.fd, reinterpret_cast<char*>(&size), 8) ||
+      !read_all(f.fd, reinterpret_cast<char*>(&sum), sizeof sum) || size != static_cast<uint64_t>(st.st_size) - kHeaderBytes ||
+      size > (uint64_t{1} << 32))
+    return false;
+  out.resize(size);
+  if (!read_all(f.fd, out.data(), size) || !(content_key(out) == sum)) return false;
+  corrupt = false;
+  return true;
+}
+
+}  // namespace
+
+bool write_compile_cache_entry(const std::string& path, const std::string& data) {
   static std::atomic<uint64_t> counter{0};
   std::string tmp = cat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return;  // an unwritable cache only costs speed
+    if (!f) return false;  // an unwritable cache only costs speed
     uint64_t size = data.size();
     Key128 sum = content_key(data);
     f.write(kMagic, 8);
@@ -68,15 +102,14 @@ void write_entry(const std::string& path, const std::string& data) {
     f.write(data.data(), static_cast<std::streamsize>(data.size()));
     if (!f) {
       std::filesystem::remove(tmp);
-      return;
+      return false;
     }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);  // atomic: readers see the old file or the whole new one
   if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
 }
-
-}  // namespace
 
 std::string compile_cache_dir() {
   std::string d = getenv_str("KILN_CACHE_DIR");
@@ -99,12 +132,12 @@ struct Slot {
 };
 
 Slot slot_of(Device& dev, const CompileJob& job) {
-  Slot s{Fingerprint().key(job.lir_key).str(job.source).str(job.entry).str(dev.compiler_cache_key()).finish(), ""};
+  Slot s{compile_cache_key(dev.backend(), dev.plugin_version(), dev.compiler_cache_key(), job), ""};
   std::string dir = compile_cache_dir();
   if (!dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (!ec) s.path = dir + "/" + s.key.hex() + ".bin";
+    if (!ec) s.path = compile_cache_path(dir, s.key);
   }
   return s;
 }
@@ -133,15 +166,31 @@ std::optional<std::string> lookup(const Slot& s, bool& corrupt) {
 }
 
 void store(const Slot& s, const std::string& binary, bool corrupt) {
-  if (!s.path.empty()) write_entry(s.path, binary);
+  if (!s.path.empty()) write_compile_cache_entry(s.path, binary);
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.compiles;
   c.stats.corrupt_rebuilt += corrupt;
-  c.memory.emplace(s.key, binary);
+  c.memory.insert_or_assign(s.key, binary);  // recompile replaces a binary that did not load
 }
 
 }  // namespace
+
+Key128 compile_cache_key(const std::string& backend, const std::string& plugin_version, const std::string& compiler_key,
+                         const CompileJob& job) {
+  return Fingerprint().str(backend).str(plugin_version).str(compiler_key).key(job.lir_key).str(job.source).str(job.entry).finish();
+}
+
+std::string compile_cache_path(const std::string& dir, const Key128& key) { return dir + "/" + key.hex() + ".bin"; }
+
+std::string recompile(Device& dev, const CompileJob& job) {
+  Slot s = slot_of(dev, job);
+  std::string binary = dev.compile(job.source, job.entry);
+  store(s, binary, false);
+  std::lock_guard<std::mutex> lock(cache().mu);
+  ++cache().stats.unloadable_rebuilt;
+  return binary;
+}
 
 std::string compile_cached(Device& dev, const std::string& source, const std::string& entry, const Key128& lir_key) {
   Slot s = slot_of(dev, {source, entry, lir_key});

@@ -102,7 +102,18 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
 std::shared_ptr<Kernel> finish(Pending& p, const std::string& binary, bool compiled, double compile_ms) {
   Kernel& k = *p.k;
   auto t = std::chrono::steady_clock::now();
-  k.program = naming(k, [&] { return k.device->load(binary, k.spec.name); });
+  k.program = naming(k, [&] {
+    try {
+      return k.device->load(binary, k.spec.name);
+    } catch (const Error& e) {
+      // The binary may be a cache entry that is intact but does not load (written by another
+      // driver state): it is rebuilt and its entry overwritten, as a corrupt one is. A binary
+      // that was just compiled fails again, and that error is the one reported.
+      if (debug_level() >= 1) log_line(cat("compile cache: ", k.spec.name, " did not load (", e.what(), "); rebuilding it"));
+      std::string fresh = recompile(*k.device, {k.source, k.spec.name, lir_key(k.spec.lir.view())});
+      return k.device->load(fresh, k.spec.name);
+    }
+  });
   if (debug_level() >= 2)
     log_line(cat(k.device->name(), "  built ", k.spec.name, ": codegen ", p.codegen_ms, " ms, render ", p.render_ms, " ms, ",
                  compiled ? "compile " : "cached binary ", compile_ms, " ms, load ", ms_since(t), " ms"));
