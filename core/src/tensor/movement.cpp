@@ -51,7 +51,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
     } else if (target[i] < 0) {
       fail(ErrorCode::invalid_argument, "reshape: invalid dimension ", target[i], " in ", shape_str(shape));
     } else {
-      known *= target[i];
+      known = checked_mul(known, target[i], "reshape");
     }
   }
   int64_t n = numel_of(s.shape);
@@ -61,6 +61,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
            shape_str(shape));
     target[infer] = n / known;
   }
+  check_size(target, dtype(), "reshape");
   if (numel_of(target) != n)
     fail(ErrorCode::invalid_argument, "reshape: cannot reshape ", shape_str(s.shape), " (", n, " elements) into ",
          shape_str(shape), " (", numel_of(target), " elements)");
@@ -117,6 +118,7 @@ Tensor Tensor::expand(const Shape& shape) const {
     target[i] = want;
   }
   if (target == xs.shape) return x;
+  check_size(target, dtype(), "expand");
   return shaped(x, Ops::EXPAND, target, vars);
 }
 
@@ -137,10 +139,11 @@ Tensor Tensor::pad(const Pads& pads, double value) const {
       fail(ErrorCode::invalid_argument, "pad: cannot pad the symbolic dimension '", var_name(var_of(s, i)), "'");
     arg.push_back(b);
     arg.push_back(a);
-    shape[i] = s.shape[i] + b + a;
+    shape[i] = checked_add(checked_add(s.shape[i], b, "pad"), a, "pad");
     any |= b || a;
   }
   if (!any) return *this;
+  check_size(shape, dtype(), "pad");
   Tensor padded = movement(*this, Ops::PAD, arg, shape, s.vars);
   if (value == 0) return padded;
   // non-zero padding: the padded region of a mask is false

@@ -6,6 +6,7 @@
 namespace kiln::detail {
 
 Tensor make(UOp uop, Shape shape, std::string device, std::vector<UOp> vars) {
+  check_size(shape, uop.dtype(), "tensor");  // the ops check first, naming themselves; this is the net
   bool any = false;
   for (const UOp& v : vars) any |= static_cast<bool>(v);
   if (!any) vars.clear();
@@ -28,6 +29,39 @@ int64_t numel_of(const Shape& s) {
   int64_t p = 1;
   for (int64_t d : s) p *= d;
   return p;
+}
+
+namespace {
+[[noreturn]] void too_big(const char* op, const std::string& what) {
+  fail(ErrorCode::invalid_argument, op, ": ", what, " does not fit in a 64-bit signed integer; a tensor holds at most ",
+       "2^63 - 1 bytes (use smaller dimensions)");
+}
+}  // namespace
+
+int64_t checked_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) too_big(op, cat("the size ", a, " * ", b));
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) too_big(op, cat("the size ", a, " + ", b));
+  return r;
+}
+
+void check_size(const Shape& shape, DType dtype, const char* op) {
+  int64_t n = 1;
+  bool zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) fail(ErrorCode::invalid_argument, op, ": shape ", shape_str(shape), " has a negative dimension");
+    zero |= d == 0;
+  }
+  if (zero) return;  // no elements, whatever the other dimensions
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) too_big(op, cat("the element count of shape ", shape_str(shape)));
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype.itemsize()), &n))
+    too_big(op, cat("the size in bytes of shape ", shape_str(shape), " of ", dtype.name()));
 }
 
 int norm_axis(int axis, const Shape& shape, const char* op, bool insert) {
@@ -120,6 +154,7 @@ std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char
       fail(ErrorCode::invalid_argument, op, ": shapes ", shape_str(sa.shape), " and ", shape_str(sb.shape),
            " cannot be broadcast: dimension ", i, " is ", pa[i], " vs ", pb[i], " (sizes must match or one must be 1)");
   }
+  check_size(out, least_upper_dtype(a.dtype(), b.dtype()), op);
   auto fit = [&](const Tensor& t, const Shape& padded, const std::vector<UOp>& pv) {
     Tensor r = st(t).shape.size() != n ? shaped(t, Ops::RESHAPE, padded, pv) : t;
     return padded == out && pv == vout ? r : shaped(r, Ops::EXPAND, out, vout);

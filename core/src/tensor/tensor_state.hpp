@@ -88,7 +88,14 @@ Tensor const_like(const Tensor& like, double value, DType dtype);
 Tensor const_like(const Tensor& like, double value);
 
 std::string shape_str(const Shape& s);
+// The element count of a shape that check_size accepted (every tensor's shape is).
 int64_t numel_of(const Shape& s);
+// Throws, naming `op`, when a dimension of `shape` is negative or its element count or its size
+// in bytes (elements of `dtype`) does not fit in int64: numel() and every index would wrap.
+void check_size(const Shape& shape, DType dtype, const char* op);
+// a * b, or an error naming `op` when it does not fit in int64 (sizes computed on the way to a shape).
+int64_t checked_mul(int64_t a, int64_t b, const char* op);
+int64_t checked_add(int64_t a, int64_t b, const char* op);
 // Normalises a possibly negative axis of a tensor of `shape` (`insert`: a position among
 // shape.size() + 1, as unsqueeze and stack take); throws naming `op`, the axis and the shape.
 int norm_axis(int axis, const Shape& shape, const char* op, bool insert = false);
