@@ -12,6 +12,8 @@
 #include "backend_e2e.hpp"
 #include "runtime/compile_cache.hpp"
 #include "runtime/program_cache.hpp"
+#include "schedule/schedule.hpp"
+#include "support/env.hpp"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -122,6 +124,36 @@ TEST_F(CompileCache, ValidEntriesThatDoNotLoadAreRebuiltAndOverwritten) {
   auto [s1b, s2] = rerun(r1);
   EXPECT_EQ(s2.disk_hits, s1b.disk_hits + 1);
   EXPECT_EQ(s2.compiles, s1b.compiles) << "the overwritten entry loads";
+}
+
+// A loop that bakes a new scalar into every kernel compiled a kernel per iteration and grew every
+// cache without bound; the in-memory caches now keep KILN_CACHE_ENTRIES entries each and the disk
+// cache KILN_CACHE_MAX bytes (the least recently used entries are evicted).
+TEST_F(CompileCache, AScalarPerIterationStaysWithinTheBounds) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3}, kDevice);
+  x.realize();
+  auto step = [&](int i) {
+    Tensor y = x * static_cast<float>(i) + 1.0;
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{i + 1.0f, 2.0f * i + 1, 3.0f * i + 1})) << i;
+  };
+  step(0);
+  uint64_t entry = 0;
+  for (const auto& f : entries()) entry = std::max<uint64_t>(entry, std::filesystem::file_size(f));
+  ASSERT_GT(entry, 0u);
+  set_knob(Knob::cache_entries, 8);
+  set_knob(Knob::cache_max, static_cast<int64_t>(5 * entry));
+  auto s0 = runtime::compile_stats();
+  for (int i = 1; i <= 40; ++i) step(i);
+  EXPECT_LE(runtime::program_cache_size(), 8u);
+  EXPECT_LE(schedule_cache_size(), 8u);
+  EXPECT_LE(runtime::compile_memory_cache_size(), 8u);
+  uint64_t on_disk = 0;
+  for (const auto& f : entries()) on_disk += std::filesystem::file_size(f);
+  EXPECT_LE(on_disk, 5 * entry);
+  EXPECT_GT(runtime::compile_stats().disk_evictions, s0.disk_evictions);
+  step(40);  // the most recent kernel is still cached
+  set_knob(Knob::cache_entries, 4096);
+  set_knob(Knob::cache_max, int64_t{1} << 30);
 }
 
 // Backends whose compilers report the same key (or one backend across versions) never share an

@@ -8,7 +8,8 @@
 // checksum: a corrupt or truncated entry, or one that is not a regular file (a FIFO is opened
 // without blocking and skipped), is detected, reported at KILN_DEBUG>=1 and rebuilt; so is a
 // valid entry whose binary the device will not load (recompile). KILN_CACHE_DIR=off disables the
-// disk cache.
+// disk cache. Bounds: KILN_CACHE_ENTRIES binaries in memory (least recently used dropped), and
+// KILN_CACHE_MAX bytes on disk (default 1 GiB; least recently used entries, by mtime, deleted).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,6 +26,7 @@ namespace kiln::runtime {
 struct CompileStats {
   uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, corrupt_rebuilt = 0;
   uint64_t unloadable_rebuilt = 0;  // recompile calls
+  uint64_t disk_evictions = 0;      // entries deleted to keep the disk cache within KILN_CACHE_MAX
   uint64_t batches = 0;  // compile_many calls (each counted kernel by kernel in `compiles` too)
 };
 
@@ -52,6 +54,7 @@ std::string compile_cache_path(const std::string& dir, const Key128& key);
 bool write_compile_cache_entry(const std::string& path, const std::string& binary);
 CompileStats compile_stats();
 void clear_compile_memory_cache();   // tests: forget in-memory binaries (disk stays)
+size_t compile_memory_cache_size();
 std::string compile_cache_dir();     // "" when the disk cache is off
 
 }  // namespace kiln::runtime

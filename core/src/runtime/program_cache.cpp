@@ -19,6 +19,7 @@
 #include "runtime/runtime.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
+#include "support/lru_map.hpp"
 #include "symbolic/interpret.hpp"
 
 namespace kiln::runtime {
@@ -29,16 +30,19 @@ struct CacheKey {
   Key128 ast;
   std::string device;
   int64_t noopt;
-  bool operator<(const CacheKey& o) const {
-    if (!(ast == o.ast)) return ast < o.ast;
-    if (device != o.device) return device < o.device;
-    return noopt < o.noopt;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    return Key128Hash()(k.ast) ^ (std::hash<std::string>()(k.device) * 31) ^ static_cast<size_t>(k.noopt);
   }
 };
 
+// Kernels being built or built, the least recently used dropped past KILN_CACHE_ENTRIES (a
+// dropped kernel stays loaded while a launch holds it).
 struct Cache {
   std::mutex mu;
-  std::map<CacheKey, std::shared_future<std::shared_ptr<Kernel>>> map;
+  LruMap<CacheKey, std::shared_future<std::shared_ptr<Kernel>>, CacheKeyHash> map;
 };
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: programs outlive static destruction order
@@ -175,12 +179,11 @@ std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp
   bool builder = false;
   {
     std::lock_guard<std::mutex> lock(cache().mu);
-    auto it = cache().map.find(key);
-    if (it != cache().map.end()) {
-      fut = it->second;
+    if (auto* hit = cache().map.find(key)) {
+      fut = *hit;
     } else {
       fut = mine.get_future().share();
-      cache().map.emplace(key, fut);
+      cache().map.put(key, fut, cache_entries());
       builder = true;
     }
   }
@@ -218,8 +221,8 @@ void prepare_kernels(const std::vector<ExecItem>& items) {
     c->dev = open_device(e.device);
     c->key = {e.ast.key(), c->dev->name(), knob(Knob::noopt)};
     std::lock_guard<std::mutex> lock(cache().mu);
-    if (cache().map.count(c->key)) continue;
-    cache().map.emplace(c->key, c->promise.get_future().share());
+    if (cache().map.contains(c->key)) continue;
+    cache().map.put(c->key, c->promise.get_future().share(), cache_entries());
     c->ast = e.ast;
     claims.push_back(std::move(c));
   }
