@@ -125,6 +125,18 @@ TEST(Pipeline, NoOptKeepsPlainLoops) {
   EXPECT_EQ(Render().render(p.lir.view()).find("floatx"), std::string::npos);
 }
 
+// Every pass and both renderers walk a kernel 300k ops deep (a recursive walk overflows an 8 MiB
+// stack far sooner; a million passes too, in ~10 s).
+TEST(Pipeline, ADeepKernelLowersAndRenders) {
+  Tensor x = in({4});
+  for (int i = 0; i < 300'000; ++i) x = x + 1.0;
+  ProgramSpec p = to_program(kernel_of(x), cpu_target());
+  kiln_lir l = p.lir.view();
+  EXPECT_GT(l.n_insts, 300'000u);
+  EXPECT_FALSE(Render().render(l).empty());
+  EXPECT_FALSE(cpu::render_llvm_ir(l).empty());
+}
+
 TEST(Pipeline, SymbolicKernelTakesItsVariable) {
   Variable n("n", 1, 64);
   Tensor x = in({64, 8}).shrink(0, n.bind(5));

@@ -2,6 +2,8 @@
 #include "backend_e2e.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 namespace kiln::testing {
 
@@ -60,6 +62,49 @@ void check_every_dtype_and_axis(const std::string& device, const std::vector<DTy
                               }, nullptr, 1e-2},
                              device);
   }
+}
+
+void check_empty_tensors(const std::string& device) {
+  // unspecified contents: only the sizes are checked until something writes the buffer
+  EXPECT_EQ(Tensor::empty({4}, dtypes::float32, device).to_vector<float>().size(), 4u);
+  EXPECT_EQ(Tensor::empty({4}, dtypes::float32, device).realize().to_vector<float>().size(), 4u);
+  EXPECT_EQ(Tensor::empty({2, 3}, dtypes::int32, device).reshape({3, 2}).to_vector<int32_t>().size(), 6u);
+  EXPECT_EQ(Tensor::empty({8}, dtypes::float32, device).shrink({{2, 5}}).to_vector<float>().size(), 3u);
+  EXPECT_EQ((Tensor::empty({5}, dtypes::float32, device) * 0.0 + 2.0).to_vector<float>(), std::vector<float>(5, 2.0f));
+  EXPECT_EQ(Tensor::empty({3}, dtypes::float32, device).to("ref").to_vector<float>().size(), 3u);
+  EXPECT_EQ(Tensor::empty({0}, dtypes::float32, device).to_vector<float>().size(), 0u);
+  Tensor e = Tensor::empty({4}, dtypes::float32, device);
+  e.assign(Tensor::arange(0, 4, 1, dtypes::float32, device)).realize();
+  EXPECT_EQ(e.to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
+  EXPECT_EQ(e.shrink({{1, 3}}).to_vector<float>(), (std::vector<float>{1, 2}));
+}
+
+void check_concurrent_reads(const std::string& device, int iterations) {
+  constexpr int kThreads = 4;
+  std::vector<float> want(64), want3(64);
+  for (int i = 0; i < 64; ++i) want[i] = 2.0f * i + 1, want3[i] = 3 * want[i] - 1;
+  auto lazy = [&] { return Tensor::arange(0, 64, 1, dtypes::float32, device) * 2.0 + 1.0; };
+  std::atomic<int> wrong{0};
+  auto run = [&](auto&& body) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back(body, t);
+    for (std::thread& t : threads) t.join();
+  };
+  for (int it = 0; it < iterations; ++it) {
+    Tensor x = lazy();
+    run([&](int t) {
+      if (x.to_vector<float>() != want) ++wrong;
+      if ((x + t).sum().item<float>() != 4096.0f + 64 * t) ++wrong;  // the sum of 2i + 1 over i < 64 is 64^2
+    });
+  }
+  run([&](int) {
+    for (int it = 0; it < iterations; ++it) {
+      Tensor y = lazy();
+      Tensor z = y * 3.0 - 1.0;
+      if (z.to_vector<float>() != want3 || y.to_vector<float>() != want) ++wrong;
+    }
+  });
+  EXPECT_EQ(wrong.load(), 0) << "reads on " << device << " from " << kThreads << " threads gave wrong values";
 }
 
 }  // namespace kiln::testing

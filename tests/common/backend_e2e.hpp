@@ -30,6 +30,17 @@ void check_odd_sizes(const std::string& device);
 // native) through a cast round trip.
 void check_every_dtype_and_axis(const std::string& device, const std::vector<DType>& dtypes);
 
+// Tensor::empty on `device` read by every path (to_vector, after realize, through shrink and
+// reshape views, a kernel reading it, a copy to the reference device), then written with assign
+// and read back: nothing crashes and written values come back.
+void check_empty_tensors(const std::string& device);
+
+// Several threads, `iterations` times: all read one shared lazy tensor and build on it; then each
+// builds and reads its own tensors (identical graphs intern to the same nodes, so one thread's
+// realize rewrites the others' lazy states). Every read must give the right values, and the run
+// must be free of data races by design (it runs under ThreadSanitizer too).
+void check_concurrent_reads(const std::string& device, int iterations);
+
 }  // namespace kiln::testing
 
 // One test per op-corpus case, named after the case, on `device`.

@@ -6,10 +6,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include "kiln/kiln.hpp"
 #include "backend_e2e.hpp"
 #include "runtime/compile_cache.hpp"
 #include "runtime/program_cache.hpp"
+#include "schedule/schedule.hpp"
+#include "support/env.hpp"
 
 using namespace kiln;
 using namespace kiln::testing;
@@ -30,40 +34,137 @@ TEST(CpuSweep, EveryDtypeAndAxis) {
                                        dtypes::uint16, dtypes::uint32, dtypes::uint64, dtypes::float32, dtypes::float64});
 }
 
-TEST(CompileCache, HitSkipsCompilationAndCorruptEntriesAreRebuilt) {
-  std::string dir = ::testing::TempDir() + "kiln_cc_" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
-  setenv("KILN_CACHE_DIR", dir.c_str(), 1);
-  runtime::clear_program_cache();
-  runtime::clear_compile_memory_cache();
-  auto program = [] {
+TEST(CpuSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
+
+TEST(CpuSweep, ConcurrentReads) { check_concurrent_reads(kDevice, 100); }
+
+// Each test gets an empty disk cache of its own and starts as a new process would (nothing in
+// memory).
+class CompileCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "kiln_cc_" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir_);
+    setenv("KILN_CACHE_DIR", dir_.c_str(), 1);
+    new_process();
+  }
+  void TearDown() override {
+    unsetenv("KILN_CACHE_DIR");
+    std::filesystem::remove_all(dir_);
+  }
+  static void new_process() {
+    runtime::clear_program_cache();
+    runtime::clear_compile_memory_cache();
+  }
+  static std::vector<float> program() {
     Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7}, {7}, kDevice);
     return ((x * 3.25) - 1.0).to_vector<float>();
-  };
+  }
+  // Runs the program again as a new process and expects `want`: the stats before and after.
+  static std::pair<runtime::CompileStats, runtime::CompileStats> rerun(const std::vector<float>& want) {
+    new_process();
+    auto before = runtime::compile_stats();
+    EXPECT_EQ(program(), want);
+    return {before, runtime::compile_stats()};
+  }
+  std::vector<std::filesystem::path> entries() const {
+    std::vector<std::filesystem::path> out;
+    for (const auto& f : std::filesystem::directory_iterator(dir_)) out.push_back(f.path());
+    return out;
+  }
+  std::string dir_;
+};
+
+TEST_F(CompileCache, HitSkipsCompilationAndCorruptEntriesAreRebuilt) {
   auto s0 = runtime::compile_stats();
   auto r1 = program();
   auto s1 = runtime::compile_stats();
   EXPECT_EQ(s1.compiles, s0.compiles + 1);
   auto r2 = program();  // same kernel: program cache
   EXPECT_EQ(runtime::compile_stats().compiles, s1.compiles);
-  runtime::clear_program_cache();
-  runtime::clear_compile_memory_cache();
-  program();  // a new "process": from disk
+  new_process();
+  program();  // from disk
   auto s2 = runtime::compile_stats();
   EXPECT_EQ(s2.compiles, s1.compiles);
   EXPECT_EQ(s2.disk_hits, s1.disk_hits + 1);
   // truncate every entry: detected, rebuilt, same result
-  for (const auto& f : std::filesystem::directory_iterator(dir)) std::filesystem::resize_file(f.path(), 20);
-  runtime::clear_program_cache();
-  runtime::clear_compile_memory_cache();
+  for (const auto& f : entries()) std::filesystem::resize_file(f, 20);
+  new_process();
   auto r3 = program();
   auto s3 = runtime::compile_stats();
   EXPECT_EQ(s3.compiles, s2.compiles + 1);
   EXPECT_EQ(s3.corrupt_rebuilt, s2.corrupt_rebuilt + 1);
   EXPECT_EQ(r1, r3);
   EXPECT_EQ(r1, r2);
-  unsetenv("KILN_CACHE_DIR");
-  std::filesystem::remove_all(dir);
+}
+
+// An entry replaced by a FIFO blocked open() forever; now it is skipped as corrupt and replaced.
+TEST_F(CompileCache, EntriesThatAreNotRegularFilesAreRebuiltWithoutBlocking) {
+  auto r1 = program();
+  ASSERT_FALSE(entries().empty());
+  for (const auto& f : entries()) {
+    std::filesystem::remove(f);
+    ASSERT_EQ(::mkfifo(f.c_str(), 0600), 0);
+  }
+  auto [s0, s1] = rerun(r1);
+  EXPECT_EQ(s1.compiles, s0.compiles + 1);
+  EXPECT_EQ(s1.corrupt_rebuilt, s0.corrupt_rebuilt + 1);
+  for (const auto& f : entries()) EXPECT_TRUE(std::filesystem::is_regular_file(f)) << f;
+}
+
+// An intact entry (valid checksum) whose binary does not load was a permanent error; now it is
+// rebuilt and overwritten, so the next process loads it from disk.
+TEST_F(CompileCache, ValidEntriesThatDoNotLoadAreRebuiltAndOverwritten) {
+  auto r1 = program();
+  ASSERT_FALSE(entries().empty());
+  for (const auto& f : entries()) ASSERT_TRUE(runtime::write_compile_cache_entry(f.string(), "not a binary"));
+  auto [s0, s1] = rerun(r1);
+  EXPECT_EQ(s1.disk_hits, s0.disk_hits + 1);
+  EXPECT_EQ(s1.unloadable_rebuilt, s0.unloadable_rebuilt + 1);
+  auto [s1b, s2] = rerun(r1);
+  EXPECT_EQ(s2.disk_hits, s1b.disk_hits + 1);
+  EXPECT_EQ(s2.compiles, s1b.compiles) << "the overwritten entry loads";
+}
+
+// A loop that bakes a new scalar into every kernel compiled a kernel per iteration and grew every
+// cache without bound; the in-memory caches now keep KILN_CACHE_ENTRIES entries each and the disk
+// cache KILN_CACHE_MAX bytes (the least recently used entries are evicted).
+TEST_F(CompileCache, AScalarPerIterationStaysWithinTheBounds) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3}, kDevice);
+  x.realize();
+  auto step = [&](int i) {
+    Tensor y = x * static_cast<float>(i) + 1.0;
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{i + 1.0f, 2.0f * i + 1, 3.0f * i + 1})) << i;
+  };
+  step(0);
+  uint64_t entry = 0;
+  for (const auto& f : entries()) entry = std::max<uint64_t>(entry, std::filesystem::file_size(f));
+  ASSERT_GT(entry, 0u);
+  set_knob(Knob::cache_entries, 8);
+  set_knob(Knob::cache_max, static_cast<int64_t>(5 * entry));
+  auto s0 = runtime::compile_stats();
+  for (int i = 1; i <= 40; ++i) step(i);
+  EXPECT_LE(runtime::program_cache_size(), 8u);
+  EXPECT_LE(schedule_cache_size(), 8u);
+  EXPECT_LE(runtime::compile_memory_cache_size(), 8u);
+  uint64_t on_disk = 0;
+  for (const auto& f : entries()) on_disk += std::filesystem::file_size(f);
+  EXPECT_LE(on_disk, 5 * entry);
+  EXPECT_GT(runtime::compile_stats().disk_evictions, s0.disk_evictions);
+  step(40);  // the most recent kernel is still cached
+  set_knob(Knob::cache_entries, 4096);
+  set_knob(Knob::cache_max, int64_t{1} << 30);
+}
+
+// Backends whose compilers report the same key (or one backend across versions) never share an
+// entry: a backend that compiled garbage poisoned the kernel for cpu:0.
+TEST(CompileCacheKey, NamesTheBackendAndItsVersion) {
+  runtime::CompileJob job{"source", "entry", Key128{1, 2}};
+  Key128 cpu = runtime::compile_cache_key("cpu", "0.1.0", "llvm 15", job);
+  EXPECT_FALSE(cpu == runtime::compile_cache_key("other", "0.1.0", "llvm 15", job));
+  EXPECT_FALSE(cpu == runtime::compile_cache_key("cpu", "0.2.0", "llvm 15", job));
+  EXPECT_FALSE(cpu == runtime::compile_cache_key("cpu", "0.1.0", "llvm 16", job));
+  EXPECT_TRUE(cpu == runtime::compile_cache_key("cpu", "0.1.0", "llvm 15", job));
 }
 
 TEST(Profile, RecordsEveryLaunchWhileAlive) {

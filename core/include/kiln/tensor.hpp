@@ -68,6 +68,9 @@ struct TensorState;
 class Tensor {
  public:
   // creation; device "" means the default device
+  // empty: an allocated buffer whose contents are unspecified until written (like numpy.empty);
+  // reading it (to_vector, realize, views, kernels, copies) is valid and returns whatever the
+  // memory holds. Use zeros() when the values matter.
   static Tensor empty(const Shape&, DType = dtypes::float32, const std::string& device = "");
   static Tensor zeros(const Shape&, DType = dtypes::float32, const std::string& device = "");
   static Tensor ones(const Shape&, DType = dtypes::float32, const std::string& device = "");
@@ -159,6 +162,9 @@ class Tensor {
   int ndim() const { return static_cast<int>(shape().size()); }
 
   // The graph node behind this tensor (for tools and tests), and the shared state (library use).
+  // The reference is valid until the tensor's graph is next replaced: when it, or a graph it
+  // reads, is realized or assigned; so it is for single-threaded tools. Every other method may be
+  // called from several threads on one tensor (realizes run one at a time).
   const UOp& uop() const;
   explicit Tensor(std::shared_ptr<detail::TensorState> state) : s_(std::move(state)) {}
   const std::shared_ptr<detail::TensorState>& state() const { return s_; }

@@ -286,6 +286,11 @@ size_t intern_table_size() {
   return total;
 }
 
+std::mutex& cache_fill_lock(const UOpNode* n) {
+  static std::mutex* locks = new std::mutex[64];  // never destroyed: nodes die during static destruction
+  return locks[(reinterpret_cast<uintptr_t>(n) >> 6) % 64];
+}
+
 UOp UOpAccess::from_node(const UOpNode* n) {
   UOp u(const_cast<UOpNode*>(n));
   u.retain();

@@ -1,5 +1,6 @@
 // ir/uop_access.hpp - internal access to UOp handles from raw nodes (traversals, caches).
 #pragma once
+#include <mutex>
 #include <vector>
 
 #include "kiln/uop.hpp"
@@ -16,6 +17,20 @@ enum CacheFlag : uint8_t { kKeyCached = 1, kBoundsCached = 2, kTreeSizeCached = 
 
 inline bool has_cache(const UOpNode* n, uint8_t flag) { return n->cache_flags.load(std::memory_order_acquire) & flag; }
 
+// Threads that fill the same node's cache at once (interned nodes are shared: two kernels built
+// in parallel meet in their constants and index math) take turns on one of these locks, so the
+// cache is written once and published by the flag (release) to readers that test it (acquire).
+std::mutex& cache_fill_lock(const UOpNode* n);
+
+// compute(n) and the flag, unless another thread filled the cache first.
+template <typename Compute>
+void fill_one(const UOpNode* n, uint8_t flag, Compute& compute) {
+  std::lock_guard<std::mutex> lock(cache_fill_lock(n));
+  if (has_cache(n, flag)) return;
+  compute(n);
+  n->cache_flags.fetch_or(flag, std::memory_order_release);
+}
+
 // Fills one per-node cache for `root` and everything below it that lacks it: `compute(n)` runs on
 // each such node after its sources (so it may read their caches) and stores the value; then the
 // flag is set. Iterative, so million-deep graphs are fine; stops at nodes already cached.
@@ -26,8 +41,7 @@ void fill_cache(const UOpNode* root, uint8_t flag, Compute compute) {
   bool srcs_cached = true;
   for (uint32_t i = 0; i < root->nsrc && srcs_cached; ++i) srcs_cached = has_cache(root->srcs()[i].node(), flag);
   if (srcs_cached) {
-    compute(root);
-    root->cache_flags.fetch_or(flag, std::memory_order_release);
+    fill_one(root, flag, compute);
     return;
   }
   std::vector<std::pair<const UOpNode*, bool>> stack{{root, false}};
@@ -41,8 +55,7 @@ void fill_cache(const UOpNode* root, uint8_t flag, Compute compute) {
         if (!has_cache(n->srcs()[i].node(), flag)) stack.push_back({n->srcs()[i].node(), false});
       continue;
     }
-    compute(n);
-    n->cache_flags.fetch_or(flag, std::memory_order_release);
+    fill_one(n, flag, compute);
   }
 }
 

@@ -55,6 +55,7 @@ std::shared_ptr<Device> Device::open(const std::string& backend, const kiln_plug
   std::shared_ptr<Device> d(new Device());
   d->backend_ = backend;
   d->name_ = name;
+  d->plugin_version_ = plugin->version ? plugin->version : "";
   d->dev_ = dev;
   d->api_ = api;
   // From here on the destructor closes the device, also when a check below throws.

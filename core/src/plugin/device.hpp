@@ -73,6 +73,7 @@ class Device : public std::enable_shared_from_this<Device> {
 
   const std::string& name() const { return name_; }  // "cpu:0"
   const std::string& backend() const { return backend_; }
+  const std::string& plugin_version() const { return plugin_version_; }  // kiln_plugin_api.version
   const DeviceProps& props() const { return props_; }
   const Target& target() const { return target_; }
   bool threadsafe() const { return threadsafe_; }
@@ -116,7 +117,7 @@ class Device : public std::enable_shared_from_this<Device> {
   // Serialises plugin calls unless the device is thread-safe, and tags host->log lines.
   class Guard;
 
-  std::string backend_, name_;
+  std::string backend_, name_, plugin_version_;
   kiln_device* dev_ = nullptr;
   const kiln_device_api* api_ = nullptr;
   const kiln_allocator_api* allocator_ = nullptr;

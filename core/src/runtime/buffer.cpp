@@ -117,6 +117,7 @@ void Storage::reserve(uint64_t bytes) {
 }
 
 void Storage::ensure_allocated() {
+  std::lock_guard<std::mutex> lock(alloc_mu_);
   if (allocated()) return;
   if (is_host_memory(device_)) {
     host_ = host_alloc(device_, bytes_);

@@ -39,6 +39,7 @@ class Storage {
   // Grows an unallocated storage (the memory planner sizes a group to its largest member).
   void reserve(uint64_t bytes);
   // Allocates on first use; host memory for host/ref devices, else the device's allocator.
+  // Thread-safe: threads reading one never-written buffer (Tensor::empty) race to allocate it.
   void ensure_allocated();
   void* host_ptr();                  // host/ref devices only
   kiln_buffer* device_buffer();      // plugin devices only
@@ -47,6 +48,7 @@ class Storage {
  private:
   std::string device_;
   uint64_t bytes_;
+  std::mutex alloc_mu_;
   void* host_ = nullptr;
   kiln_buffer* dev_buf_ = nullptr;
   std::shared_ptr<Device> dev_;

@@ -1,8 +1,13 @@
 // runtime/compile_cache.cpp - the two-level binary cache.
 #include "runtime/compile_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +20,7 @@
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/hash.hpp"
+#include "support/lru_map.hpp"
 
 namespace kiln::runtime {
 
@@ -24,7 +30,7 @@ constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'I', 'N', '1'};
 
 struct Cache {
   std::mutex mu;
-  std::unordered_map<Key128, std::string, Key128Hash> memory;
+  LruMap<Key128, std::string, Key128Hash> memory;  // KILN_CACHE_ENTRIES
   CompileStats stats;
 };
 Cache& cache() {
@@ -34,32 +40,63 @@ Cache& cache() {
 
 Key128 content_key(const std::string& data) { return Fingerprint().str(data).finish(); }
 
-bool read_entry(const std::string& path, std::string& out, bool& corrupt) {
-  corrupt = false;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  char magic[8];
-  uint64_t size;
-  Key128 sum;
-  if (!f.read(magic, 8) || std::memcmp(magic, kMagic, 8) || !f.read(reinterpret_cast<char*>(&size), 8) ||
-      !f.read(reinterpret_cast<char*>(&sum), sizeof sum) || size > (uint64_t{1} << 32)) {
-    corrupt = true;
-    return false;
+// Closes a file descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
   }
-  out.resize(size);
-  if (!f.read(out.data(), static_cast<std::streamsize>(size)) || f.peek() != EOF || !(content_key(out) == sum)) {
-    corrupt = true;
-    return false;
+};
+
+// Reads exactly n bytes (retrying short reads and interrupts).
+bool read_all(int fd, char* p, size_t n) {
+  while (n) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
   }
   return true;
 }
 
-void write_entry(const std::string& path, const std::string& data) {
+constexpr size_t kHeaderBytes = 8 + 8 + sizeof(Key128);  // magic, size, checksum
+
+// Only a regular file is an entry: anything else at the path (a FIFO, a device, a directory) is
+// opened without blocking (O_NONBLOCK: a FIFO with no writer would block open() forever) and
+// treated as corrupt, so it is rebuilt and replaced.
+bool read_entry(const std::string& path, std::string& out, bool& corrupt) {
+  corrupt = false;
+  Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (f.fd < 0) {
+    corrupt = errno != ENOENT;  // present but unreadable
+    return false;
+  }
+  struct stat st {};
+  corrupt = true;
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < kHeaderBytes) return false;
+  char magic[8];
+  uint64_t size;
+  Key128 sum;
+  if (!read_all(f.fd, magic, 8) || std::memcmp(magic, kMagic, 8) || !read_all(f.fd, reinterpret_cast<char*>(&size), 8) ||
+      !read_all(f.fd, reinterpret_cast<char*>(&sum), sizeof sum) || size != static_cast<uint64_t>(st.st_size) - kHeaderBytes ||
+      size > (uint64_t{1} << 32))
+    return false;
+  out.resize(size);
+  if (!read_all(f.fd, out.data(), size) || !(content_key(out) == sum)) return false;
+  ::futimens(f.fd, nullptr);  // mtime = last use, for the disk budget's eviction order (best effort)
+  corrupt = false;
+  return true;
+}
+
+}  // namespace
+
+bool write_compile_cache_entry(const std::string& path, const std::string& data) {
   static std::atomic<uint64_t> counter{0};
   std::string tmp = cat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return;  // an unwritable cache only costs speed
+    if (!f) return false;  // an unwritable cache only costs speed
     uint64_t size = data.size();
     Key128 sum = content_key(data);
     f.write(kMagic, 8);
@@ -68,15 +105,14 @@ void write_entry(const std::string& path, const std::string& data) {
     f.write(data.data(), static_cast<std::streamsize>(data.size()));
     if (!f) {
       std::filesystem::remove(tmp);
-      return;
+      return false;
     }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);  // atomic: readers see the old file or the whole new one
   if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
 }
-
-}  // namespace
 
 std::string compile_cache_dir() {
   std::string d = getenv_str("KILN_CACHE_DIR");
@@ -92,21 +128,83 @@ std::string compile_cache_dir() {
 
 namespace {
 
-// Where one kernel's binary lives: its key, the disk path ("" without a disk cache).
+// Where one kernel's binary lives: its key, the disk cache and the entry ("" without a disk cache).
 struct Slot {
   Key128 key;
-  std::string path;
+  std::string dir, path;
 };
 
 Slot slot_of(Device& dev, const CompileJob& job) {
-  Slot s{Fingerprint().key(job.lir_key).str(job.source).str(job.entry).str(dev.compiler_cache_key()).finish(), ""};
+  Slot s{compile_cache_key(dev.backend(), dev.plugin_version(), dev.compiler_cache_key(), job), "", ""};
   std::string dir = compile_cache_dir();
   if (!dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    if (!ec) s.path = dir + "/" + s.key.hex() + ".bin";
+    if (!ec) s.dir = dir, s.path = compile_cache_path(dir, s.key);
   }
   return s;
+}
+
+// The disk cache's size budget (KILN_CACHE_MAX). Entries are touched when read, so their mtime
+// is their last use; when the entries of a directory pass the budget, the least recently used
+// are deleted until they fill at most 3/4 of it (so a full cache is not rescanned on every
+// write). The size is counted once per directory per process, then kept up to date by the
+// writes of this process (other processes sharing the directory are seen at the next rescan).
+struct DiskBudget {
+  std::mutex mu;
+  std::unordered_map<std::string, uint64_t> bytes;  // per directory
+};
+DiskBudget& disk_budget() {
+  static DiskBudget* b = new DiskBudget;
+  return *b;
+}
+
+struct DiskEntry {
+  std::filesystem::file_time_type mtime;
+  uint64_t size;
+  std::filesystem::path path;
+};
+std::vector<DiskEntry> disk_entries(const std::string& dir) {
+  std::vector<DiskEntry> out;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    std::error_code e1, e2, e3;
+    if (f.path().extension() != ".bin" || !f.is_regular_file(e1)) continue;
+    auto t = f.last_write_time(e2);
+    uint64_t n = f.file_size(e3);
+    if (!e1 && !e2 && !e3) out.push_back({t, n, f.path()});
+  }
+  return out;
+}
+
+uint64_t total_size(const std::vector<DiskEntry>& entries) {
+  uint64_t n = 0;
+  for (const DiskEntry& e : entries) n += e.size;
+  return n;
+}
+
+// Records `written` new bytes in `dir`, evicting least recently used entries past the budget.
+void charge_disk(const std::string& dir, uint64_t written) {
+  uint64_t budget = static_cast<uint64_t>(std::max<int64_t>(0, knob(Knob::cache_max)));
+  if (!budget) return;
+  DiskBudget& b = disk_budget();
+  std::lock_guard<std::mutex> lock(b.mu);
+  auto [it, fresh] = b.bytes.emplace(dir, 0);
+  if (fresh) it->second = total_size(disk_entries(dir));
+  else it->second += written;
+  if (it->second <= budget) return;
+  std::vector<DiskEntry> entries = disk_entries(dir);
+  std::sort(entries.begin(), entries.end(), [](const DiskEntry& a, const DiskEntry& b) { return a.mtime < b.mtime; });
+  uint64_t total = total_size(entries), evicted = 0;
+  for (const DiskEntry& e : entries) {
+    if (total <= budget / 4 * 3) break;
+    std::error_code ec;
+    if (std::filesystem::remove(e.path, ec)) total -= e.size, ++evicted;
+  }
+  it->second = total;
+  if (debug_level() >= 1) log_line(cat("compile cache: ", dir, " passed KILN_CACHE_MAX (", budget, " bytes); evicted ", evicted, " entries"));
+  std::lock_guard<std::mutex> stats_lock(cache().mu);
+  cache().stats.disk_evictions += evicted;
 }
 
 // The cached binary (memory, then disk), or nothing; `corrupt` says a disk entry was damaged.
@@ -115,17 +213,16 @@ std::optional<std::string> lookup(const Slot& s, bool& corrupt) {
   corrupt = false;
   {
     std::lock_guard<std::mutex> lock(c.mu);
-    auto it = c.memory.find(s.key);
-    if (it != c.memory.end()) {
+    if (auto* hit = c.memory.find(s.key)) {
       ++c.stats.memory_hits;
-      return it->second;
+      return *hit;
     }
   }
   std::string binary;
   if (!s.path.empty() && read_entry(s.path, binary, corrupt)) {
     std::lock_guard<std::mutex> lock(c.mu);
     ++c.stats.disk_hits;
-    c.memory.emplace(s.key, binary);
+    c.memory.put(s.key, binary, cache_entries());
     return binary;
   }
   if (corrupt && debug_level() >= 1) log_line(cat("compile cache: ", s.path, " is corrupt or truncated; rebuilding it"));
@@ -133,15 +230,31 @@ std::optional<std::string> lookup(const Slot& s, bool& corrupt) {
 }
 
 void store(const Slot& s, const std::string& binary, bool corrupt) {
-  if (!s.path.empty()) write_entry(s.path, binary);
+  if (!s.path.empty() && write_compile_cache_entry(s.path, binary)) charge_disk(s.dir, kHeaderBytes + binary.size());
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.compiles;
   c.stats.corrupt_rebuilt += corrupt;
-  c.memory.emplace(s.key, binary);
+  c.memory.put(s.key, binary, cache_entries());  // recompile replaces one
 }
 
 }  // namespace
+
+Key128 compile_cache_key(const std::string& backend, const std::string& plugin_version, const std::string& compiler_key,
+                         const CompileJob& job) {
+  return Fingerprint().str(backend).str(plugin_version).str(compiler_key).key(job.lir_key).str(job.source).str(job.entry).finish();
+}
+
+std::string compile_cache_path(const std::string& dir, const Key128& key) { return dir + "/" + key.hex() + ".bin"; }
+
+std::string recompile(Device& dev, const CompileJob& job) {
+  Slot s = slot_of(dev, job);
+  std::string binary = dev.compile(job.source, job.entry);
+  store(s, binary, false);
+  std::lock_guard<std::mutex> lock(cache().mu);
+  ++cache().stats.unloadable_rebuilt;
+  return binary;
+}
 
 std::string compile_cached(Device& dev, const std::string& source, const std::string& entry, const Key128& lir_key) {
   Slot s = slot_of(dev, {source, entry, lir_key});
@@ -190,6 +303,11 @@ std::vector<std::string> compile_cached_many(Device& dev, const std::vector<Comp
 CompileStats compile_stats() {
   std::lock_guard<std::mutex> lock(cache().mu);
   return cache().stats;
+}
+
+size_t compile_memory_cache_size() {
+  std::lock_guard<std::mutex> lock(cache().mu);
+  return cache().memory.size();
 }
 
 void clear_compile_memory_cache() {

@@ -1,10 +1,15 @@
 // runtime/compile_cache.hpp - compiled binaries, in memory and on disk.
 //
-// The key is the kernel's LIR fingerprint, its rendered source and the device compiler's cache
-// key (which changes with the compiler version, flags and target features). Disk entries live in
-// KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln, else ~/.cache/kiln), are written atomically
-// (temporary file + rename) and carry a length and a checksum: a corrupt or truncated entry is
-// detected, reported at KILN_DEBUG>=1 and rebuilt. KILN_CACHE_DIR=off disables the disk cache.
+// The key is the kernel's LIR fingerprint, its rendered source, the backend's name and plugin
+// version, and the device compiler's cache key (which changes with the compiler version, flags
+// and target features): two backends never share an entry, even when their compilers report the
+// same key. Disk entries live in KILN_CACHE_DIR (default $XDG_CACHE_HOME/kiln, else
+// ~/.cache/kiln), are written atomically (temporary file + rename) and carry a length and a
+// checksum: a corrupt or truncated entry, or one that is not a regular file (a FIFO is opened
+// without blocking and skipped), is detected, reported at KILN_DEBUG>=1 and rebuilt; so is a
+// valid entry whose binary the device will not load (recompile). KILN_CACHE_DIR=off disables the
+// disk cache. Bounds: KILN_CACHE_ENTRIES binaries in memory (least recently used dropped), and
+// KILN_CACHE_MAX bytes on disk (default 1 GiB; least recently used entries, by mtime, deleted).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,6 +25,8 @@ namespace kiln::runtime {
 
 struct CompileStats {
   uint64_t memory_hits = 0, disk_hits = 0, compiles = 0, corrupt_rebuilt = 0;
+  uint64_t unloadable_rebuilt = 0;  // recompile calls
+  uint64_t disk_evictions = 0;      // entries deleted to keep the disk cache within KILN_CACHE_MAX
   uint64_t batches = 0;  // compile_many calls (each counted kernel by kernel in `compiles` too)
 };
 
@@ -35,8 +42,19 @@ struct CompileJob {
   Key128 lir_key;
 };
 std::vector<std::string> compile_cached_many(Device& dev, const std::vector<CompileJob>& jobs);
+// Builds the job anew, bypassing the cache, and overwrites its entries (memory and disk): for a
+// cached binary the device does not load. Throws like compile_cached.
+std::string recompile(Device& dev, const CompileJob& job);
+// The cache key of a job (exposed for tests).
+Key128 compile_cache_key(const std::string& backend, const std::string& plugin_version, const std::string& compiler_key,
+                         const CompileJob& job);
+// The disk entry of a key under `dir` (tests plant entries there).
+std::string compile_cache_path(const std::string& dir, const Key128& key);
+// Writes a disk entry (header, checksum, data) atomically, as the cache does; false if it could not.
+bool write_compile_cache_entry(const std::string& path, const std::string& binary);
 CompileStats compile_stats();
 void clear_compile_memory_cache();   // tests: forget in-memory binaries (disk stays)
+size_t compile_memory_cache_size();
 std::string compile_cache_dir();     // "" when the disk cache is off
 
 }  // namespace kiln::runtime

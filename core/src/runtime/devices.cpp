@@ -108,8 +108,12 @@ void clear_device_cache() {
   }
 }
 
+// Storage is allocated on first use, and plugin_device() is set by that allocation: allocate
+// before asking for the device (an empty() tensor is read before anything wrote it).
 void device_read(Storage& s, void* dst, uint64_t bytes) {
-  if (bytes) s.plugin_device()->copy_out(dst, s.device_buffer(), 0, bytes);
+  if (!bytes) return;
+  s.ensure_allocated();
+  s.plugin_device()->copy_out(dst, s.device_buffer(), 0, bytes);
 }
 
 void copy_between_devices(Storage& dst, Storage& src, uint64_t n) {
@@ -122,6 +126,7 @@ void copy_between_devices(Storage& dst, Storage& src, uint64_t n) {
     return;
   }
   if (!src_host && dst_host) {
+    src.ensure_allocated();
     src.plugin_device()->copy_out(dst.host_ptr(), src.device_buffer(), 0, n);
     return;
   }

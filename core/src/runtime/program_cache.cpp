@@ -19,6 +19,7 @@
 #include "runtime/runtime.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
+#include "support/lru_map.hpp"
 #include "symbolic/interpret.hpp"
 
 namespace kiln::runtime {
@@ -29,16 +30,19 @@ struct CacheKey {
   Key128 ast;
   std::string device;
   int64_t noopt;
-  bool operator<(const CacheKey& o) const {
-    if (!(ast == o.ast)) return ast < o.ast;
-    if (device != o.device) return device < o.device;
-    return noopt < o.noopt;
+  bool operator==(const CacheKey&) const = default;
+};
+struct CacheKeyHash {
+  size_t operator()(const CacheKey& k) const {
+    return Key128Hash()(k.ast) ^ (std::hash<std::string>()(k.device) * 31) ^ static_cast<size_t>(k.noopt);
   }
 };
 
+// Kernels being built or built, the least recently used dropped past KILN_CACHE_ENTRIES (a
+// dropped kernel stays loaded while a launch holds it).
 struct Cache {
   std::mutex mu;
-  std::map<CacheKey, std::shared_future<std::shared_ptr<Kernel>>> map;
+  LruMap<CacheKey, std::shared_future<std::shared_ptr<Kernel>>, CacheKeyHash> map;
 };
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: programs outlive static destruction order
@@ -106,7 +110,18 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
 std::shared_ptr<Kernel> finish(Pending& p, const std::string& binary, bool compiled, double compile_ms) {
   Kernel& k = *p.k;
   auto t = std::chrono::steady_clock::now();
-  k.program = naming(k, [&] { return k.device->load(binary, k.spec.name); });
+  k.program = naming(k, [&] {
+    try {
+      return k.device->load(binary, k.spec.name);
+    } catch (const Error& e) {
+      // The binary may be a cache entry that is intact but does not load (written by another
+      // driver state): it is rebuilt and its entry overwritten, as a corrupt one is. A binary
+      // that was just compiled fails again, and that error is the one reported.
+      if (debug_level() >= 1) log_line(cat("compile cache: ", k.spec.name, " did not load (", e.what(), "); rebuilding it"));
+      std::string fresh = recompile(*k.device, {k.source, k.spec.name, lir_key(k.spec.lir.view())});
+      return k.device->load(fresh, k.spec.name);
+    }
+  });
   if (debug_level() >= 2)
     log_line(cat(k.device->name(), "  built ", k.spec.name, ": codegen ", p.codegen_ms, " ms, render ", p.render_ms, " ms, ",
                  compiled ? "compile " : "cached binary ", compile_ms, " ms, load ", ms_since(t), " ms"));
@@ -168,12 +183,11 @@ std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp
   bool builder = false;
   {
     std::lock_guard<std::mutex> lock(cache().mu);
-    auto it = cache().map.find(key);
-    if (it != cache().map.end()) {
-      fut = it->second;
+    if (auto* hit = cache().map.find(key)) {
+      fut = *hit;
     } else {
       fut = mine.get_future().share();
-      cache().map.emplace(key, fut);
+      cache().map.put(key, fut, cache_entries());
       builder = true;
     }
   }
@@ -211,8 +225,8 @@ void prepare_kernels(const std::vector<ExecItem>& items) {
     c->dev = open_device(e.device);
     c->key = {e.ast.key(), c->dev->name(), knob(Knob::noopt)};
     std::lock_guard<std::mutex> lock(cache().mu);
-    if (cache().map.count(c->key)) continue;
-    cache().map.emplace(c->key, c->promise.get_future().share());
+    if (cache().map.contains(c->key)) continue;
+    cache().map.put(c->key, c->promise.get_future().share(), cache_entries());
     c->ast = e.ast;
     claims.push_back(std::move(c));
   }

@@ -116,14 +116,35 @@ class Interp {
     return {slot, i, true};
   }
 
+  const Value* cached(const UOp& u) {
+    auto* slot = cache_.find(u.node());
+    return slot && slot->first == stamp_ ? &slot->second : nullptr;
+  }
+
+  // Chains of ALU ops (a million deep after a long lazy chain) are evaluated bottom-up with an
+  // explicit stack, so compute() finds their sources cached and never recurses through them.
+  // Other nodes (LOAD, REDUCE, ...) evaluate their sources themselves, under their own gates and
+  // loops; those sources are shallow index math or start a new iterative eval.
   Value eval(const UOp& u) {
-    auto [slot, fresh] = cache_.emplace(u.node());
-    if (!fresh && slot->first == stamp_) return slot->second;
-    Value v = compute(u);
-    auto* s2 = cache_.find(u.node());  // the map may have grown during compute
-    s2->first = stamp_;
-    s2->second = v;
-    return v;
+    if (const Value* v = cached(u)) return *v;
+    auto descends = [](const UOp& x) { return groups::ALU.has(x.op()) || x.op() == Ops::CAST || x.op() == Ops::BITCAST; };
+    std::vector<std::pair<UOp, bool>> stack{{u, false}};
+    while (!stack.empty()) {
+      auto [x, expanded] = std::move(stack.back());
+      stack.pop_back();
+      if (cached(x)) continue;
+      if (!expanded && descends(x)) {
+        stack.push_back({x, true});
+        for (const UOp& s : x.src())
+          if (!cached(s)) stack.push_back({s, false});
+        continue;
+      }
+      Value v = compute(x);
+      auto& slot = *cache_.emplace(x.node()).first;  // compute may have grown the map
+      slot.first = stamp_;
+      slot.second = std::move(v);
+    }
+    return *cached(u);
   }
 
   Value compute(const UOp& u) {

@@ -16,6 +16,7 @@
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/flat_map.hpp"
+#include "support/lru_map.hpp"
 
 namespace kiln {
 
@@ -111,7 +112,7 @@ namespace {
 
 struct Cache {
   std::mutex mu;
-  std::unordered_map<Key128, std::shared_ptr<const Template>, Key128Hash> map;
+  LruMap<Key128, std::shared_ptr<const Template>, Key128Hash> map;  // KILN_CACHE_ENTRIES
 };
 Cache& cache() {
   static Cache c;
@@ -183,8 +184,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   std::shared_ptr<const Template> tmpl;
   if (use_cache) {
     std::lock_guard<std::mutex> lock(cache().mu);
-    auto it = cache().map.find(key);
-    if (it != cache().map.end()) tmpl = it->second;
+    if (auto* hit = cache().map.find(key)) tmpl = *hit;
   }
   out.cache_hit = static_cast<bool>(tmpl);
   if (!tmpl) {
@@ -194,7 +194,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
     tmpl = t;
     if (use_cache) {
       std::lock_guard<std::mutex> lock(cache().mu);
-      cache().map.emplace(key, tmpl);
+      cache().map.put(key, tmpl, cache_entries());
     }
   }
   // instantiate: fresh buffers for the locals, one storage per memory group

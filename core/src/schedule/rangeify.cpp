@@ -11,6 +11,7 @@
 // until a realized node is reached, which becomes LOAD(INDEX(buffer, flat index[, valid])).
 // Results are memoised per (node, index tuple, valid), so shared subgraphs stay shared.
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "ir/traverse.hpp"
@@ -122,49 +123,109 @@ class Builder {
     return UOp::make(Ops::LOAD, d, {index});
   }
 
-  UOp lower(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
-    Key key{n.node(), {}};
-    for (const UOp& i : idx) key.ids.push_back(i.id());
-    key.ids.push_back(valid.id());
-    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
-    UOp out = lower_uncached(n, idx, valid);
-    memo_.emplace(std::move(key), out);
-    return out;
+  // One lowering request: node `n` for the index tuple `idx` under the gate `valid`.
+  struct Request {
+    UOp n;
+    std::vector<UOp> idx;
+    UOp valid;
+  };
+  // How a request is lowered: either `done` (a leaf), or lower each of `srcs` and `combine` their
+  // results (a movement op has one source; the combine of a pure index rewrite returns it as is).
+  struct Plan {
+    UOp done;
+    std::vector<Request> srcs;
+    std::function<UOp(std::vector<UOp>&)> combine;
+  };
+
+  static Key key_of(const Request& r) {
+    Key key{r.n.node(), {}};
+    for (const UOp& i : r.idx) key.ids.push_back(i.id());
+    key.ids.push_back(r.valid.id());
+    return key;
+  }
+  static Plan forward(Request r) {
+    Plan p;
+    p.srcs.push_back(std::move(r));
+    p.combine = [](std::vector<UOp>& v) { return v[0]; };
+    return p;
   }
 
-  UOp lower_uncached(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
+  // Lowers with an explicit stack (a chain of a million elementwise ops is a million requests
+  // deep), memoised per (node, index tuple, valid). Requests run in the order a recursive
+  // descent would take, so RANGE axis numbers do not depend on the traversal.
+  UOp lower(const UOp& n, const std::vector<UOp>& idx, const UOp& valid) {
+    struct Frame {
+      Key key;
+      Plan plan;
+      std::vector<UOp> results;
+    };
+    std::vector<Frame> stack;
+    UOp last;  // the result of the request that just finished
+    auto start = [&](Request r) {  // false: the result is already in `last`
+      Key key = key_of(r);
+      if (auto it = memo_.find(key); it != memo_.end()) {
+        last = it->second;
+        return false;
+      }
+      Plan plan = plan_of(r);
+      if (plan.done) {
+        last = memo_.emplace(std::move(key), plan.done).first->second;
+        return false;
+      }
+      stack.push_back({std::move(key), std::move(plan), {}});
+      return true;
+    };
+    if (!start({n, idx, valid})) return last;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.results.size() < f.plan.srcs.size()) {
+        if (!start(std::move(f.plan.srcs[f.results.size()]))) stack.back().results.push_back(last);
+        continue;
+      }
+      last = f.plan.combine(f.results);
+      memo_.emplace(std::move(f.key), last);
+      stack.pop_back();
+      if (!stack.empty()) stack.back().results.push_back(last);
+    }
+    return last;
+  }
+
+  Plan plan_of(const Request& r) {
+    const UOp& n = r.n;
+    const std::vector<UOp>& idx = r.idx;
+    const UOp& valid = r.valid;
     if (!(n == root_)) {
-      if (const BufRef* b = realized_.find(n.node())) return load(n, *b, idx, valid);
+      if (const BufRef* b = realized_.find(n.node())) return {load(n, *b, idx, valid), {}, {}};
     }
     switch (n.op()) {
-      case Ops::PARAM: return load(n, BufRef{false, static_cast<uint32_t>(n.arg_int())}, idx, valid);
-      case Ops::CONST: return UOp::make(Ops::CONST, n.dtype(), {}, n.arg());
-      case Ops::DEFINE_VAR: return n;
-      case Ops::IOTA: return idx[0].cast(n.dtype());
-      case Ops::CONTIGUOUS: case Ops::DETACH: return lower(n.src(0), idx, valid);
-      case Ops::RESHAPE: return lower(n.src(0), reshape_index(n, idx), valid);
+      case Ops::PARAM: return {load(n, BufRef{false, static_cast<uint32_t>(n.arg_int())}, idx, valid), {}, {}};
+      case Ops::CONST: return {UOp::make(Ops::CONST, n.dtype(), {}, n.arg()), {}, {}};
+      case Ops::DEFINE_VAR: return {n, {}, {}};
+      case Ops::IOTA: return {idx[0].cast(n.dtype()), {}, {}};
+      case Ops::CONTIGUOUS: case Ops::DETACH: return forward({n.src(0), idx, valid});
+      case Ops::RESHAPE: return forward({n.src(0), reshape_index(n, idx), valid});
       case Ops::PERMUTE: {
         const auto& order = n.arg_ints();
         std::vector<UOp> src_idx(order.size());
         for (size_t i = 0; i < order.size(); ++i) src_idx[order[i]] = idx[i];
-        return lower(n.src(0), src_idx, valid);
+        return forward({n.src(0), src_idx, valid});
       }
       case Ops::EXPAND: {
         const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
         std::vector<UOp> src_idx(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = is_one(in[i]) ? ci(0) : idx[i];
-        return lower(n.src(0), src_idx, valid);
+        return forward({n.src(0), src_idx, valid});
       }
       case Ops::SHRINK: {
         std::vector<UOp> src_idx(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = idx[i] + n.arg_ints()[2 * i];
-        return lower(n.src(0), src_idx, valid);
+        return forward({n.src(0), src_idx, valid});
       }
       case Ops::FLIP: {
         const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
         std::vector<UOp> src_idx(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = n.arg_ints()[i] ? in[i] - 1 - idx[i] : idx[i];
-        return lower(n.src(0), src_idx, valid);
+        return forward({n.src(0), src_idx, valid});
       }
       case Ops::PAD: {
         const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
@@ -176,8 +237,9 @@ class Builder {
           if (before) inside = and_(inside, ci(before - 1).lt(idx[i]));
           if (after) inside = and_(inside, idx[i].lt(in[i] + before));
         }
-        UOp v = lower(n.src(0), src_idx, and_(valid, inside));
-        return inside.where(v, zero_of(v.dtype()));
+        Plan p = forward({n.src(0), src_idx, and_(valid, inside)});
+        p.combine = [inside](std::vector<UOp>& v) { return inside.where(v[0], zero_of(v[0].dtype())); };
+        return p;
       }
       case Ops::REDUCE_AXIS: {
         const auto& arg = n.arg_ints();
@@ -192,19 +254,24 @@ class Builder {
           ranges.push_back(r);
           src_idx[arg[k]] = r;
         }
-        if (ranges.empty()) return lower(n.src(0), src_idx, valid);  // reducing only size-1 dimensions
-        std::vector<UOp> src{lower(n.src(0), src_idx, valid)};
-        src.insert(src.end(), ranges.begin(), ranges.end());
-        return UOp::make(Ops::REDUCE, n.dtype(), src, Arg{std::vector<int64_t>{arg[0]}});
+        Plan p = forward({n.src(0), src_idx, valid});
+        if (ranges.empty()) return p;  // reducing only size-1 dimensions
+        p.combine = [ranges, n](std::vector<UOp>& v) {
+          std::vector<UOp> src{v[0]};
+          src.insert(src.end(), ranges.begin(), ranges.end());
+          return UOp::make(Ops::REDUCE, n.dtype(), src, Arg{std::vector<int64_t>{n.arg_ints()[0]}});
+        };
+        return p;
       }
       case Ops::ASSIGN: case Ops::COPY:
         KILN_UNREACHABLE(op_name(n.op()), " must be realized before it is read");
       default: break;
     }
     KILN_CHECK(groups::Elementwise.has(n.op()), "rangeify: unexpected ", op_name(n.op()), " in a tensor graph");
-    std::vector<UOp> src;
-    for (const UOp& s : n.src()) src.push_back(lower(s, idx, valid));
-    return UOp::make(n.op(), n.dtype(), src);
+    Plan p;
+    for (const UOp& s : n.src()) p.srcs.push_back({s, idx, valid});
+    p.combine = [n](std::vector<UOp>& v) { return UOp::make(n.op(), n.dtype(), v); };
+    return p;
   }
 
   // The source index tuple of a RESHAPE: size-1 dimensions only (inserted or removed) map

@@ -3,6 +3,8 @@
 // Knobs are read from the environment once, on first use, and cached; tests override them with
 // set_knob() (process-wide, not thread-safe against concurrent readers of the same knob).
 #pragma once
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -13,10 +15,19 @@ namespace kiln {
 int64_t getenv_int(const char* name, int64_t def);
 std::string getenv_str(const char* name, const std::string& def = "");
 
-enum class Knob : int { debug, noopt, scache, beam, count_ };
-int64_t knob(Knob k);               // cached value (KILN_DEBUG, KILN_NOOPT, KILN_SCACHE=1, KILN_BEAM)
+// Integer value with an optional binary size suffix (K, M, G, T: "512M", "1G"), or `def`; throws
+// kiln::Error naming the variable for anything else, or a negative or overflowing size.
+int64_t getenv_bytes(const char* name, int64_t def);
+
+// cache_entries: KILN_CACHE_ENTRIES, entries kept by each in-memory cache (schedules, kernels,
+// binaries; least recently used dropped first; 0 = unbounded). cache_max: KILN_CACHE_MAX, bytes
+// of the disk compile cache (oldest entries by mtime evicted; 0 = unbounded; suffixes as above).
+enum class Knob : int { debug, noopt, scache, beam, cache_entries, cache_max, count_ };
+int64_t knob(Knob k);               // cached value (KILN_DEBUG, KILN_NOOPT, KILN_SCACHE=1, KILN_BEAM, ...)
 void set_knob(Knob k, int64_t v);   // override (tests)
 inline int64_t debug_level() { return knob(Knob::debug); }
+// The capacity of each in-memory cache (KILN_CACHE_ENTRIES; 0 = unbounded).
+inline size_t cache_entries() { return static_cast<size_t>(std::max<int64_t>(0, knob(Knob::cache_entries))); }
 
 // Writes one line to stderr (adds the newline); all diagnostics go through here.
 void log_line(const std::string& line);

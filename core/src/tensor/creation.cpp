@@ -13,11 +13,6 @@ using namespace detail;
 
 namespace {
 
-void check_shape(const Shape& shape, const char* op) {
-  for (int64_t d : shape)
-    if (d < 0) fail(ErrorCode::invalid_argument, op, ": shape ", shape_str(shape), " has a negative dimension");
-}
-
 struct RngState {
   std::mutex mu;
   uint64_t seed = 0;
@@ -83,14 +78,14 @@ BoundVariable Variable::bind(int64_t value) const {
 int64_t BoundVariable::value() const { return bind_.src(1).arg_int(); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
-  check_shape(shape, "empty");
+  check_size(shape, dtype, "empty");
   std::string dev = canonical_device(device);
   Tensor t = make(runtime::new_buffer(dev, dtype, numel_of(shape)), {numel_of(shape)}, dev);
   return t.reshape(shape);
 }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device) {
-  check_shape(shape, "full");
+  check_size(shape, dtype, "full");
   return const_tensor(value, dtype, shape, canonical_device(device));
 }
 Tensor Tensor::zeros(const Shape& shape, DType dtype, const std::string& device) { return full(shape, 0, dtype, device); }
@@ -100,7 +95,12 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype, const
   if (step == 0) fail(ErrorCode::invalid_argument, "arange: step must not be 0");
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     fail(ErrorCode::invalid_argument, "arange: start, stop and step must be finite");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  double count = std::ceil((stop - start) / step);
+  if (!(count < 0x1p63))  // also NaN; a larger count would not convert to int64
+    fail(ErrorCode::invalid_argument, "arange: the element count of start ", start, ", stop ", stop, ", step ", step, " (", count,
+         ") does not fit in a 64-bit signed integer (use a larger step or a smaller range)");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+  check_size({n}, dtype, "arange");
   std::string dev = canonical_device(device);
   Tensor i = make(UOp::make(Ops::IOTA, dtype, {device_node(dev)}, Arg{n}), {n}, dev);
   if (step != 1) i = i * const_tensor(step, dtype, {n}, dev);
@@ -109,13 +109,13 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype, const
 }
 
 Tensor Tensor::rand(const Shape& shape, DType dtype, const std::string& device) {
-  check_shape(shape, "rand");
+  check_size(shape, dtype, "rand");
   if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "rand: dtype must be a float type, got ", dtype.name());
   return uniform(shape, dtype, canonical_device(device));
 }
 
 Tensor Tensor::randn(const Shape& shape, DType dtype, const std::string& device) {
-  check_shape(shape, "randn");
+  check_size(shape, dtype, "randn");
   if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "randn: dtype must be a float type, got ", dtype.name());
   std::string dev = canonical_device(device);
   DType compute = dtype.scalar() == Scalar::float64 ? dtypes::float64 : dtypes::float32;
@@ -128,7 +128,7 @@ Tensor Tensor::randn(const Shape& shape, DType dtype, const std::string& device)
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape, const std::string& device) {
-  check_shape(shape, "from_vector");
+  check_size(shape, dtype_of<T>(), "from_vector");
   if (static_cast<int64_t>(data.size()) != numel_of(shape))
     fail(ErrorCode::invalid_argument, "from_vector: ", data.size(), " values cannot fill shape ", shape_str(shape), " (",
          numel_of(shape), " elements)");

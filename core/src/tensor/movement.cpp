@@ -10,11 +10,11 @@ using namespace detail;
 
 namespace {
 
-UOp var_of(const TensorState& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
+UOp var_of(const StateView& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
 const std::string& var_name(const UOp& bind) { return std::get<NamedInts>(bind.src(0).arg()).name; }
 
 // Where each symbolic dimension of `s` lands in `target` (see reshape); throws when it cannot.
-std::vector<UOp> map_symbolic_dims(const TensorState& s, const Shape& target) {
+std::vector<UOp> map_symbolic_dims(const StateView& s, const Shape& target) {
   std::vector<UOp> out(target.size());
   size_t i = 0, j = 0;
   for (size_t p = 0; p < s.shape.size(); ++p) {
@@ -40,7 +40,7 @@ std::vector<UOp> map_symbolic_dims(const TensorState& s, const Shape& target) {
 }  // namespace
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   Shape target = shape;
   int infer = -1;
   int64_t known = 1;
@@ -51,7 +51,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
     } else if (target[i] < 0) {
       fail(ErrorCode::invalid_argument, "reshape: invalid dimension ", target[i], " in ", shape_str(shape));
     } else {
-      known *= target[i];
+      known = checked_mul(known, target[i], "reshape");
     }
   }
   int64_t n = numel_of(s.shape);
@@ -61,6 +61,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
            shape_str(shape));
     target[infer] = n / known;
   }
+  check_size(target, dtype(), "reshape");
   if (numel_of(target) != n)
     fail(ErrorCode::invalid_argument, "reshape: cannot reshape ", shape_str(s.shape), " (", n, " elements) into ",
          shape_str(shape), " (", numel_of(target), " elements)");
@@ -70,7 +71,7 @@ Tensor Tensor::reshape(const Shape& shape) const {
 }
 
 Tensor Tensor::permute(const std::vector<int>& order) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   int n = ndim();
   if (static_cast<int>(order.size()) != n)
     fail(ErrorCode::invalid_argument, "permute: order has ", order.size(), " axes, tensor ", shape_str(s.shape), " has ", n);
@@ -97,7 +98,7 @@ Tensor Tensor::permute(const std::vector<int>& order) const {
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   if (shape.size() < s.shape.size())
     fail(ErrorCode::invalid_argument, "expand: cannot expand ", shape_str(s.shape), " to fewer dimensions ", shape_str(shape));
   Tensor x = *this;
@@ -106,7 +107,7 @@ Tensor Tensor::expand(const Shape& shape) const {
     padded.insert(padded.end(), s.shape.begin(), s.shape.end());
     x = reshape(padded);
   }
-  const TensorState& xs = st(x);
+  const StateView xs = st(x);
   Shape target(shape.size());
   std::vector<UOp> vars = xs.vars;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -117,11 +118,12 @@ Tensor Tensor::expand(const Shape& shape) const {
     target[i] = want;
   }
   if (target == xs.shape) return x;
+  check_size(target, dtype(), "expand");
   return shaped(x, Ops::EXPAND, target, vars);
 }
 
 Tensor Tensor::pad(const Pads& pads, double value) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   if (pads.size() != s.shape.size())
     fail(ErrorCode::invalid_argument, "pad: ", pads.size(), " (before, after) pairs given for a tensor of shape ", shape_str(s.shape),
          " (expected one per dimension)");
@@ -137,10 +139,11 @@ Tensor Tensor::pad(const Pads& pads, double value) const {
       fail(ErrorCode::invalid_argument, "pad: cannot pad the symbolic dimension '", var_name(var_of(s, i)), "'");
     arg.push_back(b);
     arg.push_back(a);
-    shape[i] = s.shape[i] + b + a;
+    shape[i] = checked_add(checked_add(s.shape[i], b, "pad"), a, "pad");
     any |= b || a;
   }
   if (!any) return *this;
+  check_size(shape, dtype(), "pad");
   Tensor padded = movement(*this, Ops::PAD, arg, shape, s.vars);
   if (value == 0) return padded;
   // non-zero padding: the padded region of a mask is false
@@ -149,7 +152,7 @@ Tensor Tensor::pad(const Pads& pads, double value) const {
 }
 
 Tensor Tensor::shrink(const Pads& start_end) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   if (start_end.size() != s.shape.size())
     fail(ErrorCode::invalid_argument, "shrink: ", start_end.size(), " (start, end) pairs given for a tensor of shape ",
          shape_str(s.shape), " (expected one per dimension)");
@@ -179,7 +182,7 @@ Tensor Tensor::shrink(const Pads& start_end) const {
 }
 
 Tensor Tensor::shrink(int axis, const BoundVariable& end) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   int a = norm_axis(axis, s.shape, "shrink");
   if (var_of(s, a)) fail(ErrorCode::invalid_argument, "shrink: dimension ", a, " is already symbolic");
   const auto& v = std::get<NamedInts>(end.uop().src(0).arg());
@@ -208,7 +211,7 @@ Tensor Tensor::shrink(int axis, const BoundVariable& end) const {
 }
 
 Tensor Tensor::flip(const std::vector<int>& axes) const {
-  const TensorState& s = st(*this);
+  const StateView s = st(*this);
   std::vector<int64_t> arg(s.shape.size(), 0);
   for (int a : axes) {
     int n = norm_axis(a, s.shape, "flip");

@@ -177,7 +177,7 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
       if (i != a && t.shape()[i] != ts[0].shape()[i])
         fail(ErrorCode::invalid_argument, "cat: shapes ", shape_str(ts[0].shape()), " and ", shape_str(t.shape()),
              " differ in dimension ", i, " (only the cat axis ", a, " may differ)");
-    total += t.shape()[a];
+    total = checked_add(total, t.shape()[a], "cat");
     d = least_upper_dtype(d, t.dtype());
   }
   if (ts.size() == 1) return ts[0].cast(d);

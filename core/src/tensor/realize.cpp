@@ -51,21 +51,34 @@ UOp buffer_view(const UOp& buffer, const Shape& shape) {
   return v;
 }
 
+// One tensor to realize: its state and the graph read from it.
+struct Pending {
+  std::shared_ptr<TensorState> state;
+  UOp uop;
+};
+
 // The states to realize (lazy, deduplicated by node) for these tensors.
-std::vector<std::shared_ptr<TensorState>> pending(const std::vector<Tensor>& ts) {
-  std::vector<std::shared_ptr<TensorState>> out;
+std::vector<Pending> pending(const std::vector<Tensor>& ts) {
+  std::vector<Pending> out;
   for (const Tensor& t : ts) {
-    const auto& s = t.state();
-    if (is_view(s->uop)) continue;
-    if (std::none_of(out.begin(), out.end(), [&](const auto& o) { return o->uop == s->uop; })) out.push_back(s);
+    UOp u = t.state()->uop();
+    if (is_view(u)) continue;
+    if (std::none_of(out.begin(), out.end(), [&](const Pending& o) { return o.uop == u; })) out.push_back({t.state(), u});
   }
   return out;
 }
 
-UOp sink_of(const std::vector<std::shared_ptr<TensorState>>& states) {
+UOp sink_of(const std::vector<Pending>& states) {
   std::vector<UOp> src;
-  for (const auto& s : states) src.push_back(s->uop);
+  for (const Pending& p : states) src.push_back(p.uop);
   return UOp::sink(src);
+}
+
+// Realizes run one at a time: two threads reading one lazy tensor must not both schedule it, and
+// the rewrite of live graphs after a realize must see every buffer the realize made.
+std::mutex& realize_mutex() {
+  static std::mutex* m = new std::mutex;  // never destroyed: tensors may be realized at exit
+  return *m;
 }
 
 void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
@@ -81,17 +94,22 @@ void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
   PtrMap<char> targets;
   for (const auto& [from, to] : becomes) targets[from.node()] = 1;
   for (const auto& s : live) {
-    if (is_view(s->uop)) continue;
+    UOp u = s->uop();
+    if (is_view(u)) continue;
     bool touches = false;
-    for (const UOpNode* n : toposort_nodes(s->uop, [&](const UOpNode* x) { return targets.contains(x); }))
+    for (const UOpNode* n : toposort_nodes(u, [&](const UOpNode* x) { return targets.contains(x); }))
       touches |= targets.contains(n);
-    if (touches) s->uop = substitute(s->uop, becomes);
+    if (!touches) continue;
+    UOp redirected = substitute(u, becomes);
+    s->update([&](TensorGraph& g) {
+      if (g.uop == u) g.uop = redirected;  // else it was assigned meanwhile; its next realize reads the new buffer
+    });
   }
 }
 
 void read_into(const Tensor& t, void* dst, uint64_t bytes) {
-  const UOp& buf = view_buffer(t.uop());
-  runtime::read_buffer(buf, dst, bytes);
+  UOp u = t.state()->uop();
+  runtime::read_buffer(view_buffer(u), dst, bytes);
 }
 
 }  // namespace
@@ -108,13 +126,14 @@ void register_state(const std::shared_ptr<TensorState>& s) {
 }
 }  // namespace detail
 
-const UOp& Tensor::uop() const { return s_->uop; }
+const UOp& Tensor::uop() const { return s_->uop_ref(); }
 const Shape& Tensor::shape() const { return s_->shape; }
-DType Tensor::dtype() const { return s_->uop.dtype(); }
+DType Tensor::dtype() const { return s_->dtype; }
 const std::string& Tensor::device() const { return s_->device; }
 int64_t Tensor::numel() const { return numel_of(s_->shape); }
 
 std::vector<ExecItem> Tensor::schedule_all(const std::vector<Tensor>& outputs) {
+  std::lock_guard<std::mutex> lock(realize_mutex());
   auto states = pending(outputs);
   if (states.empty()) return {};
   return linear_to_schedule(create_linear_with_vars(sink_of(states)));
@@ -122,16 +141,18 @@ std::vector<ExecItem> Tensor::schedule_all(const std::vector<Tensor>& outputs) {
 std::vector<ExecItem> Tensor::schedule() const { return schedule_all({*this}); }
 
 void Tensor::realize_all(std::vector<Tensor>& tensors) {
-  auto states = pending(tensors);
+  std::lock_guard<std::mutex> lock(realize_mutex());
+  auto states = pending(tensors);  // under the lock: what another thread realized is a view now
   if (states.empty()) return;
   LinearResult lr = create_linear_with_vars(sink_of(states));
   runtime::run_schedule(linear_to_schedule(lr));
   std::vector<std::pair<UOp, UOp>> becomes;
   for (size_t i = 0; i < states.size(); ++i) {
-    UOp view = buffer_view(lr.outputs[i], states[i]->shape);
-    becomes.push_back({states[i]->uop, view});
-    states[i]->uop = view;
-    states[i]->vars.clear();
+    UOp view = buffer_view(lr.outputs[i], states[i].state->shape);
+    becomes.push_back({states[i].uop, view});
+    states[i].state->update([&](TensorGraph& g) {
+      if (g.uop == states[i].uop) g = {view, {}};
+    });
   }
   apply_becomes(becomes);
 }
@@ -143,19 +164,21 @@ Tensor& Tensor::realize() {
 }
 
 Tensor Tensor::contiguous() const {
-  if (is_view(s_->uop)) return *this;
-  return make(UOp::make(Ops::CONTIGUOUS, dtype(), {s_->uop}), s_->shape, s_->device, s_->vars);
+  TensorGraph g = s_->graph();
+  if (is_view(g.uop)) return *this;
+  return make(UOp::make(Ops::CONTIGUOUS, dtype(), {g.uop}), s_->shape, s_->device, g.vars);
 }
 
 Tensor Tensor::to(const std::string& device) const {
   std::string dev = canonical_device(device);
   if (dev == s_->device) return *this;
-  UOp c = UOp::make(Ops::COPY, dtype(), {s_->uop, device_node(dev)});
-  return make(c, s_->shape, dev, s_->vars);
+  TensorGraph g = s_->graph();
+  UOp c = UOp::make(Ops::COPY, dtype(), {g.uop, device_node(dev)});
+  return make(c, s_->shape, dev, g.vars);
 }
 
 Tensor& Tensor::assign(const Tensor& value) {
-  if (!is_view(s_->uop)) realize();
+  if (!is_view(s_->uop())) realize();
   Tensor v = value;
   if (v.device() != device())
     fail(ErrorCode::invalid_argument, "assign: value is on ", v.device(), ", target on ", device(), "; move it with .to()");
@@ -169,7 +192,8 @@ Tensor& Tensor::assign(const Tensor& value) {
   // both be assigned before one realize, and the scheduler orders their writes by it. (The
   // scheduler replaces it by its rank in the graph, so schedule-cache keys do not grow with it.)
   static std::atomic<int64_t> next_assign{0};
-  s_->uop = UOp::make(Ops::ASSIGN, dtype(), {s_->uop, v.uop()}, Arg{next_assign.fetch_add(1)});
+  UOp value_uop = v.state()->uop();
+  s_->update([&](TensorGraph& g) { g.uop = UOp::make(Ops::ASSIGN, dtype(), {g.uop, value_uop}, Arg{next_assign.fetch_add(1)}); });
   return *this;
 }
 
@@ -177,9 +201,9 @@ template <typename T>
 std::vector<T> Tensor::to_vector() const {
   DType want = dtype_of<T>();
   Tensor self = *this;  // shares the state: reading a lazy tensor realizes it, so later uses reuse the result
-  if (!is_view(self.uop())) self.realize();
+  if (!is_view(self.state()->uop())) self.realize();
   Tensor t = want == dtype() ? self : self.cast(want);
-  if (!is_view(t.uop())) t = t.contiguous().realize();  // views of a buffer start at its element 0
+  if (!is_view(t.state()->uop())) t = t.contiguous().realize();  // views of a buffer start at its element 0
   int64_t n = t.numel();
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(static_cast<size_t>(n));

@@ -29,7 +29,7 @@ std::vector<int> norm_axes(const std::vector<int>& axes, const Shape& shape, con
 
 // REDUCE_AXIS over `axes` (normalised), then drop them unless keepdim.
 Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, bool keepdim) {
-  const TensorState& s = st(x);
+  const StateView s = st(x);
   if (axes.empty()) return x;
   Shape shape = s.shape;
   std::vector<UOp> vars = s.vars;
@@ -61,7 +61,7 @@ DType sum_acc_dtype(DType d) {
 
 // The element count over `axes` as a tensor of dtype d (a symbolic dimension uses its variable).
 Tensor count(const Tensor& x, const std::vector<int>& axes, DType d) {
-  const TensorState& s = st(x);
+  const StateView s = st(x);
   int64_t concrete = 1;
   Tensor n = const_tensor(1, d, {}, s.device);
   bool symbolic = false;

@@ -6,10 +6,11 @@
 namespace kiln::detail {
 
 Tensor make(UOp uop, Shape shape, std::string device, std::vector<UOp> vars) {
+  check_size(shape, uop.dtype(), "tensor");  // the ops check first, naming themselves; this is the net
   bool any = false;
   for (const UOp& v : vars) any |= static_cast<bool>(v);
   if (!any) vars.clear();
-  auto s = std::make_shared<TensorState>(TensorState{std::move(uop), std::move(shape), std::move(vars), std::move(device)});
+  auto s = std::make_shared<TensorState>(TensorGraph{std::move(uop), std::move(vars)}, std::move(shape), std::move(device));
   register_state(s);
   return Tensor(std::move(s));
 }
@@ -28,6 +29,39 @@ int64_t numel_of(const Shape& s) {
   int64_t p = 1;
   for (int64_t d : s) p *= d;
   return p;
+}
+
+namespace {
+[[noreturn]] void too_big(const char* op, const std::string& what) {
+  fail(ErrorCode::invalid_argument, op, ": ", what, " does not fit in a 64-bit signed integer; a tensor holds at most ",
+       "2^63 - 1 bytes (use smaller dimensions)");
+}
+}  // namespace
+
+int64_t checked_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) too_big(op, cat("the size ", a, " * ", b));
+  return r;
+}
+
+int64_t checked_add(int64_t a, int64_t b, const char* op) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) too_big(op, cat("the size ", a, " + ", b));
+  return r;
+}
+
+void check_size(const Shape& shape, DType dtype, const char* op) {
+  int64_t n = 1;
+  bool zero = false;
+  for (int64_t d : shape) {
+    if (d < 0) fail(ErrorCode::invalid_argument, op, ": shape ", shape_str(shape), " has a negative dimension");
+    zero |= d == 0;
+  }
+  if (zero) return;  // no elements, whatever the other dimensions
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) too_big(op, cat("the element count of shape ", shape_str(shape)));
+  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype.itemsize()), &n))
+    too_big(op, cat("the size in bytes of shape ", shape_str(shape), " of ", dtype.name()));
 }
 
 int norm_axis(int axis, const Shape& shape, const char* op, bool insert) {
@@ -56,7 +90,7 @@ Tensor const_tensor(double value, DType dtype, const Shape& shape, const std::st
 }
 
 Tensor const_like(const Tensor& like, double value, DType dtype) {
-  const TensorState& s = st(like);
+  const StateView s = st(like);
   Tensor c = const_tensor(value, dtype, {}, s.device);
   if (s.shape.empty()) return c;
   Shape ones(s.shape.size(), 1);
@@ -67,7 +101,7 @@ Tensor const_like(const Tensor& like, double value) { return const_like(like, va
 
 Tensor movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, const Shape& new_shape,
                 const std::vector<UOp>& new_vars, const std::vector<UOp>& arg_vars) {
-  const TensorState& s = st(x);
+  const StateView s = st(x);
   std::vector<UOp> src{s.uop};
   src.insert(src.end(), arg_vars.begin(), arg_vars.end());
   UOp u = UOp::make(op, s.uop.dtype(), src, Arg{arg});
@@ -86,22 +120,23 @@ Tensor shaped(const Tensor& x, Ops op, const Shape& dims, const std::vector<UOp>
 }
 
 Tensor alu(Ops op, const std::vector<Tensor>& srcs, DType out) {
-  std::vector<UOp> u;
-  for (const Tensor& t : srcs) u.push_back(t.uop());
-  const TensorState& s = st(srcs[0]);
+  std::vector<UOp> u, vars;
+  const TensorState& s = *srcs[0].state();
   // a symbolic dimension of any operand is the result's
-  std::vector<UOp> vars = s.vars;
-  for (const Tensor& t : srcs)
-    if (!st(t).vars.empty()) vars = st(t).vars;
+  for (const Tensor& t : srcs) {
+    StateView v = st(t);
+    u.push_back(std::move(v.uop));
+    if (!v.vars.empty()) vars = std::move(v.vars);
+  }
   return make(UOp::make(op, out, u), s.shape, s.device, vars);
 }
 
 namespace {
-UOp var_at(const TensorState& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
+UOp var_at(const StateView& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
 }  // namespace
 
 std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char* op) {
-  const TensorState &sa = st(a), &sb = st(b);
+  const StateView sa = st(a), sb = st(b);
   if (sa.device != sb.device)
     fail(ErrorCode::invalid_argument, op, ": operands are on different devices (", sa.device, " and ", sb.device,
          "); move one with .to(\"", sa.device, "\")");
@@ -119,6 +154,7 @@ std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char
       fail(ErrorCode::invalid_argument, op, ": shapes ", shape_str(sa.shape), " and ", shape_str(sb.shape),
            " cannot be broadcast: dimension ", i, " is ", pa[i], " vs ", pb[i], " (sizes must match or one must be 1)");
   }
+  check_size(out, least_upper_dtype(a.dtype(), b.dtype()), op);
   auto fit = [&](const Tensor& t, const Shape& padded, const std::vector<UOp>& pv) {
     Tensor r = st(t).shape.size() != n ? shaped(t, Ops::RESHAPE, padded, pv) : t;
     return padded == out && pv == vout ? r : shaped(r, Ops::EXPAND, out, vout);

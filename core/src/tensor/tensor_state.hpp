@@ -10,6 +10,7 @@
 //    a BIND node (RESHAPE/EXPAND dims, SHRINK ends).
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,17 +19,64 @@
 
 namespace kiln::detail {
 
-struct TensorState {
+// The graph behind a tensor: replaced when the tensor is realized or assigned, and when a graph
+// it reads is realized (possibly by another thread), so it is only read as a copy.
+struct TensorGraph {
   UOp uop;
-  Shape shape;            // concrete sizes (a symbolic dimension shows its bound value)
   std::vector<UOp> vars;  // empty, or one entry per dimension: the BIND of a symbolic dimension
-  std::string device;     // canonical device name
+};
+
+// Shared by every handle of one tensor, and by several threads: shape, dtype and device never
+// change; the graph is guarded by the state's own lock (a realize on one thread rewrites the
+// states of lazy tensors other threads are building on).
+class TensorState {
+ public:
+  TensorState(TensorGraph g, Shape shape, std::string device)
+      : shape(std::move(shape)), device(std::move(device)), dtype(g.uop.dtype()), g_(std::move(g)) {}
+  const Shape shape;         // concrete sizes (a symbolic dimension shows its bound value)
+  const std::string device;  // canonical device name
+  const DType dtype;
+
+  TensorGraph graph() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return g_;
+  }
+  UOp uop() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return g_.uop;
+  }
+  // Applies f to the graph under the lock: a change that depends on the current graph (assign
+  // reads it; realize replaces it only if no other thread changed it since it was read).
+  template <typename F>
+  void update(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    f(g_);
+  }
+  // Tensor::uop() hands out a reference; valid until the graph is next replaced.
+  const UOp& uop_ref() const { return g_.uop; }
+
+ private:
+  mutable std::mutex mu_;
+  TensorGraph g_;
+};
+
+// A consistent copy of a tensor's graph with its (immutable) shape and device, for building on.
+struct StateView {
+  UOp uop;
+  std::vector<UOp> vars;
+  const Shape& shape;
+  const std::string& device;
 };
 
 Tensor make(UOp uop, Shape shape, std::string device, std::vector<UOp> vars = {});
 // Records a state so that realize can redirect lazy graphs to new buffers (done by make).
 void register_state(const std::shared_ptr<TensorState>& s);
-inline TensorState& st(const Tensor& t) { return *t.state(); }
+// The view of `t`; it refers to t's shape and device, so `t` must outlive it.
+inline StateView st(const Tensor& t) {
+  const TensorState& s = *t.state();
+  TensorGraph g = s.graph();
+  return {std::move(g.uop), std::move(g.vars), s.shape, s.device};
+}
 
 // Canonical device name for a user string ("" = default device); throws for unknown devices.
 std::string canonical_device(const std::string& device);
@@ -40,7 +88,14 @@ Tensor const_like(const Tensor& like, double value, DType dtype);
 Tensor const_like(const Tensor& like, double value);
 
 std::string shape_str(const Shape& s);
+// The element count of a shape that check_size accepted (every tensor's shape is).
 int64_t numel_of(const Shape& s);
+// Throws, naming `op`, when a dimension of `shape` is negative or its element count or its size
+// in bytes (elements of `dtype`) does not fit in int64: numel() and every index would wrap.
+void check_size(const Shape& shape, DType dtype, const char* op);
+// a * b, or an error naming `op` when it does not fit in int64 (sizes computed on the way to a shape).
+int64_t checked_mul(int64_t a, int64_t b, const char* op);
+int64_t checked_add(int64_t a, int64_t b, const char* op);
 // Normalises a possibly negative axis of a tensor of `shape` (`insert`: a position among
 // shape.size() + 1, as unsqueeze and stack take); throws naming `op`, the axis and the shape.
 int norm_axis(int axis, const Shape& shape, const char* op, bool insert = false);
