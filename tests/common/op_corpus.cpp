@@ -422,6 +422,33 @@ void add_tiled(std::vector<OpCase>& c) {
                }, 1e-5, 1e-4});
 }
 
+// Reduces of >= 32768 elements per output are split into partial reduces (split_reduce.cpp); a
+// prime length is padded with the reduce's identity, which a zero would break for max and prod.
+void add_long_reductions(std::vector<OpCase>& c) {
+  const int64_t p = 100003;  // prime
+  auto sum_ref = [](int axis) {
+    return [axis](const A& a) { return reduce(a[0], {axis}, false, std::plus<double>(), 0, f32); };
+  };
+  c.push_back({"split_sum_prime", {F({p}, 71)}, [](const T& t) { return t[0].sum(); }, sum_ref(0), 1e-5, 1e-4});
+  c.push_back({"split_mean_last_axis", {F({2, p}, 72)}, [](const T& t) { return t[0].mean({1}); },
+               [p](const A& a) { return map(reduce(a[0], {1}, false, std::plus<double>(), 0, dtypes::float64),
+                                            [p](double s) { return s / static_cast<double>(p); }, f32); },
+               1e-5, 1e-6});
+  c.push_back({"split_max_negative_axis0", {F({p, 2}, 73, -5, -1)}, [](const T& t) { return t[0].max({0}); },
+               [](const A& a) { return reduce(a[0], {0}, false, nanmax, -INFINITY, f32); }});
+  {  // powers of two, so float32 products are exact (rounding in long products is biased)
+    HostArray x{{p}, std::vector<double>(static_cast<size_t>(p), 1.0), f32};
+    for (int64_t i = 0; i < p; i += 997) x.v[static_cast<size_t>(i)] = i % 3 == 0 ? 0.5 : i % 3 == 1 ? 2.0 : -1.0;
+    c.push_back({"split_prod_prime", {x}, [](const T& t) { return t[0].prod(); },
+                 [](const A& a) { return reduce(a[0], {0}, false, std::multiplies<double>(), 1, f32); }});
+  }
+  c.push_back({"split_max_int_negative", {make_array({p}, i32, 75, -100000, -1)}, [](const T& t) { return t[0].max(); },
+               [](const A& a) { return reduce(a[0], {0}, false, [](double x, double y) { return std::max(x, y); }, -1e18, i32); }});
+  c.push_back({"split_sum_int8_over_axes", {make_array({3, 2, 20011}, dtypes::int8, 76, -120, 120)},
+               [](const T& t) { return t[0].sum({0, 2}); },
+               [](const A& a) { return reduce(a[0], {0, 2}, false, std::plus<double>(), 0, i32); }});
+}
+
 void add_creation(std::vector<OpCase>& c) {
   // creation ops take their device from a dummy input
   c.push_back({"arange", {F({1})}, [](const T& t) { return Tensor::arange(-3, 5, 0.5, f32, t[0].device()); },
@@ -447,6 +474,7 @@ std::vector<OpCase> op_corpus() {
   add_casts_and_specials(c);
   add_movement(c);
   add_reductions(c);
+  add_long_reductions(c);
   add_nn(c);
   add_tiled(c);
   add_creation(c);

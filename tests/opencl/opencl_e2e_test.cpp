@@ -16,6 +16,8 @@ KILN_OP_CORPUS_SUITE(OpenclCorpus, kDevice);
 
 TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
 
+TEST(OpenclSweep, LongReductions) { check_long_reductions(kDevice); }
+
 TEST(OpenclSweep, EveryDtypeAndAxis) {
   // every dtype PoCL's device lists (the half types, emulated or native, are covered inside)
   check_every_dtype_and_axis(kDevice, {dtypes::bool_, dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64,

@@ -128,6 +128,14 @@ uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
 }  // namespace
 
+Value reduce_identity(Ops op, DType d) {
+  if (op == Ops::ADD) return normalize(d, Value{int64_t{0}});
+  if (op == Ops::MUL) return normalize(d, Value{int64_t{1}});
+  if (d.is_float()) return Value{-INFINITY};
+  if (d.is_bool()) return Value{false};
+  return Value{d.imin()};
+}
+
 uint64_t threefry2x32(uint64_t counter, uint64_t key) {
   uint32_t ks[3] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32), 0};
   ks[2] = ks[0] ^ ks[1] ^ 0x1BD11BDAu;

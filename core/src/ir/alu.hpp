@@ -32,6 +32,10 @@ std::optional<Value> exec_alu(Ops op, DType out, DType in, std::span<const Value
 std::optional<Value> exec_cast(DType from, DType to, const Value& v);
 std::optional<Value> exec_bitcast(DType from, DType to, const Value& v);
 
+// The identity of a reduce op (ADD 0, MUL 1, MAX the lowest value: -inf, false, the minimum
+// integer) as a value of dtype d: what an accumulator starts from and what padding may add.
+Value reduce_identity(Ops op, DType d);
+
 // threefry2x32-20 of a packed (hi:lo) counter and key, as tinygrad and JAX use for random bits.
 uint64_t threefry2x32(uint64_t counter, uint64_t key);
 
