@@ -178,6 +178,10 @@ void add_casts_and_specials(std::vector<OpCase>& c) {
   sp("nan_inf_reciprocal", [](const Tensor& x) { return x.reciprocal(); }, [](double x) { return 1 / x; });
   sp("nan_inf_mul_zero", [](const Tensor& x) { return x * 0.0; }, [](double x) { return x * 0; });
   sp("nan_inf_max", [](const Tensor& x) { return x.maximum(x * 0.0 + 1.0); }, [](double x) { return nanmax(x, x * 0 + 1); });
+  sp("nan_inf_sign", [](const Tensor& x) { return x.sign(); },
+     [](double x) { return std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; });
+  // 1/abs(x): the result's sign shows the sign of abs(+-0.0) (both must be +0.0, so +inf)
+  sp("nan_inf_abs_zero_sign", [](const Tensor& x) { return x.abs().reciprocal(); }, [](double x) { return 1 / std::fabs(x); });
   c.push_back({"nan_compare", {specials}, [](const T& t) { return t[0].lt(t[0] * 0.0 + 1.0); },
                [](const A& a) { return map(a[0], [](double x) { return x < x * 0 + 1; }, b8); }});
   c.push_back({"sum_with_inf", {specials}, [](const T& t) { return t[0].sum(); },
