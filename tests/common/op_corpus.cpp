@@ -165,6 +165,27 @@ void add_casts_and_specials(std::vector<OpCase>& c) {
   cast_case("cast_u8_f32", make_array({9}, dtypes::uint8, 11, 0, 250), f32);
   cast_case("cast_i64_i16", make_array({9}, dtypes::int64, 12, -100000, 100000), dtypes::int16);
 
+  // Narrow types round at every op, as if each intermediate were stored: a fused kernel must not
+  // keep int8 sums or half products in a wider type until the cast.
+  auto narrow = [&](std::string name, HostArray a, HostArray b, DType d,
+                    std::function<double(double, double, DType)> r, std::function<Tensor(const Tensor&, const Tensor&)> f) {
+    DType wide = d.is_float() ? f32 : i32;
+    c.push_back({name, {a, b}, [d, f, wide](const T& t) { return f(t[0].cast(d), t[1].cast(d)).cast(wide); },
+                 [d, r, wide](const A& a) {
+                   return zip(a[0], a[1], [d, r](double x, double y) { return r(to_dtype(x, d), to_dtype(y, d), d); }, wide);
+                 }});
+  };
+  auto add_then_sub = [](const Tensor& x, const Tensor& y) { return (x + y) - x; };
+  auto add_then_sub_ref = [](double x, double y, DType d) { return to_dtype(to_dtype(x + y, d) - x, d); };
+  narrow("int8_add_wraps_before_cast", make_array({9}, dtypes::int8, 77, 60, 127), make_array({9}, dtypes::int8, 78, 60, 127), dtypes::int8,
+         [](double x, double y, DType d) { return to_dtype(x + y, d); }, [](const Tensor& x, const Tensor& y) { return x + y; });
+  narrow("int16_mul_wraps_before_cast", make_array({9}, dtypes::int16, 79, 200, 400), make_array({9}, dtypes::int16, 80, 200, 400), dtypes::int16,
+         [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });
+  narrow("f16_mul_overflows_before_cast", F({9}, 81, 40000, 65504), F({9}, 82, 1.5, 2), dtypes::float16,
+         [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });
+  narrow("f16_add_rounds_before_sub", F({9}, 83, 1024, 2048), F({9}, 84, 0, 1), dtypes::float16, add_then_sub_ref, add_then_sub);
+  narrow("bf16_add_rounds_before_sub", F({9}, 85, 256, 512), F({9}, 86, 0, 1), dtypes::bfloat16, add_then_sub_ref, add_then_sub);
+
   HostArray specials{{8}, {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e30, -1e-30, 3.5}, f32};
   specials.v[5] = static_cast<float>(1e30);
   specials.v[6] = static_cast<float>(-1e-30);

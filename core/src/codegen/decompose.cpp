@@ -3,8 +3,9 @@
 // What a target supports comes from its kiln_target (LIR op and dtype bitmaps). THREEFRY has no
 // LIR form and is always decomposed into 32-bit adds, rotates and xors. float16/bfloat16 on a
 // target without them are stored as 16-bit integers and computed in float32: loads widen the
-// bits, stores round to nearest even (NaN stays NaN), explicit casts round; arithmetic in
-// between is float32 (slightly more precise than true half arithmetic).
+// bits, stores round to nearest even (NaN stays NaN), and every op that can leave the narrow
+// type's values (arithmetic, math, casts) rounds its float32 result back to it, so a fused kernel
+// computes what storing each intermediate would (f16 65504 * 2 is inf, as when realized).
 #include <cmath>
 
 #include "codegen/lir.hpp"
@@ -145,6 +146,8 @@ UOp float_to_half_bits(const UOp& f, Scalar s) {
   return (r | sign).cast(u16);
 }
 
+UOp round_to(const UOp& f, Scalar s) { return half_bits_to_float(float_to_half_bits(f, s), s); }
+
 UOp emulate(const Match& m, Ctx& c) {
   const UOp& u = m[r0];
   DType d = u.dtype();
@@ -168,11 +171,14 @@ UOp emulate(const Match& m, Ctx& c) {
   if (u.op() == Ops::CONST) return UOp::make(Ops::CONST, w, {}, u.arg());
   if (u.op() == Ops::CAST) {  // rounding to the narrow type is part of the cast's meaning
     UOp v = u.src(0).dtype() == w ? u.src(0) : u.src(0).cast(w);
-    return half_bits_to_float(float_to_half_bits(v, d.scalar()), d.scalar());
+    return round_to(v, d.scalar());
   }
   if (u.op() == Ops::BITCAST) return half_bits_to_float(u.src(0).bitcast(bits_of(d)), d.scalar());
   std::vector<UOp> src(u.src().begin(), u.src().end());
-  return UOp::make(u.op(), w, src, u.arg());
+  UOp wide = UOp::make(u.op(), w, src, u.arg());
+  // WHERE, MAX and NEG of half values are half values
+  bool exact = u.op() == Ops::WHERE || u.op() == Ops::MAX || u.op() == Ops::NEG;
+  return groups::ALU.has(u.op()) && !exact ? round_to(wide, d.scalar()) : wide;
 }
 
 }  // namespace
