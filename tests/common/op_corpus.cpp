@@ -111,6 +111,24 @@ void add_elementwise(std::vector<OpCase>& c) {
           return static_cast<double>(p / q * 100 + p % q);
         }, n, d, i32);
   }
+  {  // division is total (tensor.hpp): x idiv 0 = 0, x mod 0 = x, MIN idiv -1 = MIN, MIN mod -1 = 0
+    auto idiv_ref = [](DType d) {
+      return [d](double x, double y) { return y == 0 ? 0.0 : y == -1 ? to_dtype(-x, d) : std::trunc(x / y); };
+    };
+    auto mod_ref = [](double x, double y) { return y == 0 ? x : y == -1 ? 0.0 : std::fmod(x, y); };
+    auto idiv = [](auto& a, auto& b) { return a.idiv(b); };
+    auto mod = [](auto& a, auto& b) { return a.mod(b); };
+    HostArray n{{9}, {-2147483648.0, -2147483648.0, 7, -7, 0, 5, 2147483647, -3, 9}, i32};
+    HostArray d{{9}, {-1, 0, 0, 0, 0, -1, -1, 2, -4}, i32};
+    bin("idiv_total_int32", idiv, idiv_ref(i32), n, d, i32);
+    bin("mod_total_int32", mod, mod_ref, n, d, i32);
+    HostArray n8{{6}, {-128, -128, 100, -100, 127, 0}, dtypes::int8}, d8{{6}, {-1, 0, 0, -1, -1, 0}, dtypes::int8};
+    bin("idiv_total_int8", idiv, idiv_ref(dtypes::int8), n8, d8, dtypes::int8);
+    bin("mod_total_int8", mod, mod_ref, n8, d8, dtypes::int8);
+    HostArray nu{{4}, {200, 0, 7, 255}, dtypes::uint8}, du{{4}, {0, 0, 3, 1}, dtypes::uint8};
+    bin("idiv_total_uint8", idiv, idiv_ref(dtypes::uint8), nu, du, dtypes::uint8);
+    bin("mod_total_uint8", mod, mod_ref, nu, du, dtypes::uint8);
+  }
   bin("and_int", [](auto& a, auto& b) { return a & b; },
       [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) & static_cast<int64_t>(y)); }, I({8}), I({8}, 3), i32);
   bin("or_bool", [](auto& a, auto& b) { return a.lt(b) | b.lt(a); }, [](double x, double y) { return x != y; }, F({8}), F({8}, 3),

@@ -109,7 +109,9 @@ class Tensor {
   Tensor lt(const Tensor&) const; Tensor gt(const Tensor&) const; Tensor le(const Tensor&) const;
   Tensor ge(const Tensor&) const; Tensor eq(const Tensor&) const; Tensor ne(const Tensor&) const;
   Tensor cast(DType) const;
-  // integer division truncating toward zero and the matching remainder (C semantics; integers only)
+  // integer division truncating toward zero and the matching remainder (C semantics; integers only).
+  // Where C is undefined kiln defines one result on every backend, keeping x == idiv*y + mod:
+  // x idiv 0 = 0 and x mod 0 = x; MIN idiv -1 wraps to MIN (two's complement) and MIN mod -1 = 0.
   Tensor idiv(const Tensor&) const;
   Tensor mod(const Tensor&) const;
   Tensor logical_not() const;  // for bool tensors

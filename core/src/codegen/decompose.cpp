@@ -14,6 +14,7 @@
 #include "ir/traverse.hpp"
 #include "plugin/device.hpp"
 #include "rewrite/graph_rewrite.hpp"
+#include "symbolic/bounds.hpp"
 #include "symbolic/symbolic.hpp"
 
 namespace kiln {
@@ -97,6 +98,30 @@ UOp do_trunc(const Match& m, Ctx& c) {
   double big = dbl ? std::ldexp(1.0, 52) : std::ldexp(1.0, 23);  // beyond this every float is an integer
   UOp ax = x.lt(x.const_like_f(0)).where(x.neg(), x);
   return ax.lt(x.const_like_f(big)).where(x.cast(it).cast(x.dtype()), x);
+}
+
+// Integer division is total (Tensor::idiv): x / 0 = 0, x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0,
+// where hardware traps and C and LLVM leave it undefined. A divisor that may be 0 (or -1 with a
+// dividend that may be MIN) is replaced by 1 first, so the division itself is always defined,
+// and the result is selected; x / 1 is already the answer for MIN / -1 and MIN % -1. A divisor
+// of the form where(c, 1, y) is such a replacement (the rewrite runs to a fixed point).
+UOp guard_divmod(const Match& m, Ctx&) {
+  const UOp &x = m[x_], &y = m[y_], &r = m[r0];
+  DType d = x.dtype();
+  if (!d.is_int() || (y.op() == Ops::WHERE && y.src(1).is_const() && y.src(1).arg_int() == 1)) return {};
+  auto [lo, hi] = bounds(y);
+  bool zero = lo <= 0 && hi >= 0;
+  bool overflow = !d.is_unsigned() && lo <= -1 && hi >= -1 && vmin(x) <= d.imin();
+  if (!zero && !overflow) return {};
+  UOp is_zero = y.eq(y.const_like(0));
+  UOp bad = zero ? is_zero : UOp();
+  if (overflow) {
+    UOp min_by_neg1 = x.eq(x.const_like(d.imin())) & y.eq(y.const_like(-1));
+    bad = zero ? (bad | min_by_neg1) : min_by_neg1;
+  }
+  UOp q = UOp::alu(r.op(), {x, bad.where(y.const_like(1), y)});
+  if (!zero) return q;
+  return is_zero.where(r.op() == Ops::IDIV ? x.const_like(0) : x, q);
 }
 
 // ---- float16 / bfloat16 emulation ----
@@ -207,6 +232,7 @@ UOp decompose(const UOp& ast, const Target& target) {
       rule(UPat::op(Ops::MAX, {x_, y_}), do_max),
       rule(UPat::op(Ops::NEG, {x_}), do_neg),
       rule(UPat::op(Ops::TRUNC, {x_}), do_trunc),
+      rule(UPat::ops({Ops::IDIV, Ops::MOD}, {x_, y_}).named(r0), guard_divmod),
   };
   return graph_rewrite(out, pm, ctx, "decompositions");
 }

@@ -2,10 +2,12 @@
 //
 // One implementation serves constant folding, the scalar interpreter and the reference executor,
 // so all three agree. Integers wrap to their width (two's complement), IDIV truncates toward
-// zero, MOD takes the dividend's sign; floats compute in double and round to the dtype (float32,
+// zero, MOD takes the dividend's sign, and division is total (as Tensor::idiv documents): x / 0 = 0,
+// x % 0 = x, INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 = 0 (codegen guards the divisor so
+// every backend computes the same); floats compute in double and round to the dtype (float32,
 // float16 and bfloat16 round to nearest even); MAX propagates NaN; comparisons with NaN are false
-// except CMPNE. Operations C leaves undefined (integer division by zero, INT_MIN/-1, shifts by the
-// width or more, float-to-int out of range) return no value, so they are never folded.
+// except CMPNE. Operations C leaves undefined that kiln does not define (shifts by the width or
+// more, float-to-int out of range) return no value, so they are never folded.
 #pragma once
 #include <optional>
 #include <span>
