@@ -428,6 +428,9 @@ void add_nn(std::vector<OpCase>& c) {
   HostArray idx0{{2, 4}, {2, 0, 1, 2, 0, 0, 2, 1}, i32};
   c.push_back({"gather_axis0", {F({3, 4}, 54), idx0}, [](const T& t) { return t[0].gather(0, t[1]); },
                [](const A& a) { return gather(a[0], 0, a[1]); }});
+  HostArray far{{3, 3}, {4, -5, 0, 100, -1, 3, -4, 2, 7}, i32};  // 4, -5, 100, 7 are outside [-4, 4)
+  c.push_back({"gather_out_of_range_is_zero", {F({3, 4}, 55), far}, [](const T& t) { return t[0].gather(1, t[1]); },
+               [](const A& a) { return gather(a[0], 1, a[1]); }});
 }
 
 // Shapes large enough that the optimizer's actions fire (vector lanes, register tiles, SWAP,

@@ -138,7 +138,11 @@ class Tensor {
   Tensor avg_pool2d(int kernel = 2, int stride = 0, int padding = 0) const;
   static Tensor cat(const std::vector<Tensor>&, int axis = 0);
   static Tensor stack(const std::vector<Tensor>&, int axis = 0);
-  Tensor gather(int axis, const Tensor& index) const;  // numpy take_along_axis
+  // numpy take_along_axis; a negative index counts from the end. An index outside [-n, n) (n =
+  // shape()[axis]) gives 0 (the kernels never read out of bounds); with KILN_CHECK_BOUNDS=1 the
+  // index tensor is realized and checked first, and an out-of-range index is a kiln::Error
+  // (out_of_range) naming the op, the index, its position and the valid range.
+  Tensor gather(int axis, const Tensor& index) const;
 
   // execution
   std::vector<ExecItem> schedule() const;  // what realize() would run, without running it

@@ -31,7 +31,7 @@ struct KnobDef {
   const char* env;
   int64_t def;
 };
-constexpr std::array<KnobDef, kKnobs> kDefs{{{"KILN_DEBUG", 0}, {"KILN_NOOPT", 0}, {"KILN_SCACHE", 1}, {"KILN_BEAM", 0}}};
+constexpr std::array<KnobDef, kKnobs> kDefs{{{"KILN_DEBUG", 0}, {"KILN_NOOPT", 0}, {"KILN_SCACHE", 1}, {"KILN_BEAM", 0}, {"KILN_CHECK_BOUNDS", 0}}};
 std::array<std::atomic<int64_t>, kKnobs> g_values;
 std::array<std::atomic<bool>, kKnobs> g_loaded;
 }  // namespace

@@ -13,8 +13,9 @@ namespace kiln {
 int64_t getenv_int(const char* name, int64_t def);
 std::string getenv_str(const char* name, const std::string& def = "");
 
-enum class Knob : int { debug, noopt, scache, beam, count_ };
-int64_t knob(Knob k);               // cached value (KILN_DEBUG, KILN_NOOPT, KILN_SCACHE=1, KILN_BEAM)
+enum class Knob : int { debug, noopt, scache, beam, check_bounds, count_ };
+// cached value (KILN_DEBUG, KILN_NOOPT, KILN_SCACHE=1, KILN_BEAM, KILN_CHECK_BOUNDS)
+int64_t knob(Knob k);
 void set_knob(Knob k, int64_t v);   // override (tests)
 inline int64_t debug_level() { return knob(Knob::debug); }
 

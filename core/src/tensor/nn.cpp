@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "support/env.hpp"
 #include "tensor/tensor_state.hpp"
 
 namespace kiln {
@@ -80,6 +81,19 @@ void check_pool_args(const Tensor& x, int kernel, int stride, int padding, const
   if (kernel < 1 || stride < 0 || padding < 0)
     fail(ErrorCode::invalid_argument, op, ": invalid kernel ", kernel, ", stride ", stride, ", padding ", padding, " for input of shape ",
          shape_str(x.shape()), " (expected kernel >= 1, stride >= 0 (0 means the kernel size) and padding >= 0)");
+}
+
+// KILN_CHECK_BOUNDS=1: realizes the index on the host and names the first index outside [-n, n).
+void check_gather_bounds(const Tensor& index, int axis, int64_t n) {
+  std::vector<int64_t> v = index.cast(dtypes::int64).to_vector<int64_t>();
+  for (size_t k = 0; k < v.size(); ++k) {
+    if (v[k] >= -n && v[k] < n) continue;
+    std::vector<int64_t> pos(index.shape().size());
+    for (size_t i = pos.size(), rest = k; i-- > 0; rest /= static_cast<size_t>(index.shape()[i]))
+      pos[i] = static_cast<int64_t>(rest % static_cast<size_t>(index.shape()[i]));
+    fail(ErrorCode::out_of_range, "gather: index ", v[k], " at position ", shape_str(pos), " is out of range for axis ", axis,
+         " of size ", n, " (valid: ", -n, " to ", n - 1, "; KILN_CHECK_BOUNDS=1)");
+  }
 }
 
 }  // namespace
@@ -219,6 +233,7 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
     cut.push_back({0, i == a ? shape()[i] : index.shape()[i]});
   }
   int64_t n = shape()[a];
+  if (knob(Knob::check_bounds)) check_gather_bounds(index, a, n);
   Tensor x = shrink(cut).transpose(a, -1);                          // (..., N)
   Tensor idx = index.cast(dtypes::int32).transpose(a, -1);          // (..., M)
   idx = where(idx.lt(const_like(idx, 0)), idx + scalar_like(idx, n), idx);  // numpy: negative counts from the end
