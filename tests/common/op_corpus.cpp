@@ -187,7 +187,7 @@ void add_casts_and_specials(std::vector<OpCase>& c) {
   // keep int8 sums or half products in a wider type until the cast.
   auto narrow = [&](std::string name, HostArray a, HostArray b, DType d,
                     std::function<double(double, double, DType)> r, std::function<Tensor(const Tensor&, const Tensor&)> f) {
-    DType wide = d.is_float() ? f32 : i32;
+    DType wide = d.is_float() ? f32 : dtypes::int64;
     c.push_back({name, {a, b}, [d, f, wide](const T& t) { return f(t[0].cast(d), t[1].cast(d)).cast(wide); },
                  [d, r, wide](const A& a) {
                    return zip(a[0], a[1], [d, r](double x, double y) { return r(to_dtype(x, d), to_dtype(y, d), d); }, wide);
@@ -198,6 +198,11 @@ void add_casts_and_specials(std::vector<OpCase>& c) {
   narrow("int8_add_wraps_before_cast", make_array({9}, dtypes::int8, 77, 60, 127), make_array({9}, dtypes::int8, 78, 60, 127), dtypes::int8,
          [](double x, double y, DType d) { return to_dtype(x + y, d); }, [](const Tensor& x, const Tensor& y) { return x + y; });
   narrow("int16_mul_wraps_before_cast", make_array({9}, dtypes::int16, 79, 200, 400), make_array({9}, dtypes::int16, 80, 200, 400), dtypes::int16,
+         [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });
+  // int32 too: signed overflow is undefined in C and LLVM, which may then skip the wrap
+  narrow("int32_add_wraps_before_cast", make_array({9}, i32, 87, 2.0e9, 2.147e9), make_array({9}, i32, 88, 2.0e9, 2.147e9), i32,
+         [](double x, double y, DType d) { return to_dtype(x + y, d); }, [](const Tensor& x, const Tensor& y) { return x + y; });
+  narrow("int32_mul_wraps_before_cast", make_array({9}, i32, 89, 60000, 70000), make_array({9}, i32, 90, -70000, -60000), i32,
          [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });
   narrow("f16_mul_overflows_before_cast", F({9}, 81, 40000, 65504), F({9}, 82, 1.5, 2), dtypes::float16,
          [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });

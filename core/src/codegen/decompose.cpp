@@ -206,7 +206,26 @@ UOp emulate(const Match& m, Ctx& c) {
   return groups::ALU.has(u.op()) && !exact ? round_to(wide, d.scalar()) : wide;
 }
 
+// kiln's int32/int64 arithmetic wraps (ir/alu), but signed overflow is undefined in C and
+// OpenCL C and poison under LLVM's nsw, so a compiler may compute (a + b).cast(int64) without the
+// wrap (INT32_MAX + INT32_MAX gave 4294967294 fused, -2 realized). The unsigned type of the same
+// width has the same bits and a defined wrap. int8/int16 need nothing: C computes them in int and
+// truncates at the cast or store, and the cpu renderer gives them no nsw.
+UOp wrap_signed(const Match& m) {
+  const UOp& r = m[r0];
+  DType d = r.dtype();
+  Scalar u = d.scalar() == Scalar::int32 ? Scalar::uint32 : d.scalar() == Scalar::int64 ? Scalar::uint64 : Scalar::void_;
+  if (u == Scalar::void_) return {};
+  DType ud(u, d.count());
+  return UOp::alu(r.op(), {r.src(0).cast(ud), r.src(1).cast(ud)}).cast(d);
+}
+
 }  // namespace
+
+UOp wrap_signed_arith(const UOp& ast) {
+  static const PatternMatcher pm{rule(UPat::ops({Ops::ADD, Ops::SUB, Ops::MUL}, {x_, y_}).named(r0), wrap_signed)};
+  return graph_rewrite(ast, pm, nullptr, "wrap signed arithmetic");
+}
 
 UOp decompose(const UOp& ast, const Target& target) {
   Ctx ctx{target};
