@@ -436,6 +436,10 @@ void add_nn(std::vector<OpCase>& c) {
   HostArray far{{3, 3}, {4, -5, 0, 100, -1, 3, -4, 2, 7}, i32};  // 4, -5, 100, 7 are outside [-4, 4)
   c.push_back({"gather_out_of_range_is_zero", {F({3, 4}, 55), far}, [](const T& t) { return t[0].gather(1, t[1]); },
                [](const A& a) { return gather(a[0], 1, a[1]); }});
+  // int64 indices are compared as int64: 2^32 + 1 is out of range, not 1
+  HostArray far64{{1, 3}, {4294967297.0, -4294967294.0, 1}, dtypes::int64};
+  c.push_back({"gather_int64_index_out_of_range", {F({1, 4}, 56), far64}, [](const T& t) { return t[0].gather(1, t[1]); },
+               [](const A& a) { return gather(a[0], 1, a[1]); }});
 }
 
 // Shapes large enough that the optimizer's actions fire (vector lanes, register tiles, SWAP,

@@ -177,6 +177,9 @@ TEST(TensorApi, GatherOutOfRangeIsZeroOrAnErrorWhenChecked) {
   Tensor bad = Tensor::from_vector<int32_t>({0, 3, -4, -1}, {2, 2}, R);
   Tensor good = Tensor::from_vector<int32_t>({0, 2, -3, -1}, {2, 2}, R);
   EXPECT_EQ(x.gather(1, bad).to_vector<float>(), (std::vector<float>{1, 0, 0, 6}));
+  // wide indices are not narrowed on the way: these would wrap to 1 and -1 in 32 bits
+  EXPECT_EQ(x.gather(1, Tensor::from_vector<uint64_t>({(uint64_t{1} << 32) + 1, ~uint64_t{0}}, {1, 2}, R)).to_vector<float>(),
+            (std::vector<float>{0, 0}));
   struct Restore {
     ~Restore() { set_knob(Knob::check_bounds, 0); }
   } restore;
@@ -186,4 +189,6 @@ TEST(TensorApi, GatherOutOfRangeIsZeroOrAnErrorWhenChecked) {
   kiln::testing::expect_error([&] { (void)x.gather(-2, Tensor::from_vector<int64_t>({2}, {1, 1}, R)); }, ErrorCode::out_of_range,
                         "index 2 at position (0, 0) is out of range for axis 0 of size 2");
   EXPECT_EQ(x.gather(1, good).to_vector<float>(), (std::vector<float>{1, 3, 4, 6})) << "in-range indices pass the check";
+  kiln::testing::expect_error([&] { (void)x.gather(1, Tensor::from_vector<uint64_t>({0, ~uint64_t{0}}, {1, 2}, R)); },
+                              ErrorCode::out_of_range, "index 18446744073709551615 at position (0, 1)");
 }
