@@ -272,11 +272,14 @@ class Renderer {
     const kiln_lir_inst& in = l_[i];
     uint8_t s = in.type.scalar;
     bool f = lir_is_float(s), sgn = is_signed_int(s);
+    // int8/int16 are user data that wraps (kiln's semantics): without nsw, LLVM may not widen
+    // (sext (add nsw i8 100, 100)) into 200. 32/64-bit adds keep nsw: index math needs it to vectorize.
+    bool nsw = sgn && lir_scalar_size(s) >= 4;
     const char* op = nullptr;
     switch (in.op) {
-      case KILN_LIR_OP_ADD: op = f ? "fadd" : sgn ? "add nsw" : "add"; break;
-      case KILN_LIR_OP_SUB: op = f ? "fsub" : sgn ? "sub nsw" : "sub"; break;
-      case KILN_LIR_OP_MUL: op = f ? "fmul" : sgn ? "mul nsw" : "mul"; break;
+      case KILN_LIR_OP_ADD: op = f ? "fadd" : nsw ? "add nsw" : "add"; break;
+      case KILN_LIR_OP_SUB: op = f ? "fsub" : nsw ? "sub nsw" : "sub"; break;
+      case KILN_LIR_OP_MUL: op = f ? "fmul" : nsw ? "mul nsw" : "mul"; break;
       case KILN_LIR_OP_IDIV: op = lir_is_unsigned(s) ? "udiv" : "sdiv"; break;
       case KILN_LIR_OP_MOD: op = lir_is_unsigned(s) ? "urem" : "srem"; break;
       case KILN_LIR_OP_FDIV: op = "fdiv"; break;

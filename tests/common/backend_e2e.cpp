@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 namespace kiln::testing {
@@ -39,6 +40,25 @@ void check_odd_sizes(const std::string& device) {
                            device);
   expect_matches_reference({"odd_softmax", {m}, [](const std::vector<Tensor>& t) { return t[0].softmax(0); }, nullptr},
                            device);
+}
+
+void check_long_reductions(const std::string& device) {
+  constexpr int64_t n = 20000003;  // prime: the split pads with the reduce's identity
+  Tensor ones = Tensor::ones({n}, dtypes::float32, device);
+  EXPECT_NEAR(ones.sum().item<float>(), static_cast<double>(n), 1e-6 * n);
+  EXPECT_NEAR(ones.mean().item<float>(), 1.0, 1e-6);
+  std::vector<float> rows = Tensor::ones({3, n / 3}, dtypes::float32, device).sum({1}).to_vector<float>();
+  std::vector<float> cols = Tensor::ones({n / 3, 3}, dtypes::float32, device).sum({0}).to_vector<float>();
+  for (float v : rows) EXPECT_EQ(v, static_cast<float>(n / 3)) << "a long reduce over the last axis";
+  for (float v : cols) EXPECT_EQ(v, static_cast<float>(n / 3)) << "a long reduce over the first axis";
+  // float32 pairwise summation (numpy) is off by about eps * log2(n) relative; a single running
+  // sum of n values by up to eps * n (and here stops near 2^24)
+  manual_seed(13);
+  Tensor x = Tensor::rand({n}, dtypes::float32, device).realize();
+  double want = 0;
+  for (float v : x.to_vector<float>()) want += v;
+  double got = x.sum().item<float>();
+  EXPECT_LE(std::abs(got - want), 0x1p-23 * std::log2(static_cast<double>(n)) * want) << "got " << got << ", want " << want;
 }
 
 void check_every_dtype_and_axis(const std::string& device, const std::vector<DType>& dtypes) {

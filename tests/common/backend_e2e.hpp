@@ -26,6 +26,11 @@ void expect_matches_reference(const OpCase& c, const std::string& device, double
 // sizes that divide nothing.
 void check_odd_sizes(const std::string& device);
 
+// Reductions far longer than float32's 2^24 integer range: ones(20000003).sum() and mean(), a
+// long reduce over the first and over the last axis, and a random sum held to a pairwise-like
+// error bound against a float64 sum of the same values.
+void check_long_reductions(const std::string& device);
+
 // add, lt, sum over each axis and a transposed max for each of `dtypes`; half types (emulated or
 // native) through a cast round trip.
 void check_every_dtype_and_axis(const std::string& device, const std::vector<DType>& dtypes);

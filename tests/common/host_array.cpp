@@ -292,7 +292,7 @@ HostArray gather(const HostArray& x, int axis, const HostArray& idx) {
     std::vector<int64_t> j = i;
     int64_t k = static_cast<int64_t>(idx.at(i));
     j[axis] = k < 0 ? k + x.shape[axis] : k;
-    r.v.push_back(x.at(j));
+    r.v.push_back(j[axis] >= 0 && j[axis] < x.shape[axis] ? x.at(j) : 0);  // out of range: 0 (tensor.hpp)
   });
   return r;
 }

@@ -111,6 +111,24 @@ void add_elementwise(std::vector<OpCase>& c) {
           return static_cast<double>(p / q * 100 + p % q);
         }, n, d, i32);
   }
+  {  // division is total (tensor.hpp): x idiv 0 = 0, x mod 0 = x, MIN idiv -1 = MIN, MIN mod -1 = 0
+    auto idiv_ref = [](DType d) {
+      return [d](double x, double y) { return y == 0 ? 0.0 : y == -1 ? to_dtype(-x, d) : std::trunc(x / y); };
+    };
+    auto mod_ref = [](double x, double y) { return y == 0 ? x : y == -1 ? 0.0 : std::fmod(x, y); };
+    auto idiv = [](auto& a, auto& b) { return a.idiv(b); };
+    auto mod = [](auto& a, auto& b) { return a.mod(b); };
+    HostArray n{{9}, {-2147483648.0, -2147483648.0, 7, -7, 0, 5, 2147483647, -3, 9}, i32};
+    HostArray d{{9}, {-1, 0, 0, 0, 0, -1, -1, 2, -4}, i32};
+    bin("idiv_total_int32", idiv, idiv_ref(i32), n, d, i32);
+    bin("mod_total_int32", mod, mod_ref, n, d, i32);
+    HostArray n8{{6}, {-128, -128, 100, -100, 127, 0}, dtypes::int8}, d8{{6}, {-1, 0, 0, -1, -1, 0}, dtypes::int8};
+    bin("idiv_total_int8", idiv, idiv_ref(dtypes::int8), n8, d8, dtypes::int8);
+    bin("mod_total_int8", mod, mod_ref, n8, d8, dtypes::int8);
+    HostArray nu{{4}, {200, 0, 7, 255}, dtypes::uint8}, du{{4}, {0, 0, 3, 1}, dtypes::uint8};
+    bin("idiv_total_uint8", idiv, idiv_ref(dtypes::uint8), nu, du, dtypes::uint8);
+    bin("mod_total_uint8", mod, mod_ref, nu, du, dtypes::uint8);
+  }
   bin("and_int", [](auto& a, auto& b) { return a & b; },
       [](double x, double y) { return static_cast<double>(static_cast<int64_t>(x) & static_cast<int64_t>(y)); }, I({8}), I({8}, 3), i32);
   bin("or_bool", [](auto& a, auto& b) { return a.lt(b) | b.lt(a); }, [](double x, double y) { return x != y; }, F({8}), F({8}, 3),
@@ -165,6 +183,32 @@ void add_casts_and_specials(std::vector<OpCase>& c) {
   cast_case("cast_u8_f32", make_array({9}, dtypes::uint8, 11, 0, 250), f32);
   cast_case("cast_i64_i16", make_array({9}, dtypes::int64, 12, -100000, 100000), dtypes::int16);
 
+  // Narrow types round at every op, as if each intermediate were stored: a fused kernel must not
+  // keep int8 sums or half products in a wider type until the cast.
+  auto narrow = [&](std::string name, HostArray a, HostArray b, DType d,
+                    std::function<double(double, double, DType)> r, std::function<Tensor(const Tensor&, const Tensor&)> f) {
+    DType wide = d.is_float() ? f32 : dtypes::int64;
+    c.push_back({name, {a, b}, [d, f, wide](const T& t) { return f(t[0].cast(d), t[1].cast(d)).cast(wide); },
+                 [d, r, wide](const A& a) {
+                   return zip(a[0], a[1], [d, r](double x, double y) { return r(to_dtype(x, d), to_dtype(y, d), d); }, wide);
+                 }});
+  };
+  auto add_then_sub = [](const Tensor& x, const Tensor& y) { return (x + y) - x; };
+  auto add_then_sub_ref = [](double x, double y, DType d) { return to_dtype(to_dtype(x + y, d) - x, d); };
+  narrow("int8_add_wraps_before_cast", make_array({9}, dtypes::int8, 77, 60, 127), make_array({9}, dtypes::int8, 78, 60, 127), dtypes::int8,
+         [](double x, double y, DType d) { return to_dtype(x + y, d); }, [](const Tensor& x, const Tensor& y) { return x + y; });
+  narrow("int16_mul_wraps_before_cast", make_array({9}, dtypes::int16, 79, 200, 400), make_array({9}, dtypes::int16, 80, 200, 400), dtypes::int16,
+         [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });
+  // int32 too: signed overflow is undefined in C and LLVM, which may then skip the wrap
+  narrow("int32_add_wraps_before_cast", make_array({9}, i32, 87, 2.0e9, 2.147e9), make_array({9}, i32, 88, 2.0e9, 2.147e9), i32,
+         [](double x, double y, DType d) { return to_dtype(x + y, d); }, [](const Tensor& x, const Tensor& y) { return x + y; });
+  narrow("int32_mul_wraps_before_cast", make_array({9}, i32, 89, 60000, 70000), make_array({9}, i32, 90, -70000, -60000), i32,
+         [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });
+  narrow("f16_mul_overflows_before_cast", F({9}, 81, 40000, 65504), F({9}, 82, 1.5, 2), dtypes::float16,
+         [](double x, double y, DType d) { return to_dtype(x * y, d); }, [](const Tensor& x, const Tensor& y) { return x * y; });
+  narrow("f16_add_rounds_before_sub", F({9}, 83, 1024, 2048), F({9}, 84, 0, 1), dtypes::float16, add_then_sub_ref, add_then_sub);
+  narrow("bf16_add_rounds_before_sub", F({9}, 85, 256, 512), F({9}, 86, 0, 1), dtypes::bfloat16, add_then_sub_ref, add_then_sub);
+
   HostArray specials{{8}, {0.0, -0.0, INFINITY, -INFINITY, NAN, 1e30, -1e-30, 3.5}, f32};
   specials.v[5] = static_cast<float>(1e30);
   specials.v[6] = static_cast<float>(-1e-30);
@@ -178,6 +222,10 @@ void add_casts_and_specials(std::vector<OpCase>& c) {
   sp("nan_inf_reciprocal", [](const Tensor& x) { return x.reciprocal(); }, [](double x) { return 1 / x; });
   sp("nan_inf_mul_zero", [](const Tensor& x) { return x * 0.0; }, [](double x) { return x * 0; });
   sp("nan_inf_max", [](const Tensor& x) { return x.maximum(x * 0.0 + 1.0); }, [](double x) { return nanmax(x, x * 0 + 1); });
+  sp("nan_inf_sign", [](const Tensor& x) { return x.sign(); },
+     [](double x) { return std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; });
+  // 1/abs(x): the result's sign shows the sign of abs(+-0.0) (both must be +0.0, so +inf)
+  sp("nan_inf_abs_zero_sign", [](const Tensor& x) { return x.abs().reciprocal(); }, [](double x) { return 1 / std::fabs(x); });
   c.push_back({"nan_compare", {specials}, [](const T& t) { return t[0].lt(t[0] * 0.0 + 1.0); },
                [](const A& a) { return map(a[0], [](double x) { return x < x * 0 + 1; }, b8); }});
   c.push_back({"sum_with_inf", {specials}, [](const T& t) { return t[0].sum(); },
@@ -385,6 +433,13 @@ void add_nn(std::vector<OpCase>& c) {
   HostArray idx0{{2, 4}, {2, 0, 1, 2, 0, 0, 2, 1}, i32};
   c.push_back({"gather_axis0", {F({3, 4}, 54), idx0}, [](const T& t) { return t[0].gather(0, t[1]); },
                [](const A& a) { return gather(a[0], 0, a[1]); }});
+  HostArray far{{3, 3}, {4, -5, 0, 100, -1, 3, -4, 2, 7}, i32};  // 4, -5, 100, 7 are outside [-4, 4)
+  c.push_back({"gather_out_of_range_is_zero", {F({3, 4}, 55), far}, [](const T& t) { return t[0].gather(1, t[1]); },
+               [](const A& a) { return gather(a[0], 1, a[1]); }});
+  // int64 indices are compared as int64: 2^32 + 1 is out of range, not 1
+  HostArray far64{{1, 3}, {4294967297.0, -4294967294.0, 1}, dtypes::int64};
+  c.push_back({"gather_int64_index_out_of_range", {F({1, 4}, 56), far64}, [](const T& t) { return t[0].gather(1, t[1]); },
+               [](const A& a) { return gather(a[0], 1, a[1]); }});
 }
 
 // Shapes large enough that the optimizer's actions fire (vector lanes, register tiles, SWAP,
@@ -422,6 +477,33 @@ void add_tiled(std::vector<OpCase>& c) {
                }, 1e-5, 1e-4});
 }
 
+// Reduces of >= 32768 elements per output are split into partial reduces (split_reduce.cpp); a
+// prime length is padded with the reduce's identity, which a zero would break for max and prod.
+void add_long_reductions(std::vector<OpCase>& c) {
+  const int64_t p = 100003;  // prime
+  auto sum_ref = [](int axis) {
+    return [axis](const A& a) { return reduce(a[0], {axis}, false, std::plus<double>(), 0, f32); };
+  };
+  c.push_back({"split_sum_prime", {F({p}, 71)}, [](const T& t) { return t[0].sum(); }, sum_ref(0), 1e-5, 1e-4});
+  c.push_back({"split_mean_last_axis", {F({2, p}, 72)}, [](const T& t) { return t[0].mean({1}); },
+               [p](const A& a) { return map(reduce(a[0], {1}, false, std::plus<double>(), 0, dtypes::float64),
+                                            [p](double s) { return s / static_cast<double>(p); }, f32); },
+               1e-5, 1e-6});
+  c.push_back({"split_max_negative_axis0", {F({p, 2}, 73, -5, -1)}, [](const T& t) { return t[0].max({0}); },
+               [](const A& a) { return reduce(a[0], {0}, false, nanmax, -INFINITY, f32); }});
+  {  // powers of two, so float32 products are exact (rounding in long products is biased)
+    HostArray x{{p}, std::vector<double>(static_cast<size_t>(p), 1.0), f32};
+    for (int64_t i = 0; i < p; i += 997) x.v[static_cast<size_t>(i)] = i % 3 == 0 ? 0.5 : i % 3 == 1 ? 2.0 : -1.0;
+    c.push_back({"split_prod_prime", {x}, [](const T& t) { return t[0].prod(); },
+                 [](const A& a) { return reduce(a[0], {0}, false, std::multiplies<double>(), 1, f32); }});
+  }
+  c.push_back({"split_max_int_negative", {make_array({p}, i32, 75, -100000, -1)}, [](const T& t) { return t[0].max(); },
+               [](const A& a) { return reduce(a[0], {0}, false, [](double x, double y) { return std::max(x, y); }, -1e18, i32); }});
+  c.push_back({"split_sum_int8_over_axes", {make_array({3, 2, 20011}, dtypes::int8, 76, -120, 120)},
+               [](const T& t) { return t[0].sum({0, 2}); },
+               [](const A& a) { return reduce(a[0], {0, 2}, false, std::plus<double>(), 0, i32); }});
+}
+
 void add_creation(std::vector<OpCase>& c) {
   // creation ops take their device from a dummy input
   c.push_back({"arange", {F({1})}, [](const T& t) { return Tensor::arange(-3, 5, 0.5, f32, t[0].device()); },
@@ -447,6 +529,7 @@ std::vector<OpCase> op_corpus() {
   add_casts_and_specials(c);
   add_movement(c);
   add_reductions(c);
+  add_long_reductions(c);
   add_nn(c);
   add_tiled(c);
   add_creation(c);

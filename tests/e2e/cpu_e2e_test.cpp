@@ -28,6 +28,8 @@ KILN_OP_CORPUS_SUITE(CpuCorpus, kDevice);
 
 TEST(CpuSweep, OddSizes) { check_odd_sizes(kDevice); }
 
+TEST(CpuSweep, LongReductions) { check_long_reductions(kDevice); }
+
 TEST(CpuSweep, EveryDtypeAndAxis) {
   // every dtype the cpu target lists (the half types, emulated, are covered inside)
   check_every_dtype_and_axis(kDevice, {dtypes::bool_, dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64, dtypes::uint8,

@@ -17,6 +17,7 @@ KILN_OP_CORPUS_SUITE(OpenclCorpus, kDevice);
 TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
 
 TEST(OpenclSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
+TEST(OpenclSweep, LongReductions) { check_long_reductions(kDevice); }
 
 TEST(OpenclSweep, EveryDtypeAndAxis) {
   // every dtype PoCL's device lists (the half types, emulated or native, are covered inside)

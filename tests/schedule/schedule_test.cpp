@@ -131,6 +131,15 @@ TEST(Fusion, BigReduceIsSplit) {
   EXPECT_EQ(names(ks), "r_256_4096 r_1_256");
 }
 
+// A prime length has no chunk size: it is padded (with the identity, see the op corpus) to 4883
+// chunks of 4096, and the 4883 partials are split again, so no accumulator combines more than 4096.
+TEST(Fusion, LongPrimeReduceIsATreeOfBoundedChunks) {
+  EXPECT_EQ(names(kernels_of(input({20000003}).max().schedule())), "r_4883_4096 r_2_2442 r_1_2");
+  // the reduced axes move last: each of the 3 outputs gets its own partials
+  EXPECT_EQ(names(kernels_of(input({40009, 3}).sum({0}).schedule())), "r_3_10_4001 r_3_10");
+  EXPECT_EQ(names(kernels_of(input({8, 4096}).sum({1}).schedule())), "r_8_4096") << "short reduces stay one kernel";
+}
+
 TEST(Ordering, AssignRunsAfterItsReaders) {
   Tensor a = input({8}).realize();
   UOp buf = base_buffer(a.uop());

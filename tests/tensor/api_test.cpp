@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "error_check.hpp"
 #include "kiln/kiln.hpp"
+#include "support/env.hpp"
 
 using namespace kiln;
 
@@ -166,4 +168,27 @@ TEST(TensorApi, RandIsSeededUniformAndRandnIsNormal) {
   for (float v : n) s += (v - m) * (v - m);
   EXPECT_NEAR(m, 0.0, 0.1);
   EXPECT_NEAR(std::sqrt(s / n.size()), 1.0, 0.1);
+}
+
+// An out-of-range gather index gives 0 (tensor.hpp); KILN_CHECK_BOUNDS=1 turns it into an error
+// that names the index, where it is and the valid range.
+TEST(TensorApi, GatherOutOfRangeIsZeroOrAnErrorWhenChecked) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, R);
+  Tensor bad = Tensor::from_vector<int32_t>({0, 3, -4, -1}, {2, 2}, R);
+  Tensor good = Tensor::from_vector<int32_t>({0, 2, -3, -1}, {2, 2}, R);
+  EXPECT_EQ(x.gather(1, bad).to_vector<float>(), (std::vector<float>{1, 0, 0, 6}));
+  // wide indices are not narrowed on the way: these would wrap to 1 and -1 in 32 bits
+  EXPECT_EQ(x.gather(1, Tensor::from_vector<uint64_t>({(uint64_t{1} << 32) + 1, ~uint64_t{0}}, {1, 2}, R)).to_vector<float>(),
+            (std::vector<float>{0, 0}));
+  struct Restore {
+    ~Restore() { set_knob(Knob::check_bounds, 0); }
+  } restore;
+  set_knob(Knob::check_bounds, 1);
+  kiln::testing::expect_error([&] { (void)x.gather(1, bad); }, ErrorCode::out_of_range,
+                        "gather: index 3 at position (0, 1) is out of range for axis 1 of size 3 (valid: -3 to 2");
+  kiln::testing::expect_error([&] { (void)x.gather(-2, Tensor::from_vector<int64_t>({2}, {1, 1}, R)); }, ErrorCode::out_of_range,
+                        "index 2 at position (0, 0) is out of range for axis 0 of size 2");
+  EXPECT_EQ(x.gather(1, good).to_vector<float>(), (std::vector<float>{1, 3, 4, 6})) << "in-range indices pass the check";
+  kiln::testing::expect_error([&] { (void)x.gather(1, Tensor::from_vector<uint64_t>({0, ~uint64_t{0}}, {1, 2}, R)); },
+                              ErrorCode::out_of_range, "index 18446744073709551615 at position (0, 1)");
 }

@@ -112,7 +112,9 @@ class Tensor {
   Tensor lt(const Tensor&) const; Tensor gt(const Tensor&) const; Tensor le(const Tensor&) const;
   Tensor ge(const Tensor&) const; Tensor eq(const Tensor&) const; Tensor ne(const Tensor&) const;
   Tensor cast(DType) const;
-  // integer division truncating toward zero and the matching remainder (C semantics; integers only)
+  // integer division truncating toward zero and the matching remainder (C semantics; integers only).
+  // Where C is undefined kiln defines one result on every backend, keeping x == idiv*y + mod:
+  // x idiv 0 = 0 and x mod 0 = x; MIN idiv -1 wraps to MIN (two's complement) and MIN mod -1 = 0.
   Tensor idiv(const Tensor&) const;
   Tensor mod(const Tensor&) const;
   Tensor logical_not() const;  // for bool tensors
@@ -139,7 +141,11 @@ class Tensor {
   Tensor avg_pool2d(int kernel = 2, int stride = 0, int padding = 0) const;
   static Tensor cat(const std::vector<Tensor>&, int axis = 0);
   static Tensor stack(const std::vector<Tensor>&, int axis = 0);
-  Tensor gather(int axis, const Tensor& index) const;  // numpy take_along_axis
+  // numpy take_along_axis; a negative index counts from the end. An index outside [-n, n) (n =
+  // shape()[axis]) gives 0 (the kernels never read out of bounds); with KILN_CHECK_BOUNDS=1 the
+  // index tensor is realized and checked first, and an out-of-range index is a kiln::Error
+  // (out_of_range) naming the op, the index, its position and the valid range.
+  Tensor gather(int axis, const Tensor& index) const;
 
   // execution
   std::vector<ExecItem> schedule() const;  // what realize() would run, without running it

@@ -3,8 +3,9 @@
 // What a target supports comes from its kiln_target (LIR op and dtype bitmaps). THREEFRY has no
 // LIR form and is always decomposed into 32-bit adds, rotates and xors. float16/bfloat16 on a
 // target without them are stored as 16-bit integers and computed in float32: loads widen the
-// bits, stores round to nearest even (NaN stays NaN), explicit casts round; arithmetic in
-// between is float32 (slightly more precise than true half arithmetic).
+// bits, stores round to nearest even (NaN stays NaN), and every op that can leave the narrow
+// type's values (arithmetic, math, casts) rounds its float32 result back to it, so a fused kernel
+// computes what storing each intermediate would (f16 65504 * 2 is inf, as when realized).
 #include <cmath>
 
 #include "codegen/lir.hpp"
@@ -13,6 +14,7 @@
 #include "ir/traverse.hpp"
 #include "plugin/device.hpp"
 #include "rewrite/graph_rewrite.hpp"
+#include "symbolic/bounds.hpp"
 #include "symbolic/symbolic.hpp"
 
 namespace kiln {
@@ -98,6 +100,30 @@ UOp do_trunc(const Match& m, Ctx& c) {
   return ax.lt(x.const_like_f(big)).where(x.cast(it).cast(x.dtype()), x);
 }
 
+// Integer division is total (Tensor::idiv): x / 0 = 0, x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0,
+// where hardware traps and C and LLVM leave it undefined. A divisor that may be 0 (or -1 with a
+// dividend that may be MIN) is replaced by 1 first, so the division itself is always defined,
+// and the result is selected; x / 1 is already the answer for MIN / -1 and MIN % -1. A divisor
+// of the form where(c, 1, y) is such a replacement (the rewrite runs to a fixed point).
+UOp guard_divmod(const Match& m, Ctx&) {
+  const UOp &x = m[x_], &y = m[y_], &r = m[r0];
+  DType d = x.dtype();
+  if (!d.is_int() || (y.op() == Ops::WHERE && y.src(1).is_const() && y.src(1).arg_int() == 1)) return {};
+  auto [lo, hi] = bounds(y);
+  bool zero = lo <= 0 && hi >= 0;
+  bool overflow = !d.is_unsigned() && lo <= -1 && hi >= -1 && vmin(x) <= d.imin();
+  if (!zero && !overflow) return {};
+  UOp is_zero = y.eq(y.const_like(0));
+  UOp bad = zero ? is_zero : UOp();
+  if (overflow) {
+    UOp min_by_neg1 = x.eq(x.const_like(d.imin())) & y.eq(y.const_like(-1));
+    bad = zero ? (bad | min_by_neg1) : min_by_neg1;
+  }
+  UOp q = UOp::alu(r.op(), {x, bad.where(y.const_like(1), y)});
+  if (!zero) return q;
+  return is_zero.where(r.op() == Ops::IDIV ? x.const_like(0) : x, q);
+}
+
 // ---- float16 / bfloat16 emulation ----
 bool emulated(DType d, const Ctx& c) {
   Scalar s = d.scalar();
@@ -145,6 +171,8 @@ UOp float_to_half_bits(const UOp& f, Scalar s) {
   return (r | sign).cast(u16);
 }
 
+UOp round_to(const UOp& f, Scalar s) { return half_bits_to_float(float_to_half_bits(f, s), s); }
+
 UOp emulate(const Match& m, Ctx& c) {
   const UOp& u = m[r0];
   DType d = u.dtype();
@@ -168,14 +196,36 @@ UOp emulate(const Match& m, Ctx& c) {
   if (u.op() == Ops::CONST) return UOp::make(Ops::CONST, w, {}, u.arg());
   if (u.op() == Ops::CAST) {  // rounding to the narrow type is part of the cast's meaning
     UOp v = u.src(0).dtype() == w ? u.src(0) : u.src(0).cast(w);
-    return half_bits_to_float(float_to_half_bits(v, d.scalar()), d.scalar());
+    return round_to(v, d.scalar());
   }
   if (u.op() == Ops::BITCAST) return half_bits_to_float(u.src(0).bitcast(bits_of(d)), d.scalar());
   std::vector<UOp> src(u.src().begin(), u.src().end());
-  return UOp::make(u.op(), w, src, u.arg());
+  UOp wide = UOp::make(u.op(), w, src, u.arg());
+  // WHERE, MAX and NEG of half values are half values
+  bool exact = u.op() == Ops::WHERE || u.op() == Ops::MAX || u.op() == Ops::NEG;
+  return groups::ALU.has(u.op()) && !exact ? round_to(wide, d.scalar()) : wide;
+}
+
+// kiln's int32/int64 arithmetic wraps (ir/alu), but signed overflow is undefined in C and
+// OpenCL C and poison under LLVM's nsw, so a compiler may compute (a + b).cast(int64) without the
+// wrap (INT32_MAX + INT32_MAX gave 4294967294 fused, -2 realized). The unsigned type of the same
+// width has the same bits and a defined wrap. int8/int16 need nothing: C computes them in int and
+// truncates at the cast or store, and the cpu renderer gives them no nsw.
+UOp wrap_signed(const Match& m) {
+  const UOp& r = m[r0];
+  DType d = r.dtype();
+  Scalar u = d.scalar() == Scalar::int32 ? Scalar::uint32 : d.scalar() == Scalar::int64 ? Scalar::uint64 : Scalar::void_;
+  if (u == Scalar::void_) return {};
+  DType ud(u, d.count());
+  return UOp::alu(r.op(), {r.src(0).cast(ud), r.src(1).cast(ud)}).cast(d);
 }
 
 }  // namespace
+
+UOp wrap_signed_arith(const UOp& ast) {
+  static const PatternMatcher pm{rule(UPat::ops({Ops::ADD, Ops::SUB, Ops::MUL}, {x_, y_}).named(r0), wrap_signed)};
+  return graph_rewrite(ast, pm, nullptr, "wrap signed arithmetic");
+}
 
 UOp decompose(const UOp& ast, const Target& target) {
   Ctx ctx{target};
@@ -201,6 +251,7 @@ UOp decompose(const UOp& ast, const Target& target) {
       rule(UPat::op(Ops::MAX, {x_, y_}), do_max),
       rule(UPat::op(Ops::NEG, {x_}), do_neg),
       rule(UPat::op(Ops::TRUNC, {x_}), do_trunc),
+      rule(UPat::ops({Ops::IDIV, Ops::MOD}, {x_, y_}).named(r0), guard_divmod),
   };
   return graph_rewrite(out, pm, ctx, "decompositions");
 }

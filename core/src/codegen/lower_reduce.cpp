@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "codegen/passes.hpp"
+#include "ir/alu.hpp"
 #include "ir/traverse.hpp"
 #include "support/check.hpp"
 
@@ -25,13 +26,7 @@ namespace kiln {
 
 namespace {
 
-UOp identity(Ops op, DType d) {
-  if (op == Ops::ADD) return UOp::cvalue(d, 0);
-  if (op == Ops::MUL) return UOp::cvalue(d, 1);
-  if (d.is_float()) return UOp::cvalue(d, -INFINITY);
-  if (d.is_bool()) return UOp::make(Ops::CONST, d, {}, Arg{false});
-  return UOp::make(Ops::CONST, d, {}, Arg{d.imin()});
-}
+UOp identity(Ops op, DType d) { return const_of(d, reduce_identity(op, d)); }
 
 bool contains_reduce(const UOp& x) {
   for (const UOpNode* n : toposort_nodes(x))

@@ -24,6 +24,9 @@ UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims);
 UOp lower_reduces(const UOp& ast);
 // Splits vector ops wider than the target's vectors into lanes (devectorize.cpp).
 UOp devectorize(const UOp& ast, const Target& target);
+// Signed int32/int64 ADD/SUB/MUL compute in the unsigned type of their width, so their wrap is
+// defined in every target language; before lower_index_dtype (index math keeps its flags).
+UOp wrap_signed_arith(const UOp& ast);
 // The index type becomes int32 when every index value fits, else int64 (lower_index.cpp).
 UOp lower_index_dtype(const UOp& ast);
 // Every op and dtype the target lacks becomes ops it has (decompose.cpp, transcendental.cpp).

@@ -41,6 +41,8 @@ UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims,
   // REDUCE -> accumulators; copies over the same ranges share one loop (register tiles)
   sink = lower_reduces(sink);
   sink = graph_rewrite(sink, symbolic() + pm_vector_cleanup(), nullptr, "late symbolic");
+  // user integer arithmetic wraps (kiln's semantics) where C and LLVM would assume no overflow
+  sink = wrap_signed_arith(sink);
   // index math as int32 when it fits: after all index arithmetic exists, before decompositions
   // that may need to know the integer width
   sink = lower_index_dtype(sink);

@@ -38,11 +38,6 @@ bool int_less(DType d, int64_t a, int64_t b) {
   return d.is_unsigned() ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
 }
 
-bool fits(DType d, int64_t v) {  // v is an exact mathematical result computed in int64
-  if (d.scalar() == Scalar::index || width_bits(d) >= 64) return true;
-  return wrap_int(d, static_cast<uint64_t>(v)) == v;
-}
-
 double int_to_double(DType d, int64_t v) {
   return d.is_unsigned() ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
 }
@@ -57,12 +52,11 @@ std::optional<Value> int_alu(Ops op, DType out, DType in, std::span<const Value>
     case Ops::NEG: return Value{wrap_int(out, uint64_t{0} - U(0))};
     case Ops::IDIV:
     case Ops::MOD: {
-      if (I(1) == 0) return std::nullopt;
+      if (I(1) == 0) return op == Ops::IDIV ? Value{int64_t{0}} : s[0];
       if (in.is_unsigned()) return Value{wrap_int(out, op == Ops::IDIV ? U(0) / U(1) : U(0) % U(1))};
-      if (I(0) == std::numeric_limits<int64_t>::min() && I(1) == -1) return std::nullopt;
-      int64_t r = op == Ops::IDIV ? I(0) / I(1) : I(0) % I(1);
-      if (!fits(out, r)) return std::nullopt;  // INT_MIN / -1 at a narrower width
-      return Value{r};
+      // x / -1 is -x, which wraps at the minimum (INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0)
+      if (I(1) == -1) return op == Ops::IDIV ? Value{wrap_int(out, uint64_t{0} - U(0))} : Value{int64_t{0}};
+      return Value{op == Ops::IDIV ? I(0) / I(1) : I(0) % I(1)};
     }
     case Ops::MAX: return Value{int_less(in, I(0), I(1)) ? I(1) : I(0)};
     case Ops::SHL:
@@ -127,6 +121,14 @@ std::optional<Value> bool_alu(Ops op, std::span<const Value> s) {
 uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
 }  // namespace
+
+Value reduce_identity(Ops op, DType d) {
+  if (op == Ops::ADD) return normalize(d, Value{int64_t{0}});
+  if (op == Ops::MUL) return normalize(d, Value{int64_t{1}});
+  if (d.is_float()) return Value{-INFINITY};
+  if (d.is_bool()) return Value{false};
+  return Value{d.imin()};
+}
 
 uint64_t threefry2x32(uint64_t counter, uint64_t key) {
   uint32_t ks[3] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32), 0};

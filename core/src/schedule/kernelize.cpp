@@ -18,8 +18,8 @@
 //    reads many times over (a padded convolution reads each input element ~k*k*Cout times): it
 //    is realized, so the reduce kernel loads plain memory instead of testing the padding's
 //    bounds at every load (which also keeps its loads vectorizable).
-//  - A reduce whose input is at least 32768 times larger than its output is split in two kernels
-//    (split_reduce): the first reduces chunks in parallel, the second combines the partials.
+//  - A reduce of at least 32768 elements per output becomes a tree of kernels (split_reduce.cpp):
+//    the first reduces bounded chunks in parallel, the next ones combine the partials.
 #include "schedule/kernelize.hpp"
 
 #include <algorithm>
@@ -43,10 +43,6 @@ int64_t max_size(const std::vector<UOp>& shape) {
   int64_t n = 1;
   for (const UOp& d : shape) n *= d.is_const() ? d.arg_int() : vmax(d);
   return n;
-}
-
-bool concrete(const std::vector<UOp>& shape) {
-  return std::all_of(shape.begin(), shape.end(), [](const UOp& d) { return d.is_const(); });
 }
 
 // A node whose value is exactly an input buffer's memory in order.
@@ -135,48 +131,6 @@ GraphInfo analyze(const UOp& sink) {
 }
 
 namespace {
-
-// Splits big reductions: REDUCE_AXIS(x) with in/out >= 32768 becomes
-// REDUCE_AXIS(CONTIGUOUS(REDUCE_AXIS(x reshaped to (..., split, n/split, ...)))).
-UOp split_reduce(const UOp& sink) {
-  GraphInfo g = analyze(sink);
-  std::vector<std::pair<UOp, UOp>> repl;
-  for (const UOp& n : g.order) {
-    if (n.op() != Ops::REDUCE_AXIS) continue;
-    std::vector<UOp> in = shape_of(g, n.src(0)), out = shape_of(g, n);
-    if (!concrete(in)) continue;
-    int64_t in_n = max_size(in), out_n = max_size(out);
-    if (out_n == 0 || in_n / out_n < 32768) continue;
-    const auto& arg = n.arg_ints();
-    // the first reduced axis divisible by a split between 256 and 8
-    int axis = -1;
-    int64_t split = 0;
-    for (size_t k = 1; k < arg.size() && axis < 0; ++k)
-      for (int64_t s = 256; s >= 8; s /= 2)
-        if (in[arg[k]].arg_int() % s == 0 && in[arg[k]].arg_int() / s >= 1) {
-          axis = static_cast<int>(arg[k]);
-          split = s;
-          break;
-        }
-    if (axis < 0) continue;
-    // (..., N, ...) -> (..., split, N/split, ...): reduce the inner part (and the other axes)
-    std::vector<int64_t> split_shape;
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (static_cast<int>(i) == axis) split_shape.push_back(split), split_shape.push_back(in[i].arg_int() / split);
-      else split_shape.push_back(in[i].arg_int());
-    }
-    UOp x = UOp::make(Ops::RESHAPE, n.src(0).dtype(), {n.src(0)}, Arg{split_shape});
-    std::vector<int64_t> first{arg[0]}, second{arg[0], axis};
-    for (size_t k = 1; k < arg.size(); ++k) first.push_back(arg[k] > axis ? arg[k] + 1 : arg[k] == axis ? axis + 1 : arg[k]);
-    UOp partial = UOp::make(Ops::REDUCE_AXIS, n.dtype(), {x}, Arg{first});
-    UOp stage = UOp::make(Ops::CONTIGUOUS, n.dtype(), {partial});
-    UOp total = UOp::make(Ops::REDUCE_AXIS, n.dtype(), {stage}, Arg{second});
-    std::vector<int64_t> out_shape;
-    for (const UOp& d : out) out_shape.push_back(d.arg_int());
-    repl.push_back({n, UOp::make(Ops::RESHAPE, n.dtype(), {total}, Arg{out_shape})});
-  }
-  return repl.empty() ? sink : substitute(sink, repl);
-}
 
 struct Decider {
   const GraphInfo& g;

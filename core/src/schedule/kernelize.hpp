@@ -52,6 +52,11 @@ struct GraphInfo {
 };
 GraphInfo analyze(const UOp& sink);
 
+// Rewrites every REDUCE_AXIS of a normalised SINK that combines at least 32768 elements per output
+// into a tree of partial reductions (CONTIGUOUS stages) in which no accumulator combines more
+// than 4096 values, so precision and parallelism do not depend on the reduce's length.
+UOp split_reduce(const UOp& sink);
+
 // Kernel boundaries and kernels, in dependency order, for a normalised SINK whose inputs are
 // PARAM(slot) nodes; `n_inputs` is the number of input slots.
 Template kernelize(const UOp& sink, size_t n_inputs);

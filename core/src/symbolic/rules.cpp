@@ -288,6 +288,7 @@ bool max_left_dominates(const Match& m) { return int_scalar(m[x]) && vmin(m[x]) 
 bool positive_pair(const Match& m) { return m.i(c0) > 0 && m.i(c1) > 0; }
 bool c0_multiple_of_c1(const Match& m) { return m.i(c1) != 0 && m.i(c0) % m.i(c1) == 0; }
 bool both_ints(const Match& m) { return int_scalar(m[x]); }
+bool nonzero(const Match& m) { return vmin(m[x]) > 0 || vmax(m[x]) < 0; }  // x / x is 1 only then (0 / 0 = 0)
 
 const OpMask kFoldable = groups::ALU | OpMask{Ops::CAST};
 
@@ -308,7 +309,7 @@ const PatternMatcher& symbolic_simple() {
       rule(x + 0, x),
       rule(x * 1, x),
       rule(x / 1, x),
-      rule(x / x, 1),
+      rule(x / x, 1, nonzero),
       rule(x ^ 0, x),
       rule(x | 0, x),
       rule(x << 0, x),

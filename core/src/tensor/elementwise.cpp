@@ -87,14 +87,18 @@ Tensor Tensor::abs() const {
   // unsigned values (and bools) are their own magnitude: maximum(x, -x) would pick the wrapped
   // -x (abs of uint8 3 would be 253)
   if (dtype().is_bool() || dtype().is_unsigned()) return *this;
-  return maximum(-*this);
+  if (!dtype().is_float()) return maximum(-*this);
+  // maximum(x, -x) of +0.0 may be -0.0 (the operands compare equal): both zeros become +0.0,
+  // and NaN (no comparison holds) passes through
+  Tensor zero = const_like(*this, 0);
+  return where(lt(zero), -*this, where(eq(zero), zero, *this));
 }
 Tensor Tensor::sign() const {
   if (dtype().is_bool()) return *this;
   Tensor zero = const_like(*this, 0), one = const_like(*this, 1);
   Tensor s = where(ne(zero), where(lt(zero), -one, one), zero);
-  // x*0 keeps NaN a NaN (sign(NaN) = NaN)
-  return dtype().is_float() ? s + *this * zero : s;
+  // sign(NaN) = NaN (x != x only for NaN); x*0 would also make sign(+-inf) NaN
+  return dtype().is_float() ? where(ne(*this), *this, s) : s;
 }
 Tensor Tensor::relu() const { return maximum(const_like(*this, 0)); }
 Tensor Tensor::sigmoid() const { return (1.0 + (-as_float(*this)).exp()).reciprocal(); }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "support/env.hpp"
 #include "tensor/tensor_state.hpp"
 
 namespace kiln {
@@ -80,6 +81,22 @@ void check_pool_args(const Tensor& x, int kernel, int stride, int padding, const
   if (kernel < 1 || stride < 0 || padding < 0)
     fail(ErrorCode::invalid_argument, op, ": invalid kernel ", kernel, ", stride ", stride, ", padding ", padding, " for input of shape ",
          shape_str(x.shape()), " (expected kernel >= 1, stride >= 0 (0 means the kernel size) and padding >= 0)");
+}
+
+// KILN_CHECK_BOUNDS=1: realizes the index on the host and names the first index outside [-n, n).
+void check_gather_bounds(const Tensor& index, int axis, int64_t n) {
+  // unsigned indices are read as such: a uint64 above INT64_MAX is no negative index
+  bool u = index.dtype().is_unsigned();
+  std::vector<uint64_t> uv = u ? index.cast(dtypes::uint64).to_vector<uint64_t>() : std::vector<uint64_t>{};
+  std::vector<int64_t> sv = u ? std::vector<int64_t>{} : index.cast(dtypes::int64).to_vector<int64_t>();
+  for (size_t k = 0; k < static_cast<size_t>(index.numel()); ++k) {
+    if (u ? uv[k] < static_cast<uint64_t>(n) : sv[k] >= -n && sv[k] < n) continue;
+    std::vector<int64_t> pos(index.shape().size());
+    for (size_t i = pos.size(), rest = k; i-- > 0; rest /= static_cast<size_t>(index.shape()[i]))
+      pos[i] = static_cast<int64_t>(rest % static_cast<size_t>(index.shape()[i]));
+    fail(ErrorCode::out_of_range, "gather: index ", u ? std::to_string(uv[k]) : std::to_string(sv[k]), " at position ", shape_str(pos), " is out of range for axis ", axis,
+         " of size ", n, " (valid: ", -n, " to ", n - 1, "; KILN_CHECK_BOUNDS=1)");
+  }
 }
 
 }  // namespace
@@ -219,12 +236,16 @@ Tensor Tensor::gather(int axis, const Tensor& index) const {
     cut.push_back({0, i == a ? shape()[i] : index.shape()[i]});
   }
   int64_t n = shape()[a];
+  if (knob(Knob::check_bounds)) check_gather_bounds(index, a, n);
   Tensor x = shrink(cut).transpose(a, -1);                          // (..., N)
-  Tensor idx = index.cast(dtypes::int32).transpose(a, -1);          // (..., M)
-  idx = where(idx.lt(const_like(idx, 0)), idx + scalar_like(idx, n), idx);  // numpy: negative counts from the end
+  // compared in the index's own type (at least 32 bits): narrowing an int64 index could wrap an
+  // out-of-range one into range
+  DType it = index.dtype().scalar_size() >= 4 ? index.dtype() : dtypes::int32;
+  Tensor idx = index.cast(it).transpose(a, -1);                     // (..., M)
+  if (!it.is_unsigned()) idx = where(idx.lt(const_like(idx, 0)), idx + scalar_like(idx, n), idx);  // numpy: negative counts from the end
   Shape ar(idx.ndim() + 1, 1);
   ar.back() = n;
-  Tensor onehot = idx.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(n), 1, dtypes::int32, device()).reshape(ar));
+  Tensor onehot = idx.unsqueeze(-1).eq(Tensor::arange(0, static_cast<double>(n), 1, it, device()).reshape(ar));
   Tensor picked = where(onehot, x.unsqueeze(-2), const_like(x.unsqueeze(-2), 0)).sum({-1});
   return picked.cast(dtype()).transpose(a, -1);
 }
