@@ -110,7 +110,7 @@ std::string check(const UOp& e, const std::vector<Assignment>& points) {
            " non-constant DAG nodes: " + render_expr(s);
   for (const Assignment& a : points) {
     auto before = interpret(e, a);
-    if (!before) continue;  // undefined (division by zero): nothing to preserve
+    if (!before) continue;  // undefined (a shift by the width or more): nothing to preserve
     auto after = interpret(s, a);
     if (!after || as_int(*after) != as_int(*before)) {
       std::string where;

@@ -191,7 +191,7 @@ class Interp {
     DType in = u.op() == Ops::WHERE ? u.src(1).dtype() : u.src(0).dtype();
     auto r = exec_alu(u.op(), u.dtype().scalar_type(), in.scalar_type(), std::span<const Value>(vs, u.nsrc()));
     if (!r) fail(ErrorCode::out_of_range, "kernel ", name_, ": ", op_name(u.op()), " is undefined for these operands (",
-                 "division by zero or a shift out of range)");
+                 "a shift by the operand's width or more)");
     return *r;
   }
 

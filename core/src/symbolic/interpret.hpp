@@ -14,7 +14,7 @@ namespace kiln {
 
 using Assignment = std::vector<std::pair<UOp, Value>>;
 
-// The value of root; empty when an operation on the way is undefined (division by zero, ...).
+// The value of root; empty when an operation on the way is undefined (a shift by the width or more, ...).
 // Throws kiln::Error(invalid_argument) for a variable without a value or an op it cannot evaluate.
 std::optional<Value> interpret(const UOp& root, const Assignment& vars);
 
