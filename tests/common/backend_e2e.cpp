@@ -99,6 +99,20 @@ void check_empty_tensors(const std::string& device) {
   EXPECT_EQ(e.shrink({{1, 3}}).to_vector<float>(), (std::vector<float>{1, 2}));
 }
 
+void check_user_guarded_division(const std::string& device) {
+  constexpr int32_t kMin = INT32_MIN;
+  Tensor x = Tensor::from_vector(std::vector<int32_t>{kMin, 7, -7, 5}, {4}, device);
+  Tensor y = Tensor::from_vector(std::vector<int32_t>{-1, 0, 2, 0}, {4}, device);
+  Tensor mask = Tensor::from_vector(std::vector<uint8_t>{0, 0, 0, 1}, {4}, device).cast(dtypes::bool_);
+  Tensor one = scalar_like(y, 1);
+  Tensor safe = Tensor::where(y.eq(scalar_like(y, 0)), one, y);  // divisors -1, 1, 2, 1
+  EXPECT_EQ(x.idiv(safe).to_vector<int32_t>(), (std::vector<int32_t>{kMin, 7, -3, 5}));
+  EXPECT_EQ(x.mod(safe).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, -1, 0}));
+  Tensor masked = Tensor::where(mask, one, y);  // divisors -1, 0, 2, 1
+  EXPECT_EQ(x.idiv(masked).to_vector<int32_t>(), (std::vector<int32_t>{kMin, 0, -3, 5}));
+  EXPECT_EQ(x.mod(masked).to_vector<int32_t>(), (std::vector<int32_t>{0, 7, -1, 0}));
+}
+
 void check_concurrent_reads(const std::string& device, int iterations) {
   constexpr int kThreads = 4;
   std::vector<float> want(64), want3(64);

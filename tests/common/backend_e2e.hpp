@@ -40,6 +40,11 @@ void check_every_dtype_and_axis(const std::string& device, const std::vector<DTy
 // and read back: nothing crashes and written values come back.
 void check_empty_tensors(const std::string& device);
 
+// A user's own guarded divisor, where(y == 0, 1, y) or where(mask, 1, y), has the shape of the
+// guard kiln adds for total integer division and was once taken for it: MIN idiv -1 trapped
+// (SIGFPE) and a masked-off zero divisor too. Both must give kiln's total results.
+void check_user_guarded_division(const std::string& device);
+
 // Several threads, `iterations` times: all read one shared lazy tensor and build on it; then each
 // builds and reads its own tensors (identical graphs intern to the same nodes, so one thread's
 // realize rewrites the others' lazy states). Every read must give the right values, and the run

@@ -38,6 +38,8 @@ TEST(CpuSweep, EveryDtypeAndAxis) {
 
 TEST(CpuSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
 
+TEST(CpuSweep, UserGuardedDivisorsAreStillGuarded) { check_user_guarded_division(kDevice); }
+
 TEST(CpuSweep, ConcurrentReads) { check_concurrent_reads(kDevice, 100); }
 
 // Each test gets an empty disk cache of its own and starts as a new process would (nothing in

@@ -17,6 +17,8 @@ KILN_OP_CORPUS_SUITE(OpenclCorpus, kDevice);
 TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
 
 TEST(OpenclSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
+
+TEST(OpenclSweep, UserGuardedDivisorsAreStillGuarded) { check_user_guarded_division(kDevice); }
 TEST(OpenclSweep, LongReductions) { check_long_reductions(kDevice); }
 
 TEST(OpenclSweep, EveryDtypeAndAxis) {

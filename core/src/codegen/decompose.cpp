@@ -7,6 +7,8 @@
 // type's values (arithmetic, math, casts) rounds its float32 result back to it, so a fused kernel
 // computes what storing each intermediate would (f16 65504 * 2 is inf, as when realized).
 #include <cmath>
+#include <unordered_set>
+#include <vector>
 
 #include "codegen/lir.hpp"
 #include "codegen/passes.hpp"
@@ -103,12 +105,17 @@ UOp do_trunc(const Match& m, Ctx& c) {
 // Integer division is total (Tensor::idiv): x / 0 = 0, x % 0 = x, MIN / -1 = MIN, MIN % -1 = 0,
 // where hardware traps and C and LLVM leave it undefined. A divisor that may be 0 (or -1 with a
 // dividend that may be MIN) is replaced by 1 first, so the division itself is always defined,
-// and the result is selected; x / 1 is already the answer for MIN / -1 and MIN % -1. A divisor
-// of the form where(c, 1, y) is such a replacement (the rewrite runs to a fixed point).
-UOp guard_divmod(const Match& m, Ctx&) {
+// and the result is selected; x / 1 is already the answer for MIN / -1 and MIN % -1.
+// The rewrite runs to a fixed point, so it revisits the divisions it made: it knows them by node
+// (a divisor's shape cannot tell: a user's where(c, 1, y) looks like a guard and may not be one).
+struct DivGuards {
+  std::unordered_set<const UOpNode*> made;
+  std::vector<UOp> keep;  // the nodes in `made` stay alive (and their addresses unique) for the pass
+};
+UOp guard_divmod(const Match& m, DivGuards& g) {
   const UOp &x = m[x_], &y = m[y_], &r = m[r0];
   DType d = x.dtype();
-  if (!d.is_int() || (y.op() == Ops::WHERE && y.src(1).is_const() && y.src(1).arg_int() == 1)) return {};
+  if (!d.is_int() || g.made.count(r.node())) return {};
   auto [lo, hi] = bounds(y);
   bool zero = lo <= 0 && hi >= 0;
   bool overflow = !d.is_unsigned() && lo <= -1 && hi >= -1 && vmin(x) <= d.imin();
@@ -120,6 +127,8 @@ UOp guard_divmod(const Match& m, Ctx&) {
     bad = zero ? (bad | min_by_neg1) : min_by_neg1;
   }
   UOp q = UOp::alu(r.op(), {x, bad.where(y.const_like(1), y)});
+  g.made.insert(q.node());
+  g.keep.push_back(q);
   if (!zero) return q;
   return is_zero.where(r.op() == Ops::IDIV ? x.const_like(0) : x, q);
 }
@@ -251,8 +260,12 @@ UOp decompose(const UOp& ast, const Target& target) {
       rule(UPat::op(Ops::MAX, {x_, y_}), do_max),
       rule(UPat::op(Ops::NEG, {x_}), do_neg),
       rule(UPat::op(Ops::TRUNC, {x_}), do_trunc),
-      rule(UPat::ops({Ops::IDIV, Ops::MOD}, {x_, y_}).named(r0), guard_divmod),
   };
+  // on its own, before the decompositions: they rewrite the guard's compares (CMPEQ on targets
+  // without it), which would make a guarded division a node the guard has not seen
+  static const PatternMatcher pm_guard{rule(UPat::ops({Ops::IDIV, Ops::MOD}, {x_, y_}).named(r0), guard_divmod)};
+  DivGuards guards;
+  out = graph_rewrite(out, pm_guard, guards, "total integer division");
   return graph_rewrite(out, pm, ctx, "decompositions");
 }
 
