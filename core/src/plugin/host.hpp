@@ -4,6 +4,8 @@
 // them. take_error() turns one into a kiln::Error (and frees it), so every plugin failure reaches
 // the user as an exception with the plugin's code and message plus the host's context.
 #pragma once
+#include <cxxabi.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -42,6 +44,8 @@ template <typename F>
 decltype(auto) plugin_call(std::string_view slot, F&& f) {
   try {
     return f();
+  } catch (abi::__forced_unwind&) {
+    throw;  // thread cancellation unwinds through here and must not be swallowed
   } catch (...) {
     escaped_exception(slot);
   }

@@ -1,6 +1,7 @@
 // plugin/isolate.cpp - fork, a pipe for "done", poll with a deadline, waitpid.
 #include "plugin/isolate.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -57,7 +58,9 @@ std::string seconds_text(double s) {
 ChildOutcome run_in_child(const std::function<void()>& fn, double timeout_s) {
   ChildOutcome out;
   int fds[2];
-  if (pipe(fds) != 0) {
+  // close-on-exec: a process another thread spawns meanwhile must not hold the write end open,
+  // or a crashed child's pipe never reads end-of-file and the crash is reported as a timeout
+  if (pipe2(fds, O_CLOEXEC) != 0) {
     out.failure = std::string("could not be checked (pipe: ") + std::strerror(errno) + ")";
     return out;
   }
