@@ -42,6 +42,21 @@ TEST(CliIsolation, ACrashingExitingOrHangingPluginIsItsBackendsStatus) {
   }
 }
 
+// Every backend is tried in a child before any is loaded in process: a child forked from a
+// process with a live GPU runtime (HSA, CUDA) can hang on a lock one of its threads held, and a
+// working backend was reported as crashed. fork-sensitive hangs in exactly that case.
+TEST(CliIsolation, ChildrenAreForkedBeforeAnyBackendIsLoaded) {
+  std::map<std::string, std::string> env = {{"KILN_BACKENDS", fixture("raw.toml") + ":" + fixture("raw_twin.toml")},
+                                            {"KILN_FIXTURE_MODE", "fork-sensitive"},
+                                            {"KILN_PROBE_TIMEOUT", "5"}};
+  for (const char* command : {"list", "devices", "bench"}) {
+    SCOPED_TRACE(command);
+    CliResult r = run_kiln({command, "--json"}, env);
+    EXPECT_EQ(r.out.find("crashed"), std::string::npos) << r.out << r.err;
+    EXPECT_EQ(r.out.find("did not answer"), std::string::npos) << r.out << r.err;
+  }
+}
+
 TEST(CliIsolation, PluginOutputNeverReachesStdout) {
   CliResult r = run_kiln({"list", "--json"}, with_raw("probe-stdout"));
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -8,6 +8,9 @@
 //   count-huge, count-1e9                            device_count reports 2^32-1 / 10^9 devices
 //   long-strings                                     a 1 MiB version and a probe reason with
 //                                                    control characters and bytes that are not UTF-8
+//   fork-sensitive                                   like a GPU runtime that does not survive
+//                                                    fork: probe hangs in a child forked from a
+//                                                    process where a raw fixture was loaded
 // Otherwise (and after the modes above that return) it is a backend with 1 device that never
 // opens (device_open fails cleanly).
 #include <unistd.h>
@@ -31,7 +34,18 @@ bool mode(const char* m) {
 
 void crash() { std::raise(SIGSEGV); }
 
+// fork-sensitive: the first probe in a process records its pid in the environment; a process
+// that inherited another pid there is a fork of a process that had the fixture loaded.
+void fork_sensitive() {
+  const char* loaded = std::getenv("KILN_FIXTURE_RAW_LOADED_IN");
+  std::string self = std::to_string(getpid());
+  if (loaded && self != loaded)
+    for (;;) pause();
+  setenv("KILN_FIXTURE_RAW_LOADED_IN", self.c_str(), 1);
+}
+
 kiln_error* probe(int32_t* out_score, kiln_sink* out_reason) {
+  if (mode("fork-sensitive")) fork_sensitive();
   if (mode("probe-segv")) crash();
   if (mode("probe-abort")) std::abort();
   if (mode("probe-exit0")) std::exit(0);
@@ -60,7 +74,7 @@ kiln_error* open_device(uint32_t, kiln_device**, const kiln_device_api**) {
 
 std::string g_version = "1.0.0";
 
-kiln_plugin_api g_table = {sizeof(kiln_plugin_api), KILN_ABI_MAJOR, KILN_ABI_MINOR, "raw", "1.0.0", probe, nullptr,
+kiln_plugin_api g_table = {sizeof(kiln_plugin_api), KILN_ABI_MAJOR, KILN_ABI_MINOR, FIXTURE_RAW_NAME, "1.0.0", probe, nullptr,
                            count, open_device, nullptr};
 
 }  // namespace

@@ -152,34 +152,45 @@ void Registry::report(const BackendRecord& r) const {
   if (!r.ok()) log_line("kiln: backend " + r.name + ": " + status_name(r.status) + ": " + r.reason);
 }
 
+void Registry::check_in_children(const std::vector<BackendRecord*>& records) {
+  if (settings_.isolate_timeout_s <= 0) return;
+  std::lock_guard<std::mutex> lock(load_mu_);
+  for (BackendRecord* r : records) check_in_child(*r);
+}
+
+// Everything the CLI will do with the plugin in process, first in a child: load, probe,
+// initialize, count, open every device (props and target are read at open). A backend that does
+// not survive it is `crashed` and no longer pending. Called with load_mu_ held.
+void Registry::check_in_child(BackendRecord& r) {
+  if (!r.pending || r.checked) return;
+  r.checked = true;
+  std::string options = options_to_toml(r.options);
+  ChildOutcome child = run_in_child(
+      [&] {
+        LoadResult l = load_plugin(r.name, r.manifest, r.library, options);
+        for (uint32_t i = 0; l.status == BackendStatus::ok && i < l.device_count; ++i) {
+          try {
+            Device::open(r.name, l.api, i);
+          } catch (...) {  // a clean error: the in-process open reports it
+          }
+        }
+      },
+      settings_.isolate_timeout_s);
+  if (child.ok) return;
+  r.pending = false;
+  r.status = BackendStatus::crashed;
+  r.reason = child.failure + " while probing (loading, probing and opening its devices in a child process); "
+             "`kiln test " + r.manifest + "` shows where, disable it with [backends." + r.name +
+             "] enabled = false in the user config";
+  if (report_debug() >= 1) report(r);
+}
+
 void Registry::load(BackendRecord& r) {
   std::lock_guard<std::mutex> lock(load_mu_);
+  if (settings_.isolate_timeout_s > 0) check_in_child(r);
   if (!r.pending) return;
   r.pending = false;
   std::string options = options_to_toml(r.options);
-  if (settings_.isolate_timeout_s > 0) {
-    // Everything the CLI will do with the plugin in process, first in a child: load, probe,
-    // initialize, count, open every device (props and target are read at open).
-    ChildOutcome child = run_in_child(
-        [&] {
-          LoadResult l = load_plugin(r.name, r.manifest, r.library, options);
-          for (uint32_t i = 0; l.status == BackendStatus::ok && i < l.device_count; ++i) {
-            try {
-              Device::open(r.name, l.api, i);
-            } catch (...) {  // a clean error: the in-process open reports it
-            }
-          }
-        },
-        settings_.isolate_timeout_s);
-    if (!child.ok) {
-      r.status = BackendStatus::crashed;
-      r.reason = child.failure + " while probing (loading, probing and opening its devices in a child process); "
-                 "`kiln test " + r.manifest + "` shows where, disable it with [backends." + r.name +
-                 "] enabled = false in the user config";
-      if (report_debug() >= 1) report(r);
-      return;
-    }
-  }
   LoadResult l = load_plugin(r.name, r.manifest, r.library, options);
   r.status = l.status;
   r.reason = l.reason;
@@ -206,6 +217,9 @@ void Registry::load(BackendRecord& r) {
 
 void Registry::load_all() {
   ensure_discovered();
+  std::vector<BackendRecord*> all;
+  for (BackendRecord& r : backends_) all.push_back(&r);
+  check_in_children(all);
   for (BackendRecord& r : backends_) load(r);
 }
 
@@ -300,6 +314,9 @@ DeviceChoice Registry::best_device() {
     if (r.status != BackendStatus::shadowed && r.name != kNativeCpu) others.push_back(&r);
   std::stable_sort(others.begin(), others.end(),
                    [](const BackendRecord* a, const BackendRecord* b) { return a->priority > b->priority; });
+  std::vector<BackendRecord*> candidates = others;
+  if (BackendRecord* cpu = find_backend(kNativeCpu)) candidates.push_back(cpu);
+  check_in_children(candidates);
   std::string cpu_type;  // the first CPU-type device of another backend
   for (BackendRecord* r : others) {
     load(*r);

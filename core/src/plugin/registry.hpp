@@ -54,6 +54,7 @@ struct BackendRecord {
   std::vector<Diagnostic> diagnostics;  // the manifest's (warnings even when ok)
   const kiln_plugin_api* api = nullptr;  // when ok
   bool pending = false;  // enabled and valid, not loaded yet (status not_loaded until then)
+  bool checked = false;  // tried in a child (Settings::isolate_timeout_s) and survived
 
   bool ok() const { return status == BackendStatus::ok; }
 };
@@ -108,6 +109,12 @@ class Registry {
   void discover();
   void ensure_discovered() { std::call_once(discovered_, [this] { discover(); }); }
   void load(BackendRecord& r);  // loads a pending backend (once; thread-safe)
+  // With isolation: tries each pending backend of `records` in a child before any of them is
+  // loaded in process. A child forked after a backend's runtime started its threads may hang on
+  // a lock one of them held (HSA, CUDA and PoCL do not survive fork), and a working backend
+  // would be reported as crashed.
+  void check_in_children(const std::vector<BackendRecord*>& records);
+  void check_in_child(BackendRecord& r);
   void load_all();
   DeviceChoice best_device();
   int64_t report_debug() const;
