@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "elf64.hpp"
 #include "kit.hpp"
+#include "kiln/sdk/elf64.hpp"
 #include "plugin/host.hpp"
 #include "plugin/manifest.hpp"
 #include "plugin/registry.hpp"
@@ -63,10 +63,10 @@ void exports(Kit& k) {
   std::ostringstream bytes;
   bytes << in.rdbuf();
   std::string image = bytes.str();
-  plugins::Elf64 elf = plugins::Elf64::parse(image, "shared library");
+  sdk::Elf64 elf = sdk::Elf64::parse(image, "shared library");
   std::set<std::string> visible;
   std::string unique;
-  for (const plugins::ElfSymbol& s : elf.symbols) {
+  for (const sdk::ElfSymbol& s : elf.symbols) {
     if (!s.dynamic || s.section == 0) continue;
     if (s.binding == 10) unique += (unique.empty() ? "" : ", ") + s.name;
     bool global = s.binding == 1 || s.binding == 2;
