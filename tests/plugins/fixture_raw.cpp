@@ -61,7 +61,7 @@ kiln_error* open_device(uint32_t, kiln_device**, const kiln_device_api**) {
 std::string g_version = "1.0.0";
 
 kiln_plugin_api g_table = {sizeof(kiln_plugin_api), KILN_ABI_MAJOR, KILN_ABI_MINOR, "raw", "1.0.0", probe, nullptr,
-                           count, open_device, nullptr};
+                           count, open_device, nullptr, nullptr};
 
 }  // namespace
 

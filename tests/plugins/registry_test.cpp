@@ -134,6 +134,28 @@ TEST(Registry, UnknownKeysAreWarningsOnly) {
   EXPECT_CONTAINS(b.diagnostics[1].str(), "unknown_key.toml:9:1: warning: unknown key 'backend.flavour'");
 }
 
+// An option set by the program (`kiln compile --arch` sets offline_arch this way) reaches the
+// plugin's probe through the ABI (probe_with_options), over the manifest's and the config's; a
+// bad one is a config error naming where it was set, and a loaded backend refuses new options.
+TEST(Registry, OptionsSetBeforeLoadingReachTheProbe) {
+  Registry r(only({"hw_option.toml", "good.toml"}));
+  EXPECT_FALSE(r.set_option("ghost", {"hardware", "hardware", "true", "a test"}));
+  ASSERT_TRUE(r.set_option("hw_option", {"hardware", "hardware", "true", "a test"}));
+  const BackendRecord& b = record(r, "hw_option");
+  EXPECT_EQ(b.status, BackendStatus::ok) << b.reason;
+  EXPECT_EQ(b.probe_reason, "fixture hardware named by an option");
+  EXPECT_EQ(r.resolve("hw_option"), "hw_option:0");
+  expect_error([&] { r.set_option("hw_option", {"hardware", "hardware", "false", "a test"}); },
+               ErrorCode::failed_precondition, "backend hw_option is loaded already");
+
+  Registry bad(only({"hw_option_bad.toml"}));
+  ASSERT_TRUE(bad.set_option("hw_option_bad", {"hardware", "hardware", "\"yes\"", "a test"}));
+  const BackendRecord& c = record(bad, "hw_option_bad");
+  EXPECT_EQ(c.status, BackendStatus::config_error);
+  EXPECT_CONTAINS(c.reason, "the plugin rejected its options: option 'hardware'");
+  EXPECT_CONTAINS(c.reason, "(set at a test)");
+}
+
 TEST(Registry, NoBadBackendHidesTheGoodOne) {
   Registry r(only({"syntax_error.toml", "wrong_type.toml", "missing_key.toml", "schema_newer.toml",
                    "missing_library.toml", "abi_major.toml", "no_entry.toml", "unresolved.toml", "unavailable.toml",
