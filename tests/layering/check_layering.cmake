@@ -2,8 +2,9 @@
 #
 # Run as `cmake -DROOT=<source dir> -P check_layering.cmake` (ctest test_layering). Each module of
 # core/src may include only the modules below it; the SDK (headers and renderer library) includes
-# nothing of the core; the core includes the SDK's C headers only, never its C++ layer. A
-# violation names the file, the line and the rule. The lists are the dependency graph itself:
+# nothing of the core; the core includes the SDK's C headers only, never its C++ layer; a plugin
+# includes the SDK, its own files and plugins/common, never the core or another plugin's files.
+# A violation names the file and the rule. The lists are the dependency graph itself:
 # change them only together with the architecture document.
 cmake_minimum_required(VERSION 3.20)
 if(NOT ROOT)
@@ -29,13 +30,19 @@ set(extra_plugin "codegen/target.hpp")
 set(extra_schedule "runtime/buffer.hpp")
 
 set(violations "")
+# module: a core module name, "" for the SDK, "<plugins>" for plugins/*.
 function(check_file file module)
   file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
   file(RELATIVE_PATH rel ${ROOT} ${file})
   foreach(line IN LISTS includes)
     string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]*)\".*" "\\1" header "${line}")
+    if(module STREQUAL "<plugins>")
+      if(header MATCHES "^\\.\\./" AND NOT header MATCHES "^\\.\\./common/")
+        list(APPEND violations "${rel}: includes ${header}: a plugin shares code only through plugins/common")
+      endif()
+    endif()
     if(header MATCHES "^kiln/sdk")
-      if(NOT module STREQUAL "")
+      if(NOT module STREQUAL "" AND NOT module STREQUAL "<plugins>")
         list(APPEND violations "${rel}: includes ${header}: the core includes only the SDK's C headers (kiln/plugin.h, kiln/lir.h)")
       endif()
       continue()
@@ -47,8 +54,8 @@ function(check_file file module)
     if(NOT target_module IN_LIST modules)
       continue()  # kiln/ (public API, SDK C headers) and anything that is not a core module
     endif()
-    if(module STREQUAL "")
-      list(APPEND violations "${rel}: includes ${header}: the SDK depends on nothing in the core")
+    if(module STREQUAL "" OR module STREQUAL "<plugins>")
+      list(APPEND violations "${rel}: includes ${header}: the SDK and the plugins depend on nothing in the core")
     elseif(NOT target_module IN_LIST allowed_${module} AND NOT header IN_LIST extra_${module})
       string(JOIN ", " allowed ${allowed_${module}} ${extra_${module}})
       list(APPEND violations "${rel}: includes ${header}: ${module}/ may include only ${allowed}")
@@ -71,6 +78,12 @@ endforeach()
 file(GLOB_RECURSE sdk_files ${ROOT}/sdk/include/*.hpp ${ROOT}/sdk/include/*.h ${ROOT}/sdk/src/*.cpp)
 foreach(f IN LISTS sdk_files)
   check_file(${f} "")
+  math(EXPR checked "${checked} + 1")
+endforeach()
+
+file(GLOB_RECURSE plugin_files ${ROOT}/plugins/*.cpp ${ROOT}/plugins/*.hpp)
+foreach(f IN LISTS plugin_files)
+  check_file(${f} "<plugins>")
   math(EXPR checked "${checked} + 1")
 endforeach()
 
