@@ -9,8 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "../common/process.hpp"
 #include "kiln/sdk.hpp"
-#include "process.hpp"
 
 namespace kiln::cpu {
 namespace {
@@ -61,7 +61,7 @@ std::vector<std::string> Compiler::command(const std::string& extra_options) con
 std::string Compiler::cache_key() {
   std::lock_guard<std::mutex> lock(key_mu_);
   if (!key_.empty()) return key_;
-  ProcessResult r = run_process({config_.compiler, "--version"}, "", missing_hint(config_.compiler).c_str());
+  plugins::ProcessResult r = plugins::run_process({config_.compiler, "--version"}, "", missing_hint(config_.compiler).c_str());
   if (r.exit_code != 0)
     throw sdk::Error{KILN_STATUS_FAILED_PRECONDITION, config_.compiler + " --version failed:\n" + r.err};
   std::string version = r.out.substr(0, r.out.find('\n'));
@@ -83,7 +83,7 @@ std::string Compiler::compile(const std::string& source, const std::string& entr
     out_path = tmp->path + "/kernel.so";
     argv.insert(argv.end(), {"-shared", "-x", "c", "-", "-o", out_path});
   }
-  ProcessResult r = run_process(argv, source, missing_hint(config_.compiler).c_str());
+  plugins::ProcessResult r = plugins::run_process(argv, source, missing_hint(config_.compiler).c_str());
   log = r.err;
   if (r.exit_code != 0) {
     std::string cmd;

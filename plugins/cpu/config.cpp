@@ -7,8 +7,8 @@ namespace kiln::cpu {
 
 CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
   CpuConfig c;
-  for (const std::string& key : o.unknown_keys({"threads", "compiler", "flags", "binary", "isa"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: threads, compiler, flags, binary, isa)");
+  for (const std::string& key : o.unknown_keys({"threads", "compiler", "flags", "binary", "isa", "offline_arch"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: threads, compiler, flags, binary, isa, offline_arch)");
   int64_t threads = o.get_int("threads", 0);
   if (threads < 0 || threads > 4096)
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,

@@ -10,6 +10,8 @@
 //                                  above the host's compiles but cannot run
 //   binary   = "object"            "object": an ELF object + the in-plugin ELF loader;
 //                                  "shared": clang -shared + dlopen from a memfd (C compilers only)
+//   offline_arch = []              more devices, one per x86-64 level named (after those of
+//                                  KILN_CPU_OFFLINE_ARCH; read in plugin.cpp)
 #pragma once
 #include "compiler.hpp"
 #include "kiln/sdk.hpp"

@@ -22,19 +22,23 @@ bool in_path(const std::string& program) {
   return false;
 }
 
-// KILN_CPU_OFFLINE_ARCH=x86-64-v4,x86-64-v2: devices that compile for those levels (`kiln compile
-// --backend cpu --arch x86-64-v4` sets it). They run kernels only where the host has the level.
-std::vector<std::string> offline_levels() {
+// KILN_CPU_OFFLINE_ARCH=x86-64-v4,x86-64-v2, then the option offline_arch (`kiln compile --backend
+// cpu --arch x86-64-v4` sets it): devices that compile for those levels. They run kernels only
+// where the host has the level.
+std::vector<std::string> offline_levels(const sdk::Options& options) {
   const char* env = std::getenv("KILN_CPU_OFFLINE_ARCH");
-  std::vector<std::string> out;
+  std::vector<std::pair<std::string, std::string>> levels;  // (level, where it was named)
   std::string list = env ? env : "";
   for (char& ch : list)
     if (ch == ',') ch = ' ';
   std::istringstream words(list);
-  for (std::string w; words >> w;) {
+  for (std::string w; words >> w;) levels.emplace_back(w, "KILN_CPU_OFFLINE_ARCH");
+  for (const std::string& w : options.get_strings("offline_arch", {})) levels.emplace_back(w, "option 'offline_arch'");
+  std::vector<std::string> out;
+  for (const auto& [w, where] : levels) {
     if (isa_rank(w) < 2)
-      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "KILN_CPU_OFFLINE_ARCH names '" + w +
-                                                         "'; the cpu backend compiles for x86-64-v2, x86-64-v3 and x86-64-v4"};
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                       where + " names '" + w + "'; the cpu backend compiles for x86-64-v2, x86-64-v3 and x86-64-v4"};
     out.push_back(w);
   }
   return out;
@@ -55,14 +59,14 @@ class CpuPlugin final : public sdk::Plugin {
 
   void initialize(const sdk::Options& options) override {
     config_ = read_config(options, cpu_info());
-    offline_ = offline_levels();
+    offline_ = offline_levels(options);
     if (!config_.compiler.in_process() && !in_path(config_.compiler.compiler))
       sdk::log(KILN_LOG_WARNING, config_.compiler.compiler +
                                      " was not found in PATH: the cpu backend can allocate memory but not compile "
                                      "kernels (install clang-15 or set [backends.cpu.options] compiler)");
   }
 
-  // cpu:0 (option isa), then one device per level of KILN_CPU_OFFLINE_ARCH
+  // cpu:0 (option isa), then one device per offline level
   uint32_t device_count() override { return 1 + static_cast<uint32_t>(offline_.size()); }
 
   std::unique_ptr<sdk::Device> open(uint32_t index) override {

@@ -5,7 +5,7 @@
 
 namespace kiln::hip {
 
-CodeObject parse_code_object(std::string_view bytes) { return plugins::Elf64::parse(bytes, "AMDGPU code object"); }
+CodeObject parse_code_object(std::string_view bytes) { return sdk::Elf64::parse(bytes, "AMDGPU code object"); }
 
 ArgCounts kernel_arg_counts(const CodeObject& co, std::string_view entry) {
   ArgCounts c;

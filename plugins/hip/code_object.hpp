@@ -7,14 +7,14 @@
 #include <cstdint>
 #include <string_view>
 
-#include "../common/elf64.hpp"
+#include "kiln/sdk/elf64.hpp"
 
 namespace kiln::hip {
 
 inline constexpr uint16_t kEmAmdgpu = 224;  // ELF e_machine of AMDGPU code objects
 
-using CodeObject = plugins::Elf64;
-using ElfSymbol = plugins::ElfSymbol;
+using CodeObject = sdk::Elf64;
+using ElfSymbol = sdk::ElfSymbol;
 
 // Parses an ELF64 file; throws sdk::Error{INVALID_ARGUMENT} "not a valid AMDGPU code object: ...".
 CodeObject parse_code_object(std::string_view bytes);

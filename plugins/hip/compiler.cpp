@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "../cpu/process.hpp"
+#include "../common/process.hpp"
 #include "kiln/sdk.hpp"
 
 namespace kiln::hip {
@@ -37,7 +37,7 @@ std::vector<std::string> Compiler::command(const std::string& arch, const std::s
 std::string Compiler::cache_key(const std::string& arch) {
   std::lock_guard<std::mutex> lock(mu_);
   if (version_.empty()) {
-    cpu::ProcessResult r = cpu::run_process({config_.compiler, "--version"}, "", missing_hint(config_.compiler).c_str());
+    plugins::ProcessResult r = plugins::run_process({config_.compiler, "--version"}, "", missing_hint(config_.compiler).c_str());
     if (r.exit_code != 0)
       throw sdk::Error{KILN_STATUS_FAILED_PRECONDITION, config_.compiler + " --version failed:\n" + r.err};
     version_ = r.out.substr(0, r.out.find('\n'));
@@ -48,7 +48,7 @@ std::string Compiler::cache_key(const std::string& arch) {
 std::string Compiler::compile(const std::string& source, const std::string& entries, const std::string& arch,
                               const std::string& extra_options, std::string& log) {
   std::vector<std::string> argv = command(arch, extra_options);
-  cpu::ProcessResult r = cpu::run_process(argv, source, missing_hint(config_.compiler).c_str());
+  plugins::ProcessResult r = plugins::run_process(argv, source, missing_hint(config_.compiler).c_str());
   log = r.err;
   if (r.exit_code != 0 || r.out.size() < 4 || r.out.compare(0, 4, "\x7f" "ELF") != 0) {
     std::string how = r.signal ? "was killed by signal " + std::to_string(r.signal)

@@ -13,8 +13,8 @@ bool valid_arch(const std::string& a);
 
 HipConfig read_config(const sdk::Options& o) {
   HipConfig c;
-  for (const std::string& key : o.unknown_keys({"compiler", "flags", "arch"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: compiler, flags, arch)");
+  for (const std::string& key : o.unknown_keys({"compiler", "flags", "arch", "offline_arch"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: compiler, flags, arch, offline_arch)");
   c.compiler.compiler = o.get_string("compiler", "clang-15");
   if (c.compiler.compiler.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'compiler' is empty"};
   const sdk::OptionValue* flags = o.find("flags");
@@ -58,6 +58,15 @@ std::vector<std::string> offline_archs() {
                                                          "' is not an AMDGPU arch (like gfx90a, gfx1030, gfx1100)"};
     out.push_back(w);
   }
+  return out;
+}
+
+std::vector<std::string> offline_archs(const sdk::Options& o) {
+  std::vector<std::string> out = o.get_strings("offline_arch", {});
+  for (const std::string& a : out)
+    if (!valid_arch(a))
+      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
+                       "option 'offline_arch': '" + a + "' is not an AMDGPU arch (like gfx90a, gfx1030, gfx1100)"};
   return out;
 }
 

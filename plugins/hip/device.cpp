@@ -30,7 +30,7 @@ HipDevice::HipDevice(std::string offline_arch, uint32_t index, const HipConfig& 
 
 [[noreturn]] void HipDevice::offline(const char* what) const {
   throw sdk::Error{KILN_STATUS_UNAVAILABLE, name_ + " is an offline compiler for " + arch_ +
-                                                " (KILN_HIP_OFFLINE_ARCH): it renders and compiles kernels but has no "
+                                                " (an offline target): it renders and compiles kernels but has no "
                                                 "GPU to " + what};
 }
 

@@ -62,20 +62,25 @@ class HipPlugin final : public sdk::Plugin {
   static constexpr const char* plugin_name = "hip";
   static constexpr const char* plugin_version = KILN_HIP_VERSION;
 
-  sdk::Probe probe() override {
+  // Offline targets come from the environment and from the options, so this probe needs them.
+  sdk::Probe probe_with_options(const sdk::Options& options) override {
     gpus_ = scan_gpus();
     try {
       offline_ = offline_archs();
     } catch (const sdk::Error& e) {
       return {0, e.message};
     }
+    std::vector<std::string> from_option = offline_archs(options);  // INVALID_ARGUMENT: a config error
+    offline_.insert(offline_.end(), from_option.begin(), from_option.end());
     std::string offline_text;
     for (const std::string& a : offline_) offline_text += (offline_text.empty() ? "" : ", ") + a;
     if (gpus_.count == 0 && offline_.empty()) return {0, gpus_.reason};
     std::string reason = gpus_.count ? std::to_string(gpus_.count) + (gpus_.count == 1 ? " GPU" : " GPUs") : gpus_.reason;
-    if (!offline_.empty()) reason += "; offline compiler for " + offline_text + " (" + kOfflineArchEnv + ")";
+    if (!offline_.empty())
+      reason += "; offline compiler for " + offline_text + " (" + kOfflineArchEnv + ", option offline_arch)";
     return {gpus_.count ? 3 : 1, reason};
   }
+  sdk::Probe probe() override { return probe_with_options(sdk::Options{}); }
 
   void initialize(const sdk::Options& options) override { config_ = read_config(options); }
 

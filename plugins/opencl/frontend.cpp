@@ -9,7 +9,7 @@
 #include <sstream>
 #include <vector>
 
-#include "../cpu/process.hpp"
+#include "../common/process.hpp"
 
 namespace kiln::opencl {
 
@@ -101,7 +101,7 @@ std::string ClangFrontend::compile(std::string_view source, std::string_view opt
   for (const char* a : {"-c", "-emit-llvm", "-o", "-", "-"}) argv.emplace_back(a);
   std::string hint = "The opencl backend compiles OpenCL C for PoCL with " + clang_ + ": " + install_hint() +
                      ", or let the driver compile the source with frontend = \"driver\"";
-  cpu::ProcessResult r = cpu::run_process(argv, source, hint.c_str());
+  plugins::ProcessResult r = plugins::run_process(argv, source, hint.c_str());
   log = r.err;
   while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
   if (r.exit_code == 0 && !r.out.empty()) return rename_builtins(r.out, renamed_);

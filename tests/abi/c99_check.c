@@ -16,11 +16,11 @@ static kiln_error* c99_device_open(uint32_t index, kiln_device** out_device, con
 }
 
 static const kiln_plugin_api c99_table = {sizeof(kiln_plugin_api), KILN_ABI_MAJOR, KILN_ABI_MINOR, "c99", "0.0.0", NULL,
-                                          NULL, c99_device_count, c99_device_open, NULL};
+                                          NULL, c99_device_count, c99_device_open, NULL, NULL};
 
 const kiln_plugin_api* kiln_c99_table(void);
 const kiln_plugin_api* kiln_c99_table(void) {
   kiln_lir_inst inst = {KILN_LIR_OP_ADD, KILN_LIR_ARG_NONE, 2, 0, {KILN_LIR_DTYPE_FLOAT32, KILN_LIR_ADDR_NONE, 1, 0}, 0, 0};
   (void)inst;
-  return KILN_HAS(&c99_table, kiln_plugin_api, shutdown) ? &c99_table : NULL;
+  return KILN_HAS(&c99_table, kiln_plugin_api, probe_with_options) ? &c99_table : NULL;
 }

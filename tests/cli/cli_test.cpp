@@ -252,6 +252,21 @@ TEST(Cli, CompileTakesCheckedActionLists) {
   EXPECT_CONTAINS(bad.err, "cannot read the action 'UPCAST(0 8)'");
 }
 
+// --arch reaches the backend as the backend option offline_arch (through the ABI, not the
+// environment): the cpu backend adds a device for that x86-64 level, and a level it does not know
+// is a config error that says where the option came from.
+TEST(Cli, CompileArchIsABackendOption) {
+  CliResult ok = run_kiln({"compile", "--backend", "cpu", "--arch", "x86-64-v2", "--workload", "elementwise", "--json"},
+                          {{"KILN_CACHE_DIR", "off"}});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_CONTAINS(ok.out, "\"device\": \"cpu:1\"");
+  EXPECT_CONTAINS(ok.out, "\"arch\": \"x86-64-v2\"");
+  CliResult bad = run_kiln({"compile", "--backend", "cpu", "--arch", "x86-64-v9", "--workload", "elementwise"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_CONTAINS(bad.err, "option 'offline_arch' names 'x86-64-v9'");
+  EXPECT_CONTAINS(bad.err, "(set at kiln compile --arch)");
+}
+
 // Issue 13: each of these used to be unclear (a missing option name, rc 1, nothing on stdout).
 TEST(Cli, ErrorsSayWhatToDoAndJsonStaysValid) {
   CliResult missing = run_kiln({"info"});

@@ -12,7 +12,7 @@
 #include "golden.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "support/env.hpp"
 #include "symbolic/interpret.hpp"
 

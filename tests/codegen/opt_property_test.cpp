@@ -21,7 +21,7 @@
 #include "kiln/kiln.hpp"
 #include "llvm_ir.hpp"
 #include "opencl_c.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "runtime/program_cache.hpp"
 
 using namespace kiln;

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "../cpu/process.hpp"
+#include "../common/process.hpp"
 #include "error_check.hpp"
 #include "frontend.hpp"
 #include "pocl_names.hpp"
@@ -46,7 +46,7 @@ TEST(OpenclFrontend, BuiltinCallsAreRenamedAsPoclsFrontEndWould) {
       "  size_t i = get_group_id(0);\n"
       "  vstore8(sqrt(vload8(i, a)), i, a);\n"
       "}\n";
-  kiln::cpu::ProcessResult clang = kiln::cpu::run_process(
+  kiln::plugins::ProcessResult clang = kiln::plugins::run_process(
       {"clang-15", "-x", "cl", "-cl-std=CL1.2", "-target", "x86_64-pc-linux-gnu", "-c", "-emit-llvm", "-o", "-", "-"},
       source, "clang-15 is needed (apt-get install clang-15)");
   ASSERT_EQ(clang.exit_code, 0) << clang.err;

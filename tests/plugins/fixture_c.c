@@ -17,7 +17,7 @@ static kiln_error* open_device(uint32_t index, kiln_device** out, const kiln_dev
   return NULL;
 }
 static const kiln_plugin_api table = {sizeof(kiln_plugin_api), 1u, 0u, "abi_major", "1.0.0", NULL, NULL, count,
-                                      open_device, NULL};
+                                      open_device, NULL, NULL};
 KILN_EXPORT kiln_status kiln_plugin_entry(kiln_entry_args* args) {
   args->plugin = &table;
   return args->host_abi_major == 1u ? KILN_STATUS_OK : KILN_STATUS_INCOMPATIBLE_ABI;

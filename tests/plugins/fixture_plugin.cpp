@@ -2,7 +2,8 @@
 //
 // One source, several libraries (FIXTURE_KIND):
 //   GOOD         "good": 2 devices, host memory, a toy compiler/runtime/renderer (below)
-//   UNAVAILABLE  "unavailable": probe says score 0 with a reason
+//   UNAVAILABLE  "unavailable": probe says score 0 with a reason, unless the option `hardware = true`
+//                names some (probe_with_options: options that make a backend usable)
 //   PROBE_ERROR  "probe_error": probe throws std::runtime_error
 //   BAD_OPTIONS  "bad_options": initialize rejects a non-integer `threads` option
 //   THROWING     "throwing": every device slot throws a different kind of exception
@@ -155,6 +156,12 @@ class FixturePlugin final : public sdk::Plugin {
     return {5, "fixture ready"};
 #endif
   }
+#if FIXTURE_KIND == UNAVAILABLE
+  sdk::Probe probe_with_options(const sdk::Options& options) override {
+    if (options.get_bool("hardware", false)) return {5, "fixture hardware named by an option"};
+    return probe();
+  }
+#endif
   void initialize(const sdk::Options& options) override {
     g_greeting = options.get_string("greeting", "hello");
 #if FIXTURE_KIND == BAD_OPTIONS

@@ -74,8 +74,8 @@ kiln_error* open_device(uint32_t, kiln_device**, const kiln_device_api**) {
 
 std::string g_version = "1.0.0";
 
-kiln_plugin_api g_table = {sizeof(kiln_plugin_api), KILN_ABI_MAJOR, KILN_ABI_MINOR, FIXTURE_RAW_NAME, "1.0.0", probe, nullptr,
-                           count, open_device, nullptr};
+kiln_plugin_api g_table = {sizeof(kiln_plugin_api), KILN_ABI_MAJOR, KILN_ABI_MINOR, FIXTURE_RAW_NAME, "1.0.0", probe,
+                           nullptr, count, open_device, nullptr, nullptr};
 
 }  // namespace
 

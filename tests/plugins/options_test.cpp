@@ -6,6 +6,7 @@
 
 #include "kiln/sdk/options.hpp"
 #include "plugin/diagnostic.hpp"
+#include "support/text.hpp"
 
 namespace kiln {
 namespace {
@@ -89,6 +90,24 @@ TEST(Options, HostTextRoundTripsThroughTheSdkParser) {
   EXPECT_EQ(o.get_string("compiler", ""), "clang-16");
   EXPECT_FALSE(o.has("compiler.path"));
   EXPECT_EQ(o.find("odd key")->array.at(1).string, "two");
+}
+
+// quote() (support/text.hpp) is the one escaper: the core's TOML strings, the CLI's JSON strings
+// and the conformance kit's pipe. What it writes, the SDK's reader reads back byte for byte.
+TEST(Options, QuotedTextRoundTripsThroughTheSdkParser) {
+  std::string every_control;
+  for (int c = 0; c < 0x20; ++c) every_control += static_cast<char>(c);
+  every_control += '\x7f';
+  const std::string cases[] = {"", "plain", "say \"hi\"", "C:\\path\\", "tab\tnew\nline\r", every_control,
+                               "\xc3\xa9t\xc3\xa9 \xf0\x9f\x94\xa5", "a = 1 # not a comment"};
+  for (const std::string& text : cases) {
+    std::string q = quote(text);
+    EXPECT_EQ(q.find_first_of("\n\t"), std::string::npos) << q;  // one line, one field
+    EXPECT_EQ(sdk::Options::parse("v = " + q).get_string("v", "?"), text) << q;
+  }
+  EXPECT_EQ(quote("\x1b[31m\b\f\x7f"), "\"\\u001b[31m\\b\\f\\u007f\"");
+  // malformed UTF-8 (a stray continuation byte, a cut-off sequence) becomes U+FFFD
+  EXPECT_EQ(quote("a\x80" "b\xe2\x82"), "\"a\\ufffdb\\ufffd\\ufffd\"");
 }
 
 }  // namespace

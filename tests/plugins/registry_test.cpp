@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -56,27 +58,70 @@ TEST(Registry, GoodPluginLoadsProbesAndCountsDevices) {
   EXPECT_TRUE(b.diagnostics.empty());
 }
 
-TEST(Registry, SyntaxErrorIsAConfigErrorWithPosition) {
-  Registry r(only({"syntax_error.toml"}));
-  const BackendRecord& b = record(r, "syntax_error");  // named after the file: the name was unreadable
-  EXPECT_EQ(b.status, BackendStatus::config_error);
-  EXPECT_CONTAINS(b.reason, manifest("syntax_error.toml") + ":2:");
-  EXPECT_CONTAINS(b.reason, ": error: ");
+// One bad manifest or plugin each: the status it gets and the reason shown for it. A row names the
+// fixture manifest (which is also the case's name in a failure), the backend, the status, text
+// the reason must contain (or equal, when `exact`), and any further checks of the record.
+struct BadBackend {
+  std::string manifest, backend;
+  BackendStatus status;
+  std::vector<std::string> reason;  // each must appear in the reason (exact: the one reason)
+  bool exact = false;
+  std::function<void(Registry&, const BackendRecord&)> also = nullptr;
+};
+
+std::vector<BadBackend> bad_backends() {
+  return {
+      // manifests that do not validate: config-error with the file's position
+      {"syntax_error.toml", "syntax_error",  // named after the file: the name was unreadable
+       BackendStatus::config_error, {manifest("syntax_error.toml") + ":2:", ": error: "}},
+      {"wrong_type.toml", "wrong_type", BackendStatus::config_error,
+       {manifest("wrong_type.toml") + ":6:12: error: backend.priority must be an integer, got string"}, true},
+      {"missing_key.toml", "missing_key", BackendStatus::config_error, {"missing required key backend.library"}},
+      {"schema_newer.toml", "schema_newer", BackendStatus::config_error,
+       {"schema_newer.toml:1:10: error: manifest schema 2 is newer than this kiln supports (1)"}},
+      // libraries that do not load
+      {"missing_library.toml", "missing_library", BackendStatus::load_error, {"does not exist"}, false,
+       [](Registry&, const BackendRecord& b) {
+         EXPECT_EQ(b.library_path, manifest("lib/libdoes_not_exist.so"));  // relative to the manifest
+       }},
+      {"missing_soname.toml", "missing_soname", BackendStatus::load_error,
+       {"libkiln_fixture_does_not_exist.so.7: cannot open shared object file"}},
+      {"abi_major.toml", "abi_major", BackendStatus::abi_mismatch, {"plugin built for ABI 1.0; this core supports 0.1"},
+       false, [](Registry&, const BackendRecord& b) { EXPECT_EQ(b.plugin_abi, "1.0"); }},
+      {"no_entry.toml", "no_entry", BackendStatus::load_error, {"does not export kiln_plugin_entry"}},
+      {"unresolved.toml", "unresolved", BackendStatus::load_error, {"undefined symbol: kiln_fixture_function_nobody_defines"}},
+      {"impostor.toml", "impostor", BackendStatus::load_error, {"is the plugin 'good'"}},
+      // plugins that load and say no (a throwing probe is an error, not a crash)
+      {"unavailable.toml", "unavailable", BackendStatus::unavailable, {"no fixture hardware here"}, true,
+       [](Registry& r, const BackendRecord&) { EXPECT_TRUE(r.devices().empty()); }},
+      {"probe_error.toml", "probe_error", BackendStatus::unavailable, {"probe failed: the probe exploded"}, true},
+      {"bad_options.toml", "bad_options", BackendStatus::config_error, {"option 'threads' must be an integer, got string"}},
+      // not loaded at all
+      {"disabled.toml", "disabled", BackendStatus::disabled, {}, false,
+       [](Registry&, const BackendRecord& b) { EXPECT_TRUE(b.library_path.empty()); }},
+  };
 }
 
-TEST(Registry, WrongTypeNamesKeyTypeAndPosition) {
-  Registry r(only({"wrong_type.toml"}));
-  const BackendRecord& b = record(r, "wrong_type");
-  EXPECT_EQ(b.status, BackendStatus::config_error);
-  EXPECT_EQ(b.reason, manifest("wrong_type.toml") + ":6:12: error: backend.priority must be an integer, got string");
+void PrintTo(const BadBackend& c, std::ostream* os) { *os << c.manifest; }  // failures name the row
+
+class RegistryBadBackend : public ::testing::TestWithParam<BadBackend> {};
+
+TEST_P(RegistryBadBackend, GetsItsStatusAndReason) {
+  const BadBackend& c = GetParam();
+  Registry r(only({c.manifest}));
+  const BackendRecord& b = record(r, c.backend);
+  EXPECT_EQ(b.status, c.status) << status_name(b.status) << ": " << b.reason;
+  if (c.exact) {
+    ASSERT_EQ(c.reason.size(), 1u);
+    EXPECT_EQ(b.reason, c.reason[0]);
+  } else {
+    for (const std::string& part : c.reason) EXPECT_CONTAINS(b.reason, part);
+  }
+  if (c.also) c.also(r, b);
 }
 
-TEST(Registry, MissingRequiredKey) {
-  Registry r(only({"missing_key.toml"}));
-  const BackendRecord& b = record(r, "missing_key");
-  EXPECT_EQ(b.status, BackendStatus::config_error);
-  EXPECT_CONTAINS(b.reason, "missing required key backend.library");
-}
+INSTANTIATE_TEST_SUITE_P(Registry, RegistryBadBackend, ::testing::ValuesIn(bad_backends()),
+                         [](const ::testing::TestParamInfo<BadBackend>& info) { return info.param.backend; });
 
 TEST(Registry, UnknownKeysAreWarningsOnly) {
   Registry r(only({"unknown_key.toml"}));
@@ -89,84 +134,26 @@ TEST(Registry, UnknownKeysAreWarningsOnly) {
   EXPECT_CONTAINS(b.diagnostics[1].str(), "unknown_key.toml:9:1: warning: unknown key 'backend.flavour'");
 }
 
-TEST(Registry, NewerSchemaIsRejected) {
-  Registry r(only({"schema_newer.toml"}));
-  const BackendRecord& b = record(r, "schema_newer");
-  EXPECT_EQ(b.status, BackendStatus::config_error);
-  EXPECT_CONTAINS(b.reason, "schema_newer.toml:1:10: error: manifest schema 2 is newer than this kiln supports (1)");
-}
+// An option set by the program (`kiln compile --arch` sets offline_arch this way) reaches the
+// plugin's probe through the ABI (probe_with_options), over the manifest's and the config's; a
+// bad one is a config error naming where it was set, and a loaded backend refuses new options.
+TEST(Registry, OptionsSetBeforeLoadingReachTheProbe) {
+  Registry r(only({"hw_option.toml", "good.toml"}));
+  EXPECT_FALSE(r.set_option("ghost", {"hardware", "hardware", "true", "a test"}));
+  ASSERT_TRUE(r.set_option("hw_option", {"hardware", "hardware", "true", "a test"}));
+  const BackendRecord& b = record(r, "hw_option");
+  EXPECT_EQ(b.status, BackendStatus::ok) << b.reason;
+  EXPECT_EQ(b.probe_reason, "fixture hardware named by an option");
+  EXPECT_EQ(r.resolve("hw_option"), "hw_option:0");
+  expect_error([&] { r.set_option("hw_option", {"hardware", "hardware", "false", "a test"}); },
+               ErrorCode::failed_precondition, "backend hw_option is loaded already");
 
-TEST(Registry, MissingLibraryFile) {
-  Registry r(only({"missing_library.toml"}));
-  const BackendRecord& b = record(r, "missing_library");
-  EXPECT_EQ(b.status, BackendStatus::load_error);
-  EXPECT_EQ(b.library_path, manifest("lib/libdoes_not_exist.so"));  // relative to the manifest
-  EXPECT_CONTAINS(b.reason, "does not exist");
-}
-
-TEST(Registry, MissingSonameKeepsDlerrorText) {
-  Registry r(only({"missing_soname.toml"}));
-  const BackendRecord& b = record(r, "missing_soname");
-  EXPECT_EQ(b.status, BackendStatus::load_error);
-  EXPECT_CONTAINS(b.reason, "libkiln_fixture_does_not_exist.so.7: cannot open shared object file");
-}
-
-TEST(Registry, PluginForAnotherAbiMajorIsExplained) {
-  Registry r(only({"abi_major.toml"}));
-  const BackendRecord& b = record(r, "abi_major");
-  EXPECT_EQ(b.status, BackendStatus::abi_mismatch);
-  EXPECT_EQ(b.plugin_abi, "1.0");
-  EXPECT_CONTAINS(b.reason, "plugin built for ABI 1.0; this core supports 0.1");
-}
-
-TEST(Registry, LibraryWithoutEntrySymbol) {
-  Registry r(only({"no_entry.toml"}));
-  const BackendRecord& b = record(r, "no_entry");
-  EXPECT_EQ(b.status, BackendStatus::load_error);
-  EXPECT_CONTAINS(b.reason, "does not export kiln_plugin_entry");
-}
-
-TEST(Registry, UnresolvedSymbolFailsAtLoadTime) {
-  Registry r(only({"unresolved.toml"}));
-  const BackendRecord& b = record(r, "unresolved");
-  EXPECT_EQ(b.status, BackendStatus::load_error);
-  EXPECT_CONTAINS(b.reason, "undefined symbol: kiln_fixture_function_nobody_defines");
-}
-
-TEST(Registry, ProbeSaysUnavailable) {
-  Registry r(only({"unavailable.toml"}));
-  const BackendRecord& b = record(r, "unavailable");
-  EXPECT_EQ(b.status, BackendStatus::unavailable);
-  EXPECT_EQ(b.reason, "no fixture hardware here");
-  EXPECT_TRUE(r.devices().empty());
-}
-
-TEST(Registry, ThrowingProbeBecomesAnErrorNotACrash) {
-  Registry r(only({"probe_error.toml"}));
-  const BackendRecord& b = record(r, "probe_error");
-  EXPECT_EQ(b.status, BackendStatus::unavailable);
-  EXPECT_EQ(b.reason, "probe failed: the probe exploded");
-}
-
-TEST(Registry, RejectedOptionsAreAConfigError) {
-  Registry r(only({"bad_options.toml"}));
-  const BackendRecord& b = record(r, "bad_options");
-  EXPECT_EQ(b.status, BackendStatus::config_error);
-  EXPECT_CONTAINS(b.reason, "option 'threads' must be an integer, got string");
-}
-
-TEST(Registry, LibraryOfAnotherBackendName) {
-  Registry r(only({"impostor.toml"}));
-  const BackendRecord& b = record(r, "impostor");
-  EXPECT_EQ(b.status, BackendStatus::load_error);
-  EXPECT_CONTAINS(b.reason, "is the plugin 'good'");
-}
-
-TEST(Registry, DisabledManifestIsNotLoaded) {
-  Registry r(only({"disabled.toml"}));
-  const BackendRecord& b = record(r, "disabled");
-  EXPECT_EQ(b.status, BackendStatus::disabled);
-  EXPECT_TRUE(b.library_path.empty());
+  Registry bad(only({"hw_option_bad.toml"}));
+  ASSERT_TRUE(bad.set_option("hw_option_bad", {"hardware", "hardware", "\"yes\"", "a test"}));
+  const BackendRecord& c = record(bad, "hw_option_bad");
+  EXPECT_EQ(c.status, BackendStatus::config_error);
+  EXPECT_CONTAINS(c.reason, "the plugin rejected its options: option 'hardware'");
+  EXPECT_CONTAINS(c.reason, "(set at a test)");
 }
 
 TEST(Registry, NoBadBackendHidesTheGoodOne) {
@@ -237,20 +224,41 @@ TEST(Registry, ConfigAliasesDefaultsOptionsAndUnknownBackends) {
   EXPECT_CONTAINS(all, "config_ok.toml:12:1: warning: unknown key 'backends.good.mystery'");
 }
 
-TEST(Registry, InvalidConfigIsIgnoredAsAWhole) {
-  Registry r(only({"good.toml"}, "config_wrong_type.toml"));
-  EXPECT_FALSE(r.config().ok());
-  EXPECT_CONTAINS(r.config().diagnostics.at(0).str(),
-                  "config_wrong_type.toml:2:11: error: devices.default must be a string, got integer");
-  EXPECT_EQ(r.default_device(), "good:0");
+// A user config that cannot be used is ignored as a whole, with its first problem positioned,
+// and the backends work as without it. A row names the config fixture (the case's name).
+struct BadConfig {
+  std::string config;
+  std::string first_problem;  // must appear in the first diagnostic
+  std::function<void(Registry&)> also;
+};
+
+std::vector<BadConfig> bad_configs() {
+  return {
+      {"config_wrong_type.toml", "config_wrong_type.toml:2:11: error: devices.default must be a string, got integer",
+       [](Registry& r) { EXPECT_EQ(r.default_device(), "good:0"); }},
+      {"config_syntax.toml", "config_syntax.toml:1:",
+       [](Registry& r) { EXPECT_EQ(record(r, "good").status, BackendStatus::ok); }},
+      {"no_such_config.toml", "KILN_CONFIG does not exist", nullptr},  // named explicitly, so an error
+  };
 }
 
-TEST(Registry, ConfigSyntaxError) {
-  Registry r(only({"good.toml"}, "config_syntax.toml"));
+void PrintTo(const BadConfig& c, std::ostream* os) { *os << c.config; }
+
+class RegistryBadConfig : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(RegistryBadConfig, IsIgnoredAsAWhole) {
+  const BadConfig& c = GetParam();
+  Registry r(only({"good.toml"}, c.config));
   EXPECT_FALSE(r.config().ok());
-  EXPECT_CONTAINS(r.config().diagnostics.at(0).str(), "config_syntax.toml:1:");
-  EXPECT_EQ(record(r, "good").status, BackendStatus::ok);
+  ASSERT_FALSE(r.config().diagnostics.empty());
+  EXPECT_CONTAINS(r.config().diagnostics.at(0).str(), c.first_problem);
+  if (c.also) c.also(r);
 }
+
+INSTANTIATE_TEST_SUITE_P(Registry, RegistryBadConfig, ::testing::ValuesIn(bad_configs()),
+                         [](const ::testing::TestParamInfo<BadConfig>& info) {
+                           return info.param.config.substr(0, info.param.config.find('.'));
+                         });
 
 TEST(Registry, ConfigDisablesABackend) {
   Registry r(only({"good.toml"}, "config_disable.toml"));
@@ -258,12 +266,6 @@ TEST(Registry, ConfigDisablesABackend) {
   EXPECT_EQ(b.status, BackendStatus::disabled);
   EXPECT_CONTAINS(b.reason, "config_disable.toml:2:11");
   expect_error([&] { r.default_device(); }, ErrorCode::not_found, "no usable device");
-}
-
-TEST(Registry, ExplicitConfigThatDoesNotExist) {
-  Registry r(only({"good.toml"}, "no_such_config.toml"));
-  EXPECT_FALSE(r.config().ok());
-  EXPECT_CONTAINS(r.config().diagnostics.at(0).str(), "KILN_CONFIG does not exist");
 }
 
 TEST(Registry, KilnDeviceBeatsConfigDefault) {

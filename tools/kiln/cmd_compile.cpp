@@ -2,16 +2,13 @@
 // without running them (so also for targets this machine cannot run).
 //
 // The device is --device D, or --backend B with an optional --arch A: the device of B whose arch
-// is A. When no device of B has that arch, the backend is asked for an offline target through the
-// environment convention KILN_<B>_OFFLINE_ARCH=A (set before discovery; the hip backend implements
-// it), which is how `kiln compile --backend hip --arch gfx1100` works on a machine without an AMD
-// GPU. The input is one of the bench workloads (every kernel of it) or a source file in the
+// is A. The backend is also asked for an offline target of that arch, through its backend option
+// offline_arch (set for this run before the plugin loads; the hip and cpu backends implement it),
+// which is how `kiln compile --backend hip --arch gfx1100` works on a machine without an AMD GPU. The input is one of the bench workloads (every kernel of it) or a source file in the
 // backend's own language. With -o, the sources and binaries are written to a directory (workload)
 // or a file (--source).
-#include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -24,18 +21,12 @@
 #include "runtime/device_alloc.hpp"
 #include "runtime/program_cache.hpp"
 #include "support/check.hpp"
+#include "support/text.hpp"
 #include "workloads.hpp"
 
 namespace kiln::cli {
 
 namespace {
-
-std::string upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  for (char& c : s)
-    if (c == '-') c = '_';
-  return s;
-}
 
 std::string source_extension(const std::string& format) {
   if (format == "c") return ".c";
@@ -88,7 +79,7 @@ int run_compile(const std::vector<std::string>& args) {
   po::options_description options("kiln compile options");
   options.add_options()("device", po::value<std::string>(), "compile for this device (e.g. opencl:0)")(
       "backend", po::value<std::string>(), "compile for a device of this backend (with --arch: of that arch)")(
-      "arch", po::value<std::string>(), "the target arch, e.g. gfx1100 (offline targets through KILN_<BACKEND>_OFFLINE_ARCH)")(
+      "arch", po::value<std::string>(), "the target arch, e.g. gfx1100 (offline targets through the backend option offline_arch)")(
       "workload", po::value<std::string>(), "every kernel of a `kiln bench` workload")(
       "source", po::value<std::string>(), "a source file in the backend's language (with --entry)")(
       "entry", po::value<std::string>(), "the kernel function of --source")(
@@ -122,14 +113,12 @@ int run_compile(const std::vector<std::string>& args) {
   }
 
   std::string arch = vm.count("arch") ? vm["arch"].as<std::string>() : "";
-  if (!arch.empty()) {
-    // before discovery: the backend reads it when it is probed; archs already listed there stay
-    std::string var = "KILN_" + upper(vm["backend"].as<std::string>()) + "_OFFLINE_ARCH";
-    const char* listed = std::getenv(var.c_str());
-    std::string value = listed && *listed ? std::string(listed) + "," + arch : arch;
-    setenv(var.c_str(), value.c_str(), 1);
-  }
   Registry& registry = Registry::get();
+  // before the backend loads: it reads the option when it is probed; an unknown backend is
+  // reported by pick_device
+  if (!arch.empty())
+    registry.set_option(vm["backend"].as<std::string>(),
+                        {"offline_arch", "offline_arch", "[" + quote(arch) + "]", "kiln compile --arch"});
   std::string device_name =
       vm.count("device") ? registry.resolve(vm["device"].as<std::string>()) : pick_device(registry, vm["backend"].as<std::string>(), arch);
   std::shared_ptr<Device> dev = runtime::open_device(device_name);

@@ -43,10 +43,6 @@ class Json {
   std::variant<std::nullptr_t, bool, int64_t, uint64_t, double, std::string, Array, Object> v_;
 };
 
-// Bytes of the well-formed UTF-8 character starting at s[i]; 0 when it is malformed (a stray
-// continuation byte, an overlong form, a surrogate, past U+10FFFF or cut off).
-size_t utf8_char_length(std::string_view s, size_t i);
-
 // `s` fit for a terminal: control characters (escape sequences, newlines) and bytes that are not
 // UTF-8 become \xNN. Strings that come from plugins go through this before they are printed.
 std::string terminal_safe(std::string_view s);

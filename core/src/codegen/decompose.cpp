@@ -14,7 +14,7 @@
 #include "codegen/passes.hpp"
 #include "codegen/transcendental.hpp"
 #include "ir/traverse.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "rewrite/graph_rewrite.hpp"
 #include "symbolic/bounds.hpp"
 #include "symbolic/symbolic.hpp"

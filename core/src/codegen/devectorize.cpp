@@ -6,7 +6,7 @@
 // lane itself, so nothing vector-shaped remains.
 #include "codegen/passes.hpp"
 #include "ir/traverse.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "rewrite/graph_rewrite.hpp"
 #include "symbolic/symbolic.hpp"
 

@@ -8,7 +8,7 @@
 #include "codegen/opt.hpp"
 #include "codegen/passes.hpp"
 #include "ir/traverse.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "support/check.hpp"
 
 namespace kiln {

@@ -9,7 +9,7 @@
 
 #include "codegen/opt.hpp"
 #include "ir/traverse.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "support/env.hpp"
 
 namespace kiln {

@@ -6,7 +6,7 @@
 
 #include "ir/print.hpp"
 #include "ir/traverse.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "symbolic/symbolic.hpp"

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "codegen/opt.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 
 namespace kiln {
 

@@ -8,7 +8,7 @@
 
 #include "ir/uop_access.hpp"
 #include "ir/traverse.hpp"
-#include "plugin/device.hpp"
+#include "codegen/target.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/flat_map.hpp"

@@ -1,4 +1,4 @@
-// plugin/device.hpp - an open plugin device, as the runtime and codegen use it.
+// plugin/device.hpp - an open plugin device, as the runtime uses it.
 //
 // A Device wraps one kiln_device and its tables. Every failure a plugin reports becomes a
 // kiln::Error with the plugin's code and a message prefixed by the device name ("cpu:0: ...").
@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/target.hpp"
 #include "kiln/error.hpp"
 #include "kiln/plugin.h"
 
@@ -24,20 +25,6 @@ struct DeviceProps {
   std::string name, description, arch, features;
   uint32_t kind = KILN_DEVICE_KIND_CPU, flags = 0, compute_units = 0;
   uint64_t memory_total = 0, memory_free = 0;
-};
-
-// Copied from kiln_target when the device is opened: what the code generator may emit.
-struct Target {
-  uint32_t flags = 0, threads = 1, global_max[3] = {1, 1, 1}, local_max[3] = {1, 1, 1}, local_prod_max = 1,
-           max_vector_width = 1;
-  uint64_t shared_max = 0;
-  uint32_t dtypes = 0;  // bit KILN_LIR_DTYPE_x
-  uint64_t ops[2] = {0, 0};  // bit KILN_LIR_OP_x
-  std::string source_format;
-
-  bool has(uint32_t flag) const { return (flags & flag) == flag; }
-  bool supports_op(uint32_t lir_op) const { return lir_op < 128 && (ops[lir_op / 64] >> (lir_op % 64)) & 1; }
-  bool supports_dtype(uint32_t lir_dtype) const { return lir_dtype < 32 && (dtypes >> lir_dtype) & 1; }
 };
 
 class Device;

@@ -182,12 +182,27 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
     r.reason = "the plugin table has no device_count/device_open slot";
     return r;
   }
-  if (api->probe) {
+  // A slot that read the options and returns INVALID_ARGUMENT rejected them: a config error.
+  auto failed = [&](kiln_error* e, const char* step, bool read_options) {
+    bool bad_options = read_options && e->code == KILN_STATUS_INVALID_ARGUMENT;
+    r.status = bad_options ? BackendStatus::config_error : BackendStatus::unavailable;
+    r.reason = (bad_options ? std::string("the plugin rejected its options: ") : step + std::string(" failed: ")) +
+               take_error_message(e);
+  };
+  // probe_with_options (when the plugin has it) sees the options initialize will get, so an
+  // option can make a backend usable here (offline targets).
+  bool with_options = KILN_HAS(api, kiln_plugin_api, probe_with_options) && api->probe_with_options;
+  if (with_options || api->probe) {
     StringSink reason;
     int32_t score = 0;
-    if (kiln_error* e = plugin_call("probe", [&] { return api->probe(&score, reason.sink()); })) {
-      r.status = BackendStatus::unavailable;
-      r.reason = "probe failed: " + take_error_message(e);
+    kiln_error* e = with_options ? plugin_call("probe_with_options",
+                                               [&] {
+                                                 return api->probe_with_options(options_toml.data(), options_toml.size(),
+                                                                                &score, reason.sink());
+                                               })
+                                 : plugin_call("probe", [&] { return api->probe(&score, reason.sink()); });
+    if (e) {
+      failed(e, "probe", with_options);
       return r;
     }
     r.probe_score = score;
@@ -203,9 +218,7 @@ LoadResult load_uncached(const std::string& backend, const std::string& manifest
   if (api->initialize) {
     if (kiln_error* e =
             plugin_call("initialize", [&] { return api->initialize(options_toml.data(), options_toml.size()); })) {
-      bool bad_options = e->code == KILN_STATUS_INVALID_ARGUMENT;
-      r.status = bad_options ? BackendStatus::config_error : BackendStatus::unavailable;
-      r.reason = (bad_options ? "the plugin rejected its options: " : "initialize failed: ") + take_error_message(e);
+      failed(e, "initialize", true);
       return r;
     }
   }

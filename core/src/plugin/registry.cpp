@@ -23,6 +23,18 @@ const std::vector<BackendRecord>& Registry::backends() {
   return backends_;
 }
 
+bool Registry::set_option(std::string_view backend, OptionEntry option) {
+  ensure_discovered();
+  std::lock_guard<std::mutex> lock(load_mu_);
+  BackendRecord* r = find_backend(backend);
+  if (!r) return false;
+  if (r->api)
+    fail(ErrorCode::failed_precondition, "backend ", r->name, " is loaded already; option ", option.key,
+         " (", option.origin, ") would not reach it");
+  r->options = merge_options(std::move(r->options), {std::move(option)});
+  return true;
+}
+
 const std::vector<BackendRecord>& Registry::known_backends() {
   ensure_discovered();
   return backends_;

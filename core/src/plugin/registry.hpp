@@ -91,6 +91,13 @@ class Registry {
   DeviceChoice default_choice();  // never throws; device empty when there is none
   std::vector<std::string> devices();  // every usable device, in discovery order (loads every backend)
 
+  // Sets one of a backend's options for this process, over the manifest's and the user config's
+  // (`kiln compile --arch A` gives offline_arch this way); option.origin says where it came from.
+  // The plugin receives it when it loads, so set it before anything needs the backend: throws
+  // kiln::Error (failed_precondition) once the backend is loaded. False when no backend has
+  // that name.
+  bool set_option(std::string_view backend, OptionEntry option);
+
   const std::vector<BackendRecord>& backends();  // discovery order, shadowed entries included (loads every backend)
   const BackendRecord* backend(std::string_view name);  // the winning record for a name (loads that backend)
   // The records as they stand, loading nothing more: backends nothing has needed yet are

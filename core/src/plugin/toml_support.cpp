@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "support/text.hpp"
+
 namespace kiln {
 
 void diagnose(std::vector<Diagnostic>& diags, const std::string& file, const toml::source_region& where,
@@ -51,30 +53,6 @@ void warn_unknown_keys(const toml::table& table, std::initializer_list<std::stri
 }
 
 namespace {
-
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string float_text(double v) {
   if (std::isnan(v)) return "nan";

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "elf64.hpp"
 #include "kit.hpp"
+#include "kiln/sdk/elf64.hpp"
 #include "plugin/host.hpp"
 #include "plugin/manifest.hpp"
 #include "plugin/registry.hpp"
@@ -63,10 +63,10 @@ void exports(Kit& k) {
   std::ostringstream bytes;
   bytes << in.rdbuf();
   std::string image = bytes.str();
-  plugins::Elf64 elf = plugins::Elf64::parse(image, "shared library");
+  sdk::Elf64 elf = sdk::Elf64::parse(image, "shared library");
   std::set<std::string> visible;
   std::string unique;
-  for (const plugins::ElfSymbol& s : elf.symbols) {
+  for (const sdk::ElfSymbol& s : elf.symbols) {
     if (!s.dynamic || s.section == 0) continue;
     if (s.binding == 10) unique += (unique.empty() ? "" : ", ") + s.name;
     bool global = s.binding == 1 || s.binding == 2;
@@ -119,18 +119,25 @@ void table(Kit& k) {
   require(a->device_count && a->device_open, "device_count and device_open are required slots");
 }
 
-// probe() is cheap (no contexts, no device memory): well under the limit, with a one-line reason.
+// The probe is cheap (no contexts, no device memory): well under the limit, with a one-line
+// reason. The slot tested is the one the host calls: probe_with_options (with the backend's
+// options) when the plugin has it, else probe.
 void probe(Kit& k) {
   require(k.api != nullptr, "no plugin table");
-  if (!k.api->probe) throw Skip{"the plugin has no probe slot"};
+  bool with_options = KILN_HAS(k.api, kiln_plugin_api, probe_with_options) && k.api->probe_with_options;
+  if (!with_options && !k.api->probe) throw Skip{"the plugin has no probe slot"};
+  const char* slot = with_options ? "probe_with_options" : "probe";
+  const BackendRecord* r = Registry::get().backend(k.backend);
+  std::string options = r ? options_to_toml(r->options) : "";
   StringSink reason;
   int32_t score = -1;
   auto start = std::chrono::steady_clock::now();
-  kiln_error* e = k.api->probe(&score, reason.sink());
+  kiln_error* e = with_options ? k.api->probe_with_options(options.data(), options.size(), &score, reason.sink())
+                               : k.api->probe(&score, reason.sink());
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (e) throw TestFailure("probe failed: " + take_error_message(e));
-  require(s < 10, "probe took " + std::to_string(s) + " s (limit 10 s)");
-  require(score >= 0, "probe returned a negative score");
+  if (e) throw TestFailure(std::string(slot) + " failed: " + take_error_message(e));
+  require(s < 10, std::string(slot) + " took " + std::to_string(s) + " s (limit 10 s)");
+  require(score >= 0, std::string(slot) + " returned a negative score");
   require(reason.str().find('\n') == std::string::npos, "the probe reason is more than one line: " + reason.str());
   require(score == 0 || !reason.str().empty(), "probe gave no reason");
 }

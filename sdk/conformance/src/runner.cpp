@@ -1,6 +1,6 @@
 // sdk/conformance/src/runner.cpp - running the tests, in this process or in a forked child.
 //
-// The child reports over a pipe, one line per event (tab-separated, the detail escaped):
+// The child reports over a pipe, one line per event (tab-separated, the detail quoted):
 //   S <name>                                  a test started
 //   R <level> <status> <ms> <name> <detail>   a test finished
 //   D                                         every test ran
@@ -19,10 +19,12 @@
 #include <regex>
 
 #include "kit.hpp"
+#include "kiln/sdk/options.hpp"
 #include "plugin/device.hpp"
 #include "plugin/isolate.hpp"
 #include "plugin/manifest.hpp"
 #include "plugin/registry.hpp"
+#include "support/text.hpp"
 
 namespace kiln::conformance {
 
@@ -154,28 +156,10 @@ struct Collect : Observer {
 
 // ---- the child's side of the pipe ----
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else out += c;
-  }
-  return out;
-}
-
-std::string unescape(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out += s[i];
-      continue;
-    }
-    char c = s[++i];
-    out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
-  }
-  return out;
+// A detail travels as a quoted string (support/text.hpp: no tab or newline left in it), read
+// back by the SDK's TOML reader, so the line protocol needs no escaper of its own.
+std::string unquote(const std::string& field) {
+  return kiln::sdk::Options::parse("detail = " + field).get_string("detail", "");
 }
 
 void write_all(int fd, const std::string& s) {
@@ -196,7 +180,7 @@ struct PipeObserver : Observer {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.3f", r.ms);
     write_all(fd, "R\t" + std::to_string(r.level) + "\t" + std::to_string(static_cast<int>(r.status)) + "\t" + ms + "\t" +
-                      r.name + "\t" + escape(r.detail) + "\n");
+                      r.name + "\t" + quote(r.detail) + "\n");
   }
 };
 
@@ -301,7 +285,7 @@ Report run_isolated(const std::string& manifest, const Options& options, Observe
         in_flight = f[1];
         if (observer) observer->started(in_flight);
       } else if (f[0] == "R" && f.size() == 6) {
-        TestResult r{f[4], std::stoi(f[1]), static_cast<Status>(std::stoi(f[2])), unescape(f[5]), std::stod(f[3])};
+        TestResult r{f[4], std::stoi(f[1]), static_cast<Status>(std::stoi(f[2])), unquote(f[5]), std::stod(f[3])};
         in_flight.clear();
         if (observer) observer->finished(r);
         report.tests.push_back(std::move(r));

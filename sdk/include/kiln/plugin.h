@@ -19,9 +19,10 @@
  *    buffers, programs) are created and destroyed only by the plugin, through the table that
  *    created them; the host destroys programs and buffers before closing their device, and closes
  *    devices before shutdown.
- *  - Threading. entry, probe and initialize run once, on one thread, at start-up. Calls on one
- *    device are serialised by the host unless the device reports KILN_DEVICE_THREADSAFE. Different
- *    devices may be used from different threads. host->error_new and host->log are thread-safe.
+ *  - Threading. entry, probe (or probe_with_options) and initialize run once, on one thread, at
+ *    start-up. Calls on one device are serialised by the host unless the device reports
+ *    KILN_DEVICE_THREADSAFE. Different devices may be used from different threads.
+ *    host->error_new and host->log are thread-safe.
  *  - Output discipline. Plugins never write to stdout or stderr; they log through host->log.
  *  - Lifetime. The host never unloads a plugin library.
  *
@@ -279,6 +280,13 @@ typedef struct kiln_plugin_api {
   kiln_error* (*device_open)(uint32_t index, kiln_device** out_device, const kiln_device_api** out_api);
   /* (optional) release global state; no device may be open. */
   void (*shutdown)(void);
+  /* (optional: NULL, or absent from an older plugin's smaller struct_size) The probe, given the
+   * options initialize will receive (the same TOML text): for a backend whose usability depends
+   * on its options, such as offline compile targets named by an option. When present the host
+   * calls it instead of probe. An INVALID_ARGUMENT error means the options are wrong (the host
+   * reports it like a rejection by initialize); any other error, like probe's. */
+  kiln_error* (*probe_with_options)(const char* options_toml, size_t length, int32_t* out_score,
+                                    kiln_sink* out_reason);
 } kiln_plugin_api;
 
 #ifdef __cplusplus

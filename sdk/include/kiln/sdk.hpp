@@ -190,6 +190,10 @@ class Plugin {
   virtual ~Plugin() = default;
   // Cheap: no contexts, no device memory.
   virtual Probe probe() { return {}; }
+  // The probe as the host calls it, with the options initialize() will get: override it when
+  // the options decide whether the backend can work here (offline targets named by an option).
+  // Bad options: throw Error{KILN_STATUS_INVALID_ARGUMENT, ...}, as initialize() would.
+  virtual Probe probe_with_options(const Options& /*options*/) { return probe(); }
   // Once, after a successful probe, with the merged [backend.options]. Reject bad values with
   // Error{KILN_STATUS_INVALID_ARGUMENT, ...} (the host shows the backend as config-error).
   virtual void initialize(const Options& /*options*/) {}
@@ -460,16 +464,27 @@ struct PluginSlots {
     static P* p = new P();  // never destroyed: see the file comment
     return *p;
   }
-  static kiln_error* probe(int32_t* out_score, kiln_sink* out_reason) noexcept {
+  // Both probe slots: the plugin's answer into the host's outputs.
+  template <typename F>
+  static kiln_error* run_probe(const char* slot, int32_t* out_score, kiln_sink* out_reason, F&& probe) noexcept {
     return Slots::guard([&] {
-      if (!out_score) throw Error{KILN_STATUS_INVALID_ARGUMENT, "probe: out_score is NULL"};
-      Probe r = instance().probe();
+      if (!out_score) throw Error{KILN_STATUS_INVALID_ARGUMENT, std::string(slot) + ": out_score is NULL"};
+      Probe r = probe();
       *out_score = r.score;
       Slots::append(out_reason, r.reason);
     });
   }
+  static Options options_of(const char* text, size_t length) { return Options::parse({text ? text : "", text ? length : 0}); }
+  static kiln_error* probe(int32_t* out_score, kiln_sink* out_reason) noexcept {
+    return run_probe("probe", out_score, out_reason, [] { return instance().probe(); });
+  }
+  static kiln_error* probe_with_options(const char* options, size_t length, int32_t* out_score,
+                                        kiln_sink* out_reason) noexcept {
+    return run_probe("probe_with_options", out_score, out_reason,
+                     [&] { return instance().probe_with_options(options_of(options, length)); });
+  }
   static kiln_error* initialize(const char* options, size_t length) noexcept {
-    return Slots::guard([&] { instance().initialize(Options::parse({options ? options : "", options ? length : 0})); });
+    return Slots::guard([&] { instance().initialize(options_of(options, length)); });
   }
   static kiln_error* device_count(uint32_t* out_count) noexcept {
     return Slots::guard([&] {
@@ -499,7 +514,7 @@ struct PluginSlots {
   static constexpr kiln_plugin_api table{sizeof(kiln_plugin_api), KILN_ABI_MAJOR,     KILN_ABI_MINOR,
                                          P::plugin_name,          P::plugin_version,  &probe,
                                          &initialize,             &device_count,      &device_open,
-                                         &shutdown};
+                                         &shutdown,               &probe_with_options};
 
   static kiln_status entry(kiln_entry_args* args) noexcept {
     if (!args || args->struct_size < KILN_SIZE_UPTO(kiln_entry_args, plugin)) return KILN_STATUS_INVALID_ARGUMENT;

@@ -1,4 +1,4 @@
-// tests/common/host_array.hpp - plain C++ reference implementations of the tensor ops.
+// sdk/conformance/corpus/host_array.hpp - plain C++ reference implementations of the tensor ops.
 //
 // An n-dimensional array of doubles with a dtype tag; every function is the obvious loop, written
 // independently of kiln (the oracle for the op corpus). Values are rounded to the dtype where the

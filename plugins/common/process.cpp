@@ -1,4 +1,4 @@
-// plugins/cpu/process.cpp - posix_spawnp with three pipes.
+// plugins/common/process.cpp - posix_spawnp with three pipes.
 #include "process.hpp"
 
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace kiln::cpu {
+namespace kiln::plugins {
 namespace {
 
 struct Fd {
@@ -126,4 +126,4 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::string_view
   return r;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::plugins

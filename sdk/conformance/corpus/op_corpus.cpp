@@ -1,4 +1,4 @@
-// tests/common/op_corpus.cpp - the cases.
+// sdk/conformance/corpus/op_corpus.cpp - the cases.
 #include "op_corpus.hpp"
 
 #include <cmath>

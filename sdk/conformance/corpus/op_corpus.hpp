@@ -1,4 +1,4 @@
-// tests/common/op_corpus.hpp - every Tensor API op as a test case with a plain C++ reference.
+// sdk/conformance/corpus/op_corpus.hpp - every Tensor API op as a test case with a plain C++ reference.
 //
 // A case names its inputs (generated host arrays), builds the kiln graph from input tensors, and
 // computes the expected result with the host_array loops. run_case uploads the inputs to a device,

@@ -1,7 +1,9 @@
-// plugins/common/elf64.hpp - a small, bounds-checked ELF64 (little-endian) reader, header-only.
+// kiln/sdk/elf64.hpp - a small, bounds-checked ELF64 (little-endian) reader, header-only.
 //
-// Used by the hip plugin (AMDGPU code objects: kernel symbols, descriptors, argument counts) and
-// the conformance kit (which symbols a plugin library exports). Every read is checked against
+// For plugins that check the binaries their compiler produced (the hip plugin reads AMDGPU code
+// objects: kernel symbols, descriptors, argument counts), and for the conformance kit (which
+// symbols a plugin library exports). It lives in the SDK because both may use the SDK and
+// neither may use the other's private code. Every read is checked against
 // the file; malformed input throws sdk::Error{INVALID_ARGUMENT} "not a valid <what>: <why>".
 #pragma once
 #include <cstdint>
@@ -12,7 +14,7 @@
 
 #include "kiln/sdk/error.hpp"
 
-namespace kiln::plugins {
+namespace kiln::sdk {
 
 struct ElfSymbol {
   std::string name;
@@ -55,7 +57,7 @@ struct Elf64 {
   // Parses `bytes` (which must outlive the result); `what` names the file kind in errors.
   static Elf64 parse(std::string_view b, const std::string& what) {
     auto bad = [&](const std::string& why) -> void {
-      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "not a valid " + what + ": " + why};
+      throw Error{KILN_STATUS_INVALID_ARGUMENT, "not a valid " + what + ": " + why};
     };
     auto need = [&](uint64_t offset, uint64_t n) {
       if (offset > b.size() || n > b.size() - offset) bad("truncated at byte " + std::to_string(offset));
@@ -115,4 +117,4 @@ struct Elf64 {
   }
 };
 
-}  // namespace kiln::plugins
+}  // namespace kiln::sdk

@@ -1,4 +1,4 @@
-// tests/common/host_array.cpp - the reference loops.
+// sdk/conformance/corpus/host_array.cpp - the reference loops.
 #include "host_array.hpp"
 
 #include <algorithm>

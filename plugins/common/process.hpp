@@ -1,10 +1,11 @@
-// plugins/cpu/process.hpp - run a program with stdin/stdout/stderr connected to pipes.
+// plugins/common/process.hpp - run a program with stdin/stdout/stderr connected to pipes (the
+// compilers the cpu, hip and opencl backends run; part of kiln_plugin_common).
 #pragma once
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace kiln::cpu {
+namespace kiln::plugins {
 
 struct ProcessResult {
   int exit_code = -1;  // -1 when killed by a signal
@@ -18,4 +19,4 @@ struct ProcessResult {
 // (the message names it and how to install or configure it), INTERNAL for pipe errors.
 ProcessResult run_process(const std::vector<std::string>& argv, std::string_view input, const char* missing_hint);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::plugins

@@ -1,0 +1,29 @@
+// codegen/target.hpp - what the code generator may emit for one device: its launch limits, vector
+// width, shared memory, and the LIR ops and dtypes its renderer accepts.
+//
+// Codegen owns this type: every pass that depends on the device reads it, and nothing here knows
+// about plugins. The plugin layer fills one from the plugin's kiln_target when a device is opened
+// (plugin/device.cpp); tests and benchmarks build simulated ones by hand. The flag and bit numbers
+// are the ABI's (KILN_TARGET_*, KILN_LIR_OP_*, KILN_LIR_DTYPE_*), so no translation table exists.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "kiln/plugin.h"  // KILN_TARGET_* flags (the ABI's C header, not the plugin layer)
+
+namespace kiln {
+
+struct Target {
+  uint32_t flags = 0, threads = 1, global_max[3] = {1, 1, 1}, local_max[3] = {1, 1, 1}, local_prod_max = 1,
+           max_vector_width = 1;
+  uint64_t shared_max = 0;
+  uint32_t dtypes = 0;  // bit KILN_LIR_DTYPE_x
+  uint64_t ops[2] = {0, 0};  // bit KILN_LIR_OP_x
+  std::string source_format;
+
+  bool has(uint32_t flag) const { return (flags & flag) == flag; }
+  bool supports_op(uint32_t lir_op) const { return lir_op < 128 && (ops[lir_op / 64] >> (lir_op % 64)) & 1; }
+  bool supports_dtype(uint32_t lir_dtype) const { return lir_dtype < 32 && (dtypes >> lir_dtype) & 1; }
+};
+
+}  // namespace kiln

@@ -1,0 +1,95 @@
+# tests/layering/check_layering.cmake - the include rules of docs/architecture.md ("Layers"), checked.
+#
+# Run as `cmake -DROOT=<source dir> -P check_layering.cmake` (ctest test_layering). Each module of
+# core/src may include only the modules below it; the SDK (headers and renderer library) includes
+# nothing of the core; the core includes the SDK's C headers only, never its C++ layer; a plugin
+# includes the SDK, its own files and plugins/common, never the core or another plugin's files.
+# A violation names the file and the rule. The lists are the dependency graph itself:
+# change them only together with the architecture document.
+cmake_minimum_required(VERSION 3.20)
+if(NOT ROOT)
+  message(FATAL_ERROR "usage: cmake -DROOT=<kiln source dir> -P check_layering.cmake")
+endif()
+
+# module -> the core/src modules its files may include (itself included)
+set(allowed_support support)
+set(allowed_ir support ir)
+set(allowed_rewrite support ir rewrite)
+set(allowed_symbolic support ir rewrite symbolic)
+set(allowed_schedule support ir rewrite symbolic schedule)
+set(allowed_codegen support ir rewrite symbolic codegen)
+set(allowed_plugin support plugin)
+set(allowed_runtime support ir rewrite symbolic schedule codegen plugin runtime)
+set(allowed_tensor support ir rewrite symbolic schedule codegen plugin runtime tensor)
+set(modules support ir rewrite symbolic schedule codegen plugin runtime tensor)
+# Single headers a module may include beyond its list, each with the reason.
+#  - plugin fills codegen's Target from the plugin's kiln_target when a device opens; the header
+#    depends on nothing but the ABI's C header.
+set(extra_plugin "codegen/target.hpp")
+#  - known debt, not a rule: the schedule names buffers through the runtime (issue 14 item 2).
+set(extra_schedule "runtime/buffer.hpp")
+
+set(violations "")
+# module: a core module name, "" for the SDK, "<plugins>" for plugins/*.
+function(check_file file module)
+  file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  file(RELATIVE_PATH rel ${ROOT} ${file})
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]*)\".*" "\\1" header "${line}")
+    if(module STREQUAL "<plugins>")
+      if(header MATCHES "^\\.\\./" AND NOT header MATCHES "^\\.\\./common/")
+        list(APPEND violations "${rel}: includes ${header}: a plugin shares code only through plugins/common")
+      endif()
+    endif()
+    if(header MATCHES "^kiln/sdk")
+      if(NOT module STREQUAL "" AND NOT module STREQUAL "<plugins>")
+        list(APPEND violations "${rel}: includes ${header}: the core includes only the SDK's C headers (kiln/plugin.h, kiln/lir.h)")
+      endif()
+      continue()
+    endif()
+    if(NOT header MATCHES "^([a-z_]+)/")
+      continue()
+    endif()
+    set(target_module ${CMAKE_MATCH_1})
+    if(NOT target_module IN_LIST modules)
+      continue()  # kiln/ (public API, SDK C headers) and anything that is not a core module
+    endif()
+    if(module STREQUAL "" OR module STREQUAL "<plugins>")
+      list(APPEND violations "${rel}: includes ${header}: the SDK and the plugins depend on nothing in the core")
+    elseif(NOT target_module IN_LIST allowed_${module} AND NOT header IN_LIST extra_${module})
+      string(JOIN ", " allowed ${allowed_${module}} ${extra_${module}})
+      list(APPEND violations "${rel}: includes ${header}: ${module}/ may include only ${allowed}")
+    endif()
+  endforeach()
+  set(violations "${violations}" PARENT_SCOPE)
+endfunction()
+
+set(checked 0)
+foreach(module IN LISTS modules)
+  file(GLOB_RECURSE files ${ROOT}/core/src/${module}/*.cpp ${ROOT}/core/src/${module}/*.hpp)
+  if(NOT files)
+    message(FATAL_ERROR "no sources under ${ROOT}/core/src/${module}: wrong ROOT, or a module moved (update this file)")
+  endif()
+  foreach(f IN LISTS files)
+    check_file(${f} ${module})
+    math(EXPR checked "${checked} + 1")
+  endforeach()
+endforeach()
+file(GLOB_RECURSE sdk_files ${ROOT}/sdk/include/*.hpp ${ROOT}/sdk/include/*.h ${ROOT}/sdk/src/*.cpp)
+foreach(f IN LISTS sdk_files)
+  check_file(${f} "")
+  math(EXPR checked "${checked} + 1")
+endforeach()
+
+file(GLOB_RECURSE plugin_files ${ROOT}/plugins/*.cpp ${ROOT}/plugins/*.hpp)
+foreach(f IN LISTS plugin_files)
+  check_file(${f} "<plugins>")
+  math(EXPR checked "${checked} + 1")
+endforeach()
+
+if(violations)
+  list(LENGTH violations n)
+  string(REPLACE ";" "\n  " text "${violations}")
+  message(FATAL_ERROR "${n} layering violation(s):\n  ${text}")
+endif()
+message(STATUS "layering: ${checked} files follow the include rules")
