@@ -261,6 +261,14 @@ TEST(Cli, CompileArchIsABackendOption) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_CONTAINS(ok.out, "\"device\": \"cpu:1\"");
   EXPECT_CONTAINS(ok.out, "\"arch\": \"x86-64-v2\"");
+  // a level above the host compiles (it is only never loaded): a host taken for x86-64-v2, and
+  // a device for x86-64-v4 (cpu:1)
+  CliResult above = run_kiln({"compile", "--device", "cpu:1", "--workload", "matmul256", "--json"},
+                             {{"KILN_CACHE_DIR", "off"}, {"KILN_CPU_ASSUME_HOST", "x86-64-v2"},
+                              {"KILN_CPU_OFFLINE_ARCH", "x86-64-v4"}});
+  EXPECT_EQ(above.exit_code, 0) << above.err;
+  EXPECT_CONTAINS(above.out, "\"arch\": \"x86-64-v4\"");
+  EXPECT_CONTAINS(above.out, "r_256_256_256");
   CliResult bad = run_kiln({"compile", "--backend", "cpu", "--arch", "x86-64-v9", "--workload", "elementwise"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_CONTAINS(bad.err, "option 'offline_arch' names 'x86-64-v9'");
