@@ -60,9 +60,8 @@ class NullDevice final : public sdk::Device {
     sdk::Target t;
     t.add_dtype(KILN_LIR_DTYPE_FLOAT32);
     t.add_dtype(KILN_LIR_DTYPE_INT32);
-    for (uint32_t op : {KILN_LIR_OP_PARAM, KILN_LIR_OP_RANGE, KILN_LIR_OP_END, KILN_LIR_OP_INDEX, KILN_LIR_OP_LOAD,
-                        KILN_LIR_OP_STORE, KILN_LIR_OP_CONST, KILN_LIR_OP_ADD, KILN_LIR_OP_MUL, KILN_LIR_OP_CMPLT})
-      t.add_op(op);
+    using enum sdk::LirOp;
+    t.add_ops({PARAM, RANGE, END, INDEX, LOAD, STORE, CONST, ADD, MUL, CMPLT});
     t.source_format = "null-add";
     return t;
   }
