@@ -1,0 +1,208 @@
+// tests/codegen/renderer_ops_test.cpp - the in-tree renderers against their op allow-lists: every
+// LIR op a renderer claims renders (a claimed op it forgot fails here, not at a user's render), an
+// op it does not claim is not in its target, and the pipeline decomposes such an op or refuses
+// the kernel naming the op.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "../../plugins/hip/hip_c.hpp"
+#include "../../plugins/opencl/opencl_c.hpp"
+#include "c_dialect.hpp"
+#include "codegen/lir.hpp"
+#include "codegen/pipeline.hpp"
+#include "error_check.hpp"
+#include "ir/traverse.hpp"
+#include "kiln/kiln.hpp"
+#include "kiln/sdk/lir.hpp"
+#include "llvm_ir.hpp"
+#include "plugin/device.hpp"
+
+using namespace kiln;
+using sdk::LirOp;
+
+namespace {
+
+// A small kernel (LIR text) that uses `op`: out[0] = f(in[0]) around the op, with the structure
+// every kernel has (PARAM, VAR, CONST, INDEX, LOAD, STORE), so rendering it shows the renderer
+// handles the op. Floats unless the op needs integers.
+std::string kernel_using(LirOp op) {
+  std::string k =
+      "kernel k buffers=2 vars=1 global=1,1,1 local=1,1,1\n"
+      "%0 = PARAM float32*global[16] 0\n"
+      "%1 = PARAM float32*global[16] 1\n"
+      "%2 = VAR int32 \"n\"\n"
+      "%3 = CONST int32 0\n"
+      "%4 = INDEX float32*global[16] (%0, %3)\n"
+      "%5 = LOAD float32 (%4)\n"
+      "%6 = INDEX float32*global[16] (%1, %3)\n";
+  const std::string name = sdk::lir_op_name(static_cast<uint32_t>(op));
+  auto store = [&](const std::string& body, int value) {  // ... then out[0] = %value
+    std::string text = k + body;
+    const auto next = std::count(text.begin(), text.end(), '\n') - 1;  // instructions so far
+    return text + "%" + std::to_string(next) + " = STORE void (%6, %" + std::to_string(value) + ")\n";
+  };
+  switch (op) {
+    case LirOp::PARAM: case LirOp::VAR: case LirOp::CONST: case LirOp::INDEX: case LirOp::LOAD: case LirOp::STORE:
+      return store("", 5);
+    case LirOp::NEG: case LirOp::EXP2: case LirOp::LOG2: case LirOp::SIN: case LirOp::SQRT: case LirOp::RECIPROCAL:
+    case LirOp::TRUNC:
+      return store("%7 = " + name + " float32 (%5)\n", 7);
+    case LirOp::ADD: case LirOp::SUB: case LirOp::MUL: case LirOp::FDIV: case LirOp::MAX: case LirOp::POW:
+      return store("%7 = " + name + " float32 (%5, %5)\n", 7);
+    case LirOp::IDIV: case LirOp::MOD: case LirOp::SHL: case LirOp::SHR: case LirOp::AND: case LirOp::OR:
+    case LirOp::XOR:
+      return store("%7 = CAST int32 (%5)\n%8 = " + name + " int32 (%7, %7)\n%9 = CAST float32 (%8)\n", 9);
+    case LirOp::CMPLT: case LirOp::CMPNE: case LirOp::CMPEQ:
+      return store("%7 = " + name + " bool (%5, %5)\n%8 = CAST float32 (%7)\n", 8);
+    case LirOp::WHERE: return store("%7 = CMPLT bool (%5, %5)\n%8 = WHERE float32 (%7, %5, %5)\n", 8);
+    case LirOp::MULACC: return store("%7 = MULACC float32 (%5, %5, %5)\n", 7);
+    case LirOp::CAST: return store("%7 = CAST int32 (%5)\n%8 = CAST float32 (%7)\n", 8);
+    case LirOp::BITCAST: return store("%7 = BITCAST int32 (%5)\n%8 = BITCAST float32 (%7)\n", 8);
+    case LirOp::VECTORIZE: case LirOp::GEP:
+      return store("%7 = VECTORIZE float32x2 (%5, %5)\n%8 = GEP float32 (%7) [1]\n", 8);
+    case LirOp::SPECIAL: return store("%7 = CONST int32 1\n%8 = SPECIAL int32 (%7) \"gidx0\"\n%9 = CAST float32 (%8)\n", 9);
+    case LirOp::RANGE: case LirOp::END:
+      return k + "%7 = CONST int32 4\n%8 = RANGE int32 (%7) 0\n%9 = INDEX float32*global[16] (%1, %8)\n"
+                 "%10 = STORE void (%9, %5)\n%11 = END void (%8)\n";
+    case LirOp::IF: case LirOp::ENDIF:
+      return k + "%7 = CMPLT bool (%5, %5)\n%8 = IF void (%7)\n%9 = STORE void (%6, %5)\n%10 = ENDIF void (%8)\n";
+    case LirOp::DEFINE_REG:
+      return store("%7 = DEFINE_REG float32*reg[1] 0\n%8 = INDEX float32*reg[1] (%7, %3)\n%9 = STORE void (%8, %5)\n"
+                   "%10 = LOAD float32 (%8)\n", 10);
+    case LirOp::DEFINE_LOCAL: case LirOp::BARRIER:
+      return store("%7 = DEFINE_LOCAL float32*local[4] 0\n%8 = INDEX float32*local[4] (%7, %3)\n"
+                   "%9 = STORE void (%8, %5)\n%10 = BARRIER void\n%11 = LOAD float32 (%8)\n", 11);
+    case LirOp::CUSTOM: return store("%7 = CUSTOM void (%5) \"/* {0} */\"\n", 5);
+    case LirOp::CUSTOMI: return store("%7 = CUSTOMI float32 (%5) \"({0})\"\n", 7);
+  }
+  return "";  // (every case returns: -Wswitch names a new op here)
+}
+
+struct Renderer {
+  const char* name;
+  sdk::LirOpSet claims;
+  std::function<std::string(const kiln_lir&)> render;
+};
+
+struct C : cpu::CDialect {
+  using CDialect::render;
+};
+
+std::vector<Renderer> renderers() {
+  return {
+      {"cpu C", cpu::kCpuOps, [](const kiln_lir& l) { return C().render(l); }},
+      {"cpu LLVM IR", cpu::kLlvmIrOps, [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
+      {"opencl", opencl::kOpenclOps, [](const kiln_lir& l) { return opencl::OpenclDialect().render_kernel(l); }},
+      {"hip", hip::kHipOps, [](const kiln_lir& l) { return hip::HipDialect().render_kernel(l); }},
+  };
+}
+
+}  // namespace
+
+// A claimed op that a renderer cannot spell would reach it only at a user's render; here every
+// op each in-tree renderer claims renders.
+TEST(RendererOps, EveryClaimedOpRenders) {
+  for (const Renderer& r : renderers()) {
+    for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) {
+      SCOPED_TRACE(std::string(r.name) + ": " + sdk::lir_op_name(op));
+      LirProgram p = parse_lir_text(kernel_using(static_cast<LirOp>(op)));
+      bool uses = false;
+      for (const kiln_lir_inst& in : p.insts) uses |= in.op == op;
+      ASSERT_TRUE(uses);
+      if (r.claims.has(op)) {
+        std::string out;
+        EXPECT_NO_THROW(out = r.render(p.view()));
+        EXPECT_FALSE(out.empty());
+      }
+    }
+  }
+}
+
+// The named sets of the SDK are frozen (an op added to the LIR later joins none of them, so no
+// renderer built from them claims it): their contents are pinned here.
+TEST(RendererOps, TheSdksNamedSetsAreFrozen) {
+  using namespace sdk::lir_ops;
+  EXPECT_EQ((kStructure | kVectors | kConversions | kArithmetic | kWorkgroup | kCustom |
+             sdk::LirOpSet{LirOp::EXP2, LirOp::LOG2, LirOp::SIN, LirOp::SQRT, LirOp::RECIPROCAL, LirOp::TRUNC, LirOp::POW}),
+            [] {
+              sdk::LirOpSet all;
+              for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) all.add(static_cast<LirOp>(op));
+              return all;
+            }());
+  EXPECT_EQ(kStructure, (sdk::LirOpSet{LirOp::PARAM, LirOp::VAR, LirOp::SPECIAL, LirOp::RANGE, LirOp::END, LirOp::IF,
+                                       LirOp::ENDIF, LirOp::DEFINE_REG, LirOp::INDEX, LirOp::LOAD, LirOp::STORE,
+                                       LirOp::CONST}));
+  EXPECT_FALSE(kArithmetic.has(LirOp::POW));
+  EXPECT_FALSE(kArithmetic.has(LirOp::EXP2));
+}
+
+// One table maps core ops to LIR ops: each LIR op comes from exactly one core op, with its name.
+TEST(RendererOps, EveryLirOpHasOneCoreOp) {
+  for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) {
+    int from = 0;
+    for (int o = 0; o < kNumOps; ++o)
+      if (lir_op(static_cast<Ops>(o)) == op) {
+        ++from;
+        if (op != KILN_LIR_OP_VAR) {
+          EXPECT_STREQ(op_name(static_cast<Ops>(o)), sdk::lir_op_name(op));
+        }
+      }
+    EXPECT_EQ(from, 1) << sdk::lir_op_name(op);
+  }
+  EXPECT_EQ(lir_op(Ops::DEFINE_VAR), KILN_LIR_OP_VAR);
+  EXPECT_EQ(lir_op(Ops::THREEFRY), 0u);  // always decomposed
+  EXPECT_EQ(lir_op(Ops::SINK), 0u);
+}
+
+namespace {
+
+// A target that claims exactly `ops` (and the cpu's dtypes and shape).
+Target target_claiming(const sdk::LirOpSet& ops) {
+  Target t;
+  t.flags = KILN_TARGET_HAS_THREADS;
+  t.threads = 2;
+  t.max_vector_width = 8;
+  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;
+  uint64_t unused[2];
+  cpu::c_dialect_caps(unused, t.dtypes);
+  t.ops[0] = ops.bits()[0], t.ops[1] = ops.bits()[1];
+  t.source_format = "c";
+  return t;
+}
+
+UOp kernel_of(const Tensor& out) {
+  for (const ExecItem& e : out.schedule())
+    if (!e.is_copy) return e.ast;
+  return {};
+}
+
+}  // namespace
+
+// An op missing from a renderer's allow-list is unsupported by its target; the pipeline
+// decomposes it where it has a decomposition (MAX -> CMPLT + WHERE, SQRT -> Newton steps or
+// POW...) and otherwise refuses the kernel with an error naming the op, before any rendering.
+TEST(RendererOps, AnOpMissingFromTheAllowListIsDecomposedOrRefused) {
+  // a list without MAX: not supported, decomposed (CMPLT + WHERE), and no MAX reaches the LIR
+  sdk::LirOpSet no_max = sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions |
+                         sdk::LirOpSet{LirOp::NEG, LirOp::ADD, LirOp::SUB, LirOp::MUL, LirOp::IDIV, LirOp::MOD,
+                                       LirOp::FDIV, LirOp::SHL, LirOp::SHR, LirOp::AND, LirOp::OR, LirOp::XOR,
+                                       LirOp::CMPLT, LirOp::CMPNE, LirOp::CMPEQ, LirOp::WHERE, LirOp::MULACC};
+  Target t = target_claiming(no_max);
+  EXPECT_FALSE(t.supports_op(KILN_LIR_OP_MAX));
+  Tensor a = Tensor::empty({64}, dtypes::float32, "ref");
+  ProgramSpec p = to_program(kernel_of(a.maximum(a * 2.0)), t);
+  for (const kiln_lir_inst& in : p.lir.insts) EXPECT_NE(in.op, KILN_LIR_OP_MAX);
+  EXPECT_NO_THROW(cpu::render_llvm_ir(p.lir.view()));
+  // without IDIV there is no decomposition: refused, naming the op and its dtype
+  Target u = target_claiming(sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions |
+                             sdk::LirOpSet{LirOp::NEG, LirOp::ADD, LirOp::SUB, LirOp::MUL, LirOp::MOD, LirOp::FDIV,
+                                           LirOp::MAX, LirOp::SHL, LirOp::SHR, LirOp::AND, LirOp::OR, LirOp::XOR,
+                                           LirOp::CMPLT, LirOp::CMPNE, LirOp::CMPEQ, LirOp::WHERE, LirOp::MULACC});
+  EXPECT_FALSE(u.supports_op(KILN_LIR_OP_IDIV));
+  Tensor i = Tensor::empty({64}, dtypes::int32, "ref");
+  kiln::testing::expect_error([&] { to_program(kernel_of(i.idiv(i + 1)), u); }, ErrorCode::unimplemented,
+                              "needs IDIV (int32");
+}
