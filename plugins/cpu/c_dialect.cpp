@@ -46,8 +46,10 @@ std::string CDialect::kernel(std::string_view name, const std::vector<sdk::CPara
   return s + body + "}\n";
 }
 
+sdk::LirOpSet c_dialect_ops() { return CDialect::generic_ops() | sdk::LirOpSet{sdk::LirOp::SQRT, sdk::LirOp::TRUNC}; }
+
 void c_dialect_caps(uint64_t ops[2], uint32_t& dtypes) {
-  ops[0] = kCpuOps.bits()[0], ops[1] = kCpuOps.bits()[1];
+  ops[0] = c_dialect_ops().bits()[0], ops[1] = c_dialect_ops().bits()[1];
   dtypes = 0;
   for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
     if (d != KILN_LIR_DTYPE_FLOAT16 && d != KILN_LIR_DTYPE_BFLOAT16) dtypes |= 1u << d;

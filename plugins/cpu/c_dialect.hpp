@@ -18,11 +18,9 @@ class CDialect : public sdk::CStyleRenderer {
                      const std::string& body) const override;
 };
 
-// The LIR ops this dialect (and the LLVM IR renderer) renders: no transcendental functions but
-// SQRT and TRUNC (the core decomposes EXP2, LOG2, SIN and POW), no workgroups or shared memory.
-inline constexpr sdk::LirOpSet kCpuOps = sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions |
-                                         sdk::lir_ops::kArithmetic | sdk::lir_ops::kCustom |
-                                         sdk::LirOpSet{sdk::LirOp::SQRT, sdk::LirOp::TRUNC, sdk::LirOp::RECIPROCAL};
+// The LIR ops this dialect renders: the C-family renderer's own and the math() above spells (SQRT,
+// TRUNC; the core decomposes EXP2, LOG2, SIN and POW); no workgroups or shared memory.
+sdk::LirOpSet c_dialect_ops();
 // The LIR ops and dtypes this dialect renders (for the device's kiln_target).
 void c_dialect_caps(uint64_t ops[2], uint32_t& dtypes);
 

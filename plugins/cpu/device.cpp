@@ -66,7 +66,7 @@ sdk::Target CpuDevice::target() {
   // What the renderer in use handles; the core decomposes the rest (transcendentals, half types).
   uint64_t c_ops[2];
   c_dialect_caps(c_ops, t.dtypes);  // both renderers take the same dtypes
-  t.ops = config_.compiler.in_process() ? kLlvmIrOps.bits() : std::array<uint64_t, 2>{c_ops[0], c_ops[1]};
+  t.ops = (config_.compiler.in_process() ? llvm_ir_ops() : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
   return t;
 }

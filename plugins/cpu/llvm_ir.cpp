@@ -456,7 +456,7 @@ class Renderer {
       case sdk::LirOp::XOR:
         emit_binary(i);
         break;
-      // not in kLlvmIrOps: the core decomposes the transcendentals; the cpu has no workgroups
+      // not in llvm_ir_ops(): the core decomposes the transcendentals; the cpu has no workgroups
       case sdk::LirOp::EXP2: case sdk::LirOp::LOG2: case sdk::LirOp::SIN: case sdk::LirOp::POW:
       case sdk::LirOp::BARRIER: case sdk::LirOp::DEFINE_LOCAL: case sdk::LirOp::CUSTOM: case sdk::LirOp::CUSTOMI:
         unsupported(std::string("LIR op ") + sdk::lir_op_name(in.op) + " (not advertised by the cpu target)");
@@ -523,6 +523,12 @@ class Renderer {
 };
 
 }  // namespace
+
+sdk::LirOpSet llvm_ir_ops() {
+  using enum sdk::LirOp;
+  return sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions | sdk::lir_ops::kArithmetic |
+         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL};
+}
 
 std::string render_llvm_ir(const kiln_lir& kernel, const LlvmRenderOptions& options) {
   return Renderer(kernel, options).render();

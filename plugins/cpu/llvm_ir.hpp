@@ -23,11 +23,9 @@
 
 namespace kiln::cpu {
 
-// The LIR ops render_llvm_ir handles (the cpu target's allow-list when it compiles in process):
-// the C dialect's but the CUSTOM/CUSTOMI escape hatches, whose text is C.
-inline constexpr sdk::LirOpSet kLlvmIrOps = sdk::lir_ops::kStructure | sdk::lir_ops::kVectors |
-                                            sdk::lir_ops::kConversions | sdk::lir_ops::kArithmetic |
-                                            sdk::LirOpSet{sdk::LirOp::SQRT, sdk::LirOp::TRUNC, sdk::LirOp::RECIPROCAL};
+// The LIR ops render_llvm_ir handles (the cpu target's allow-list when it compiles in process): no
+// transcendental functions but SQRT and TRUNC, no workgroups, no CUSTOM/CUSTOMI (their text is C).
+sdk::LirOpSet llvm_ir_ops();
 
 // Throws sdk::Error{UNIMPLEMENTED} for an op the cpu target does not advertise (the core
 // decomposes those) and {INVALID_ARGUMENT} for malformed LIR.

@@ -87,8 +87,13 @@ std::string HipDialect::kernel(std::string_view name, const std::vector<sdk::CPa
   return s + ") {\n" + unpack + body + "}\n";
 }
 
+sdk::LirOpSet hip_ops() {
+  using enum sdk::LirOp;
+  return HipDialect::generic_ops().without({RECIPROCAL}) | sdk::lir_ops::kWorkgroup | sdk::LirOpSet{SQRT, TRUNC};
+}
+
 void hip_caps(uint64_t ops[2], uint32_t& dtypes) {
-  ops[0] = kHipOps.bits()[0], ops[1] = kHipOps.bits()[1];
+  ops[0] = hip_ops().bits()[0], ops[1] = hip_ops().bits()[1];
   dtypes = 0;
   for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
     if (d != KILN_LIR_DTYPE_BFLOAT16) dtypes |= 1u << d;

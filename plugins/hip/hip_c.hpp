@@ -39,12 +39,10 @@ class HipDialect : public sdk::CStyleRenderer {
   std::array<uint32_t, 3> local_{0, 0, 0};  // the kernel's local size (0 = not constant)
 };
 
-// The LIR ops the dialect renders: no transcendental functions but SQRT and TRUNC (no ocml with
-// -nogpulib: the core decomposes EXP2, LOG2, SIN and POW into polynomials), and no RECIPROCAL
-// (1/x goes through FDIV with a typed constant).
-inline constexpr sdk::LirOpSet kHipOps = sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions |
-                                         sdk::lir_ops::kArithmetic | sdk::lir_ops::kWorkgroup | sdk::lir_ops::kCustom |
-                                         sdk::LirOpSet{sdk::LirOp::SQRT, sdk::LirOp::TRUNC};
+// The LIR ops the dialect renders: the C-family renderer's own but RECIPROCAL (1/x goes through
+// FDIV with a typed constant), workgroups, and of the math functions only SQRT and TRUNC (no ocml
+// with -nogpulib: the core decomposes EXP2, LOG2, SIN and POW into polynomials).
+sdk::LirOpSet hip_ops();
 // The LIR ops and dtypes the dialect renders (the ops above; every dtype but bfloat16).
 void hip_caps(uint64_t ops[2], uint32_t& dtypes);
 

@@ -176,6 +176,11 @@ std::string sanitize(std::string_view s) {
 
 }  // namespace
 
+LirOpSet CStyleRenderer::generic_ops() {
+  return lir_ops::kStructure | lir_ops::kVectors | lir_ops::kConversions | lir_ops::kArithmetic | lir_ops::kCustom |
+         LirOpSet{LirOp::RECIPROCAL};
+}
+
 std::string CStyleRenderer::render(const kiln_lir& lir) {
   LirView l(lir);
   used_vectors_.clear();

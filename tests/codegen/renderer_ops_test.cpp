@@ -15,6 +15,7 @@
 #include "codegen/pipeline.hpp"
 #include "error_check.hpp"
 #include "ir/traverse.hpp"
+#include "ir/verify.hpp"
 #include "kiln/kiln.hpp"
 #include "kiln/sdk/lir.hpp"
 #include "llvm_ir.hpp"
@@ -25,9 +26,28 @@ using sdk::LirOp;
 
 namespace {
 
+// The core op that becomes LIR op `op` (ops.def's LIR column).
+Ops core_op(uint32_t op) {
+  for (int o = 0; o < kNumOps; ++o)
+    if (lir_op(static_cast<Ops>(o)) == op) return static_cast<Ops>(o);
+  ADD_FAILURE() << "no core op becomes LIR op " << op;
+  return Ops::NOOP;
+}
+
+// The first of float32, int32 the ALU op takes (by the IR verifier's dtype rules).
+DType alu_dtype(Ops op, int arity) {
+  for (DType d : {dtypes::float32, dtypes::int32}) {
+    std::vector<UOp> src(static_cast<size_t>(arity), UOp::cvalue(d, 1));
+    if (verify_node(UOp::make(op, groups::Comparison.has(op) ? dtypes::bool_ : d, src)).empty()) return d;
+  }
+  ADD_FAILURE() << op_name(op) << " takes neither float32 nor int32 operands";
+  return dtypes::float32;
+}
+
 // A small kernel (LIR text) that uses `op`: out[0] = f(in[0]) around the op, with the structure
 // every kernel has (PARAM, VAR, CONST, INDEX, LOAD, STORE), so rendering it shows the renderer
-// handles the op. Floats unless the op needs integers.
+// handles the op. ALU ops are built from their kind and dtype rules in ops.def, so a new one
+// needs no case here.
 std::string kernel_using(LirOp op) {
   std::string k =
       "kernel k buffers=2 vars=1 global=1,1,1 local=1,1,1\n"
@@ -38,7 +58,6 @@ std::string kernel_using(LirOp op) {
       "%4 = INDEX float32*global[16] (%0, %3)\n"
       "%5 = LOAD float32 (%4)\n"
       "%6 = INDEX float32*global[16] (%1, %3)\n";
-  const std::string name = sdk::lir_op_name(static_cast<uint32_t>(op));
   auto store = [&](const std::string& body, int value) {  // ... then out[0] = %value
     std::string text = k + body;
     const auto next = std::count(text.begin(), text.end(), '\n') - 1;  // instructions so far
@@ -47,18 +66,7 @@ std::string kernel_using(LirOp op) {
   switch (op) {
     case LirOp::PARAM: case LirOp::VAR: case LirOp::CONST: case LirOp::INDEX: case LirOp::LOAD: case LirOp::STORE:
       return store("", 5);
-    case LirOp::NEG: case LirOp::EXP2: case LirOp::LOG2: case LirOp::SIN: case LirOp::SQRT: case LirOp::RECIPROCAL:
-    case LirOp::TRUNC:
-      return store("%7 = " + name + " float32 (%5)\n", 7);
-    case LirOp::ADD: case LirOp::SUB: case LirOp::MUL: case LirOp::FDIV: case LirOp::MAX: case LirOp::POW:
-      return store("%7 = " + name + " float32 (%5, %5)\n", 7);
-    case LirOp::IDIV: case LirOp::MOD: case LirOp::SHL: case LirOp::SHR: case LirOp::AND: case LirOp::OR:
-    case LirOp::XOR:
-      return store("%7 = CAST int32 (%5)\n%8 = " + name + " int32 (%7, %7)\n%9 = CAST float32 (%8)\n", 9);
-    case LirOp::CMPLT: case LirOp::CMPNE: case LirOp::CMPEQ:
-      return store("%7 = " + name + " bool (%5, %5)\n%8 = CAST float32 (%7)\n", 8);
     case LirOp::WHERE: return store("%7 = CMPLT bool (%5, %5)\n%8 = WHERE float32 (%7, %5, %5)\n", 8);
-    case LirOp::MULACC: return store("%7 = MULACC float32 (%5, %5, %5)\n", 7);
     case LirOp::CAST: return store("%7 = CAST int32 (%5)\n%8 = CAST float32 (%7)\n", 8);
     case LirOp::BITCAST: return store("%7 = BITCAST int32 (%5)\n%8 = BITCAST float32 (%7)\n", 8);
     case LirOp::VECTORIZE: case LirOp::GEP:
@@ -77,8 +85,27 @@ std::string kernel_using(LirOp op) {
                    "%9 = STORE void (%8, %5)\n%10 = BARRIER void\n%11 = LOAD float32 (%8)\n", 11);
     case LirOp::CUSTOM: return store("%7 = CUSTOM void (%5) \"/* {0} */\"\n", 5);
     case LirOp::CUSTOMI: return store("%7 = CUSTOMI float32 (%5) \"({0})\"\n", 7);
+    default: break;
   }
-  return "";  // (every case returns: -Wswitch names a new op here)
+  const Ops o = core_op(static_cast<uint32_t>(op));
+  if (!groups::ALU.has(o)) {
+    ADD_FAILURE() << sdk::lir_op_name(static_cast<uint32_t>(op)) << " is not ALU: give it a kernel here";
+    return "";
+  }
+  const int arity = groups::Unary.has(o) ? 1 : groups::Binary.has(o) ? 2 : 3;
+  const DType d = alu_dtype(o, arity);
+  const bool is_float = d == dtypes::float32;
+  std::string body = is_float ? "" : "%7 = CAST int32 (%5)\n";
+  const std::string x = is_float ? "%5" : "%7", at = is_float ? "7" : "8";
+  body += "%" + at + " = " + sdk::lir_op_name(static_cast<uint32_t>(op)) + " " +
+          (groups::Comparison.has(o) ? "bool" : is_float ? "float32" : "int32") + " (" + x;
+  for (int i = 1; i < arity; ++i) body += ", " + x;
+  body += ")\n";
+  if (!is_float || groups::Comparison.has(o)) {
+    body += "%" + std::to_string(std::stoi(at) + 1) + " = CAST float32 (%" + at + ")\n";
+    return store(body, std::stoi(at) + 1);
+  }
+  return store(body, std::stoi(at));
 }
 
 struct Renderer {
@@ -93,10 +120,10 @@ struct C : cpu::CDialect {
 
 std::vector<Renderer> renderers() {
   return {
-      {"cpu C", cpu::kCpuOps, [](const kiln_lir& l) { return C().render(l); }},
-      {"cpu LLVM IR", cpu::kLlvmIrOps, [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
-      {"opencl", opencl::kOpenclOps, [](const kiln_lir& l) { return opencl::OpenclDialect().render_kernel(l); }},
-      {"hip", hip::kHipOps, [](const kiln_lir& l) { return hip::HipDialect().render_kernel(l); }},
+      {"cpu C", cpu::c_dialect_ops(), [](const kiln_lir& l) { return C().render(l); }},
+      {"cpu LLVM IR", cpu::llvm_ir_ops(), [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
+      {"opencl", opencl::opencl_ops(), [](const kiln_lir& l) { return opencl::OpenclDialect().render_kernel(l); }},
+      {"hip", hip::hip_ops(), [](const kiln_lir& l) { return hip::HipDialect().render_kernel(l); }},
   };
 }
 

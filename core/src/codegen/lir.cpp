@@ -19,7 +19,7 @@ namespace {
 namespace lir_id {
 constexpr uint32_t NONE = 0;
 #define KILN_LIR_ID(name) constexpr uint32_t name = KILN_LIR_OP_##name;
-KILN_SDK_LIR_OPS(KILN_LIR_ID)
+KILN_LIR_OPS(KILN_LIR_ID)
 #undef KILN_LIR_ID
 }  // namespace lir_id
 constexpr uint32_t kLirOfOp[] = {

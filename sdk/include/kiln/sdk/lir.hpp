@@ -13,22 +13,13 @@
 #include "kiln/lir.h"
 #include "kiln/sdk/error.hpp"
 
-// Every op of kiln/lir.h in number order, X(NAME) for KILN_LIR_OP_NAME: the one list that the
-// core (its op table, the LIR text form), the `kiln` CLI and the renderers read. The checks below
-// fail to compile when lir.h gains an op this list lacks.
-#define KILN_SDK_LIR_OPS(X)                                                                                       \
-  X(PARAM) X(VAR) X(SPECIAL) X(RANGE) X(END) X(IF) X(ENDIF) X(BARRIER) X(DEFINE_LOCAL) X(DEFINE_REG) X(INDEX)     \
-  X(LOAD) X(STORE) X(CONST) X(VECTORIZE) X(GEP) X(CAST) X(BITCAST) X(NEG) X(EXP2) X(LOG2) X(SIN) X(SQRT)          \
-  X(RECIPROCAL) X(TRUNC) X(ADD) X(SUB) X(MUL) X(IDIV) X(MOD) X(FDIV) X(MAX) X(POW) X(SHL) X(SHR) X(AND) X(OR)      \
-  X(XOR) X(CMPLT) X(CMPNE) X(CMPEQ) X(WHERE) X(MULACC) X(CUSTOM) X(CUSTOMI)
-
 namespace kiln::sdk {
 
-// The LIR ops as an enum, so a renderer's `switch (LirOp(inst.op))` without a default case is a
-// -Wswitch warning (an error with -Werror) when a new op is not handled.
+// The LIR ops (KILN_LIR_OPS of kiln/lir.h) as an enum, so a renderer's `switch (LirOp(inst.op))`
+// without a default case is a -Wswitch warning (an error with -Werror) when a new op is not handled.
 enum class LirOp : uint16_t {
 #define KILN_SDK_LIR_OP_ENUM(name) name = KILN_LIR_OP_##name,
-  KILN_SDK_LIR_OPS(KILN_SDK_LIR_OP_ENUM)
+  KILN_LIR_OPS(KILN_SDK_LIR_OP_ENUM)
 #undef KILN_SDK_LIR_OP_ENUM
 };
 
@@ -36,13 +27,13 @@ namespace detail {
 inline constexpr const char* kLirOpNames[] = {
     "?",
 #define KILN_SDK_LIR_OP_NAME(name) #name,
-    KILN_SDK_LIR_OPS(KILN_SDK_LIR_OP_NAME)
+    KILN_LIR_OPS(KILN_SDK_LIR_OP_NAME)
 #undef KILN_SDK_LIR_OP_NAME
 };
 inline constexpr uint32_t kLirOpIds[] = {
     0,
 #define KILN_SDK_LIR_OP_ID(name) KILN_LIR_OP_##name,
-    KILN_SDK_LIR_OPS(KILN_SDK_LIR_OP_ID)
+    KILN_LIR_OPS(KILN_SDK_LIR_OP_ID)
 #undef KILN_SDK_LIR_OP_ID
 };
 constexpr bool lir_ops_numbered_in_order() {
@@ -51,7 +42,7 @@ constexpr bool lir_ops_numbered_in_order() {
   return true;
 }
 static_assert(sizeof kLirOpIds / sizeof *kLirOpIds == KILN_LIR_OP_COUNT && lir_ops_numbered_in_order(),
-              "KILN_SDK_LIR_OPS must list every KILN_LIR_OP_* of kiln/lir.h, in number order");
+              "KILN_LIR_OPS must list every KILN_LIR_OP_* of kiln/lir.h, in number order");
 }  // namespace detail
 
 // True for the numbers of kiln/lir.h's ops (a newer core may send ones this SDK does not know).
@@ -82,6 +73,11 @@ class LirOpSet {
   constexpr LirOpSet operator|(const LirOpSet& o) const {
     LirOpSet r;
     r.bits_ = {bits_[0] | o.bits_[0], bits_[1] | o.bits_[1]};
+    return r;
+  }
+  constexpr LirOpSet without(const LirOpSet& o) const {
+    LirOpSet r;
+    r.bits_ = {bits_[0] & ~o.bits_[0], bits_[1] & ~o.bits_[1]};
     return r;
   }
   constexpr const std::array<uint64_t, 2>& bits() const { return bits_; }
