@@ -162,6 +162,8 @@ TEST(RendererOps, TheSdksNamedSetsAreFrozen) {
   EXPECT_EQ(kStructure, (sdk::LirOpSet{LirOp::PARAM, LirOp::VAR, LirOp::SPECIAL, LirOp::RANGE, LirOp::END, LirOp::IF,
                                        LirOp::ENDIF, LirOp::DEFINE_REG, LirOp::INDEX, LirOp::LOAD, LirOp::STORE,
                                        LirOp::CONST}));
+  EXPECT_EQ(kRequired, (sdk::LirOpSet{LirOp::PARAM, LirOp::RANGE, LirOp::END, LirOp::INDEX, LirOp::LOAD, LirOp::STORE,
+                                      LirOp::CONST, LirOp::ADD, LirOp::MUL, LirOp::CMPLT}));
   EXPECT_FALSE(kArithmetic.has(LirOp::POW));
   EXPECT_FALSE(kArithmetic.has(LirOp::EXP2));
 }

@@ -102,6 +102,8 @@ inline constexpr LirOpSet kArithmetic{NEG, ADD, SUB, MUL, IDIV, MOD, FDIV, MAX, 
 inline constexpr LirOpSet kWorkgroup{DEFINE_LOCAL, BARRIER};
 // literal statements and expressions (CUSTOM, CUSTOMI)
 inline constexpr LirOpSet kCustom{CUSTOM, CUSTOMI};
+// the least a target must list: the core cannot decompose these (`kiln test` checks them)
+inline constexpr LirOpSet kRequired{PARAM, RANGE, END, INDEX, LOAD, STORE, CONST, ADD, MUL, CMPLT};
 }  // namespace lir_ops
 
 class LirView {
