@@ -46,13 +46,10 @@ std::string CDialect::kernel(std::string_view name, const std::vector<sdk::CPara
   return s + body + "}\n";
 }
 
+sdk::LirOpSet c_dialect_ops() { return CDialect::generic_ops() | sdk::LirOpSet{sdk::LirOp::SQRT, sdk::LirOp::TRUNC}; }
+
 void c_dialect_caps(uint64_t ops[2], uint32_t& dtypes) {
-  ops[0] = ops[1] = 0;
-  for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) {
-    if (op == KILN_LIR_OP_EXP2 || op == KILN_LIR_OP_LOG2 || op == KILN_LIR_OP_SIN || op == KILN_LIR_OP_POW) continue;
-    if (op == KILN_LIR_OP_BARRIER || op == KILN_LIR_OP_DEFINE_LOCAL) continue;  // no workgroups, no shared memory
-    ops[op / 64] |= uint64_t{1} << (op % 64);
-  }
+  ops[0] = c_dialect_ops().bits()[0], ops[1] = c_dialect_ops().bits()[1];
   dtypes = 0;
   for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
     if (d != KILN_LIR_DTYPE_FLOAT16 && d != KILN_LIR_DTYPE_BFLOAT16) dtypes |= 1u << d;

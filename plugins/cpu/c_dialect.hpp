@@ -18,6 +18,9 @@ class CDialect : public sdk::CStyleRenderer {
                      const std::string& body) const override;
 };
 
+// The LIR ops this dialect renders: the C-family renderer's own and the math() above spells (SQRT,
+// TRUNC; the core decomposes EXP2, LOG2, SIN and POW); no workgroups or shared memory.
+sdk::LirOpSet c_dialect_ops();
 // The LIR ops and dtypes this dialect renders (for the device's kiln_target).
 void c_dialect_caps(uint64_t ops[2], uint32_t& dtypes);
 

@@ -5,6 +5,7 @@
 
 #include "allocator.hpp"
 #include "c_dialect.hpp"
+#include "llvm_ir.hpp"
 #include "runtime.hpp"
 #include "sysinfo.hpp"
 
@@ -62,8 +63,10 @@ sdk::Target CpuDevice::target() {
   t.local_prod_max = 1;
   // float lanes per register
   t.max_vector_width = !config_.isa.empty() ? isa_float_lanes(config_.isa) : cpu.has("avx512f") ? 16 : cpu.has("avx") ? 8 : 4;
-  // What the C dialect renders; the core decomposes the rest (transcendentals, half types).
-  c_dialect_caps(t.ops.data(), t.dtypes);
+  // What the renderer in use handles; the core decomposes the rest (transcendentals, half types).
+  uint64_t c_ops[2];
+  c_dialect_caps(c_ops, t.dtypes);  // both renderers take the same dtypes
+  t.ops = (config_.compiler.in_process() ? llvm_ir_ops() : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
   return t;
 }

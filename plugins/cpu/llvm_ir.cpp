@@ -333,20 +333,21 @@ class Renderer {
   void emit(uint32_t i) {
     const kiln_lir_inst& in = l_[i];
     const kiln_lir_type& t = in.type;
-    switch (in.op) {
-      case KILN_LIR_OP_PARAM:
+    if (!sdk::lir_op_known(in.op)) unsupported("LIR op " + std::to_string(in.op) + " (newer than this renderer)");
+    switch (static_cast<sdk::LirOp>(in.op)) {
+      case sdk::LirOp::PARAM:
         val_[i] = "%data" + std::to_string(in.arg);
         elem_[i] = scalar_ir(t.scalar, true);
         align_[i] = kBufferAlignment;
         big_[i] = t.size > 0 && static_cast<uint64_t>(t.size) * lir_scalar_size(t.scalar) >= opt_.streaming_store_bytes;
         break;
-      case KILN_LIR_OP_VAR: {
+      case sdk::LirOp::VAR: {
         std::string v = "%var" + std::to_string(n_vars_seen_++);
         if (t.scalar == KILN_LIR_DTYPE_INT64 || t.scalar == KILN_LIR_DTYPE_UINT64) val_[i] = v;
         else def(i, "trunc i64 " + v + " to " + type_ir(t));
         break;
       }
-      case KILN_LIR_OP_SPECIAL: {
+      case sdk::LirOp::SPECIAL: {
         std::string_view name = l_.str(i);
         if (name != "gidx0" && name != "gidx1" && name != "gidx2")
           unsupported("the cpu has no launch index '" + std::string(name) + "' (only gidx0..2)");
@@ -355,11 +356,11 @@ class Renderer {
         else def(i, "sext i32 " + g + " to " + type_ir(t));
         break;
       }
-      case KILN_LIR_OP_CONST:
+      case sdk::LirOp::CONST:
         val_[i] = constant(i);
         if (in.arg_kind == KILN_LIR_ARG_INT && t.count == 1) pow2_[i] = pow2_factor(in.arg);
         break;
-      case KILN_LIR_OP_RANGE: {
+      case sdk::LirOp::RANGE: {
         std::string id = std::to_string(i), it = type_ir(t), from = cur_;
         line("br label %r" + id);
         label("r" + id);
@@ -371,7 +372,7 @@ class Renderer {
         open_.push_back(i);
         break;
       }
-      case KILN_LIR_OP_END: {
+      case sdk::LirOp::END: {
         uint32_t r = src(i, 0);
         close(r, KILN_LIR_OP_RANGE);
         std::string id = std::to_string(r), it = type_ir(T(r));
@@ -382,28 +383,28 @@ class Renderer {
         label("r" + id + "_exit");
         break;
       }
-      case KILN_LIR_OP_IF: {
+      case sdk::LirOp::IF: {
         std::string id = std::to_string(i);
         line("br i1 " + V(i, 0) + ", label %if" + id + ", label %if" + id + "_end");
         label("if" + id);
         open_.push_back(i);
         break;
       }
-      case KILN_LIR_OP_ENDIF: {
+      case sdk::LirOp::ENDIF: {
         uint32_t f = src(i, 0);
         close(f, KILN_LIR_OP_IF);
         line("br label %if" + std::to_string(f) + "_end");
         label("if" + std::to_string(f) + "_end");
         break;
       }
-      case KILN_LIR_OP_DEFINE_REG: {
+      case sdk::LirOp::DEFINE_REG: {
         val_[i] = "%acc" + std::to_string(in.arg) + "_" + std::to_string(i);
         elem_[i] = vec_ir(t.scalar, t.count, true);
         allocas_ += "  " + val_[i] + " = alloca " + elem_[i] + ", i32 " + std::to_string(t.size < 1 ? 1 : t.size) + ", align 64\n";
         align_[i] = 64;
         break;
       }
-      case KILN_LIR_OP_INDEX: {
+      case sdk::LirOp::INDEX: {
         uint32_t base = src(i, 0);
         elem_[i] = elem_[base];
         if (elem_[i].empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "llvm renderer: INDEX of a non-pointer"};
@@ -414,17 +415,17 @@ class Renderer {
         big_[i] = big_[base];
         break;
       }
-      case KILN_LIR_OP_LOAD: emit_load(i); break;
-      case KILN_LIR_OP_STORE: emit_store(i); break;
-      case KILN_LIR_OP_VECTORIZE: emit_vectorize(i); break;
-      case KILN_LIR_OP_GEP: emit_gep(i); break;
-      case KILN_LIR_OP_CAST: val_[i] = convert(V(i, 0), T(src(i, 0)), t); break;
-      case KILN_LIR_OP_BITCAST: def(i, "bitcast " + TV(i, 0) + " to " + type_ir(t)); break;
-      case KILN_LIR_OP_NEG:
+      case sdk::LirOp::LOAD: emit_load(i); break;
+      case sdk::LirOp::STORE: emit_store(i); break;
+      case sdk::LirOp::VECTORIZE: emit_vectorize(i); break;
+      case sdk::LirOp::GEP: emit_gep(i); break;
+      case sdk::LirOp::CAST: val_[i] = convert(V(i, 0), T(src(i, 0)), t); break;
+      case sdk::LirOp::BITCAST: def(i, "bitcast " + TV(i, 0) + " to " + type_ir(t)); break;
+      case sdk::LirOp::NEG:
         if (lir_is_float(t.scalar)) def(i, "fneg " + TV(i, 0));
         else def(i, "sub " + type_ir(t) + " " + zero(t) + ", " + V(i, 0));
         break;
-      case KILN_LIR_OP_RECIPROCAL: {
+      case sdk::LirOp::RECIPROCAL: {
         std::string lit = float_literal(t.scalar, 1.0), c = lit;
         if (t.count > 1) {
           c = "<";
@@ -434,12 +435,12 @@ class Renderer {
         def(i, "fdiv " + type_ir(t) + " " + c + ", " + V(i, 0));
         break;
       }
-      case KILN_LIR_OP_SQRT: emit_math(i, "sqrt"); break;
-      case KILN_LIR_OP_TRUNC: emit_math(i, "trunc"); break;
-      case KILN_LIR_OP_CMPLT: case KILN_LIR_OP_CMPNE: case KILN_LIR_OP_CMPEQ: emit_compare(i); break;
-      case KILN_LIR_OP_MAX: emit_max(i); break;
-      case KILN_LIR_OP_WHERE: def(i, "select " + TV(i, 0) + ", " + TV(i, 1) + ", " + TV(i, 2)); break;
-      case KILN_LIR_OP_MULACC:
+      case sdk::LirOp::SQRT: emit_math(i, "sqrt"); break;
+      case sdk::LirOp::TRUNC: emit_math(i, "trunc"); break;
+      case sdk::LirOp::CMPLT: case sdk::LirOp::CMPNE: case sdk::LirOp::CMPEQ: emit_compare(i); break;
+      case sdk::LirOp::MAX: emit_max(i); break;
+      case sdk::LirOp::WHERE: def(i, "select " + TV(i, 0) + ", " + TV(i, 1) + ", " + TV(i, 2)); break;
+      case sdk::LirOp::MULACC:
         if (lir_is_float(t.scalar)) {
           std::string fn = "@llvm.fmuladd." + mangle(t), ty = type_ir(t);
           need_intrinsic("declare " + ty + " " + fn + "(" + ty + ", " + ty + ", " + ty + ")");
@@ -450,7 +451,15 @@ class Renderer {
           def(i, "add " + type_ir(t) + " " + m + ", " + V(i, 2));
         }
         break;
-      default: emit_binary(i);
+      case sdk::LirOp::ADD: case sdk::LirOp::SUB: case sdk::LirOp::MUL: case sdk::LirOp::IDIV: case sdk::LirOp::MOD:
+      case sdk::LirOp::FDIV: case sdk::LirOp::SHL: case sdk::LirOp::SHR: case sdk::LirOp::AND: case sdk::LirOp::OR:
+      case sdk::LirOp::XOR:
+        emit_binary(i);
+        break;
+      // not in llvm_ir_ops(): the core decomposes the transcendentals; the cpu has no workgroups
+      case sdk::LirOp::EXP2: case sdk::LirOp::LOG2: case sdk::LirOp::SIN: case sdk::LirOp::POW:
+      case sdk::LirOp::BARRIER: case sdk::LirOp::DEFINE_LOCAL: case sdk::LirOp::CUSTOM: case sdk::LirOp::CUSTOMI:
+        unsupported(std::string("LIR op ") + sdk::lir_op_name(in.op) + " (not advertised by the cpu target)");
     }
   }
 
@@ -514,6 +523,12 @@ class Renderer {
 };
 
 }  // namespace
+
+sdk::LirOpSet llvm_ir_ops() {
+  using enum sdk::LirOp;
+  return sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions | sdk::lir_ops::kArithmetic |
+         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL};
+}
 
 std::string render_llvm_ir(const kiln_lir& kernel, const LlvmRenderOptions& options) {
   return Renderer(kernel, options).render();

@@ -19,8 +19,13 @@
 #include <string>
 
 #include "kiln/lir.h"
+#include "kiln/sdk/lir.hpp"
 
 namespace kiln::cpu {
+
+// The LIR ops render_llvm_ir handles (the cpu target's allow-list when it compiles in process): no
+// transcendental functions but SQRT and TRUNC, no workgroups, no CUSTOM/CUSTOMI (their text is C).
+sdk::LirOpSet llvm_ir_ops();
 
 // Throws sdk::Error{UNIMPLEMENTED} for an op the cpu target does not advertise (the core
 // decomposes those) and {INVALID_ARGUMENT} for malformed LIR.

@@ -87,14 +87,13 @@ std::string HipDialect::kernel(std::string_view name, const std::vector<sdk::CPa
   return s + ") {\n" + unpack + body + "}\n";
 }
 
+sdk::LirOpSet hip_ops() {
+  using enum sdk::LirOp;
+  return HipDialect::generic_ops().without({RECIPROCAL}) | sdk::lir_ops::kWorkgroup | sdk::LirOpSet{SQRT, TRUNC};
+}
+
 void hip_caps(uint64_t ops[2], uint32_t& dtypes) {
-  ops[0] = ops[1] = 0;
-  for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) {
-    // no ocml with -nogpulib: the core decomposes these into polynomials
-    if (op == KILN_LIR_OP_EXP2 || op == KILN_LIR_OP_LOG2 || op == KILN_LIR_OP_SIN || op == KILN_LIR_OP_POW) continue;
-    if (op == KILN_LIR_OP_RECIPROCAL) continue;  // 1/x through FDIV with a typed constant
-    ops[op / 64] |= uint64_t{1} << (op % 64);
-  }
+  ops[0] = hip_ops().bits()[0], ops[1] = hip_ops().bits()[1];
   dtypes = 0;
   for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
     if (d != KILN_LIR_DTYPE_BFLOAT16) dtypes |= 1u << d;

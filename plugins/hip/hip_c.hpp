@@ -39,7 +39,11 @@ class HipDialect : public sdk::CStyleRenderer {
   std::array<uint32_t, 3> local_{0, 0, 0};  // the kernel's local size (0 = not constant)
 };
 
-// The LIR ops and dtypes the dialect renders (everything but the transcendentals and bfloat16).
+// The LIR ops the dialect renders: the C-family renderer's own but RECIPROCAL (1/x goes through
+// FDIV with a typed constant), workgroups, and of the math functions only SQRT and TRUNC (no ocml
+// with -nogpulib: the core decomposes EXP2, LOG2, SIN and POW into polynomials).
+sdk::LirOpSet hip_ops();
+// The LIR ops and dtypes the dialect renders (the ops above; every dtype but bfloat16).
 void hip_caps(uint64_t ops[2], uint32_t& dtypes);
 
 }  // namespace kiln::hip

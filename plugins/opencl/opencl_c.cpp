@@ -229,13 +229,14 @@ std::string OpenclDialect::kernel(std::string_view name, const std::vector<sdk::
   return s + ") {\n" + unpack + body + "}\n";
 }
 
+sdk::LirOpSet opencl_ops() {
+  using enum sdk::LirOp;
+  return OpenclDialect::generic_ops().without({RECIPROCAL}) | sdk::lir_ops::kWorkgroup |
+         sdk::LirOpSet{SQRT, TRUNC, EXP2, LOG2, SIN, POW};
+}
+
 void opencl_caps(uint64_t ops[2], uint32_t& dtypes, bool fp16, bool fp64) {
-  ops[0] = ops[1] = 0;
-  for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) {
-    // 1/x goes through FDIV, whose constant the literal hook types (no double promotion)
-    if (op == KILN_LIR_OP_RECIPROCAL) continue;
-    ops[op / 64] |= uint64_t{1} << (op % 64);
-  }
+  ops[0] = opencl_ops().bits()[0], ops[1] = opencl_ops().bits()[1];
   dtypes = 0;
   for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d) {
     if (d == KILN_LIR_DTYPE_BFLOAT16 || (d == KILN_LIR_DTYPE_FLOAT16 && !fp16) || (d == KILN_LIR_DTYPE_FLOAT64 && !fp64))

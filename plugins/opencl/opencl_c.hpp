@@ -66,6 +66,10 @@ class OpenclDialect : public sdk::CStyleRenderer {
   mutable bool streamed_ = false;  // a store used KILN_STREAM (the kernel defines the macro)
 };
 
+// The LIR ops the dialect renders: the C-family renderer's own but RECIPROCAL (1/x goes through
+// FDIV, whose constant the literal hook types, so there is no double promotion), workgroups, and
+// the built-in math functions.
+sdk::LirOpSet opencl_ops();
 // The LIR ops and dtypes the dialect renders, for a device with these extensions.
 void opencl_caps(uint64_t ops[2], uint32_t& dtypes, bool fp16, bool fp64);
 

@@ -176,6 +176,11 @@ std::string sanitize(std::string_view s) {
 
 }  // namespace
 
+LirOpSet CStyleRenderer::generic_ops() {
+  return lir_ops::kStructure | lir_ops::kVectors | lir_ops::kConversions | lir_ops::kArithmetic | lir_ops::kCustom |
+         LirOpSet{LirOp::RECIPROCAL};
+}
+
 std::string CStyleRenderer::render(const kiln_lir& lir) {
   LirView l(lir);
   used_vectors_.clear();
@@ -194,57 +199,58 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
   for (uint32_t i = 0; i < l.size(); ++i) {
     const kiln_lir_inst& in = l[i];
     const kiln_lir_type& t = in.type;
-    switch (in.op) {
-      case KILN_LIR_OP_PARAM:
+    if (!lir_op_known(in.op)) unsupported("LIR op " + std::to_string(in.op));
+    switch (static_cast<LirOp>(in.op)) {
+      case LirOp::PARAM:
         expr[i] = "data" + std::to_string(in.arg);
         params.push_back({expr[i], t, true, static_cast<uint32_t>(in.arg)});
         break;
-      case KILN_LIR_OP_VAR:
+      case LirOp::VAR:
         expr[i] = sanitize(l.str(i));
         params.push_back({expr[i], t, false, n_vars++});
         break;
-      case KILN_LIR_OP_SPECIAL: expr[i] = special(l.str(i)); break;
-      case KILN_LIR_OP_CONST: {
+      case LirOp::SPECIAL: expr[i] = special(l.str(i)); break;
+      case LirOp::CONST: {
         std::string lit = literal(t.scalar, in, l.f64(i));
         expr[i] = t.count == 1 ? lit : vector_splat(type_name(t), in.arg_kind == KILN_LIR_ARG_BOOL && in.arg ? "-1" : lit);
         break;
       }
-      case KILN_LIR_OP_RANGE:
+      case LirOp::RANGE:
         expr[i] = "ridx" + std::to_string(in.arg);
         line("for (" + type_name(t) + " " + expr[i] + " = 0; " + expr[i] + " < " + S(i, 0) + "; " + expr[i] + "++) {");
         ++indent;
         break;
-      case KILN_LIR_OP_END:
-      case KILN_LIR_OP_ENDIF:
+      case LirOp::END:
+      case LirOp::ENDIF:
         --indent;
         line("}");
         break;
-      case KILN_LIR_OP_IF:
+      case LirOp::IF:
         line("if (" + S(i, 0) + ") {");
         ++indent;
         break;
-      case KILN_LIR_OP_BARRIER: line(barrier()); break;
-      case KILN_LIR_OP_DEFINE_LOCAL:
+      case LirOp::BARRIER: line(barrier()); break;
+      case LirOp::DEFINE_LOCAL:
         expr[i] = "local" + std::to_string(in.arg);
         line(local_array(expr[i], t));
         break;
-      case KILN_LIR_OP_DEFINE_REG:
+      case LirOp::DEFINE_REG:
         expr[i] = "acc" + std::to_string(in.arg);
         line(reg_array(expr[i], t));
         break;
-      case KILN_LIR_OP_INDEX: expr[i] = "(" + S(i, 0) + "+" + S(i, 1) + ")"; break;
-      case KILN_LIR_OP_LOAD: {
+      case LirOp::INDEX: expr[i] = "(" + S(i, 0) + "+" + S(i, 1) + ")"; break;
+      case LirOp::LOAD: {
         std::string v = load(S(i, 0), T(i, 0));
         if (in.n_src == 3) v = "(" + S(i, 2) + "?" + v + ":" + S(i, 1) + ")";
         declare(i, v);
         break;
       }
-      case KILN_LIR_OP_STORE: {
+      case LirOp::STORE: {
         std::string s = store(S(i, 0), S(i, 1), T(i, 0));
         line(in.n_src == 3 ? "if (" + S(i, 2) + ") " + s : s);
         break;
       }
-      case KILN_LIR_OP_VECTORIZE: {
+      case LirOp::VECTORIZE: {
         std::vector<std::string> lanes;
         for (uint32_t k = 0; k < in.n_src; ++k) {
           std::string x = S(i, k);
@@ -254,7 +260,7 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
         declare(i, vector_make(type_name(t), lanes));
         break;
       }
-      case KILN_LIR_OP_GEP: {
+      case LirOp::GEP: {
         auto lanes = l.ints(i);
         if (lanes.size() != 1) unsupported("GEP of several lanes");
         std::string x = lane(S(i, 0), lanes[0]);
@@ -262,28 +268,28 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
         declare(i, x);
         break;
       }
-      case KILN_LIR_OP_CAST: declare(i, cast(S(i, 0), T(i, 0), t)); break;
-      case KILN_LIR_OP_BITCAST: declare(i, bitcast(S(i, 0), T(i, 0), t)); break;
-      case KILN_LIR_OP_NEG: declare(i, "(-" + S(i, 0) + ")"); break;
-      case KILN_LIR_OP_RECIPROCAL: {
+      case LirOp::CAST: declare(i, cast(S(i, 0), T(i, 0), t)); break;
+      case LirOp::BITCAST: declare(i, bitcast(S(i, 0), T(i, 0), t)); break;
+      case LirOp::NEG: declare(i, "(-" + S(i, 0) + ")"); break;
+      case LirOp::RECIPROCAL: {
         std::string lit = c_literal_float(1.0, t.scalar == KILN_LIR_DTYPE_FLOAT32);
         declare(i, "(" + (t.count == 1 ? lit : vector_splat(type_name(t), lit)) + "/" + S(i, 0) + ")");
         break;
       }
-      case KILN_LIR_OP_SQRT: case KILN_LIR_OP_EXP2: case KILN_LIR_OP_LOG2: case KILN_LIR_OP_SIN: case KILN_LIR_OP_TRUNC:
-      case KILN_LIR_OP_POW: {
+      case LirOp::SQRT: case LirOp::EXP2: case LirOp::LOG2: case LirOp::SIN: case LirOp::TRUNC:
+      case LirOp::POW: {
         std::vector<std::string> args;
         for (uint32_t k = 0; k < in.n_src; ++k) args.push_back(S(i, k));
         declare(i, math(in.op, args, t));
         break;
       }
-      case KILN_LIR_OP_CMPLT: declare(i, compare("<", S(i, 0), S(i, 1), T(i, 0), t)); break;
-      case KILN_LIR_OP_CMPNE: declare(i, compare("!=", S(i, 0), S(i, 1), T(i, 0), t)); break;
-      case KILN_LIR_OP_CMPEQ: declare(i, compare("==", S(i, 0), S(i, 1), T(i, 0), t)); break;
-      case KILN_LIR_OP_MAX: declare(i, max(S(i, 0), S(i, 1), t)); break;
-      case KILN_LIR_OP_WHERE: declare(i, where(S(i, 0), S(i, 1), S(i, 2), t)); break;
-      case KILN_LIR_OP_MULACC: declare(i, "(" + S(i, 0) + "*" + S(i, 1) + "+" + S(i, 2) + ")"); break;
-      case KILN_LIR_OP_CUSTOM: case KILN_LIR_OP_CUSTOMI: {
+      case LirOp::CMPLT: declare(i, compare("<", S(i, 0), S(i, 1), T(i, 0), t)); break;
+      case LirOp::CMPNE: declare(i, compare("!=", S(i, 0), S(i, 1), T(i, 0), t)); break;
+      case LirOp::CMPEQ: declare(i, compare("==", S(i, 0), S(i, 1), T(i, 0), t)); break;
+      case LirOp::MAX: declare(i, max(S(i, 0), S(i, 1), t)); break;
+      case LirOp::WHERE: declare(i, where(S(i, 0), S(i, 1), S(i, 2), t)); break;
+      case LirOp::MULACC: declare(i, "(" + S(i, 0) + "*" + S(i, 1) + "+" + S(i, 2) + ")"); break;
+      case LirOp::CUSTOM: case LirOp::CUSTOMI: {
         std::string fmt(l.str(i)), out;
         for (size_t p = 0; p < fmt.size(); ++p) {
           if (fmt[p] == '{' && p + 2 < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[p + 1])) && fmt[p + 2] == '}') {
@@ -297,11 +303,10 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
         else declare(i, out);
         break;
       }
-      default: {
-        const char* op = binary_op(in.op);
-        if (!op) unsupported("LIR op " + std::to_string(in.op));
-        declare(i, "(" + S(i, 0) + op + S(i, 1) + ")");
-      }
+      case LirOp::ADD: case LirOp::SUB: case LirOp::MUL: case LirOp::IDIV: case LirOp::FDIV: case LirOp::MOD:
+      case LirOp::SHL: case LirOp::SHR: case LirOp::AND: case LirOp::OR: case LirOp::XOR:
+        declare(i, "(" + S(i, 0) + binary_op(in.op) + S(i, 1) + ")");
+        break;
     }
   }
   if (indent != 1) unsupported("unbalanced RANGE/END or IF/ENDIF");

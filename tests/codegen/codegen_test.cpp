@@ -17,6 +17,7 @@
 #include "symbolic/interpret.hpp"
 
 using namespace kiln;
+using kiln::sdk::LirOp;
 using kiln::testing::error_of;
 
 namespace {
@@ -30,6 +31,13 @@ Target cpu_target() {
   for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;  // as the cpu device reports
   cpu::c_dialect_caps(t.ops, t.dtypes);
   t.source_format = "c";
+  return t;
+}
+
+// The cpu-like target claiming exactly `ops` (an allow-list built with the SDK's sets).
+Target claiming(const sdk::LirOpSet& ops) {
+  Target t = cpu_target();
+  t.ops[0] = ops.bits()[0], t.ops[1] = ops.bits()[1];
   return t;
 }
 
@@ -161,6 +169,33 @@ TEST(Pipeline, WhatTheTargetLacksAndNothingDecomposesIsAnError) {
       ErrorCode::unimplemented, "computes in float64");
   // what decompose() does replace passes: EXP2 is missing on this target too
   EXPECT_NO_THROW(to_program(kernel_of(in({64}).exp2()), cpu_target()));
+}
+
+// An op missing from a renderer's allow-list is unsupported by its target; the pipeline
+// decomposes it where it has a decomposition (MAX -> CMPLT + WHERE) and otherwise refuses the
+// kernel with an error naming the op, before any rendering (tests/e2e/cpu_e2e_test.cpp: and the
+// device, at run time).
+TEST(Pipeline, AnOpMissingFromTheAllowListIsDecomposedOrRefused) {
+  // a list without MAX: not supported, decomposed (CMPLT + WHERE), and no MAX reaches the LIR
+  sdk::LirOpSet no_max = sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions |
+                         sdk::LirOpSet{LirOp::NEG, LirOp::ADD, LirOp::SUB, LirOp::MUL, LirOp::IDIV, LirOp::MOD,
+                                       LirOp::FDIV, LirOp::SHL, LirOp::SHR, LirOp::AND, LirOp::OR, LirOp::XOR,
+                                       LirOp::CMPLT, LirOp::CMPNE, LirOp::CMPEQ, LirOp::WHERE, LirOp::MULACC};
+  Target t = claiming(no_max);
+  EXPECT_FALSE(t.supports_op(KILN_LIR_OP_MAX));
+  Tensor a = Tensor::empty({64}, dtypes::float32, "ref");
+  ProgramSpec p = to_program(kernel_of(a.maximum(a * 2.0)), t);
+  for (const kiln_lir_inst& in : p.lir.insts) EXPECT_NE(in.op, KILN_LIR_OP_MAX);
+  EXPECT_NO_THROW(cpu::render_llvm_ir(p.lir.view()));
+  // without IDIV there is no decomposition: refused, naming the op and its dtype
+  Target u = claiming(sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions |
+                             sdk::LirOpSet{LirOp::NEG, LirOp::ADD, LirOp::SUB, LirOp::MUL, LirOp::MOD, LirOp::FDIV,
+                                           LirOp::MAX, LirOp::SHL, LirOp::SHR, LirOp::AND, LirOp::OR, LirOp::XOR,
+                                           LirOp::CMPLT, LirOp::CMPNE, LirOp::CMPEQ, LirOp::WHERE, LirOp::MULACC});
+  EXPECT_FALSE(u.supports_op(KILN_LIR_OP_IDIV));
+  Tensor i = Tensor::empty({64}, dtypes::int32, "ref");
+  kiln::testing::expect_error([&] { to_program(kernel_of(i.idiv(i + 1)), u); }, ErrorCode::unimplemented,
+                              "needs IDIV (int32");
 }
 
 // A launch the target cannot take is an error naming the sizes and the limits, not a size cut

@@ -10,7 +10,10 @@
 
 #include "kiln/kiln.hpp"
 #include "backend_e2e.hpp"
+#include "error_check.hpp"
+#include "plugin/device.hpp"
 #include "runtime/compile_cache.hpp"
+#include "runtime/device_alloc.hpp"
 #include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
@@ -41,6 +44,38 @@ TEST(CpuSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
 TEST(CpuSweep, UserGuardedDivisorsAreStillGuarded) { check_user_guarded_division(kDevice); }
 
 TEST(CpuSweep, ConcurrentReads) { check_concurrent_reads(kDevice, 100); }
+
+// An op missing from the device's allow-list (simulated: its own target less one op) is not
+// rendered: kiln decomposes it where it can (MAX: the result is still right), else it refuses the
+// kernel with an error naming the device and the op, before anything reaches the renderer.
+TEST(CpuTarget, AnOpMissingFromTheAllowListIsDecomposedOrRefusedNamingTheDevice) {
+  const Target own = runtime::open_device(kDevice)->target();
+  ASSERT_TRUE(own.supports_op(KILN_LIR_OP_MAX) && own.supports_op(KILN_LIR_OP_IDIV));
+  EXPECT_FALSE(own.supports_op(KILN_LIR_OP_EXP2));  // not on the cpu's list: decomposed in every exp2 test
+  auto without = [&](uint32_t op) {
+    Target t = own;
+    t.ops[op / 64] &= ~(uint64_t{1} << (op % 64));
+    return t;
+  };
+  struct Override {
+    explicit Override(const Target& t) { runtime::set_target_override(&t); }
+    ~Override() { runtime::set_target_override(nullptr); }
+  };
+  Tensor a = Tensor::from_vector<float>({1, -2, 3, -4, 5, -6, 7, -8}, {8}, kDevice) * 3.0f;
+  const Target no_max = without(KILN_LIR_OP_MAX);
+  {
+    Override o(no_max);
+    EXPECT_EQ(a.relu().to_vector<float>(), (std::vector<float>{3, 0, 9, 0, 15, 0, 21, 0}));
+  }
+  const Target no_idiv = without(KILN_LIR_OP_IDIV);
+  Tensor i = Tensor::from_vector<int32_t>({7, 9, 11, 13}, {4}, kDevice) + 1;
+  Override o(no_idiv);
+  ErrorCode code{};
+  std::string msg = error_of([&] { i.idiv(i - 5).to_vector<int32_t>(); }, &code);
+  EXPECT_EQ(code, ErrorCode::unimplemented) << msg;
+  EXPECT_NE(msg.find("cpu:0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("needs IDIV (int32"), std::string::npos) << msg;
+}
 
 // Each test gets an empty disk cache of its own and starts as a new process would (nothing in
 // memory).

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <set>
 
+#include "kiln/sdk/lir.hpp"
+
 namespace kiln::cli {
 
 bool parse_args(const std::vector<std::string>& args, po::options_description& options,
@@ -98,21 +100,13 @@ const char* kind_name(uint32_t kind) {
 }
 
 std::string lir_dtype_name(uint32_t dtype) {
-  static const char* const names[] = {"void",   "bool",   "int8",    "int16",    "int32",   "int64",  "uint8",
-                                      "uint16", "uint32", "uint64",  "float16",  "bfloat16", "float32", "float64"};
-  static_assert(sizeof names / sizeof *names == KILN_LIR_DTYPE_COUNT, "update the dtype names with lir.h");
-  return dtype < KILN_LIR_DTYPE_COUNT ? names[dtype] : "dtype" + std::to_string(dtype);
+  const char* name = sdk::lir_dtype_name(dtype);
+  return name ? name : "dtype" + std::to_string(dtype);
 }
 
 std::string lir_op_name(uint32_t op) {
-  static const char* const names[] = {
-      "?",      "PARAM", "VAR",   "SPECIAL", "RANGE", "END",    "IF",    "ENDIF",      "BARRIER", "DEFINE_LOCAL",
-      "DEFINE_REG", "INDEX", "LOAD", "STORE", "CONST", "VECTORIZE", "GEP", "CAST",  "BITCAST", "NEG",
-      "EXP2",   "LOG2",  "SIN",   "SQRT",    "RECIPROCAL", "TRUNC", "ADD", "SUB",   "MUL",        "IDIV",
-      "MOD",    "FDIV",  "MAX",   "POW",     "SHL",   "SHR",    "AND",   "OR",         "XOR",     "CMPLT",
-      "CMPNE",  "CMPEQ", "WHERE", "MULACC",  "CUSTOM", "CUSTOMI"};
-  static_assert(sizeof names / sizeof *names == KILN_LIR_OP_COUNT, "update the op names with lir.h");
-  return op < KILN_LIR_OP_COUNT ? names[op] : "op" + std::to_string(op);
+  const char* name = sdk::lir_op_name(op);
+  return name ? name : "op" + std::to_string(op);
 }
 
 Json device_json(const Device& d) {

@@ -23,13 +23,22 @@
 namespace kiln {
 
 enum class Ops : uint8_t {
-#define KILN_OP(name, doc) name,
+#define KILN_OP(name, kind, lir, doc) name,
 #include "kiln/ops.def"
 };
 inline constexpr int kNumOps = 0
-#define KILN_OP(name, doc) +1
+#define KILN_OP(name, kind, lir, doc) +1
 #include "kiln/ops.def"
     ;
+// The base group every op belongs to (KILN_OP_KIND in ops.def).
+enum class OpKind : uint8_t {
+#define KILN_OP_KIND(kind, doc) kind,
+#include "kiln/ops.def"
+};
+inline constexpr OpKind kOpKinds[] = {
+#define KILN_OP(name, kind, lir, doc) OpKind::kind,
+#include "kiln/ops.def"
+};
 const char* op_name(Ops op);
 
 // A set of ops (128 bits; kNumOps fits).
@@ -54,7 +63,22 @@ struct OpMask {
 };
 
 namespace groups {
-#define KILN_OP_GROUP(gname, ...) inline constexpr OpMask gname = [] { using enum Ops; return OpMask{__VA_ARGS__}; }();
+namespace detail {
+constexpr OpMask of_kind(OpKind k) {
+  OpMask m;
+  for (int i = 0; i < kNumOps; ++i)
+    if (kOpKinds[i] == k) m.add(static_cast<Ops>(i));
+  return m;
+}
+constexpr OpMask as_mask(Ops o) { return OpMask{o}; }
+constexpr OpMask as_mask(const OpMask& m) { return m; }
+template <typename... Parts>
+constexpr OpMask join(const Parts&... parts) { return (OpMask{} | ... | as_mask(parts)); }
+}  // namespace detail
+// One group per kind, then the named unions and properties of ops.def.
+#define KILN_OP_KIND(kind, doc) inline constexpr OpMask kind = detail::of_kind(OpKind::kind);
+#include "kiln/ops.def"
+#define KILN_OP_GROUP(gname, ...) inline constexpr OpMask gname = [] { using enum Ops; return detail::join(__VA_ARGS__); }();
 #include "kiln/ops.def"
 inline constexpr OpMask All = [] {
   OpMask m;

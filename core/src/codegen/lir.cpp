@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "kiln/sdk/lir.hpp"
 #include "support/check.hpp"
 #include "support/flat_map.hpp"
 #include "support/hash.hpp"
@@ -14,39 +15,21 @@ namespace kiln {
 
 namespace {
 
-struct OpName {
-  Ops op;
-  uint32_t lir;
-  const char* name;
+// The LIR op of every core op, from ops.def's LIR column (NONE: the op never reaches a renderer).
+namespace lir_id {
+constexpr uint32_t NONE = 0;
+#define KILN_LIR_ID(name) constexpr uint32_t name = KILN_LIR_OP_##name;
+KILN_LIR_OPS(KILN_LIR_ID)
+#undef KILN_LIR_ID
+}  // namespace lir_id
+constexpr uint32_t kLirOfOp[] = {
+#define KILN_OP(name, kind, lir, doc) lir_id::lir,
+#include "kiln/ops.def"
 };
-constexpr OpName kOps[] = {
-    {Ops::PARAM, KILN_LIR_OP_PARAM, "PARAM"}, {Ops::DEFINE_VAR, KILN_LIR_OP_VAR, "VAR"},
-    {Ops::SPECIAL, KILN_LIR_OP_SPECIAL, "SPECIAL"}, {Ops::RANGE, KILN_LIR_OP_RANGE, "RANGE"},
-    {Ops::END, KILN_LIR_OP_END, "END"}, {Ops::IF, KILN_LIR_OP_IF, "IF"}, {Ops::ENDIF, KILN_LIR_OP_ENDIF, "ENDIF"},
-    {Ops::BARRIER, KILN_LIR_OP_BARRIER, "BARRIER"}, {Ops::DEFINE_LOCAL, KILN_LIR_OP_DEFINE_LOCAL, "DEFINE_LOCAL"},
-    {Ops::DEFINE_REG, KILN_LIR_OP_DEFINE_REG, "DEFINE_REG"}, {Ops::INDEX, KILN_LIR_OP_INDEX, "INDEX"},
-    {Ops::LOAD, KILN_LIR_OP_LOAD, "LOAD"}, {Ops::STORE, KILN_LIR_OP_STORE, "STORE"}, {Ops::CONST, KILN_LIR_OP_CONST, "CONST"},
-    {Ops::VECTORIZE, KILN_LIR_OP_VECTORIZE, "VECTORIZE"}, {Ops::GEP, KILN_LIR_OP_GEP, "GEP"},
-    {Ops::CAST, KILN_LIR_OP_CAST, "CAST"}, {Ops::BITCAST, KILN_LIR_OP_BITCAST, "BITCAST"}, {Ops::NEG, KILN_LIR_OP_NEG, "NEG"},
-    {Ops::EXP2, KILN_LIR_OP_EXP2, "EXP2"}, {Ops::LOG2, KILN_LIR_OP_LOG2, "LOG2"}, {Ops::SIN, KILN_LIR_OP_SIN, "SIN"},
-    {Ops::SQRT, KILN_LIR_OP_SQRT, "SQRT"}, {Ops::RECIPROCAL, KILN_LIR_OP_RECIPROCAL, "RECIPROCAL"},
-    {Ops::TRUNC, KILN_LIR_OP_TRUNC, "TRUNC"}, {Ops::ADD, KILN_LIR_OP_ADD, "ADD"}, {Ops::SUB, KILN_LIR_OP_SUB, "SUB"},
-    {Ops::MUL, KILN_LIR_OP_MUL, "MUL"}, {Ops::IDIV, KILN_LIR_OP_IDIV, "IDIV"}, {Ops::MOD, KILN_LIR_OP_MOD, "MOD"},
-    {Ops::FDIV, KILN_LIR_OP_FDIV, "FDIV"}, {Ops::MAX, KILN_LIR_OP_MAX, "MAX"}, {Ops::POW, KILN_LIR_OP_POW, "POW"},
-    {Ops::SHL, KILN_LIR_OP_SHL, "SHL"}, {Ops::SHR, KILN_LIR_OP_SHR, "SHR"}, {Ops::AND, KILN_LIR_OP_AND, "AND"},
-    {Ops::OR, KILN_LIR_OP_OR, "OR"}, {Ops::XOR, KILN_LIR_OP_XOR, "XOR"}, {Ops::CMPLT, KILN_LIR_OP_CMPLT, "CMPLT"},
-    {Ops::CMPNE, KILN_LIR_OP_CMPNE, "CMPNE"}, {Ops::CMPEQ, KILN_LIR_OP_CMPEQ, "CMPEQ"}, {Ops::WHERE, KILN_LIR_OP_WHERE, "WHERE"},
-    {Ops::MULACC, KILN_LIR_OP_MULACC, "MULACC"}, {Ops::CUSTOM, KILN_LIR_OP_CUSTOM, "CUSTOM"},
-    {Ops::CUSTOMI, KILN_LIR_OP_CUSTOMI, "CUSTOMI"},
-};
-
-const char* kDtypeNames[KILN_LIR_DTYPE_COUNT] = {"void",   "bool",   "int8",    "int16",    "int32",   "int64",  "uint8",
-                                                 "uint16", "uint32", "uint64",  "float16",  "bfloat16", "float32", "float64"};
 
 const char* op_text(uint32_t op) {
-  for (const OpName& o : kOps)
-    if (o.lir == op) return o.name;
-  return "?";
+  const char* name = sdk::lir_op_name(op);
+  return name ? name : "?";
 }
 
 kiln_lir_type type_of(DType d) {
@@ -63,7 +46,8 @@ kiln_lir_type type_of(DType d) {
 }
 
 std::string type_text(const kiln_lir_type& t) {
-  std::string s = t.scalar < KILN_LIR_DTYPE_COUNT ? kDtypeNames[t.scalar] : "?";
+  const char* name = sdk::lir_dtype_name(t.scalar);
+  std::string s = name ? name : "?";
   if (t.count != 1) s += "x" + std::to_string(t.count);
   if (t.addrspace != KILN_LIR_ADDR_NONE) {
     s += "*";
@@ -111,11 +95,7 @@ class Builder {
 
 }  // namespace
 
-uint32_t lir_op(Ops op) {
-  for (const OpName& o : kOps)
-    if (o.op == op) return o.lir;
-  return 0;
-}
+uint32_t lir_op(Ops op) { return static_cast<int>(op) < kNumOps ? kLirOfOp[static_cast<int>(op)] : 0; }
 
 uint32_t lir_dtype(Scalar s) {
   switch (s) {
@@ -230,7 +210,7 @@ LirProgram to_lir(const std::vector<UOp>& program, const std::string& name) {
       default: break;
     }
     uint32_t op = lir_op(u.op());
-    KILN_CHECK(op && (groups::ALU.has(u.op()) || u.op() == Ops::CAST || u.op() == Ops::BITCAST || u.op() == Ops::VECTORIZE),
+    KILN_CHECK(op && (groups::Elementwise.has(u.op()) || u.op() == Ops::VECTORIZE),
                "LIR: ", op_name(u.op()), " cannot appear in a linearized kernel");
     std::vector<uint32_t> src;
     for (const UOp& s : u.src()) src.push_back(at(s));
@@ -294,7 +274,7 @@ kiln_lir_type parse_type(const std::string& s, size_t line) {
   }
   int found = -1;
   for (int i = 0; i < static_cast<int>(KILN_LIR_DTYPE_COUNT); ++i)
-    if (sc == kDtypeNames[i]) found = i;
+    if (sc == sdk::lir_dtype_name(i)) found = i;
   if (found < 0) bad(line, "unknown type '" + s + "'");
   t.scalar = static_cast<uint8_t>(found);
   if (!ptr.empty()) {
@@ -332,10 +312,9 @@ LirProgram parse_lir_text(const std::string& text) {
     if (ref.empty() || ref[0] != '%' || eq != "=") bad(lineno, "expected '%N = OP type ...'");
     if (std::stoul(ref.substr(1)) != p.insts.size()) bad(lineno, "instructions must be numbered in order");
     kiln_lir_inst inst{};
-    bool known = false;
-    for (const OpName& o : kOps)
-      if (op == o.name) inst.op = static_cast<uint16_t>(o.lir), known = true;
-    if (!known) bad(lineno, "unknown op '" + op + "'");
+    for (uint32_t o = 1; o < KILN_LIR_OP_COUNT; ++o)
+      if (op == sdk::lir_op_name(o)) inst.op = static_cast<uint16_t>(o);
+    if (!inst.op) bad(lineno, "unknown op '" + op + "'");
     inst.type = parse_type(type, lineno);
     inst.first_src = static_cast<uint32_t>(p.srcs.size());
     std::string rest;

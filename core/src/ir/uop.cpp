@@ -19,8 +19,10 @@
 namespace kiln {
 
 static_assert(kNumOps <= 128, "OpMask holds 128 ops");
-// Group sanity: a group naming an unknown op does not compile; these catch wrong memberships.
-static_assert(groups::ALU == (groups::Unary | groups::Binary | groups::Ternary), "ALU = Unary | Binary | Ternary");
+// Group sanity: a group naming an unknown op does not compile, the kinds partition the ops, and
+// derived groups are unions of kinds (ops.def); these catch wrong memberships of the properties.
+static_assert((groups::KernelLevel & groups::TensorLevel).empty() && (groups::KernelLevel | groups::TensorLevel |
+              groups::ProgramLevel) == groups::All, "every op is kernel-, tensor- or program-level, once");
 static_assert(groups::Commutative.subset_of(groups::Binary), "commutative ops are binary");
 static_assert(groups::Associative.subset_of(groups::Binary) && groups::Idempotent.subset_of(groups::Binary));
 static_assert(groups::Comparison.subset_of(groups::Binary));
@@ -30,7 +32,7 @@ static_assert(groups::Movement.size() == 6 && !groups::Unary.empty() && !groups:
 
 const char* op_name(Ops op) {
   static const char* names[] = {
-#define KILN_OP(name, doc) #name,
+#define KILN_OP(name, kind, lir, doc) #name,
 #include "kiln/ops.def"
   };
   return static_cast<int>(op) < kNumOps ? names[static_cast<int>(op)] : "?";

@@ -96,7 +96,11 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
   k.device = dev;
   auto t = std::chrono::steady_clock::now();
   const Target* simulated = target_override.load();
-  k.spec = to_program(ast, simulated ? *simulated : dev->target());
+  try {
+    k.spec = to_program(ast, simulated ? *simulated : dev->target());
+  } catch (const Error& e) {  // e.g. an op the target lacks and kiln cannot decompose: say which device
+    fail(e.code(), dev->name(), ": ", e.what());
+  }
   p.codegen_ms = ms_since(t);
   kiln_lir lir = k.spec.lir.view();
   if (debug_level() >= 5) log_line(lir_text(lir));

@@ -1,5 +1,6 @@
 // sdk/conformance/src/level_device.cpp - level 1: device count, properties, target caps, open/close.
 #include "kit.hpp"
+#include "kiln/sdk/lir.hpp"
 #include "plugin/device.hpp"
 #include "plugin/host.hpp"
 #include "plugin/registry.hpp"
@@ -44,9 +45,9 @@ void target(Kit& k) {
     require(!t.source_format.empty(), name + ": empty source_format");
     require(t.supports_dtype(KILN_LIR_DTYPE_FLOAT32) && t.supports_dtype(KILN_LIR_DTYPE_INT32),
             name + ": float32 and int32 are required dtypes");
-    for (uint32_t op : {KILN_LIR_OP_PARAM, KILN_LIR_OP_RANGE, KILN_LIR_OP_END, KILN_LIR_OP_INDEX, KILN_LIR_OP_LOAD,
-                        KILN_LIR_OP_STORE, KILN_LIR_OP_CONST, KILN_LIR_OP_ADD, KILN_LIR_OP_MUL, KILN_LIR_OP_CMPLT})
-      require(t.supports_op(op), name + ": LIR op " + std::to_string(op) + " is required (the core cannot decompose it)");
+    for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op)
+      if (sdk::lir_ops::kRequired.has(op))
+        require(t.supports_op(op), name + ": LIR op " + sdk::lir_op_name(op) + " is required (the core cannot decompose it)");
     // Caps bound what the code generator emits: an implausible value is a bug in the plugin
     // (an unset field, a unit mix-up) that would otherwise surface as odd kernels much later.
     uint32_t w = t.max_vector_width;

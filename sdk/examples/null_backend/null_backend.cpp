@@ -53,16 +53,15 @@ class NullDevice final : public sdk::Device {
     p.compute_units = 1;
     return p;
   }
-  // What the core's code generator may emit for this device. float32 and int32 and the ops
-  // every kernel needs (PARAM, RANGE, END, INDEX, LOAD, STORE, CONST, ADD, MUL, CMPLT) are the
-  // minimum (`kiln test` level 1 checks it); the core decomposes any other op into these.
+  // What the core's code generator may emit for this device: an allow-list. float32 and int32 and
+  // the ops every kernel needs (sdk::lir_ops::kRequired: PARAM, RANGE, END, INDEX, LOAD, STORE,
+  // CONST, ADD, MUL, CMPLT) are the minimum (`kiln test` level 1 checks it); the core decomposes
+  // what it can of any other op into these and refuses kernels that need the rest.
   sdk::Target target() override {
     sdk::Target t;
     t.add_dtype(KILN_LIR_DTYPE_FLOAT32);
     t.add_dtype(KILN_LIR_DTYPE_INT32);
-    for (uint32_t op : {KILN_LIR_OP_PARAM, KILN_LIR_OP_RANGE, KILN_LIR_OP_END, KILN_LIR_OP_INDEX, KILN_LIR_OP_LOAD,
-                        KILN_LIR_OP_STORE, KILN_LIR_OP_CONST, KILN_LIR_OP_ADD, KILN_LIR_OP_MUL, KILN_LIR_OP_CMPLT})
-      t.add_op(op);
+    t.add_ops(sdk::lir_ops::kRequired);
     t.source_format = "null-add";
     return t;
   }

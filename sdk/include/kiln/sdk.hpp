@@ -36,6 +36,7 @@
 
 #include "kiln/plugin.h"
 #include "kiln/sdk/error.hpp"
+#include "kiln/sdk/lir.hpp"
 #include "kiln/sdk/options.hpp"
 
 // Definitions of the opaque ABI handle types, valid inside a plugin built with this SDK.
@@ -86,8 +87,17 @@ struct Target {
   std::string source_format;         // what render() produces
 
   void add_dtype(uint32_t dtype) { dtypes |= 1u << dtype; }
+  // The ops are an allow-list: name what the renderer handles (add_ops with the sets of
+  // kiln/sdk/lir.hpp and single ops), so an op it has never heard of is not claimed. The core
+  // decomposes what is missing or refuses the kernel with an error naming the op.
+  void add_ops(const LirOpSet& set) {
+    ops[0] |= set.bits()[0];
+    ops[1] |= set.bits()[1];
+  }
+  void add_op(LirOp op) { add_ops(LirOpSet{op}); }
   void add_op(uint32_t op) { ops[op / 64] |= uint64_t{1} << (op % 64); }
   void remove_op(uint32_t op) { ops[op / 64] &= ~(uint64_t{1} << (op % 64)); }
+  // Every op this SDK knows: for test fixtures only (a renderer must list what it supports).
   void add_all_ops() {
     for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) add_op(op);
   }

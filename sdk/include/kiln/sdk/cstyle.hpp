@@ -33,6 +33,10 @@ class CStyleRenderer {
  public:
   virtual ~CStyleRenderer() = default;
   std::string render(const kiln_lir& kernel);
+  // The LIR ops render() spells for every dialect by itself (defined next to its switch, so an op
+  // it learns joins every C-family dialect). A dialect's allow-list starts here and adds the math
+  // functions its math() spells and, with workgroups, DEFINE_LOCAL and BARRIER.
+  static LirOpSet generic_ops();
 
  protected:
   // ---- types ----
