@@ -117,6 +117,37 @@ TEST(Pipeline, FewOutputsGroupTheReduceThroughSharedMemory) {
   for (const Opt& o : to_program(kernel_of(in({8, 4096}).sum({1})), plain).opts) EXPECT_NE(o.op, OptOp::GROUP);
 }
 
+// Every step of the pass list runs through the traced wrapper: at KILN_DEBUG=6 the trace names
+// each step of codegen_passes(), in order and once, and every rewrite inside the pipeline says
+// which step it ran in (a rewrite run beside the table, outside any step, would not).
+TEST(Pipeline, EveryStepAppearsInTheTrace) {
+  for (const Target& target : {cpu_target(), gpu_target()}) {
+    UOp ast = kernel_of(in({8, 4096}).sum({1}) + 1.0);
+    LaunchDims quiet_dims;
+    UOp quiet = full_rewrite_to_sink(ast, target, quiet_dims);
+    set_knob(Knob::debug, 6);
+    ::testing::internal::CaptureStderr();
+    LaunchDims dims;
+    UOp traced = full_rewrite_to_sink(ast, target, dims);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    set_knob(Knob::debug, 0);
+    EXPECT_TRUE(traced == quiet) << "tracing changes nothing";
+    std::vector<std::string> steps, want, outside;
+    for (const CodegenPass& p : codegen_passes()) want.push_back(p.name);
+    size_t at = 0;
+    while (at < err.size()) {
+      size_t eol = err.find('\n', at);
+      if (eol == std::string::npos) eol = err.size();
+      std::string line = err.substr(at, eol - at);
+      at = eol + 1;
+      if (line.rfind("step '", 0) == 0) steps.push_back(line.substr(6, line.find('\'', 6) - 6));
+      if (line.rfind("graph_rewrite '", 0) == 0 && line.find("' in step '") == std::string::npos) outside.push_back(line);
+    }
+    EXPECT_EQ(steps, want) << err;
+    EXPECT_TRUE(outside.empty()) << "rewrites outside any step: " << outside.front();
+  }
+}
+
 TEST(Pipeline, NoOptKeepsPlainLoops) {
   set_knob(Knob::noopt, 1);
   ProgramSpec p = to_program(kernel_of(in({64, 1024}) * 2.0), cpu_target());
