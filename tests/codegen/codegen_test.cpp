@@ -264,6 +264,40 @@ TEST(Opt, ActionsCheckTheirAxis) {
   EXPECT_THROW(apply_opt(r, Opt{OptOp::SWAP, 0, 1}), Error) << "axis 1 is a reduce axis";
 }
 
+// kOptActions is what the validator and apply_opt read: every row's axis type is enforced, the
+// part it splits off has the row's type, and remaining() divides by exactly the exact splits.
+TEST(Opt, TheActionTableIsWhatApplies) {
+  UOp k = kernel_of(in({8, 64}).sum({1}));  // axis 0: an output loop, axis 1: a reduce
+  Target t = cpu_target();
+  t.flags |= KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED;
+  t.local_max[0] = t.local_max[1] = t.local_max[2] = 256;
+  t.local_prod_max = 256;
+  t.shared_max = 48 << 10;
+  for (const OptAction& a : kOptActions) {
+    if (a.split == OptSplit::exchange) continue;  // SWAP names a second axis: ActionsCheckTheirAxis
+    const int64_t right = a.on == AxisType::LOOP ? 0 : 1, wrong = 1 - right;
+    EXPECT_NE(opt_problem(k, Opt{a.op, wrong, 2}, &t).find(a.on == AxisType::LOOP ? "output (loop) axes" : "reduce axes"),
+              std::string::npos)
+        << a.name;
+    ASSERT_EQ(opt_problem(k, Opt{a.op, right, 2}, &t), "") << a.name;
+    UOp out = apply_opt(k, Opt{a.op, right, 2}, &t);
+    int made = 0;
+    for (const UOp& u : toposort(out))
+      if (u.op() == Ops::RANGE && range_type(u) == a.makes && range_axis(u) != right) ++made;
+    EXPECT_EQ(made, 1) << a.name << " splits off one " << axis_type_name(a.makes) << " range";
+    for (const UOp& u : toposort(k))
+      if (u.op() == Ops::RANGE && range_axis(u) == right) {
+        std::vector<Opt> applied{{a.op, right, 2}};
+        EXPECT_EQ(remaining(u, applied), a.split == OptSplit::exact ? const_size(u) / 2 : const_size(u)) << a.name;
+      }
+    Target bare = cpu_target();
+    bare.flags = 0;
+    if (a.needs) {
+      EXPECT_NE(opt_problem(k, Opt{a.op, right, 2}, &bare), "") << a.name << " needs what the target lacks";
+    }
+  }
+}
+
 TEST(Opt, WideMatmulWalksColumnPanelsOutside) {
   // B (256 x 2048 floats, 2 MiB) does not fit the L2; one 32-column panel (32 KiB) does
   ProgramSpec wide = to_program(kernel_of(in({64, 256}).matmul(in({256, 2048}))), cpu_target());
