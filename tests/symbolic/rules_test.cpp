@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "ir/print.hpp"
+#include "symbolic/bounds.hpp"
+#include "symbolic/interpret.hpp"
 #include "symbolic/symbolic.hpp"
 
 using namespace kiln;
@@ -97,6 +99,46 @@ TEST(Symbolic, ComparisonsFromBounds) {
   EXPECT_EQ(s((x() * 4 + y()).lt(c(8))), "(x<2)") << "gcd with a small remainder";
   EXPECT_EQ(s(x().ne(c(200))), "True");
   EXPECT_EQ(s(x().eq(c(-1))), "False");
+}
+
+// The guards of (x + c1) * c0 and (x + c0) < c1 check every operand, not x alone: a constant of
+// another dtype (a graph the verifier would refuse) stops them.
+TEST(Symbolic, IntegerRulesCheckEveryOperand) {
+  UOp half = UOp::cfloat(dtypes::float32, 0.5);
+  UOp mul = UOp::make(Ops::MUL, dtypes::index, {x() + 2, half});
+  EXPECT_EQ(render_expr(simplify(mul)), render_expr(mul)) << "no distribution over a float constant";
+  UOp lt = UOp::make(Ops::CMPLT, dtypes::bool_, {x() + 3, half});
+  EXPECT_EQ(render_expr(simplify(lt)), render_expr(lt)) << "no constant moved across a float one";
+  // both still fire where every operand is an integer
+  EXPECT_EQ(s((x() + 2) * 3), "((x*3)+6)");
+  EXPECT_EQ(s((x() + 3).lt(c(10))), "(x<7)");
+}
+
+// Moving a constant across a comparison (or dividing it out) is only right where nothing wraps:
+// in uint8, 250 + 10 is 4 and 4 < 5, but 250 < 5 - 10 is not.
+TEST(Symbolic, ComparisonsDoNotMoveConstantsAcrossAWrap) {
+  auto u8 = [](int64_t v) { return UOp::cint(dtypes::uint8, v); };
+  auto i32 = [](int64_t v) { return UOp::cint(dtypes::int32, v); };
+  UOp v = UOp::variable("v", 0, 255, dtypes::uint8);
+  UOp w = UOp::variable("w", INT32_MIN, INT32_MAX, dtypes::int32);
+  UOp small = UOp::variable("s", 0, 200, dtypes::int32);
+  const std::pair<UOp, std::vector<UOp>> cases[] = {
+      {(v + u8(10)).lt(u8(5)), {v}},
+      {(w + i32(1)).lt(i32(0)), {w}},
+      {(w * i32(2)).lt(i32(7)), {w}},
+      {(small + i32(1)).lt(i32(5)), {small}},  // cannot wrap: still folds
+  };
+  for (const auto& [e, vars] : cases) {
+    UOp simple = simplify(e);
+    const UOp& var = vars[0];
+    for (int64_t val : {vmin(var), vmin(var) + 1, int64_t{0}, int64_t{3}, int64_t{250}, vmax(var) - 1, vmax(var)}) {
+      if (val < vmin(var) || val > vmax(var)) continue;
+      Assignment a{{var, Value{val}}};
+      EXPECT_EQ(as_int(*interpret(simple, a)), as_int(*interpret(e, a)))
+          << render_expr(e) << " -> " << render_expr(simple) << " at " << val;
+    }
+  }
+  EXPECT_EQ(s((small + i32(1)).lt(i32(5))), "(s<4)");
 }
 
 TEST(Symbolic, WhereAndMaxFromBounds) {
