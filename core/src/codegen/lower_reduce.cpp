@@ -58,7 +58,7 @@ UOp split_grouped_reduce(const Match& m, GroupCtx& ctx) {
   std::vector<UOp> partial_src{u.src(0)};
   partial_src.insert(partial_src.end(), loops.begin(), loops.end());
   UOp partial = loops.empty() ? u.src(0) : UOp::make(Ops::REDUCE, u.dtype(), partial_src, u.arg());
-  UOp lid = UOp::cint(dtypes::index, 0);
+  UOp lid = UOp::cindex(0);
   int64_t size = 1;
   for (const UOp& l : lids) {
     KILN_CHECK(l.src(0).is_const(), "a grouped reduce needs a constant group size");
@@ -69,7 +69,7 @@ UOp split_grouped_reduce(const Match& m, GroupCtx& ctx) {
   UOp mem = UOp::make(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, Arg{ctx.local_id++});
   UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, mem.dtype(), {mem, lid}), partial});
   UOp bar = UOp::make(Ops::BARRIER, dtypes::void_, {put});
-  UOp j = UOp::make(Ops::RANGE, dtypes::index, {UOp::cint(dtypes::index, size)},
+  UOp j = UOp::make(Ops::RANGE, dtypes::index, {UOp::cindex(size)},
                     Arg{std::vector<int64_t>{ctx.fold_axis++, static_cast<int64_t>(AxisType::REDUCE)}});
   UOp ready = UOp::make(Ops::AFTER, mem.dtype(), {mem, bar});
   UOp part = UOp::make(Ops::LOAD, u.dtype(), {UOp::make(Ops::INDEX, mem.dtype(), {ready, j})});
@@ -85,7 +85,7 @@ UOp gate_group_store(const Match& m, GroupCtx& ctx) {
     for (const UOp& g : ctx.group_indices)
       if (n == g.node()) return {};
   UOp first = UOp::cbool(true);
-  for (const UOp& g : ctx.group_indices) first = first & g.eq(UOp::cint(dtypes::index, 0));
+  for (const UOp& g : ctx.group_indices) first = first & g.eq(UOp::cindex(0));
   if (index.nsrc() > 2 && (index.src(2) == first || (index.src(2).op() == Ops::AND && index.src(2).src(1) == first))) return {};
   std::vector<UOp> isrc{index.src(0), index.src(1), index.nsrc() > 2 ? index.src(2) & first : first};
   return m[r0].replace_src({index.replace_src(isrc), m[x]});
@@ -136,7 +136,7 @@ UOp lower_reduces(const UOp& ast) {
       for (const UOp& r : reduces) {
         Ops op = static_cast<Ops>(r.arg_ints()[0]);
         UOp acc = UOp::make(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, Arg{acc_id++});
-        UOp zero = UOp::cint(dtypes::index, 0);
+        UOp zero = UOp::cindex(0);
         std::vector<UOp> at_loops{acc};
         at_loops.insert(at_loops.end(), input.begin(), input.end());
         UOp scoped = input.empty() ? acc : UOp::make(Ops::AFTER, acc.dtype(), at_loops);
@@ -154,7 +154,7 @@ UOp lower_reduces(const UOp& ast) {
       UOp end = UOp::make(Ops::END, dtypes::void_, end_src);
       for (size_t i = 0; i < reduces.size(); ++i) {
         UOp done = UOp::make(Ops::AFTER, accs[i].dtype(), {accs[i], end});
-        repl.push_back({reduces[i], UOp::make(Ops::LOAD, reduces[i].dtype(), {UOp::make(Ops::INDEX, accs[i].dtype(), {done, UOp::cint(dtypes::index, 0)})})});
+        repl.push_back({reduces[i], UOp::make(Ops::LOAD, reduces[i].dtype(), {UOp::make(Ops::INDEX, accs[i].dtype(), {done, UOp::cindex(0)})})});
       }
     }
     out = substitute(out, repl);

@@ -71,8 +71,6 @@ std::vector<Opt> parse_opts(std::string_view text) {
 
 namespace {
 
-UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
-
 UOp make_range(const UOp& size, int64_t axis, AxisType t, bool vec = false) {
   std::vector<int64_t> arg{axis, static_cast<int64_t>(t)};
   if (vec) arg.push_back(1);
@@ -130,8 +128,8 @@ int64_t next_axis(const UOp& ast) {
 }  // namespace
 
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
-  UOp i0 = simplify(substitute(idx, {{r, ci(0)}}));
-  UOp i1 = simplify(substitute(idx, {{r, ci(1)}}));
+  UOp i0 = simplify(substitute(idx, {{r, UOp::cindex(0)}}));
+  UOp i1 = simplify(substitute(idx, {{r, UOp::cindex(1)}}));
   UOp d = simplify(i1 - i0);
   if (!d.is_const()) return false;
   stride = d.arg_int();
@@ -139,7 +137,7 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   if (!r.src(0).is_const()) return true;
   int64_t n = r.src(0).arg_int();
   if (n <= 2) return true;
-  UOp in = simplify(substitute(idx, {{r, ci(n - 1)}}));
+  UOp in = simplify(substitute(idx, {{r, UOp::cindex(n - 1)}}));
   UOp dn = simplify(in - i0);
   return dn.is_const() && dn.arg_int() == stride * (n - 1);
 }
@@ -272,17 +270,17 @@ UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   const int64_t axis = next_axis(ast);
   if (a.split == OptSplit::chunks) {
     int64_t n = size.arg_int(), chunk = (n + amt - 1) / amt, threads = (n + chunk - 1) / chunk;
-    UOp tid = make_range(ci(threads), axis, a.makes);
-    UOp inner_size = n % chunk == 0 ? ci(chunk) : simplify((ci(n) - tid * chunk).minimum(ci(chunk)));
+    UOp tid = make_range(UOp::cindex(threads), axis, a.makes);
+    UOp inner_size = n % chunk == 0 ? UOp::cindex(chunk) : simplify((UOp::cindex(n) - tid * chunk).minimum(UOp::cindex(chunk)));
     UOp inner = make_range(inner_size, range_axis(r), t);
     return replace_range(ast, r, tid * chunk + inner, {tid, inner});
   }
-  UOp inner = make_range(ci(amt), axis, a.makes, opt.vectorize);
+  UOp inner = make_range(UOp::cindex(amt), axis, a.makes, opt.vectorize);
   // a whole axis unrolled or upcast leaves no loop of one behind (LOCAL and GROUP keep their
   // outer range: gpudims pairs them)
   if (size.arg_int() == amt && a.expands)
     return replace_range(ast, r, inner, {inner});
-  UOp outer = make_range(ci(size.arg_int() / amt), range_axis(r), t);
+  UOp outer = make_range(UOp::cindex(size.arg_int() / amt), range_axis(r), t);
   return replace_range(ast, r, outer * amt + inner, {outer, inner});
 }
 
