@@ -12,9 +12,10 @@
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
 //           which operand stays in cache across the inner loop
 // What each action applies to, makes and needs is one row of kOptActions (below): opt_problem,
-// apply_opt, parse_opt and the heuristics read it. Actions are applied in order; KILN_NOOPT=1 applies none. Whether an action applies depends on
-// the kernel as the actions before it left it (a whole-axis UPCAST removes the axis): every action,
-// the heuristic's and a user's alike, is checked by opt_problem first.
+// apply_opt, parse_opt and the heuristics read it. Actions are applied in order; KILN_NOOPT=1
+// applies none. Whether an action applies depends on the kernel as the actions before it left it
+// (a whole-axis UPCAST removes the axis): every action, the heuristic's and a user's alike, is
+// checked by opt_problem first.
 #pragma once
 #include <cstddef>
 #include <iterator>
@@ -59,7 +60,8 @@ inline constexpr OptAction kOptActions[] = {
     {OptOp::LOCAL, "LOCAL", AxisType::LOOP, AxisType::LOCAL, OptSplit::exact, false, KILN_TARGET_HAS_LOCAL},
     {OptOp::THREAD, "THREAD", AxisType::LOOP, AxisType::THREAD, OptSplit::chunks, false, KILN_TARGET_HAS_THREADS},
     {OptOp::SWAP, "SWAP", AxisType::LOOP, AxisType::LOOP, OptSplit::exchange, false, 0},
-    {OptOp::GROUP, "GROUP", AxisType::REDUCE, AxisType::GROUP_REDUCE, OptSplit::exact, false, KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED},
+    {OptOp::GROUP, "GROUP", AxisType::REDUCE, AxisType::GROUP_REDUCE, OptSplit::exact, false,
+     KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED},
 };
 static_assert(std::size(kOptActions) == kNumOptOps, "every OptOp has a row in kOptActions");
 static_assert([] {

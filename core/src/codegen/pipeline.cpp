@@ -2,8 +2,8 @@
 //
 // kPasses is the table of contents: every step, in order, by name. full_rewrite_to_sink runs
 // each through traced_step, so KILN_DEBUG=6 shows every step (node counts and time) with the
-// rewrites inside it and their rule hits; a step cannot run without appearing there. The order
-// matters where noted.
+// rewrites inside it and their rule hits ("graph_rewrite 'symbolic' in step 'late symbolic'");
+// a step cannot run without appearing there. The order matters where noted.
 #include "codegen/pipeline.hpp"
 
 #include <algorithm>
@@ -26,7 +26,7 @@ namespace {
 
 constexpr CodegenPass kPasses[] = {
     // early cleanup: the scheduler's index math, simplified once more on its own
-    {"initial symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "initial symbolic"); }},
+    {"initial symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
     // optimisation actions work on RANGEs: they must see the kernel before anything is expanded
     {"apply opts", [](const UOp& s, PassContext& c) {
        if (!c.given) return apply_opts(s, c.target, c.opts);
@@ -34,7 +34,7 @@ constexpr CodegenPass kPasses[] = {
        if (c.opts) c.opts->insert(c.opts->end(), c.given->begin(), c.given->end());
        return out;
      }},
-    {"postopt symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "postopt symbolic"); }},
+    {"postopt symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
     // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
     {"expand ranges", [](const UOp& s, PassContext&) { return expand_ranges(s); }},
     // launch dimensions: THREAD/output/LOCAL ranges become SPECIAL indices; after the expander so
@@ -44,8 +44,7 @@ constexpr CodegenPass kPasses[] = {
     {"devectorize", [](const UOp& s, PassContext& c) { return devectorize(s, c.target); }},
     // REDUCE -> accumulators; copies over the same ranges share one loop (register tiles)
     {"lower reduces", [](const UOp& s, PassContext&) { return lower_reduces(s); }},
-    {"late symbolic",
-     [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic() + pm_vector_cleanup(), nullptr, "late symbolic"); }},
+    {"late symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic() + pm_vector_cleanup(), nullptr, "symbolic"); }},
     // user integer arithmetic wraps (kiln's semantics) where C and LLVM would assume no overflow
     {"wrap signed arithmetic", [](const UOp& s, PassContext&) { return wrap_signed_arith(s); }},
     // index math as int32 when it fits: after all index arithmetic exists, before decompositions
@@ -54,7 +53,7 @@ constexpr CodegenPass kPasses[] = {
     // ops and dtypes the target lacks (transcendentals, pow, threefry, half types, ...)
     {"decompose", [](const UOp& s, PassContext& c) { return decompose(s, c.target); }},
     {"final symbolic",
-     [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic_simple() + pm_vector_cleanup(), nullptr, "final symbolic"); }},
+     [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic_simple() + pm_vector_cleanup(), nullptr, "symbolic_simple"); }},
 };
 
 }  // namespace
