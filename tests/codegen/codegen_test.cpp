@@ -125,6 +125,37 @@ TEST(Pipeline, FewOutputsGroupTheReduceThroughSharedMemory) {
   for (const Opt& o : to_program(kernel_of(in({8, 4096}).sum({1})), plain).opts) EXPECT_NE(o.op, OptOp::GROUP);
 }
 
+// Every step of the pass list runs through the traced wrapper: at KILN_DEBUG=6 the trace names
+// each step of codegen_passes(), in order and once, and every rewrite inside the pipeline says
+// which step it ran in (a rewrite run beside the table, outside any step, would not).
+TEST(Pipeline, EveryStepAppearsInTheTrace) {
+  for (const Target& target : {cpu_target(), gpu_target()}) {
+    UOp ast = kernel_of(in({8, 4096}).sum({1}) + 1.0);
+    LaunchDims quiet_dims;
+    UOp quiet = full_rewrite_to_sink(ast, target, quiet_dims);
+    set_knob(Knob::debug, 6);
+    ::testing::internal::CaptureStderr();
+    LaunchDims dims;
+    UOp traced = full_rewrite_to_sink(ast, target, dims);
+    std::string err = ::testing::internal::GetCapturedStderr();
+    set_knob(Knob::debug, 0);
+    EXPECT_TRUE(traced == quiet) << "tracing changes nothing";
+    std::vector<std::string> steps, want, outside;
+    for (const CodegenPass& p : codegen_passes()) want.push_back(p.name);
+    size_t at = 0;
+    while (at < err.size()) {
+      size_t eol = err.find('\n', at);
+      if (eol == std::string::npos) eol = err.size();
+      std::string line = err.substr(at, eol - at);
+      at = eol + 1;
+      if (line.rfind("step '", 0) == 0) steps.push_back(line.substr(6, line.find('\'', 6) - 6));
+      if (line.rfind("graph_rewrite '", 0) == 0 && line.find("' in step '") == std::string::npos) outside.push_back(line);
+    }
+    EXPECT_EQ(steps, want) << err;
+    EXPECT_TRUE(outside.empty()) << "rewrites outside any step: " << outside.front();
+  }
+}
+
 TEST(Pipeline, NoOptKeepsPlainLoops) {
   set_knob(Knob::noopt, 1);
   ProgramSpec p = to_program(kernel_of(in({64, 1024}) * 2.0), cpu_target());
@@ -266,6 +297,40 @@ TEST(Opt, ActionsCheckTheirAxis) {
   EXPECT_THROW(apply_opt(k, Opt{OptOp::SWAP, 0, 5}), Error);
   UOp r = kernel_of(in({6, 10}).sum({1}));
   EXPECT_THROW(apply_opt(r, Opt{OptOp::SWAP, 0, 1}), Error) << "axis 1 is a reduce axis";
+}
+
+// kOptActions is what the validator and apply_opt read: every row's axis type is enforced, the
+// part it splits off has the row's type, and remaining() divides by exactly the exact splits.
+TEST(Opt, TheActionTableIsWhatApplies) {
+  UOp k = kernel_of(in({8, 64}).sum({1}));  // axis 0: an output loop, axis 1: a reduce
+  Target t = cpu_target();
+  t.flags |= KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED;
+  t.local_max[0] = t.local_max[1] = t.local_max[2] = 256;
+  t.local_prod_max = 256;
+  t.shared_max = 48 << 10;
+  for (const OptAction& a : kOptActions) {
+    if (a.split == OptSplit::exchange) continue;  // SWAP names a second axis: ActionsCheckTheirAxis
+    const int64_t right = a.on == AxisType::LOOP ? 0 : 1, wrong = 1 - right;
+    EXPECT_NE(opt_problem(k, Opt{a.op, wrong, 2}, &t).find(a.on == AxisType::LOOP ? "output (loop) axes" : "reduce axes"),
+              std::string::npos)
+        << a.name;
+    ASSERT_EQ(opt_problem(k, Opt{a.op, right, 2}, &t), "") << a.name;
+    UOp out = apply_opt(k, Opt{a.op, right, 2}, &t);
+    int made = 0;
+    for (const UOp& u : toposort(out))
+      if (u.op() == Ops::RANGE && range_type(u) == a.makes && range_axis(u) != right) ++made;
+    EXPECT_EQ(made, 1) << a.name << " splits off one " << axis_type_name(a.makes) << " range";
+    for (const UOp& u : toposort(k))
+      if (u.op() == Ops::RANGE && range_axis(u) == right) {
+        std::vector<Opt> applied{{a.op, right, 2}};
+        EXPECT_EQ(remaining(u, applied), a.split == OptSplit::exact ? const_size(u) / 2 : const_size(u)) << a.name;
+      }
+    Target bare = cpu_target();
+    bare.flags = 0;
+    if (a.needs) {
+      EXPECT_NE(opt_problem(k, Opt{a.op, right, 2}, &bare), "") << a.name << " needs what the target lacks";
+    }
+  }
 }
 
 TEST(Opt, WideMatmulWalksColumnPanelsOutside) {

@@ -1,17 +1,15 @@
 // tests/rewrite/graph_rewrite_test.cpp - the rewrite drivers.
 #include <gtest/gtest.h>
 
+#include "index_const.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/error.hpp"
 #include "rewrite/graph_rewrite.hpp"
 #include "support/env.hpp"
 
 using namespace kiln;
+using kiln::testing::ci;
 using namespace kiln::pat;
-
-namespace {
-UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
-}  // namespace
 
 TEST(GraphRewrite, ReachesAFixedPoint) {
   // x+0 -> x and x*1 -> x nested: every produced node is rewritten again
@@ -98,4 +96,22 @@ TEST(GraphRewrite, DebugSixPrintsPerRuleHits) {
   EXPECT_NE(err.find("graph_rewrite 'traced'"), std::string::npos) << err;
   EXPECT_NE(err.find("3 rewrites"), std::string::npos) << err;
   EXPECT_NE(err.find("2\tgraph_rewrite_test.cpp:"), std::string::npos) << "x*1 fired twice: " << err;
+}
+
+// A traced step prints its line after the rewrites inside it, and each of them names the step.
+TEST(GraphRewrite, TracedStepsNameTheirRewrites) {
+  PatternMatcher pm{rule(x * 1, x)};
+  UOp v = UOp::variable("v", 0, 9);
+  set_knob(Knob::debug, 6);
+  ::testing::internal::CaptureStderr();
+  UOp out = traced_step("my step", v * 1, [&](const UOp& u) { return graph_rewrite(u, pm, nullptr, "inner"); });
+  graph_rewrite(v * 1, pm, nullptr, "outer");
+  std::string err = ::testing::internal::GetCapturedStderr();
+  set_knob(Knob::debug, 0);
+  EXPECT_EQ(out, v);
+  size_t inner = err.find("graph_rewrite 'inner' in step 'my step': "), step = err.find("step 'my step': 3 -> 1 nodes, ");
+  EXPECT_NE(inner, std::string::npos) << err;
+  EXPECT_NE(step, std::string::npos) << err;
+  EXPECT_LT(inner, step) << "the step's line comes after the rewrites inside it";
+  EXPECT_NE(err.find("graph_rewrite 'outer': "), std::string::npos) << "a rewrite outside any step names none: " << err;
 }

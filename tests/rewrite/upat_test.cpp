@@ -1,15 +1,16 @@
 // tests/rewrite/upat_test.cpp - the pattern DSL and the PatternMatcher.
 #include <gtest/gtest.h>
 
+#include "index_const.hpp"
 #include "kiln/error.hpp"
 #include "rewrite/pattern_matcher.hpp"
 
 using namespace kiln;
+using kiln::testing::ci;
 using namespace kiln::pat;
 
 namespace {
 UOp var(const char* n) { return UOp::variable(n, 0, 100); }
-UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
 }  // namespace
 
 TEST(UPat, MatchesOpAndBindsSlots) {

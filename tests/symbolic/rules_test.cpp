@@ -3,30 +3,33 @@
 
 #include <cmath>
 
+#include "index_const.hpp"
 #include "ir/print.hpp"
+#include "symbolic/bounds.hpp"
+#include "symbolic/interpret.hpp"
 #include "symbolic/symbolic.hpp"
 
 using namespace kiln;
+using kiln::testing::ci;
 
 namespace {
 UOp x() { return UOp::variable("x", 0, 100); }
 UOp y() { return UOp::variable("y", 0, 3); }
 UOp z() { return UOp::variable("z", -10, 10); }
-UOp c(int64_t v) { return UOp::cint(dtypes::index, v); }
 std::string s(const UOp& u) { return render_expr(simplify(u)); }
 }  // namespace
 
 TEST(Symbolic, ConstantFolding) {
-  EXPECT_EQ(s(c(3) + c(4) * c(5)), "23");
-  EXPECT_EQ(s(c(-7).idiv(2)), "-3");
-  EXPECT_EQ(s(c(-7).mod(2)), "-1");
-  EXPECT_EQ(s(c(7).lt(c(3))), "False");
+  EXPECT_EQ(s(ci(3) + ci(4) * ci(5)), "23");
+  EXPECT_EQ(s(ci(-7).idiv(2)), "-3");
+  EXPECT_EQ(s(ci(-7).mod(2)), "-1");
+  EXPECT_EQ(s(ci(7).lt(ci(3))), "False");
   UOp f = UOp::cfloat(dtypes::float32, 2.0);
   EXPECT_EQ(simplify(UOp::alu(Ops::SQRT, {f}) * f), UOp::cfloat(dtypes::float32, std::sqrt(2.0f) * 2.0f));
   EXPECT_EQ(simplify(UOp::cint(dtypes::int32, 300).cast(dtypes::uint8)), UOp::cint(dtypes::uint8, 44));
   // integer division is total, as the generated code computes it
-  EXPECT_EQ(s(c(7).idiv(c(0))), "0");
-  EXPECT_EQ(s(c(-7).mod(c(0))), "-7");
+  EXPECT_EQ(s(ci(7).idiv(ci(0))), "0");
+  EXPECT_EQ(s(ci(-7).mod(ci(0))), "-7");
   EXPECT_EQ(simplify(UOp::cint(dtypes::int32, INT32_MIN).idiv(UOp::cint(dtypes::int32, -1))), UOp::cint(dtypes::int32, INT32_MIN));
   EXPECT_EQ(simplify(UOp::cint(dtypes::int32, INT32_MIN).mod(UOp::cint(dtypes::int32, -1))), UOp::cint(dtypes::int32, 0));
 }
@@ -49,7 +52,7 @@ TEST(Symbolic, Identities) {
 }
 
 TEST(Symbolic, CanonicalOrderAndReassociation) {
-  EXPECT_EQ(s(c(3) + x()), "(x+3)");
+  EXPECT_EQ(s(ci(3) + x()), "(x+3)");
   EXPECT_EQ(s((x() + 3) + 4), "(x+7)");
   EXPECT_EQ(s((x() + 3) + y()), "((x+y)+3)");
   EXPECT_EQ(s(y() + x()), "(x+y)");
@@ -89,21 +92,61 @@ TEST(Symbolic, DivModRecombine) {
 }
 
 TEST(Symbolic, ComparisonsFromBounds) {
-  EXPECT_EQ(s(x().lt(c(101))), "True");
-  EXPECT_EQ(s(x().lt(c(0))), "False");
-  EXPECT_EQ(s(y().lt(c(2))), "(y<2)");
-  EXPECT_EQ(s((x() + 3).lt(c(10))), "(x<7)");
-  EXPECT_EQ(s((x() * 4).lt(c(10))), "(x<3)");
-  EXPECT_EQ(s((x() * 4 + y()).lt(c(8))), "(x<2)") << "gcd with a small remainder";
-  EXPECT_EQ(s(x().ne(c(200))), "True");
-  EXPECT_EQ(s(x().eq(c(-1))), "False");
+  EXPECT_EQ(s(x().lt(ci(101))), "True");
+  EXPECT_EQ(s(x().lt(ci(0))), "False");
+  EXPECT_EQ(s(y().lt(ci(2))), "(y<2)");
+  EXPECT_EQ(s((x() + 3).lt(ci(10))), "(x<7)");
+  EXPECT_EQ(s((x() * 4).lt(ci(10))), "(x<3)");
+  EXPECT_EQ(s((x() * 4 + y()).lt(ci(8))), "(x<2)") << "gcd with a small remainder";
+  EXPECT_EQ(s(x().ne(ci(200))), "True");
+  EXPECT_EQ(s(x().eq(ci(-1))), "False");
+}
+
+// The guards of (x + c1) * c0 and (x + c0) < c1 check every operand, not x alone: a constant of
+// another dtype (a graph the verifier would refuse) stops them.
+TEST(Symbolic, IntegerRulesCheckEveryOperand) {
+  UOp half = UOp::cfloat(dtypes::float32, 0.5);
+  UOp mul = UOp::make(Ops::MUL, dtypes::index, {x() + 2, half});
+  EXPECT_EQ(render_expr(simplify(mul)), render_expr(mul)) << "no distribution over a float constant";
+  UOp lt = UOp::make(Ops::CMPLT, dtypes::bool_, {x() + 3, half});
+  EXPECT_EQ(render_expr(simplify(lt)), render_expr(lt)) << "no constant moved across a float one";
+  // both still fire where every operand is an integer
+  EXPECT_EQ(s((x() + 2) * 3), "((x*3)+6)");
+  EXPECT_EQ(s((x() + 3).lt(ci(10))), "(x<7)");
+}
+
+// Moving a constant across a comparison (or dividing it out) is only right where nothing wraps:
+// in uint8, 250 + 10 is 4 and 4 < 5, but 250 < 5 - 10 is not.
+TEST(Symbolic, ComparisonsDoNotMoveConstantsAcrossAWrap) {
+  auto u8 = [](int64_t v) { return UOp::cint(dtypes::uint8, v); };
+  auto i32 = [](int64_t v) { return UOp::cint(dtypes::int32, v); };
+  UOp v = UOp::variable("v", 0, 255, dtypes::uint8);
+  UOp w = UOp::variable("w", INT32_MIN, INT32_MAX, dtypes::int32);
+  UOp small = UOp::variable("s", 0, 200, dtypes::int32);
+  const std::pair<UOp, std::vector<UOp>> cases[] = {
+      {(v + u8(10)).lt(u8(5)), {v}},
+      {(w + i32(1)).lt(i32(0)), {w}},
+      {(w * i32(2)).lt(i32(7)), {w}},
+      {(small + i32(1)).lt(i32(5)), {small}},  // cannot wrap: still folds
+  };
+  for (const auto& [e, vars] : cases) {
+    UOp simple = simplify(e);
+    const UOp& var = vars[0];
+    for (int64_t val : {vmin(var), vmin(var) + 1, int64_t{0}, int64_t{3}, int64_t{250}, vmax(var) - 1, vmax(var)}) {
+      if (val < vmin(var) || val > vmax(var)) continue;
+      Assignment a{{var, Value{val}}};
+      EXPECT_EQ(as_int(*interpret(simple, a)), as_int(*interpret(e, a)))
+          << render_expr(e) << " -> " << render_expr(simple) << " at " << val;
+    }
+  }
+  EXPECT_EQ(s((small + i32(1)).lt(i32(5))), "(s<4)");
 }
 
 TEST(Symbolic, WhereAndMaxFromBounds) {
-  EXPECT_EQ(s(x().lt(c(1000)).where(x(), y())), "x");
-  EXPECT_EQ(s(x().maximum(c(0))), "x");
-  EXPECT_EQ(s(c(-5).maximum(y())), "y");
-  UOp b = y().lt(c(2));
+  EXPECT_EQ(s(x().lt(ci(1000)).where(x(), y())), "x");
+  EXPECT_EQ(s(x().maximum(ci(0))), "x");
+  EXPECT_EQ(s(ci(-5).maximum(y())), "y");
+  UOp b = y().lt(ci(2));
   EXPECT_EQ(s(b.where(x(), x())), "x");
   EXPECT_EQ(s(b.logical_not().where(x(), y())), "((y<2)?y:x)");
 }
@@ -114,7 +157,7 @@ TEST(Symbolic, RangeOfOneIsZero) {
 }
 
 TEST(Symbolic, BooleanAlgebra) {
-  UOp b = y().lt(c(2));
+  UOp b = y().lt(ci(2));
   EXPECT_EQ(simplify(b & UOp::cbool(true)), simplify(b));
   EXPECT_EQ(s(b & UOp::cbool(false)), "False");
   EXPECT_EQ(s(b | UOp::cbool(true)), "True");

@@ -179,6 +179,7 @@ class UOp {
 
   // Constants. A vector dtype gives a splat constant.
   static UOp cint(DType d, int64_t v);
+  static UOp cindex(int64_t v) { return cint(dtypes::index, v); }  // shapes, offsets, loop bounds
   static UOp cfloat(DType d, double v);
   static UOp cbool(bool v, int count = 1);
   static UOp cvalue(DType d, double v);  // int/bool/float by dtype, value converted

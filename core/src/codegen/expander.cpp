@@ -21,8 +21,6 @@ namespace kiln {
 
 namespace {
 
-UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
-
 UOp fold(Ops op, const std::vector<UOp>& xs) {
   UOp acc = xs[0];
   for (size_t i = 1; i < xs.size(); ++i) acc = UOp::alu(op, {acc, xs[i]});
@@ -55,7 +53,7 @@ UOp duplicate(const UOp& ast, const UOp& r) {
   for (const UOp& u : toposort(ast)) {
     if ((u.op() != Ops::END && u.op() != Ops::REDUCE) || !lists_range(u, r, others)) continue;
     std::vector<UOp> copies;
-    for (int64_t j = 0; j < k; ++j) copies.push_back(substitute(u.src(0), {{r, ci(j)}}));
+    for (int64_t j = 0; j < k; ++j) copies.push_back(substitute(u.src(0), {{r, UOp::cindex(j)}}));
     UOp first = u.op() == Ops::END ? UOp::make(Ops::GROUP, dtypes::void_, copies)
                                    : fold(static_cast<Ops>(u.arg_ints()[0]), copies);
     if (u.op() == Ops::REDUCE && others.empty()) repl.push_back({u, first});
@@ -83,7 +81,7 @@ class Vectorizer {
     return out;
   }
 
-  UOp lane(const UOp& x, int64_t j) { return substitute(x, {{v_, ci(j)}}); }
+  UOp lane(const UOp& x, int64_t j) { return substitute(x, {{v_, UOp::cindex(j)}}); }
   int64_t width() const { return k_; }
 
   UOp broadcast(const UOp& s) {
@@ -119,7 +117,7 @@ class Vectorizer {
   UOp build(const UOp& x) {
     if (x == v_) {
       std::vector<UOp> lanes;
-      for (int64_t j = 0; j < k_; ++j) lanes.push_back(ci(j));
+      for (int64_t j = 0; j < k_; ++j) lanes.push_back(UOp::cindex(j));
       return UOp::make(Ops::VECTORIZE, dtypes::index.vec(k_), lanes);
     }
     switch (x.op()) {

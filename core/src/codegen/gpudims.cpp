@@ -41,7 +41,7 @@ UOp drop_from_ends(const UOp& ast, const std::vector<std::pair<UOp, UOp>>& subst
 }  // namespace
 
 UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims) {
-  UOp one = UOp::cint(dtypes::index, 1);
+  UOp one = UOp::cindex(1);
   for (int d = 0; d < 3; ++d) dims.global[d] = one, dims.local[d] = one;
   std::vector<std::pair<UOp, UOp>> subst;
   if (target.has(KILN_TARGET_HAS_THREADS)) {

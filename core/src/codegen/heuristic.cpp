@@ -68,12 +68,6 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
       if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0)) return false;
     return true;
   };
-  auto upcast_amount = [&](const UOp& r) {
-    int64_t n = const_size(r);
-    for (const Opt& o : opts)
-      if (o.axis == range_axis(r) && o.op == OptOp::UPCAST) n /= o.amount;
-    return n;
-  };
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   int64_t vec = 0;
@@ -149,7 +143,7 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
   if (cpu && target.threads > 1 && !k.out.empty() && work >= 65536) {
     const UOp& outer = k.out.front();
-    int64_t n = upcast_amount(outer);  // what is left of the axis after the upcasts
+    int64_t n = remaining(outer, opts);  // what is left of the axis after the upcasts
     if (n >= 2) plan.add({OptOp::THREAD, range_axis(outer), std::min<int64_t>(target.threads, n)});
   }
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, plan);

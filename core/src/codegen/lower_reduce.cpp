@@ -6,9 +6,11 @@
 //   END(update, reduce ranges)           closes the loop
 //   value : acc[0]                       read AFTER the END
 // REDUCEs over the very same ranges (copies made by the expander) share one END, so their
-// updates run in one loop: a register tile. Innermost reduces are lowered first.
+// updates run in one loop: a register tile. Innermost reduces are lowered first. This part stays
+// a walk: which REDUCEs share a loop is a decision over the whole kernel, not a local rewrite.
 //
-// Grouped reduces (GROUP: some of the REDUCE's ranges became lidx SPECIALs) meet in local memory:
+// Grouped reduces (GROUP: some of the REDUCE's ranges became lidx SPECIALs) meet in local memory,
+// by two rules (split_grouped_reduce, gate_group_store):
 //   partial = REDUCE(body, its loop ranges)   each work item's share, as above
 //   local[lid] = partial; BARRIER
 //   value = REDUCE(local[j], j in 0..group size)   every item folds the partials
@@ -20,9 +22,12 @@
 #include "codegen/passes.hpp"
 #include "ir/alu.hpp"
 #include "ir/traverse.hpp"
+#include "rewrite/graph_rewrite.hpp"
 #include "support/check.hpp"
 
 namespace kiln {
+
+using namespace pat;
 
 namespace {
 
@@ -36,54 +41,65 @@ bool contains_reduce(const UOp& x) {
 
 bool is_group_index(const UOp& r) { return r.op() == Ops::SPECIAL && r.arg_string().rfind("lidx", 0) == 0; }
 
-// Rewrites every grouped REDUCE into per-item partials that meet in local memory.
-UOp lower_groups(const UOp& ast) {
-  std::vector<std::pair<UOp, UOp>> repl;
+// What the grouped-reduce rules share: local buffer and fold-loop numbering, and the group
+// indices met so far (the stores that ignore them are gated).
+struct GroupCtx {
   std::vector<UOp> group_indices;
   int64_t local_id = 0, fold_axis = 1 << 20;  // axis ids of the fold loops: past any real axis
-  for (const UOp& u : toposort(ast)) {
-    if (u.op() != Ops::REDUCE) continue;
-    std::vector<UOp> loops, lids;
-    for (size_t i = 1; i < u.nsrc(); ++i) (is_group_index(u.src(i)) ? lids : loops).push_back(u.src(i));
-    if (lids.empty()) continue;
-    Ops op = static_cast<Ops>(u.arg_ints()[0]);
-    std::vector<UOp> partial_src{u.src(0)};
-    partial_src.insert(partial_src.end(), loops.begin(), loops.end());
-    UOp partial = loops.empty() ? u.src(0) : UOp::make(Ops::REDUCE, u.dtype(), partial_src, u.arg());
-    UOp lid = UOp::cint(dtypes::index, 0);
-    int64_t size = 1;
-    for (const UOp& l : lids) {
-      KILN_CHECK(l.src(0).is_const(), "a grouped reduce needs a constant group size");
-      lid = lid * l.src(0).arg_int() + l;
-      size *= l.src(0).arg_int();
-      if (std::find(group_indices.begin(), group_indices.end(), l) == group_indices.end()) group_indices.push_back(l);
-    }
-    UOp mem = UOp::make(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, Arg{local_id++});
-    UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, mem.dtype(), {mem, lid}), partial});
-    UOp bar = UOp::make(Ops::BARRIER, dtypes::void_, {put});
-    UOp j = UOp::make(Ops::RANGE, dtypes::index, {UOp::cint(dtypes::index, size)},
-                      Arg{std::vector<int64_t>{fold_axis++, static_cast<int64_t>(AxisType::REDUCE)}});
-    UOp ready = UOp::make(Ops::AFTER, mem.dtype(), {mem, bar});
-    UOp part = UOp::make(Ops::LOAD, u.dtype(), {UOp::make(Ops::INDEX, mem.dtype(), {ready, j})});
-    repl.push_back({u, UOp::make(Ops::REDUCE, u.dtype(), {part, j}, Arg{std::vector<int64_t>{static_cast<int64_t>(op)}})});
+};
+
+// A REDUCE over some group indices: each item's partial goes to local memory, every item folds
+// the partials after a barrier.
+UOp split_grouped_reduce(const Match& m, GroupCtx& ctx) {
+  const UOp& u = m[r0];
+  std::vector<UOp> loops, lids;
+  for (size_t i = 1; i < u.nsrc(); ++i) (is_group_index(u.src(i)) ? lids : loops).push_back(u.src(i));
+  if (lids.empty()) return {};
+  std::vector<UOp> partial_src{u.src(0)};
+  partial_src.insert(partial_src.end(), loops.begin(), loops.end());
+  UOp partial = loops.empty() ? u.src(0) : UOp::make(Ops::REDUCE, u.dtype(), partial_src, u.arg());
+  UOp lid = UOp::cindex(0);
+  int64_t size = 1;
+  for (const UOp& l : lids) {
+    KILN_CHECK(l.src(0).is_const(), "a grouped reduce needs a constant group size");
+    lid = lid * l.src(0).arg_int() + l;
+    size *= l.src(0).arg_int();
+    if (std::find(ctx.group_indices.begin(), ctx.group_indices.end(), l) == ctx.group_indices.end()) ctx.group_indices.push_back(l);
   }
-  if (repl.empty()) return ast;
-  UOp out = substitute(ast, repl);
-  // stores to global memory whose address ignores the group index: only item 0 writes
-  std::vector<std::pair<UOp, UOp>> gates;
-  for (const UOp& u : toposort(out)) {
-    if (u.op() != Ops::STORE || u.src(0).op() != Ops::INDEX || u.src(0).src(0).dtype().addrspace() != AddrSpace::global) continue;
-    const UOp& index = u.src(0);
-    bool uses_group = false;
-    for (const UOpNode* n : toposort_nodes(index.src(1)))
-      for (const UOp& g : group_indices) uses_group |= n == g.node();
-    if (uses_group) continue;
-    UOp first = UOp::cbool(true);
-    for (const UOp& g : group_indices) first = first & g.eq(UOp::cint(dtypes::index, 0));
-    std::vector<UOp> isrc{index.src(0), index.src(1), index.nsrc() > 2 ? index.src(2) & first : first};
-    gates.push_back({u, u.replace_src({index.replace_src(isrc), u.src(1)})});
-  }
-  return gates.empty() ? out : substitute(out, gates);
+  UOp mem = UOp::make(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, Arg{ctx.local_id++});
+  UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, mem.dtype(), {mem, lid}), partial});
+  UOp bar = UOp::make(Ops::BARRIER, dtypes::void_, {put});
+  UOp j = UOp::make(Ops::RANGE, dtypes::index, {UOp::cindex(size)},
+                    Arg{std::vector<int64_t>{ctx.fold_axis++, static_cast<int64_t>(AxisType::REDUCE)}});
+  UOp ready = UOp::make(Ops::AFTER, mem.dtype(), {mem, bar});
+  UOp part = UOp::make(Ops::LOAD, u.dtype(), {UOp::make(Ops::INDEX, mem.dtype(), {ready, j})});
+  return UOp::make(Ops::REDUCE, u.dtype(), {part, j}, Arg{std::vector<int64_t>{u.arg_ints()[0]}});
+}
+
+// A store to global memory whose address ignores the group index: every item holds the same
+// value, only item 0 writes (gated once: a store already gated is left alone).
+UOp gate_group_store(const Match& m, GroupCtx& ctx) {
+  const UOp& index = m[r1];
+  if (index.src(0).dtype().addrspace() != AddrSpace::global) return {};
+  for (const UOpNode* n : toposort_nodes(index.src(1)))
+    for (const UOp& g : ctx.group_indices)
+      if (n == g.node()) return {};
+  UOp first = UOp::cbool(true);
+  for (const UOp& g : ctx.group_indices) first = first & g.eq(UOp::cindex(0));
+  if (index.nsrc() > 2 && (index.src(2) == first || (index.src(2).op() == Ops::AND && index.src(2).src(1) == first))) return {};
+  std::vector<UOp> isrc{index.src(0), index.src(1), index.nsrc() > 2 ? index.src(2) & first : first};
+  return m[r0].replace_src({index.replace_src(isrc), m[x]});
+}
+
+// Grouped reduces meet in local memory; then the stores that ignore the group are gated (a second
+// rewrite: every group index must be known before any store is judged).
+UOp lower_groups(const UOp& ast) {
+  static const PatternMatcher split{rule(UPat::op(Ops::REDUCE).allow_any_len().named(r0), split_grouped_reduce)};
+  static const PatternMatcher gate{
+      rule(UPat::op(Ops::STORE, {UPat::op(Ops::INDEX).allow_any_len().named(r1), x}).named(r0), gate_group_store)};
+  GroupCtx ctx;
+  UOp out = graph_rewrite(ast, split, ctx, "split grouped reduces");
+  return ctx.group_indices.empty() ? out : graph_rewrite(out, gate, ctx, "gate group stores");
 }
 
 }  // namespace
@@ -120,7 +136,7 @@ UOp lower_reduces(const UOp& ast) {
       for (const UOp& r : reduces) {
         Ops op = static_cast<Ops>(r.arg_ints()[0]);
         UOp acc = UOp::make(Ops::DEFINE_REG, r.dtype().ptr(1, AddrSpace::reg), {}, Arg{acc_id++});
-        UOp zero = UOp::cint(dtypes::index, 0);
+        UOp zero = UOp::cindex(0);
         std::vector<UOp> at_loops{acc};
         at_loops.insert(at_loops.end(), input.begin(), input.end());
         UOp scoped = input.empty() ? acc : UOp::make(Ops::AFTER, acc.dtype(), at_loops);
@@ -138,7 +154,7 @@ UOp lower_reduces(const UOp& ast) {
       UOp end = UOp::make(Ops::END, dtypes::void_, end_src);
       for (size_t i = 0; i < reduces.size(); ++i) {
         UOp done = UOp::make(Ops::AFTER, accs[i].dtype(), {accs[i], end});
-        repl.push_back({reduces[i], UOp::make(Ops::LOAD, reduces[i].dtype(), {UOp::make(Ops::INDEX, accs[i].dtype(), {done, UOp::cint(dtypes::index, 0)})})});
+        repl.push_back({reduces[i], UOp::make(Ops::LOAD, reduces[i].dtype(), {UOp::make(Ops::INDEX, accs[i].dtype(), {done, UOp::cindex(0)})})});
       }
     }
     out = substitute(out, repl);

@@ -17,26 +17,24 @@ int64_t range_axis(const UOp& r) { return r.arg_ints()[0]; }
 AxisType range_type(const UOp& r) { return static_cast<AxisType>(r.arg_ints()[1]); }
 bool range_vectorized(const UOp& r) { return r.arg_ints().size() > 2 && r.arg_ints()[2]; }
 
-namespace {
-constexpr const char* kOptNames[] = {"UPCAST", "UNROLL", "LOCAL", "THREAD", "SWAP", "GROUP"};
-}
-
 std::string Opt::str() const {
-  return cat(kOptNames[static_cast<int>(op)], "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
+  return cat(opt_action(op).name, "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
 }
 
 Opt parse_opt(std::string_view text) {
   auto bad = [&]() -> Opt {
+    std::string names;
+    for (const OptAction& a : kOptActions) names += cat(names.empty() ? "" : ", ", a.name);
     fail(ErrorCode::invalid_argument, "cannot read the action '", text,
-         "': write NAME(axis, amount) or NAME(axis, amount, vector), NAME one of UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP");
+         "': write NAME(axis, amount) or NAME(axis, amount, vector), NAME one of ", names);
   };
   size_t open = text.find('('), close = text.rfind(')');
   if (open == std::string_view::npos || close != text.size() - 1) return bad();
   Opt o{OptOp::UPCAST, 0, 0};
   std::string_view name = text.substr(0, open);
-  auto it = std::find(std::begin(kOptNames), std::end(kOptNames), name);
-  if (it == std::end(kOptNames)) return bad();
-  o.op = static_cast<OptOp>(it - std::begin(kOptNames));
+  auto it = std::find_if(std::begin(kOptActions), std::end(kOptActions), [&](const OptAction& a) { return name == a.name; });
+  if (it == std::end(kOptActions)) return bad();
+  o.op = it->op;
   std::vector<std::string> parts{""};
   for (char ch : text.substr(open + 1, close - open - 1)) {
     if (ch == ',') parts.emplace_back();
@@ -72,8 +70,6 @@ std::vector<Opt> parse_opts(std::string_view text) {
 }
 
 namespace {
-
-UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
 
 UOp make_range(const UOp& size, int64_t axis, AxisType t, bool vec = false) {
   std::vector<int64_t> arg{axis, static_cast<int64_t>(t)};
@@ -132,8 +128,8 @@ int64_t next_axis(const UOp& ast) {
 }  // namespace
 
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
-  UOp i0 = simplify(substitute(idx, {{r, ci(0)}}));
-  UOp i1 = simplify(substitute(idx, {{r, ci(1)}}));
+  UOp i0 = simplify(substitute(idx, {{r, UOp::cindex(0)}}));
+  UOp i1 = simplify(substitute(idx, {{r, UOp::cindex(1)}}));
   UOp d = simplify(i1 - i0);
   if (!d.is_const()) return false;
   stride = d.arg_int();
@@ -141,12 +137,19 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   if (!r.src(0).is_const()) return true;
   int64_t n = r.src(0).arg_int();
   if (n <= 2) return true;
-  UOp in = simplify(substitute(idx, {{r, ci(n - 1)}}));
+  UOp in = simplify(substitute(idx, {{r, UOp::cindex(n - 1)}}));
   UOp dn = simplify(in - i0);
   return dn.is_const() && dn.arg_int() == stride * (n - 1);
 }
 
 int64_t const_size(const UOp& r) { return r.src(0).is_const() ? r.src(0).arg_int() : 0; }
+
+int64_t remaining(const UOp& r, std::span<const Opt> opts) {
+  int64_t n = const_size(r);
+  for (const Opt& o : opts)
+    if (o.axis == range_axis(r) && opt_action(o.op).split == OptSplit::exact) n /= o.amount;
+  return n;
+}
 
 bool has_stride(const UOp& idx, const UOp& r, int64_t want) {
   int64_t s;
@@ -163,21 +166,11 @@ UOp find_axis(const UOp& ast, int64_t axis) {
 
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
-// The axis types an action applies to, and what its inner part becomes.
-struct OptRule {
-  AxisType on;
-  AxisType makes;
-};
-OptRule rule_of(OptOp op) {
-  switch (op) {
-    case OptOp::UPCAST: return {AxisType::LOOP, AxisType::UPCAST};
-    case OptOp::UNROLL: return {AxisType::REDUCE, AxisType::UNROLL};
-    case OptOp::LOCAL: return {AxisType::LOOP, AxisType::LOCAL};
-    case OptOp::THREAD: return {AxisType::LOOP, AxisType::THREAD};
-    case OptOp::GROUP: return {AxisType::REDUCE, AxisType::GROUP_REDUCE};
-    case OptOp::SWAP: return {AxisType::LOOP, AxisType::LOOP};
-  }
-  return {AxisType::LOOP, AxisType::LOOP};
+// The axis types the expanding actions make: their ranges become copies of the body.
+bool expanded(AxisType t) {
+  for (const OptAction& a : kOptActions)
+    if (a.expands && a.makes == t) return true;
+  return false;
 }
 
 std::string swap_problem(const UOp& ast, const UOp& a, const Opt& opt) {
@@ -202,18 +195,21 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
     groups += rt == AxisType::GROUP_REDUCE;
     if (rt == AxisType::UPCAST) lanes *= const_size(r);
   }
-  switch (opt.op) {
-    case OptOp::THREAD:
-      if (!t.has(KILN_TARGET_HAS_THREADS)) return "the target has no CPU threads";
+  const OptAction& a = opt_action(opt.op);
+  // what the action needs, in this order: threads, workgroups, shared memory
+  if ((a.needs & KILN_TARGET_HAS_THREADS) && !t.has(KILN_TARGET_HAS_THREADS)) return "the target has no CPU threads";
+  if ((a.needs & KILN_TARGET_HAS_LOCAL) && !t.has(KILN_TARGET_HAS_LOCAL)) return "the target has no workgroups";
+  if ((a.needs & KILN_TARGET_HAS_SHARED) && (!t.has(KILN_TARGET_HAS_SHARED) || t.shared_max == 0)) return "the target has no shared memory";
+  switch (a.makes) {
+    case AxisType::THREAD:
       if (threads) return "the kernel is already split across threads (one THREAD per kernel)";
       if (static_cast<uint64_t>(opt.amount) > t.global_max[0]) return cat("more threads than the target launches (", t.global_max[0], ")");
       return {};
-    case OptOp::LOCAL:
-    case OptOp::GROUP: {
-      if (!t.has(KILN_TARGET_HAS_LOCAL)) return "the target has no workgroups";
-      if (opt.op == OptOp::GROUP && (!t.has(KILN_TARGET_HAS_SHARED) || t.shared_max == 0)) return "the target has no shared memory";
+    case AxisType::LOCAL:
+    case AxisType::GROUP_REDUCE: {
+      const bool group = a.makes == AxisType::GROUP_REDUCE;
       if (locals >= 3) return "three workgroup axes are in use already";
-      if (opt.op == OptOp::GROUP && groups >= 1 && locals > groups) return "grouped reduces go before workgroup (LOCAL) axes";
+      if (group && groups >= 1 && locals > groups) return "grouped reduces go before workgroup (LOCAL) axes";
       uint32_t dim_max = t.local_max[0];
       for (int64_t d = 0; d <= locals; ++d) dim_max = std::min(dim_max, t.local_max[d]);
       if (opt.amount > dim_max || local * opt.amount > t.local_prod_max)
@@ -221,7 +217,7 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
                    t.local_prod_max, " in all)");
       // a grouped reduce keeps one partial per item, upcast copy and reduce in shared memory
       // (8 bytes: the widest accumulator)
-      if (opt.op == OptOp::GROUP && static_cast<uint64_t>(local * opt.amount * lanes * reduces * 8) > t.shared_max)
+      if (group && static_cast<uint64_t>(local * opt.amount * lanes * reduces * 8) > t.shared_max)
         return cat("its partial sums need more than the target's ", t.shared_max, " bytes of shared memory");
       return {};
     }
@@ -234,30 +230,29 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
 std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (!r) return cat("the kernel has no axis ", opt.axis);
-  if (opt.op == OptOp::SWAP) return swap_problem(ast, r, opt);
-  const OptRule rule = rule_of(opt.op);
+  const OptAction& a = opt_action(opt.op);
+  if (a.split == OptSplit::exchange) return swap_problem(ast, r, opt);
   AxisType t = range_type(r);
-  if (t != rule.on)
-    return cat(opt.op == OptOp::UPCAST || opt.op == OptOp::LOCAL || opt.op == OptOp::THREAD ? "it applies to output (loop) axes"
-                                                                                          : "it applies to reduce axes",
-               "; axis ", opt.axis, " is ", axis_type_name(t));
+  if (t != a.on)
+    return cat(a.on == AxisType::LOOP ? "it applies to output (loop) axes" : "it applies to reduce axes", "; axis ", opt.axis,
+               " is ", axis_type_name(t));
   if (opt.amount <= 1) return "amount must be > 1";
   const UOp& size = r.src(0);
-  if (opt.op == OptOp::THREAD) {
+  if (a.split == OptSplit::chunks) {
     if (!size.is_const()) return "the axis size is symbolic";
   } else if (!size.is_const() || size.arg_int() % opt.amount != 0) {
     return cat("the axis size ", render_expr(size), " is not divisible by ", opt.amount);
   }
   if (opt.vectorize) {
-    if (opt.op != OptOp::UPCAST && opt.op != OptOp::UNROLL) return "only UPCAST and UNROLL make vector lanes";
+    if (!a.expands) return "only UPCAST and UNROLL make vector lanes";
     if (!is_pow2(opt.amount) || opt.amount > kMaxVectorLanes) return cat("vector lanes are a power of two up to ", kMaxVectorLanes);
     for (const UOp& x : ranges_of(ast))
       if (range_vectorized(x)) return "the kernel has vector lanes already (one vector axis per kernel)";
   }
-  if (opt.op == OptOp::UPCAST || opt.op == OptOp::UNROLL) {
+  if (a.expands) {
     int64_t copies = opt.amount;
     for (const UOp& x : ranges_of(ast))
-      if (range_type(x) == AxisType::UPCAST || range_type(x) == AxisType::UNROLL) copies *= const_size(x);
+      if (expanded(range_type(x))) copies *= const_size(x);
     if (copies > kMaxExpansion) return cat("the kernel would hold ", copies, " copies of its body (at most ", kMaxExpansion, ")");
   }
   return target ? target_problem(ast, opt, *target) : std::string{};
@@ -266,25 +261,26 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
 UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   if (std::string why = opt_problem(ast, opt, target); !why.empty())
     fail(ErrorCode::invalid_argument, "opt ", opt.str(), ": ", why);
+  const OptAction& a = opt_action(opt.op);
   UOp r = find_axis(ast, opt.axis);
-  if (opt.op == OptOp::SWAP) return swap_loops(ast, r, find_axis(ast, opt.amount));
+  if (a.split == OptSplit::exchange) return swap_loops(ast, r, find_axis(ast, opt.amount));
   const UOp& size = r.src(0);
   const int64_t amt = opt.amount;
   const AxisType t = range_type(r);
   const int64_t axis = next_axis(ast);
-  if (opt.op == OptOp::THREAD) {
+  if (a.split == OptSplit::chunks) {
     int64_t n = size.arg_int(), chunk = (n + amt - 1) / amt, threads = (n + chunk - 1) / chunk;
-    UOp tid = make_range(ci(threads), axis, AxisType::THREAD);
-    UOp inner_size = n % chunk == 0 ? ci(chunk) : simplify((ci(n) - tid * chunk).minimum(ci(chunk)));
+    UOp tid = make_range(UOp::cindex(threads), axis, a.makes);
+    UOp inner_size = n % chunk == 0 ? UOp::cindex(chunk) : simplify((UOp::cindex(n) - tid * chunk).minimum(UOp::cindex(chunk)));
     UOp inner = make_range(inner_size, range_axis(r), t);
     return replace_range(ast, r, tid * chunk + inner, {tid, inner});
   }
-  UOp inner = make_range(ci(amt), axis, rule_of(opt.op).makes, opt.vectorize);
+  UOp inner = make_range(UOp::cindex(amt), axis, a.makes, opt.vectorize);
   // a whole axis unrolled or upcast leaves no loop of one behind (LOCAL and GROUP keep their
   // outer range: gpudims pairs them)
-  if (size.arg_int() == amt && (opt.op == OptOp::UNROLL || opt.op == OptOp::UPCAST))
+  if (size.arg_int() == amt && a.expands)
     return replace_range(ast, r, inner, {inner});
-  UOp outer = make_range(ci(size.arg_int() / amt), range_axis(r), t);
+  UOp outer = make_range(UOp::cindex(size.arg_int() / amt), range_axis(r), t);
   return replace_range(ast, r, outer * amt + inner, {outer, inner});
 }
 

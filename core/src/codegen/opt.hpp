@@ -11,22 +11,65 @@
 //           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
 //           which operand stays in cache across the inner loop
-// Actions are applied in order; KILN_NOOPT=1 applies none. Whether an action applies depends on
-// the kernel as the actions before it left it (a whole-axis UPCAST removes the axis): every action,
-// the heuristic's and a user's alike, is checked by opt_problem first.
+// What each action applies to, makes and needs is one row of kOptActions (below): opt_problem,
+// apply_opt, parse_opt and the heuristics read it. Actions are applied in order; KILN_NOOPT=1
+// applies none. Whether an action applies depends on the kernel as the actions before it left it
+// (a whole-axis UPCAST removes the axis): every action, the heuristic's and a user's alike, is
+// checked by opt_problem first.
 #pragma once
+#include <cstddef>
+#include <iterator>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "kiln/plugin.h"
 #include "kiln/uop.hpp"
 
 namespace kiln {
 
 struct Target;
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, count_ };
+inline constexpr size_t kNumOptOps = static_cast<size_t>(OptOp::count_);
+
+// How an action reshapes its axis.
+enum class OptSplit : uint8_t {
+  exact,     // outer (axis / amount, keeps the id) * amount + inner (amount, a new id); amount divides
+  chunks,    // outer = `amount` chunks (a new id), inner = the chunk, with a dynamic bound when the
+             // amount does not divide (THREAD)
+  exchange,  // no split: the axis trades places with the axis named by `amount` (SWAP)
+};
+
+// One action, as data: opt_problem validates by it, apply_opt applies by it, heuristics read it.
+struct OptAction {
+  OptOp op;              // its own index (checked below)
+  const char* name;      // as Opt::str() writes it and parse_opt reads it
+  AxisType on;           // the axis type it applies to
+  AxisType makes;        // the type of the part it splits off
+  OptSplit split;
+  bool expands;          // copies of the body (UPCAST/UNROLL): counts toward kMaxExpansion, may be
+                         // vector lanes, and a whole-axis split leaves no outer loop behind
+  uint32_t needs;        // KILN_TARGET_HAS_* flags the target must have (SHARED: and shared_max > 0)
+};
+
+inline constexpr OptAction kOptActions[] = {
+    {OptOp::UPCAST, "UPCAST", AxisType::LOOP, AxisType::UPCAST, OptSplit::exact, true, 0},
+    {OptOp::UNROLL, "UNROLL", AxisType::REDUCE, AxisType::UNROLL, OptSplit::exact, true, 0},
+    {OptOp::LOCAL, "LOCAL", AxisType::LOOP, AxisType::LOCAL, OptSplit::exact, false, KILN_TARGET_HAS_LOCAL},
+    {OptOp::THREAD, "THREAD", AxisType::LOOP, AxisType::THREAD, OptSplit::chunks, false, KILN_TARGET_HAS_THREADS},
+    {OptOp::SWAP, "SWAP", AxisType::LOOP, AxisType::LOOP, OptSplit::exchange, false, 0},
+    {OptOp::GROUP, "GROUP", AxisType::REDUCE, AxisType::GROUP_REDUCE, OptSplit::exact, false,
+     KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED},
+};
+static_assert(std::size(kOptActions) == kNumOptOps, "every OptOp has a row in kOptActions");
+static_assert([] {
+  for (size_t i = 0; i < kNumOptOps; ++i)
+    if (static_cast<size_t>(kOptActions[i].op) != i) return false;
+  return true;
+}(), "kOptActions rows are in OptOp order");
+constexpr const OptAction& opt_action(OptOp op) { return kOptActions[static_cast<size_t>(op)]; }
 
 struct Opt {
   OptOp op;
@@ -88,6 +131,9 @@ struct KernelShape {
 };
 KernelShape inspect_kernel(const UOp& ast);
 int64_t const_size(const UOp& r);  // 0 when symbolic
+// What is left of range r's size after `opts` split it (the exact splits on its axis divide it;
+// THREAD chunks and SWAP leave the count alone). 0 when symbolic.
+int64_t remaining(const UOp& r, std::span<const Opt> opts);
 bool has_stride(const UOp& idx, const UOp& r, int64_t want);
 
 // Workgroup actions (LOCAL, ...) for targets with local memory, appended after the register

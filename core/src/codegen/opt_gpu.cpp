@@ -6,18 +6,6 @@
 
 namespace kiln {
 
-namespace {
-
-// What is left of range r after the actions in `opts` split it.
-int64_t remaining(const UOp& r, const std::vector<Opt>& opts) {
-  int64_t n = const_size(r);
-  for (const Opt& o : opts)
-    if (o.axis == range_axis(r) && (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::LOCAL)) n /= o.amount;
-  return n;
-}
-
-}  // namespace
-
 void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& plan) {
   const std::vector<Opt>& opts = plan.opts();
   // A reduction with few outputs would leave a few work items alone with long loops: spread the
@@ -38,9 +26,7 @@ void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& pla
   if (k.out.empty()) return;
   // A workgroup along the contiguous output axis (else the last one), after its register upcasts.
   const UOp& last = k.contiguous ? k.contiguous : k.out.back();
-  int64_t n = const_size(last);
-  for (const Opt& o : opts)
-    if (o.axis == range_axis(last) && o.op == OptOp::UPCAST) n /= o.amount;
+  int64_t n = remaining(last, opts);
   for (int64_t l = std::min<int64_t>(target.local_max[0], 64); l >= 2; l /= 2)
     if (n % l == 0 && plan.add({OptOp::LOCAL, range_axis(last), l})) break;
 }

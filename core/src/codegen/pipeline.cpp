@@ -1,7 +1,9 @@
 // codegen/pipeline.cpp - THE pass list: a scheduler kernel becomes a linearized LIR program.
 //
-// Every step is a named graph rewrite (KILN_DEBUG=6 prints each with its rule hits). The order
-// matters where noted.
+// kPasses is the table of contents: every step, in order, by name. full_rewrite_to_sink runs
+// each through traced_step, so KILN_DEBUG=6 shows every step (node counts and time) with the
+// rewrites inside it and their rule hits ("graph_rewrite 'symbolic' in step 'late symbolic'");
+// a step cannot run without appearing there. The order matters where noted.
 #include "codegen/pipeline.hpp"
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include "ir/uop_access.hpp"
 #include "ir/traverse.hpp"
 #include "codegen/target.hpp"
+#include "rewrite/graph_rewrite.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/flat_map.hpp"
@@ -19,36 +22,50 @@ namespace kiln {
 
 const PatternMatcher& pm_vector_cleanup();
 
+namespace {
+
+constexpr CodegenPass kPasses[] = {
+    // early cleanup: the scheduler's index math, simplified once more on its own
+    {"initial symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
+    // optimisation actions work on RANGEs: they must see the kernel before anything is expanded
+    {"apply opts", [](const UOp& s, PassContext& c) {
+       if (!c.given) return apply_opts(s, c.target, c.opts);
+       UOp out = apply_opts(s, *c.given, c.target);
+       if (c.opts) c.opts->insert(c.opts->end(), c.given->begin(), c.given->end());
+       return out;
+     }},
+    {"postopt symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
+    // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
+    {"expand ranges", [](const UOp& s, PassContext&) { return expand_ranges(s); }},
+    // launch dimensions: THREAD/output/LOCAL ranges become SPECIAL indices; after the expander so
+    // the upcast parts are already registers, before reduce lowering so accumulators live per item
+    {"gpudims", [](const UOp& s, PassContext& c) { return add_gpudims(s, c.target, c.dims); }},
+    // vectors wider than the target's: before reduce lowering, so accumulators come out narrow too
+    {"devectorize", [](const UOp& s, PassContext& c) { return devectorize(s, c.target); }},
+    // REDUCE -> accumulators; copies over the same ranges share one loop (register tiles)
+    {"lower reduces", [](const UOp& s, PassContext&) { return lower_reduces(s); }},
+    {"late symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic() + pm_vector_cleanup(), nullptr, "symbolic"); }},
+    // user integer arithmetic wraps (kiln's semantics) where C and LLVM would assume no overflow
+    {"wrap signed arithmetic", [](const UOp& s, PassContext&) { return wrap_signed_arith(s); }},
+    // index math as int32 when it fits: after all index arithmetic exists, before decompositions
+    // that may need to know the integer width
+    {"lower index dtype", [](const UOp& s, PassContext&) { return lower_index_dtype(s); }},
+    // ops and dtypes the target lacks (transcendentals, pow, threefry, half types, ...)
+    {"decompose", [](const UOp& s, PassContext& c) { return decompose(s, c.target); }},
+    {"final symbolic",
+     [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic_simple() + pm_vector_cleanup(), nullptr, "symbolic_simple"); }},
+};
+
+}  // namespace
+
+std::span<const CodegenPass> codegen_passes() { return kPasses; }
+
 UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts,
                          const std::vector<Opt>* given) {
-  // early cleanup: the scheduler's index math, simplified once more on its own
-  UOp sink = graph_rewrite(ast, symbolic(), nullptr, "initial symbolic");
-  // optimisation actions work on RANGEs: they must see the kernel before anything is expanded
-  if (given) {
-    sink = apply_opts(sink, *given, target);
-    if (opts) opts->insert(opts->end(), given->begin(), given->end());
-  } else {
-    sink = apply_opts(sink, target, opts);
-  }
-  sink = graph_rewrite(sink, symbolic(), nullptr, "postopt symbolic");
-  // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
-  sink = expand_ranges(sink);
-  // launch dimensions: THREAD/output/LOCAL ranges become SPECIAL indices; after the expander so
-  // the upcast parts are already registers, before reduce lowering so accumulators live per item
-  sink = add_gpudims(sink, target, dims);
-  // vectors wider than the target's: before reduce lowering, so accumulators come out narrow too
-  sink = devectorize(sink, target);
-  // REDUCE -> accumulators; copies over the same ranges share one loop (register tiles)
-  sink = lower_reduces(sink);
-  sink = graph_rewrite(sink, symbolic() + pm_vector_cleanup(), nullptr, "late symbolic");
-  // user integer arithmetic wraps (kiln's semantics) where C and LLVM would assume no overflow
-  sink = wrap_signed_arith(sink);
-  // index math as int32 when it fits: after all index arithmetic exists, before decompositions
-  // that may need to know the integer width
-  sink = lower_index_dtype(sink);
-  // ops and dtypes the target lacks (transcendentals, pow, threefry, half types, ...)
-  sink = decompose(sink, target);
-  return graph_rewrite(sink, symbolic_simple() + pm_vector_cleanup(), nullptr, "final symbolic");
+  PassContext ctx{target, dims, opts, given};
+  UOp sink = ast;
+  for (const CodegenPass& pass : kPasses) sink = traced_step(pass.name, sink, [&](const UOp& s) { return pass.run(s, ctx); });
+  return sink;
 }
 
 std::vector<UOp> do_linearize(const UOp& sink) { return linearize(sink); }

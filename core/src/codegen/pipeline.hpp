@@ -1,5 +1,6 @@
 // codegen/pipeline.hpp - from a kernel AST to LIR for a target, and the named steps on the way.
 #pragma once
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,25 @@ struct ProgramSpec {
   std::vector<Opt> opts;     // optimisation actions applied
   double flops = 0, bytes = 0;  // estimates (float ops, bytes of buffers touched)
 };
+
+// What a step of the pass list sees besides the kernel: the target, the launch geometry it fills,
+// and the actions (`given` ones to apply, `opts` receiving the ones applied; both may be null).
+struct PassContext {
+  const Target& target;
+  LaunchDims& dims;
+  std::vector<Opt>* opts;
+  const std::vector<Opt>* given;
+};
+
+// One named step of the pass list.
+struct CodegenPass {
+  const char* name;
+  UOp (*run)(const UOp& sink, PassContext& ctx);
+};
+
+// The pass list, in order (pipeline.cpp). full_rewrite_to_sink runs exactly these, each through
+// traced_step (rewrite/graph_rewrite.hpp) under its name.
+std::span<const CodegenPass> codegen_passes();
 
 // The pass list (see pipeline.cpp): optimise, expand, lower, decompose.
 // `given`: these actions instead of the heuristic's (checked; an error names the first that does

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 
+#include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
@@ -43,7 +44,8 @@ class Trace {
   ~Trace() {
     if (!on_) return;
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-    std::string out = cat("graph_rewrite '", name_, "': ", visited_, " nodes, ", rewrites_, " rewrites, ", ms, " ms");
+    const char* step = StepScope::current();
+    std::string out = cat("graph_rewrite '", name_, "'", step ? cat(" in step '", step, "'") : std::string{}, ": ", visited_, " nodes, ", rewrites_, " rewrites, ", ms, " ms");
     std::vector<std::pair<int, int>> rows(hits_.begin(), hits_.end());
     std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
     for (auto [r, c] : rows) out += cat("\n  ", c, "\t", pm_.rule_at(r).where());
@@ -93,7 +95,30 @@ bool sources_final(const UOp& u, Memo& memo) {
   return true;
 }
 
+thread_local const char* t_step = nullptr;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
+
+StepScope::StepScope(const char* name, const UOp& in) : name_(name), outer_(t_step), on_(debug_level() >= 6) {
+  t_step = name_;
+  if (!on_) return;
+  nodes_in_ = toposort_nodes(in).size();
+  start_ns_ = now_ns();
+}
+
+StepScope::~StepScope() { t_step = outer_; }
+
+void StepScope::finish(const UOp& out) {
+  if (!on_) return;
+  double ms = static_cast<double>(now_ns() - start_ns_) / 1e6;
+  log_line(cat("step '", name_, "': ", nodes_in_, " -> ", toposort_nodes(out).size(), " nodes, ", ms, " ms"));
+}
+
+const char* StepScope::current() { return t_step; }
 
 UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, void* ctx, const char* name) {
   Trace trace(pm, name);

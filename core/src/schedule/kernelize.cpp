@@ -35,8 +35,6 @@ namespace kiln {
 
 namespace {
 
-UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
-
 std::vector<UOp> shape_of(const GraphInfo& g, const UOp& u) { return *g.shape.find(u.node()); }
 
 int64_t max_size(const std::vector<UOp>& shape) {
@@ -83,10 +81,10 @@ GraphInfo analyze(const UOp& sink) {
     auto src_shape = [&](size_t i) { return shape_of(g, n.src(i)); };
     switch (n.op()) {
       case Ops::SINK: case Ops::DEVICE: break;
-      case Ops::PARAM: shape = {ci(n.dtype().ptr_size())}; dev = n.src(0).arg_string(); break;
+      case Ops::PARAM: shape = {UOp::cindex(n.dtype().ptr_size())}; dev = n.src(0).arg_string(); break;
       case Ops::CONST: dev = n.nsrc() ? n.src(0).arg_string() : ""; break;
       case Ops::DEFINE_VAR: break;
-      case Ops::IOTA: shape = {ci(n.arg_int())}; dev = n.src(0).arg_string(); break;
+      case Ops::IOTA: shape = {UOp::cindex(n.arg_int())}; dev = n.src(0).arg_string(); break;
       case Ops::RESHAPE: case Ops::EXPAND: shape = movement_dims(n, 0, n.arg_ints().size()); break;
       case Ops::PERMUTE: {
         auto in = src_shape(0);
@@ -108,7 +106,7 @@ GraphInfo analyze(const UOp& sink) {
       }
       case Ops::REDUCE_AXIS: {
         shape = src_shape(0);
-        for (size_t k = 1; k < n.arg_ints().size(); ++k) shape[n.arg_ints()[k]] = ci(1);
+        for (size_t k = 1; k < n.arg_ints().size(); ++k) shape[n.arg_ints()[k]] = UOp::cindex(1);
         break;
       }
       case Ops::COPY: shape = src_shape(0); dev = n.src(1).arg_string(); break;

@@ -39,12 +39,11 @@ std::vector<UOp> movement_dims(const UOp& mop, size_t begin, size_t count) {
 
 namespace {
 
-UOp ci(int64_t v) { return UOp::cint(dtypes::index, v); }
 bool is_one(const UOp& u) { return u.is_const() && u.arg_int() == 1; }
 bool is_true(const UOp& u) { return u.is_const() && u.dtype().is_bool() && u.arg_bool(); }
 
 UOp flat_index(const std::vector<UOp>& shape, const std::vector<UOp>& idx) {
-  UOp flat = ci(0), stride = ci(1);
+  UOp flat = UOp::cindex(0), stride = UOp::cindex(1);
   for (size_t i = shape.size(); i-- > 0;) {
     if (!is_one(shape[i])) flat = flat + idx[i] * stride;
     stride = stride * shape[i];
@@ -79,7 +78,7 @@ class Builder {
     std::vector<UOp> ranges, idx;
     for (size_t i = 0; i < shape.size(); ++i) {
       if (is_one(shape[i])) {  // a size-1 dimension needs no loop
-        idx.push_back(ci(0));
+        idx.push_back(UOp::cindex(0));
         continue;
       }
       UOp r = UOp::range(shape[i], next_axis_++, AxisType::LOOP);
@@ -213,7 +212,7 @@ class Builder {
       case Ops::EXPAND: {
         const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
         std::vector<UOp> src_idx(idx.size());
-        for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = is_one(in[i]) ? ci(0) : idx[i];
+        for (size_t i = 0; i < idx.size(); ++i) src_idx[i] = is_one(in[i]) ? UOp::cindex(0) : idx[i];
         return forward({n.src(0), src_idx, valid});
       }
       case Ops::SHRINK: {
@@ -234,7 +233,7 @@ class Builder {
         for (size_t i = 0; i < idx.size(); ++i) {
           int64_t before = n.arg_ints()[2 * i], after = n.arg_ints()[2 * i + 1];
           src_idx[i] = before ? idx[i] - before : idx[i];
-          if (before) inside = and_(inside, ci(before - 1).lt(idx[i]));
+          if (before) inside = and_(inside, UOp::cindex(before - 1).lt(idx[i]));
           if (after) inside = and_(inside, idx[i].lt(in[i] + before));
         }
         Plan p = forward({n.src(0), src_idx, and_(valid, inside)});
@@ -247,7 +246,7 @@ class Builder {
         std::vector<UOp> src_idx = idx, ranges;
         for (size_t k = 1; k < arg.size(); ++k) {
           if (is_one(in[arg[k]])) {
-            src_idx[arg[k]] = ci(0);
+            src_idx[arg[k]] = UOp::cindex(0);
             continue;
           }
           UOp r = UOp::range(in[arg[k]], next_axis_++, AxisType::REDUCE);
@@ -284,7 +283,7 @@ class Builder {
       if (!is_one(in[i])) in_big.push_back(i);
     for (size_t i = 0; i < out.size(); ++i)
       if (!is_one(out[i])) out_big.push_back(i);
-    std::vector<UOp> src_idx(in.size(), ci(0));
+    std::vector<UOp> src_idx(in.size(), UOp::cindex(0));
     bool direct = in_big.size() == out_big.size();
     for (size_t k = 0; direct && k < in_big.size(); ++k) direct = in[in_big[k]] == out[out_big[k]];
     if (direct) {
@@ -292,7 +291,7 @@ class Builder {
       return src_idx;
     }
     UOp flat = flat_index(out, idx);
-    UOp stride = ci(1);
+    UOp stride = UOp::cindex(1);
     for (size_t i = in.size(); i-- > 0;) {
       if (!is_one(in[i])) {
         UOp q = is_one(stride) ? flat : flat.idiv(stride);

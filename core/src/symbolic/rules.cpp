@@ -117,6 +117,19 @@ UOp canonical_swap(const Match& m) {
 
 bool int_scalar(const UOp& u) { return u.dtype().is_int() && u.dtype().count() == 1 && u.dtype().scalar() != Scalar::uint64; }
 
+// x + c for every value of x stays in x's dtype: no wrap.
+bool add_fits(const UOp& v, int64_t c) {
+  int64_t lo, hi;
+  return !__builtin_add_overflow(vmin(v), c, &lo) && !__builtin_add_overflow(vmax(v), c, &hi) && lo >= v.dtype().imin() &&
+         hi <= v.dtype().imax();
+}
+// x * k for every value of x stays in x's dtype: no wrap.
+bool mul_fits(const UOp& v, int64_t k) {
+  int64_t a, b;
+  return !__builtin_mul_overflow(vmin(v), k, &a) && !__builtin_mul_overflow(vmax(v), k, &b) &&
+         std::min(a, b) >= v.dtype().imin() && std::max(a, b) <= v.dtype().imax();
+}
+
 // ---------------------------------------------------------------------------------------------
 // sums as terms: x = sum(atom_i * k_i) + offset
 
@@ -254,7 +267,7 @@ UOp fold_divmod_recombine(const Match& m) {
 UOp fold_mul_lt(const Match& m) {
   int64_t k = m.i(c0), c = m.i(c1);
   const UOp& v = m[x];
-  if (!int_scalar(v) || k == 0) return {};
+  if (!int_scalar(v) || k == 0 || !mul_fits(v, k)) return {};  // x*k must not wrap
   if (k > 0) return v.lt(v.const_like(floordiv(c + k - 1, k)));
   // k*v < c  <=>  v > c/k (k < 0)  <=>  v > floor((c)/k) when ... use: v*(-k) > -c  <=>  v > floor(-c/-k)
   int64_t nk = -k;
@@ -287,7 +300,16 @@ UOp fold_lt_gcd(const Match& m) {
 bool max_left_dominates(const Match& m) { return int_scalar(m[x]) && vmin(m[x]) >= vmax(m[y]); }
 bool positive_pair(const Match& m) { return m.i(c0) > 0 && m.i(c1) > 0; }
 bool c0_multiple_of_c1(const Match& m) { return m.i(c1) != 0 && m.i(c0) % m.i(c1) == 0; }
-bool both_ints(const Match& m) { return int_scalar(m[x]); }
+// Every operand the rule reads is a scalar integer: (x + c1) * c0 -> x*c0 + c0*c1 is exact in
+// wrapping integer arithmetic (a ring), not in floats.
+bool int_operands(const Match& m) { return int_scalar(m[x]) && int_scalar(m[c0]) && int_scalar(m[c1]); }
+// (x + c0) < c1 -> x < c1 - c0 holds only where neither x + c0 nor c1 - c0 wraps (uint8: 250 + 10
+// is 4, and 4 < 5, but 250 < 5 - 10 is not).
+bool shift_without_wrap(const Match& m) {
+  int64_t d;
+  return int_operands(m) && add_fits(m[x], m.i(c0)) && !__builtin_sub_overflow(m.i(c1), m.i(c0), &d) &&
+         d >= m[x].dtype().imin() && d <= m[x].dtype().imax();
+}
 bool nonzero(const Match& m) { return vmin(m[x]) > 0 || vmax(m[x]) < 0; }  // x / x is 1 only then (0 / 0 = 0)
 
 const OpMask kFoldable = groups::ALU | OpMask{Ops::CAST};
@@ -364,7 +386,7 @@ const PatternMatcher& symbolic() {
       rule(((x + c0) + c1).dtype(dts::ints), x + (UPat(c0) + UPat(c1))),
       rule(((x * c0) * c1).dtype(dts::ints), x * (UPat(c0) * UPat(c1))),
       rule(((x + c0) + y).dtype(dts::ints), (UPat(x) + UPat(y)) + c0),
-      rule((x + c1) * c0, x * c0 + UPat(c0) * UPat(c1), both_ints),
+      rule((x + c1) * c0, x * c0 + UPat(c0) * UPat(c1), int_operands),
       // ** like terms **
       rule((x * c0 + x * c1).dtype(dts::ints), x * (UPat(c0) + UPat(c1))),
       rule(((y + x * c0) + x * c1).dtype(dts::ints), y + x * (UPat(c0) + UPat(c1))),
@@ -379,7 +401,7 @@ const PatternMatcher& symbolic() {
       rule(UPat::ops({Ops::IDIV, Ops::MOD}, {x, c0}).named(r0), fold_divmod),
       rule(UPat::op(Ops::ADD, {y, z}).named(r0), fold_divmod_recombine),
       // ** comparisons **
-      rule((x + c0) < c1, x < (UPat(c1) - UPat(c0)), both_ints),
+      rule((x + c0) < c1, x < (UPat(c1) - UPat(c0)), shift_without_wrap),
       rule((x * c0) < c1, fold_mul_lt),
       rule(UPat::op(Ops::ADD, {y, z}).named(x) < c0, fold_lt_gcd),
   };
