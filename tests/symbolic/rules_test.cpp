@@ -142,6 +142,33 @@ TEST(Symbolic, ComparisonsDoNotMoveConstantsAcrossAWrap) {
   EXPECT_EQ(s((small + i32(1)).lt(i32(5))), "(s<4)");
 }
 
+// Folding a product or a quotient through a division is exact only while nothing wraps: for an
+// int32 w = 2^30, (w*4)/2 is 0 (w*4 wraps to 0), not w*2 = INT32_MIN. Index math has bounds and
+// still folds.
+TEST(Symbolic, DivisionRulesDoNotFoldAcrossAWrap) {
+  auto i32 = [](int64_t v) { return UOp::cint(dtypes::int32, v); };
+  UOp w = UOp::variable("w", INT32_MIN, INT32_MAX, dtypes::int32);
+  UOp u = UOp::variable("u", INT32_MIN, INT32_MAX, dtypes::int32);
+  const UOp cases[] = {
+      (w * i32(4)).idiv(i32(2)),
+      (w * i32(6)).mod(i32(3)),
+      w.idiv(i32(65537)).idiv(i32(65537)),  // 65537 * 65537 wraps to 131073 in int32
+      (w * i32(4) + u * i32(2)).lt(i32(6)),
+  };
+  for (const UOp& e : cases) {
+    UOp simple = simplify(e);
+    for (int64_t wv : {int64_t{INT32_MIN}, int64_t{-(1 << 30)}, int64_t{-3}, int64_t{0}, int64_t{5}, int64_t{1} << 30, int64_t{INT32_MAX}})
+      for (int64_t uv : {int64_t{0}, int64_t{1} << 30, int64_t{INT32_MAX}}) {
+        Assignment a{{w, Value{wv}}, {u, Value{uv}}};
+        EXPECT_EQ(as_int(*interpret(simple, a)), as_int(*interpret(e, a)))
+            << render_expr(e) << " -> " << render_expr(simple) << " at w=" << wv << " u=" << uv;
+      }
+  }
+  EXPECT_EQ(s((x() * 4).idiv(2)), "(x*2)");
+  EXPECT_EQ(s((x() * 6).mod(3)), "0");
+  EXPECT_EQ(s(x().idiv(8).idiv(4)), "(x//32)");
+}
+
 TEST(Symbolic, WhereAndMaxFromBounds) {
   EXPECT_EQ(s(x().lt(ci(1000)).where(x(), y())), "x");
   EXPECT_EQ(s(x().maximum(ci(0))), "x");

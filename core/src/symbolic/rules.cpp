@@ -283,6 +283,9 @@ UOp fold_lt_gcd(const Match& m) {
   int64_t offset = 0;
   if (!split_sum(s, terms, offset)) return {};
   if (offset != 0) return {};
+  // dividing the terms by d keeps the order only if the sum never wraps; bounds that may wrap
+  // widen to the dtype's whole range (bounds.hpp)
+  if (vmin(s) == s.dtype().imin() && vmax(s) == s.dtype().imax()) return {};
   Terms scaled, unit;
   for (const Term& t : terms) (t.k == 1 ? unit : scaled).push(t);
   if (scaled.empty()) return {};
@@ -298,8 +301,15 @@ UOp fold_lt_gcd(const Match& m) {
 }
 
 bool max_left_dominates(const Match& m) { return int_scalar(m[x]) && vmin(m[x]) >= vmax(m[y]); }
-bool positive_pair(const Match& m) { return m.i(c0) > 0 && m.i(c1) > 0; }
+// (x / c0) / c1 is x / (c0 * c1) only while c0 * c1 is not wrapped in x's dtype
+bool positive_pair(const Match& m) {
+  int64_t p;
+  return m.i(c0) > 0 && m.i(c1) > 0 && !__builtin_mul_overflow(m.i(c0), m.i(c1), &p) && p <= m[x].dtype().imax();
+}
 bool c0_multiple_of_c1(const Match& m) { return m.i(c1) != 0 && m.i(c0) % m.i(c1) == 0; }
+// (x * c0) % c1 and (x * c0) / c1 with c1 | c0 fold only when x * c0 does not wrap: int32
+// (2^30 * 4) / 2 is 0, not 2^31
+bool product_divisible(const Match& m) { return c0_multiple_of_c1(m) && int_scalar(m[x]) && mul_fits(m[x], m.i(c0)); }
 // Every operand the rule reads is a scalar integer: (x + c1) * c0 -> x*c0 + c0*c1 is exact in
 // wrapping integer arithmetic (a ring), not in floats.
 bool int_operands(const Match& m) { return int_scalar(m[x]) && int_scalar(m[c0]) && int_scalar(m[c1]); }
@@ -396,8 +406,8 @@ const PatternMatcher& symbolic() {
       // ** division and modulo **
       rule((x / c0) / c1, x / (UPat(c0) * UPat(c1)), positive_pair),
       rule((x % c0) % c1, x % c1, c0_multiple_of_c1),
-      rule((x * c0) % c1, 0, c0_multiple_of_c1),
-      rule((x * c0) / c1, x * (UPat(c0) / UPat(c1)), c0_multiple_of_c1),
+      rule((x * c0) % c1, 0, product_divisible),
+      rule((x * c0) / c1, x * (UPat(c0) / UPat(c1)), product_divisible),
       rule(UPat::ops({Ops::IDIV, Ops::MOD}, {x, c0}).named(r0), fold_divmod),
       rule(UPat::op(Ops::ADD, {y, z}).named(r0), fold_divmod_recombine),
       // ** comparisons **
