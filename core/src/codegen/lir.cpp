@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <sstream>
 
-#include "kiln/sdk/lir.hpp"
 #include "support/check.hpp"
 #include "support/flat_map.hpp"
 #include "support/hash.hpp"
@@ -27,9 +27,23 @@ constexpr uint32_t kLirOfOp[] = {
 #include "kiln/ops.def"
 };
 
-const char* op_text(uint32_t op) {
-  const char* name = sdk::lir_op_name(op);
-  return name ? name : "?";
+// The LIR ops' names from the C header's list (the core includes only the SDK's C headers).
+constexpr const char* kLirOpNames[] = {
+    "?",
+#define KILN_CORE_LIR_OP_NAME(name) #name,
+    KILN_LIR_OPS(KILN_CORE_LIR_OP_NAME)
+#undef KILN_CORE_LIR_OP_NAME
+};
+static_assert(std::size(kLirOpNames) == KILN_LIR_OP_COUNT, "KILN_LIR_OPS lists every KILN_LIR_OP_*");
+
+const char* op_text(uint32_t op) { return op >= 1 && op < KILN_LIR_OP_COUNT ? kLirOpNames[op] : "?"; }
+
+// "float32" for KILN_LIR_DTYPE_FLOAT32 (the core's name of the scalar with that number); "" when
+// no scalar has it
+std::string lir_dtype_name(uint32_t dtype) {
+  for (int s = 0; s <= static_cast<int>(Scalar::float64); ++s)
+    if (lir_dtype(static_cast<Scalar>(s)) == dtype) return DType(static_cast<Scalar>(s)).name();
+  return "";
 }
 
 kiln_lir_type type_of(DType d) {
@@ -46,8 +60,8 @@ kiln_lir_type type_of(DType d) {
 }
 
 std::string type_text(const kiln_lir_type& t) {
-  const char* name = sdk::lir_dtype_name(t.scalar);
-  std::string s = name ? name : "?";
+  std::string s = lir_dtype_name(t.scalar);
+  if (s.empty()) s = "?";
   if (t.count != 1) s += "x" + std::to_string(t.count);
   if (t.addrspace != KILN_LIR_ADDR_NONE) {
     s += "*";
@@ -274,7 +288,7 @@ kiln_lir_type parse_type(const std::string& s, size_t line) {
   }
   int found = -1;
   for (int i = 0; i < static_cast<int>(KILN_LIR_DTYPE_COUNT); ++i)
-    if (sc == sdk::lir_dtype_name(i)) found = i;
+    if (sc == lir_dtype_name(i)) found = i;
   if (found < 0) bad(line, "unknown type '" + s + "'");
   t.scalar = static_cast<uint8_t>(found);
   if (!ptr.empty()) {
@@ -313,7 +327,7 @@ LirProgram parse_lir_text(const std::string& text) {
     if (std::stoul(ref.substr(1)) != p.insts.size()) bad(lineno, "instructions must be numbered in order");
     kiln_lir_inst inst{};
     for (uint32_t o = 1; o < KILN_LIR_OP_COUNT; ++o)
-      if (op == sdk::lir_op_name(o)) inst.op = static_cast<uint16_t>(o);
+      if (op == kLirOpNames[o]) inst.op = static_cast<uint16_t>(o);
     if (!inst.op) bad(lineno, "unknown op '" + op + "'");
     inst.type = parse_type(type, lineno);
     inst.first_src = static_cast<uint32_t>(p.srcs.size());
