@@ -15,7 +15,9 @@
 
 #include "kiln/tensor.hpp"
 #include "plugin/registry.hpp"
+#include "runtime/prepared.hpp"
 #include "runtime/runtime.hpp"
+#include "schedule/schedule.hpp"
 
 namespace {
 
@@ -149,5 +151,19 @@ void BM_RunSchedule32(benchmark::State& state, const char* device) {
 }
 BENCHMARK_CAPTURE(BM_RunSchedule32, cpu, "cpu:0");
 BENCHMARK_CAPTURE(BM_RunSchedule32, ref, "ref");
+
+// The same 32 items prepared once (what realize runs for a cached schedule, and a JIT replays):
+// running them is 32 launches with the handles they hold.
+void BM_RunPrepared32(benchmark::State& state, const char* device) {
+  setup();
+  Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
+  LinearResult lr = create_linear_with_vars(UOp::sink({chain32(x).uop()}));
+  std::vector<runtime::PreparedItem> items = lr.prepared->prepare(lr.linear, lr.var_vals);
+  runtime::run_items(items);
+  for (auto _ : state) runtime::run_items(items);
+  state.SetItemsProcessed(state.iterations() * 32);
+}
+BENCHMARK_CAPTURE(BM_RunPrepared32, cpu, "cpu:0");
+BENCHMARK_CAPTURE(BM_RunPrepared32, ref, "ref");
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "ir/traverse.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/prepared.hpp"
 #include "runtime/runtime.hpp"
 #include "schedule/schedule.hpp"
 #include "support/flat_map.hpp"
@@ -145,7 +146,7 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
   auto states = pending(tensors);  // under the lock: what another thread realized is a view now
   if (states.empty()) return;
   LinearResult lr = create_linear_with_vars(sink_of(states));
-  runtime::run_schedule(linear_to_schedule(lr));
+  runtime::run_items(lr.prepared->prepare(lr.linear, lr.var_vals));
   std::vector<std::pair<UOp, UOp>> becomes;
   for (size_t i = 0; i < states.size(); ++i) {
     UOp view = buffer_view(lr.outputs[i], states[i].state->shape);
