@@ -1,7 +1,7 @@
 // tensor/realize.cpp - scheduling and running tensors, reading results, assign, device moves.
 //
 // After a realize, every live lazy tensor whose graph contains a realized node is rewritten to
-// read the new buffer instead (the tensor registry below), so work is never done twice.
+// read the new buffer instead (the live tensors below), so work is never done twice.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -22,13 +22,13 @@ using namespace detail;
 namespace {
 
 // Every live TensorState, so realize can point lazy graphs at new buffers.
-struct Registry {
+struct LiveTensors {
   std::mutex mu;
   std::vector<std::weak_ptr<TensorState>> all;
   size_t since_cleanup = 0;
 };
-Registry& registry() {
-  static Registry* r = new Registry;
+LiveTensors& live_tensors() {
+  static LiveTensors* r = new LiveTensors;
   return *r;
 }
 
@@ -83,7 +83,7 @@ std::mutex& realize_mutex() {
 }
 
 void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
-  Registry& r = registry();
+  LiveTensors& r = live_tensors();
   std::vector<std::shared_ptr<TensorState>> live;
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -117,7 +117,7 @@ void read_into(const Tensor& t, void* dst, uint64_t bytes) {
 
 namespace detail {
 void register_state(const std::shared_ptr<TensorState>& s) {
-  Registry& r = registry();
+  LiveTensors& r = live_tensors();
   std::lock_guard<std::mutex> lock(r.mu);
   r.all.push_back(s);
   if (++r.since_cleanup > 4096) {
