@@ -78,7 +78,7 @@ int64_t eval_dim(const PreparedKernel& p, const UOp& d, const VarVals& vals) {
 
 void log_time(const PreparedKernel& p, std::chrono::steady_clock::time_point t0) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  log_line(cat(p.kind == CallKind::copy ? "copy" : kRefDevice, "  ", p.name, "  ", ms, " ms"));
+  log_line(cat(p.device_name, "  ", p.name, "  ", ms, " ms"));
 }
 
 }  // namespace
@@ -99,6 +99,7 @@ std::vector<std::shared_ptr<const PreparedKernel>> prepare_kernels(std::span<con
     p->generation = generation;
     p->noopt = knob(Knob::noopt);
     const std::string& device = buffer_device(c.buffers[0]);
+    p->device_name = device;
     KILN_CHECK(c.buffers.size() <= kMaxBuffers, "kernel ", c.body.arg_string(), " has more than ", kMaxBuffers, " buffers");
     if (c.body.op() == Ops::COPY) {
       p->kind = CallKind::copy;

@@ -54,7 +54,8 @@ enum class CallKind : uint8_t {
 
 struct PreparedKernel {
   CallKind kind = CallKind::kernel;
-  std::string name;  // for logs and errors only
+  std::string name;         // for logs and errors only
+  std::string device_name;  // the call's device (its output buffer's), for logs only
   UOp ast;           // the kernel AST or the COPY node
   // kernel: where it runs (every buffer is on it); copy: the destination's device (null when it is
   // host memory); reference: null
