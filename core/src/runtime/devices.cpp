@@ -11,7 +11,6 @@
 #include "runtime/free_cache.hpp"
 #include "runtime/runtime.hpp"
 #include "support/check.hpp"
-#include "support/env.hpp"
 
 namespace kiln::runtime {
 

@@ -1,4 +1,4 @@
-// runtime/program_cache.cpp - lowering, rendering, compiling and launching device kernels.
+// runtime/program_cache.cpp - lowering, rendering, compiling and loading device kernels (prepared.cpp launches them).
 #include "runtime/program_cache.hpp"
 
 #include <atomic>

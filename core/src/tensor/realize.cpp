@@ -10,7 +10,6 @@
 #include "ir/traverse.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/prepared.hpp"
-#include "runtime/runtime.hpp"
 #include "schedule/schedule.hpp"
 #include "support/flat_map.hpp"
 #include "tensor/tensor_state.hpp"
