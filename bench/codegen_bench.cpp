@@ -10,7 +10,6 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <cstdlib>
 
 #include "codegen/pipeline.hpp"
 #include "plugin/device.hpp"
@@ -22,8 +21,8 @@ namespace {
 using namespace kiln;
 
 std::string device_name() {
-  const char* d = std::getenv("KILN_DEVICE");
-  return d && *d ? d : "cpu:0";
+  const std::string& d = Registry::get().settings().device;  // KILN_DEVICE, as the registry read it
+  return d.empty() ? "cpu:0" : d;
 }
 
 void BM_Codegen(benchmark::State& state, const bench::Workload* w) {

@@ -1,5 +1,6 @@
 // bench/launch_bench.cpp - the cost of running a kernel on the cpu backend through the plugin ABI
-// (Registry -> Device::launch -> SDK trampoline -> cpu runtime), and of getting a kernel to run.
+// (Registry -> Device::launch -> SDK trampoline -> cpu runtime), of getting a kernel to run, and of
+// running a cached schedule of 32 tiny kernels (realize, the schedule items, the prepared items).
 //
 //   ./build/bench/bench_launch                         # cpu backend from the build tree
 //   KILN_BACKENDS=<manifest> ./build/bench/bench_launch
@@ -13,7 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "kiln/tensor.hpp"
 #include "plugin/registry.hpp"
+#include "runtime/prepared.hpp"
+#include "runtime/runtime.hpp"
+#include "schedule/schedule.hpp"
 
 namespace {
 
@@ -115,5 +120,51 @@ void BM_Alloc64MiBFirstTouch(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Alloc64MiBFirstTouch)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A cached schedule of 32 tiny kernels: 32 chained elementwise ops on 16 floats, each its own
+// kernel (contiguous()), realized again and again. Every realize after the first hits the schedule
+// and program caches, so what is left is building the graph, instantiating the cached schedule
+// and dispatching 32 items. Items/s is per kernel: its inverse is the per-item cost.
+Tensor chain32(const Tensor& x) {
+  Tensor y = x;
+  for (int i = 0; i < 32; ++i) y = (y + 1).contiguous();
+  return y;
+}
+
+void BM_RealizeCached32(benchmark::State& state, const char* device) {
+  setup();  // the clang-15 config, like the other benchmarks
+  Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
+  chain32(x).realize();  // compiles the 32 kernels once
+  for (auto _ : state) benchmark::DoNotOptimize(chain32(x).realize());
+  state.SetItemsProcessed(state.iterations() * 32);
+}
+BENCHMARK_CAPTURE(BM_RealizeCached32, cpu, "cpu:0");
+BENCHMARK_CAPTURE(BM_RealizeCached32, ref, "ref");
+
+// Running the 32 items of one schedule again (no graph building, no scheduling): dispatch alone.
+void BM_RunSchedule32(benchmark::State& state, const char* device) {
+  setup();
+  Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
+  std::vector<ExecItem> items = chain32(x).schedule();
+  runtime::run_schedule(items);
+  for (auto _ : state) runtime::run_schedule(items);
+  state.SetItemsProcessed(state.iterations() * 32);
+}
+BENCHMARK_CAPTURE(BM_RunSchedule32, cpu, "cpu:0");
+BENCHMARK_CAPTURE(BM_RunSchedule32, ref, "ref");
+
+// The same 32 items prepared once (what realize runs for a cached schedule, and a JIT replays):
+// running them is 32 launches with the handles they hold.
+void BM_RunPrepared32(benchmark::State& state, const char* device) {
+  setup();
+  Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
+  LinearResult lr = create_linear_with_vars(UOp::sink({chain32(x).uop()}));
+  std::vector<runtime::PreparedItem> items = lr.prepared->prepare(lr.linear, lr.var_vals);
+  runtime::run_items(items);
+  for (auto _ : state) runtime::run_items(items);
+  state.SetItemsProcessed(state.iterations() * 32);
+}
+BENCHMARK_CAPTURE(BM_RunPrepared32, cpu, "cpu:0");
+BENCHMARK_CAPTURE(BM_RunPrepared32, ref, "ref");
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <thread>
 
+#include "runtime/prepared.hpp"
+#include "schedule/schedule.hpp"
+
 namespace kiln::testing {
 
 void expect_matches_reference(const OpCase& c, const std::string& device, double rtol_floor, double atol_floor) {
@@ -139,6 +142,34 @@ void check_concurrent_reads(const std::string& device, int iterations) {
     }
   });
   EXPECT_EQ(wrong.load(), 0) << "reads on " << device << " from " << kThreads << " threads gave wrong values";
+}
+
+void check_variable_launches(const std::string& device, int64_t max, bool symbolic_sizes) {
+  Variable n("n", 1, max);
+  Tensor data = Tensor::arange(0, static_cast<double>(max), 1, dtypes::float32, device).realize();
+  bool symbolic = false;
+  for (int64_t v : {max / 3, max, int64_t{1}, max / 4 + 1}) {
+    SCOPED_TRACE(v);
+    Tensor y = (data.shrink(0, n.bind(v)) * 3).contiguous() + 1;
+    std::vector<float> want;
+    for (int64_t i = 0; i < v; ++i) want.push_back(static_cast<float>(i * 3 + 1));
+    LinearResult lr = create_linear_with_vars(UOp::sink({y.uop()}));  // before y is realized
+    EXPECT_EQ(y.to_vector<float>(), want);
+    int with_vars = 0;
+    for (const runtime::PreparedItem& it : lr.prepared->prepare(lr.linear, lr.var_vals)) {
+      if (!it.kernel->var_slots.empty()) {
+        ++with_vars;
+        EXPECT_EQ(it.values, std::vector<int64_t>{v}) << "the value in the kernel's slot";
+      }
+      if (it.kernel->static_dims) continue;
+      symbolic = true;
+      EXPECT_GE(int64_t{it.global[0]} * it.local[0], v) << "the launch covers the bound size";
+    }
+    EXPECT_GT(with_vars, 0);
+  }
+  if (symbolic_sizes) {
+    EXPECT_TRUE(symbolic) << "a launch size that depends on the variable";
+  }
 }
 
 }  // namespace kiln::testing

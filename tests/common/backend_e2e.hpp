@@ -51,6 +51,12 @@ void check_user_guarded_division(const std::string& device);
 // must be free of data races by design (it runs under ThreadSanitizer too).
 void check_concurrent_reads(const std::string& device, int iterations);
 
+// A variable-sized program (a shrink bound to `n` in [1, max]) realized for several values from
+// one cached schedule: the results are right, each prepared kernel that takes the variable gets
+// the value in its slot (runtime/prepared.hpp), and a launch size that depends on it covers it.
+// `symbolic_sizes`: the target's launch sizes must depend on the variable (GPU targets).
+void check_variable_launches(const std::string& device, int64_t max, bool symbolic_sizes);
+
 }  // namespace kiln::testing
 
 // One test per op-corpus case, named after the case, on `device`.

@@ -27,3 +27,7 @@ TEST(OpenclSweep, EveryDtypeAndAxis) {
                                        dtypes::uint8, dtypes::uint16, dtypes::uint32, dtypes::uint64,
                                        dtypes::float32, dtypes::float64});
 }
+
+// A GPU target's launch size depends on a variable: each realize of the one cached schedule binds
+// the prepared kernel to its value and evaluates the size for it (runtime/prepared.hpp).
+TEST(OpenclPrepared, SymbolicLaunchSizes) { check_variable_launches(kDevice, 4096, /*symbolic_sizes=*/true); }

@@ -270,6 +270,7 @@ std::string Registry::available_list() {
 }
 
 std::string Registry::resolve(const std::string& device) {
+  resolves_.fetch_add(1, std::memory_order_relaxed);
   ensure_discovered();
   if (device.empty()) return default_device();
   // Aliases chain (loops are config errors, and an invalid config has no aliases); a backend's

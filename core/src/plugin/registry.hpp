@@ -16,6 +16,7 @@
 // "" means the default device, chosen by KILN_DEVICE > [devices] default > the best usable device
 // (docs/devices.md). Unknown or unusable devices throw kiln::Error that lists the available devices.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -86,6 +87,9 @@ class Registry {
   // The canonical name a device string refers to ("fast" -> "hip:0", "cpu" -> "cpu:0"), without
   // opening it. Throws like open().
   std::string resolve(const std::string& device);
+  // How many times resolve() ran (open() resolves too): tests check that launching a prepared
+  // schedule resolves no device name.
+  uint64_t resolve_count() const { return resolves_.load(std::memory_order_relaxed); }
 
   std::string default_device();   // throws not_found when there is no usable device
   DeviceChoice default_choice();  // never throws; device empty when there is none
@@ -136,6 +140,7 @@ class Registry {
   std::vector<BackendRecord> backends_;
   std::vector<Diagnostic> diagnostics_;
   std::mutex load_mu_;  // held while a backend loads
+  std::atomic<uint64_t> resolves_{0};
   std::mutex open_mu_;
   std::vector<std::pair<std::string, std::shared_ptr<Device>>> open_devices_;
 };

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "plugin/device.hpp"
 #include "runtime/device_alloc.hpp"
 #include "runtime/free_cache.hpp"
 #include "support/check.hpp"
@@ -102,8 +103,6 @@ void host_free(const std::string& device, void* p, uint64_t bytes) {
   acc.stats.cached_bytes = acc.free_host.bytes();
 }
 
-bool is_host_memory(const std::string& device) { return device == kHostDevice || device == kRefDevice; }
-
 }  // namespace
 
 Storage::~Storage() {
@@ -117,24 +116,32 @@ void Storage::reserve(uint64_t bytes) {
 }
 
 void Storage::ensure_allocated() {
+  if (allocated()) return;
+  ensure_allocated(is_host() ? nullptr : open_device(device_));
+}
+
+void Storage::ensure_allocated(const std::shared_ptr<Device>& dev) {
+  if (allocated()) return;
   std::lock_guard<std::mutex> lock(alloc_mu_);
   if (allocated()) return;
-  if (is_host_memory(device_)) {
+  if (is_host()) {
     host_ = host_alloc(device_, bytes_);
   } else {
-    dev_ = open_device(device_);
+    KILN_CHECK(dev && dev->name() == device_, "storage on ", device_, " allocated on ", dev ? dev->name() : "host memory");
+    dev_ = dev;
     dev_buf_ = device_alloc(dev_, bytes_);
   }
+  allocated_.store(true, std::memory_order_release);
 }
 
 void* Storage::host_ptr() {
-  KILN_CHECK(is_host_memory(device_), "host_ptr() of device storage on ", device_);
+  KILN_CHECK(is_host(), "host_ptr() of device storage on ", device_);
   ensure_allocated();
   return host_;
 }
 
 kiln_buffer* Storage::device_buffer() {
-  KILN_CHECK(!is_host_memory(device_), "device_buffer() of host storage");
+  KILN_CHECK(!is_host(), "device_buffer() of host storage");
   ensure_allocated();
   return dev_buf_;
 }
@@ -154,7 +161,7 @@ UOp new_host_buffer(DType dtype, int64_t size, const void* data) {
 
 void read_buffer(const UOp& buffer, void* dst, uint64_t bytes) {
   auto s = storage_of(buffer);
-  if (is_host_memory(s->device())) std::memcpy(dst, s->host_ptr(), bytes);
+  if (s->is_host()) std::memcpy(dst, s->host_ptr(), bytes);
   else device_read(*s, dst, bytes);
 }
 

@@ -7,10 +7,12 @@
 // is allocated on first use, from a per-device cache of freed allocations (exact-size LRU), so a
 // loop that creates and drops same-sized tensors reuses memory instead of faulting in new pages.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "kiln/uop.hpp"
 
@@ -25,6 +27,10 @@ namespace kiln::runtime {
 inline constexpr const char* kHostDevice = "host";  // host memory holding data given by the user
 inline constexpr const char* kRefDevice = "ref";    // the built-in reference executor (host memory)
 
+// Whether a device's buffers live in host memory: the two built-in devices above, which are no
+// plugin devices (the one spelling of this predicate; Storage::is_host() asks it).
+inline bool is_host_memory(std::string_view device) { return device == kHostDevice || device == kRefDevice; }
+
 // Memory of one allocation: host memory (host/ref devices) or a plugin device buffer.
 class Storage {
  public:
@@ -35,12 +41,16 @@ class Storage {
 
   const std::string& device() const { return device_; }
   uint64_t bytes() const { return bytes_; }
-  bool allocated() const { return host_ || dev_buf_; }
+  bool allocated() const { return allocated_.load(std::memory_order_acquire); }
+  bool is_host() const { return is_host_memory(device_); }
   // Grows an unallocated storage (the memory planner sizes a group to its largest member).
   void reserve(uint64_t bytes);
   // Allocates on first use; host memory for host/ref devices, else the device's allocator.
   // Thread-safe: threads reading one never-written buffer (Tensor::empty) race to allocate it.
   void ensure_allocated();
+  // The same with the handle of device() already resolved (a prepared kernel's), so allocating
+  // resolves no device name; null for host memory.
+  void ensure_allocated(const std::shared_ptr<Device>& dev);
   void* host_ptr();                  // host/ref devices only
   kiln_buffer* device_buffer();      // plugin devices only
   const std::shared_ptr<Device>& plugin_device() const { return dev_; }
@@ -49,6 +59,7 @@ class Storage {
   std::string device_;
   uint64_t bytes_;
   std::mutex alloc_mu_;
+  std::atomic<bool> allocated_{false};  // set (release) after the fields below: reads need no lock
   void* host_ = nullptr;
   kiln_buffer* dev_buf_ = nullptr;
   std::shared_ptr<Device> dev_;

@@ -11,7 +11,6 @@
 #include "runtime/free_cache.hpp"
 #include "runtime/runtime.hpp"
 #include "support/check.hpp"
-#include "support/env.hpp"
 
 namespace kiln::runtime {
 
@@ -43,10 +42,10 @@ uint64_t rounded(uint64_t bytes) { return bytes ? (bytes + 63) & ~uint64_t{63} :
 }  // namespace
 
 std::string canonical_device(const std::string& device) {
-  std::string d = device;
-  if (d.empty()) d = getenv_str("KILN_DEVICE");
-  if (d == kRefDevice || d == kHostDevice) return d;
-  return d.empty() ? Registry::get().default_device() : Registry::get().resolve(d);
+  Registry& r = Registry::get();
+  const std::string& d = device.empty() ? r.settings().device : device;  // settings().device: KILN_DEVICE, read once
+  if (is_host_memory(d)) return d;
+  return d.empty() ? r.default_device() : r.resolve(d);
 }
 
 std::shared_ptr<Device> open_device(const std::string& device) { return Registry::get().open(device); }
@@ -118,8 +117,7 @@ void device_read(Storage& s, void* dst, uint64_t bytes) {
 
 void copy_between_devices(Storage& dst, Storage& src, uint64_t n) {
   if (!n) return;
-  bool dst_host = !dst.plugin_device() && (dst.device() == kHostDevice || dst.device() == kRefDevice);
-  bool src_host = src.device() == kHostDevice || src.device() == kRefDevice;
+  bool dst_host = dst.is_host(), src_host = src.is_host();
   if (src_host && !dst_host) {
     dst.ensure_allocated();
     dst.plugin_device()->copy_in(dst.device_buffer(), 0, src.host_ptr(), n);

@@ -1,4 +1,4 @@
-// runtime/program_cache.cpp - lowering, rendering, compiling and launching device kernels.
+// runtime/program_cache.cpp - lowering, rendering, compiling and loading device kernels (prepared.cpp launches them).
 #include "runtime/program_cache.hpp"
 
 #include <atomic>
@@ -10,17 +10,11 @@
 #include <vector>
 
 #include "codegen/lir.hpp"
-#include "ir/traverse.hpp"
-#include "kiln/profile.hpp"
 #include "plugin/device.hpp"
-#include "runtime/buffer.hpp"
 #include "runtime/compile_cache.hpp"
-#include "runtime/device_alloc.hpp"
-#include "runtime/runtime.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/lru_map.hpp"
-#include "symbolic/interpret.hpp"
 
 namespace kiln::runtime {
 
@@ -87,6 +81,7 @@ auto naming(const Kernel& k, F&& f) {
 
 // set_target_override's target (tests); null: each device's own
 std::atomic<const Target*> target_override{nullptr};
+std::atomic<uint64_t> generation{0};  // program_cache_generation
 
 // to_program (codegen) -> do_render
 Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
@@ -164,20 +159,6 @@ void parallel_for(size_t n, F&& f) {
   if (first_error) std::rethrow_exception(first_error);
 }
 
-int64_t eval_dim(const UOp& d, const ExecItem& e) {
-  if (d.is_const()) return d.arg_int();
-  Assignment a;
-  for (const UOp& u : toposort(d))
-    if (u.op() == Ops::DEFINE_VAR) {
-      const std::string& n = std::get<NamedInts>(u.arg()).name;
-      for (const auto& [name, v] : e.var_vals)
-        if (name == n) a.push_back({u, Value{v}});
-    }
-  auto v = interpret(d, a);
-  KILN_CHECK(v, "launch size of kernel ", e.name, " is undefined");
-  return as_int(*v);
-}
-
 }  // namespace
 
 std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp& ast) {
@@ -209,7 +190,7 @@ std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp
   return fut.get();
 }
 
-void prepare_kernels(const std::vector<ExecItem>& items) {
+void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& kernels) {
   // Claim the kernels nobody has built or is building (get_kernel waits on these claims).
   struct Claim {
     std::shared_ptr<Device> dev;
@@ -223,15 +204,14 @@ void prepare_kernels(const std::vector<ExecItem>& items) {
     std::exception_ptr error;
   };
   std::vector<std::unique_ptr<Claim>> claims;
-  for (const ExecItem& e : items) {
-    if (e.is_copy || e.device == kRefDevice) continue;
+  for (const auto& [dev, ast] : kernels) {
     auto c = std::make_unique<Claim>();
-    c->dev = open_device(e.device);
-    c->key = {e.ast.key(), c->dev->name(), knob(Knob::noopt)};
+    c->dev = dev;
+    c->key = {ast.key(), c->dev->name(), knob(Knob::noopt)};
     std::lock_guard<std::mutex> lock(cache().mu);
     if (cache().map.contains(c->key)) continue;
     cache().map.put(c->key, c->promise.get_future().share(), cache_entries());
-    c->ast = e.ast;
+    c->ast = ast;
     claims.push_back(std::move(c));
   }
   if (claims.empty()) return;
@@ -302,43 +282,6 @@ void prepare_kernels(const std::vector<ExecItem>& items) {
   if (first_error) std::rethrow_exception(first_error);
 }
 
-void run_device_kernel(const ExecItem& e) {
-  std::shared_ptr<Device> dev = open_device(e.device);
-  std::shared_ptr<Kernel> k = get_kernel(dev, e.ast);
-  kiln_buffer* bufs[64];
-  KILN_CHECK(e.buffers.size() <= 64, "kernel ", e.name, " has more than 64 buffers");
-  for (size_t i = 0; i < e.buffers.size(); ++i) bufs[i] = storage_of(e.buffers[i])->device_buffer();
-  int64_t vals[16];
-  KILN_CHECK(k->spec.var_names.size() <= 16, "kernel ", e.name, " has more than 16 variables");
-  for (size_t i = 0; i < k->spec.var_names.size(); ++i) {
-    bool found = false;
-    for (const auto& [name, v] : e.var_vals)
-      if (name == k->spec.var_names[i]) vals[i] = v, found = true;
-    if (!found) fail(ErrorCode::invalid_argument, "kernel ", e.name, " needs a value for variable '", k->spec.var_names[i], "'");
-  }
-  uint32_t global[3], local[3];
-  const Target& target = dev->target();
-  for (int d = 0; d < 3; ++d) {
-    int64_t g = eval_dim(k->spec.dims.global[d], e), l = eval_dim(k->spec.dims.local[d], e);
-    check_launch_size(target, e.name, d, g, l);
-    global[d] = static_cast<uint32_t>(g);
-    local[d] = static_cast<uint32_t>(l);
-  }
-  bool profiled = Profile::active(), timed = profiled || debug_level() >= 2;
-  auto t0 = std::chrono::steady_clock::now();
-  double s = dev->launch(*k->program, std::span<kiln_buffer* const>(bufs, e.buffers.size()), {},
-                         std::span<const int64_t>(vals, k->spec.var_names.size()), global, local, timed);
-  if (!timed) return;
-  if (s <= 0) s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  KernelRun run{k->spec.name, dev->name(), {global[0], global[1], global[2]}, {local[0], local[1], local[2]}, s,
-                k->spec.flops, k->spec.bytes};
-  if (profiled) Profile::record(run);
-  if (debug_level() >= 2)
-    log_line(cat(dev->name(), "  ", run.name, "  global=(", global[0], ",", global[1], ",", global[2], ") local=(", local[0],
-                 ",", local[1], ",", local[2], ")  ", s * 1e3, " ms  ", run.flops / s * 1e-9, " GFLOP/s  ",
-                 run.bytes / s * 1e-9, " GB/s"));
-}
-
 void set_target_override(const Target* target) {
   target_override.store(target);
   clear_program_cache();
@@ -352,6 +295,9 @@ size_t program_cache_size() {
 void clear_program_cache() {
   std::lock_guard<std::mutex> lock(cache().mu);
   cache().map.clear();
+  ++generation;
 }
+
+uint64_t program_cache_generation() { return generation.load(std::memory_order_acquire); }
 
 }  // namespace kiln::runtime

@@ -3,10 +3,12 @@
 // get_kernel lowers a scheduler kernel for the device's target (codegen), renders it with the
 // device's renderer, compiles it through the compile cache and loads it. Results are kept per
 // (AST fingerprint, device, KILN_NOOPT), so the second schedule of the same program launches at
-// once. Thread-safe; independent kernels may be prepared in parallel (prepare_kernels).
+// once. Thread-safe; independent kernels may be built in parallel (build_kernels). Launching is
+// runtime/prepared.hpp's: a prepared kernel holds its Kernel, so a launch looks nothing up here.
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/pipeline.hpp"
@@ -28,13 +30,15 @@ struct Kernel {
 };
 
 std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp& ast);
-// Compiles the kernels of `items` that are not cached yet, several at a time.
-void prepare_kernels(const std::vector<ExecItem>& items);
+// Builds the (device, AST) kernels that are not cached yet, several at a time.
+void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& kernels);
 // Tests only: lower every kernel for `target` instead of its device's own target (simulated caps a
 // host lacks: wider vectors, more threads); nullptr restores. Clears the program cache; `target`
 // must outlive its use. The device still renders, compiles and runs the result.
 void set_target_override(const Target* target);
 size_t program_cache_size();
 void clear_program_cache();
+// Bumped by clear_program_cache: a kernel prepared in an older generation is stale.
+uint64_t program_cache_generation();
 
 }  // namespace kiln::runtime

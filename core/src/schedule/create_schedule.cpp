@@ -11,6 +11,7 @@
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/prepared.hpp"
 #include "schedule/kernelize.hpp"
 #include "schedule/schedule.hpp"
 #include "support/check.hpp"
@@ -191,6 +192,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
     auto t = std::make_shared<Template>(kernelize(sink, inputs.size()));
     create_schedule(*t);
     memory_planner(*t);
+    t->prepared = std::make_shared<runtime::PreparedKernels>();
     tmpl = t;
     if (use_cache) {
       std::lock_guard<std::mutex> lock(cache().mu);
@@ -219,6 +221,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   }
   out.linear = UOp::make(Ops::LINEAR, dtypes::void_, calls);
   for (BufRef b : tmpl->outputs) out.outputs.push_back(resolve(b));
+  out.prepared = tmpl->prepared;
   out.planned_bytes = tmpl->planned_bytes;
   out.unplanned_bytes = tmpl->unplanned_bytes;
   if (debug_level() >= 1) {

@@ -5,6 +5,7 @@
 // plus the memory plan for the locals. Instantiating it for concrete input buffers only creates
 // BUFFER nodes and CALLs.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@
 #include "support/flat_map.hpp"
 
 namespace kiln {
+
+namespace runtime {
+class PreparedKernels;
+}
 
 struct BufRef {
   bool local = false;  // false: input slot `index`; true: template-local buffer `index`
@@ -41,6 +46,9 @@ struct Template {
   std::vector<BufRef> outputs;          // per big_sink source
   int n_groups = 0;
   uint64_t planned_bytes = 0, unplanned_bytes = 0;
+  // The kernels prepared for running (runtime/prepared.hpp), filled by the first run: every
+  // instance of a cached template launches them without resolving anything again.
+  std::shared_ptr<runtime::PreparedKernels> prepared;
 };
 
 // Shapes and devices of a normalised tensor graph, computed once per schedule.

@@ -9,8 +9,9 @@
 // Steps: strip variable values, normalise input buffers to PARAMs (so identical programs on other
 // buffers share one schedule), look the result up in the schedule cache, and on a miss decide
 // kernel boundaries (kernelize), lower each kernel's movement ops to index math (rangeify), order
-// kernels (create_schedule) and plan memory (memory_planner).
+// kernels (create_schedule) and plan memory (memory_planner). Running the result: `prepared`.
 #pragma once
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,10 @@
 #include "kiln/tensor.hpp"
 
 namespace kiln {
+
+namespace runtime {
+class PreparedKernels;
+}
 
 using VarVals = std::vector<std::pair<std::string, int64_t>>;
 
@@ -29,6 +34,8 @@ struct LinearResult {
   int kernels = 0;               // CALLs that run kernels (not copies)
   uint64_t planned_bytes = 0;    // intermediate bytes after memory planning
   uint64_t unplanned_bytes = 0;  // ... and without it
+  // The template's prepared kernels: prepared->prepare(linear, var_vals) gives the items to run.
+  std::shared_ptr<runtime::PreparedKernels> prepared;
 };
 
 LinearResult create_linear_with_vars(const UOp& big_sink);

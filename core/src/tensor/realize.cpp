@@ -1,7 +1,7 @@
 // tensor/realize.cpp - scheduling and running tensors, reading results, assign, device moves.
 //
 // After a realize, every live lazy tensor whose graph contains a realized node is rewritten to
-// read the new buffer instead (the tensor registry below), so work is never done twice.
+// read the new buffer instead (the live tensors below), so work is never done twice.
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -9,7 +9,7 @@
 
 #include "ir/traverse.hpp"
 #include "runtime/buffer.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/prepared.hpp"
 #include "schedule/schedule.hpp"
 #include "support/flat_map.hpp"
 #include "tensor/tensor_state.hpp"
@@ -21,13 +21,13 @@ using namespace detail;
 namespace {
 
 // Every live TensorState, so realize can point lazy graphs at new buffers.
-struct Registry {
+struct LiveTensors {
   std::mutex mu;
   std::vector<std::weak_ptr<TensorState>> all;
   size_t since_cleanup = 0;
 };
-Registry& registry() {
-  static Registry* r = new Registry;
+LiveTensors& live_tensors() {
+  static LiveTensors* r = new LiveTensors;
   return *r;
 }
 
@@ -82,7 +82,7 @@ std::mutex& realize_mutex() {
 }
 
 void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
-  Registry& r = registry();
+  LiveTensors& r = live_tensors();
   std::vector<std::shared_ptr<TensorState>> live;
   {
     std::lock_guard<std::mutex> lock(r.mu);
@@ -116,7 +116,7 @@ void read_into(const Tensor& t, void* dst, uint64_t bytes) {
 
 namespace detail {
 void register_state(const std::shared_ptr<TensorState>& s) {
-  Registry& r = registry();
+  LiveTensors& r = live_tensors();
   std::lock_guard<std::mutex> lock(r.mu);
   r.all.push_back(s);
   if (++r.since_cleanup > 4096) {
@@ -145,7 +145,7 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
   auto states = pending(tensors);  // under the lock: what another thread realized is a view now
   if (states.empty()) return;
   LinearResult lr = create_linear_with_vars(sink_of(states));
-  runtime::run_schedule(linear_to_schedule(lr));
+  runtime::run_items(lr.prepared->prepare(lr.linear, lr.var_vals));
   std::vector<std::pair<UOp, UOp>> becomes;
   for (size_t i = 0; i < states.size(); ++i) {
     UOp view = buffer_view(lr.outputs[i], states[i].state->shape);
