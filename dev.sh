@@ -39,20 +39,22 @@ sanitized_conformance() {
 
 # The tests that use threads under ThreadSanitizer, in a third tree: interning (test_ir), the
 # cpu thread pool and concurrent launches (test_plugin_cpu, test_cpu_internals), the runtime's
-# caches, and realizing tensors from several threads on the reference device and on cpu:0 (only
-# those cases of test_tensor and test_e2e_cpu: the rest of them takes minutes under TSan).
+# caches, realizing tensors from several threads on the reference device and on cpu:0, and
+# backends loading on first use from several threads (only those cases of test_tensor,
+# test_e2e_cpu and test_plugins: the rest of them takes minutes under TSan).
 thread_sanitized_tests() {
   local tsan="${build}-tsan"
   cmake -S "$here" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_WERROR=OFF \
     -DKILN_SANITIZE=thread -DKILN_BUILD_BENCH=OFF >/dev/null
   cmake --build "$tsan" -j "$jobs" --target test_ir test_plugin_cpu test_cpu_internals test_runtime test_tensor \
-    test_e2e_cpu kiln_cpu
+    test_e2e_cpu test_plugins kiln_cpu
   # GTEST_FILTER keeps each entry's ctest environment (manifests, configs) and picks the cases
   local run=(ctest --test-dir "$tsan" --output-on-failure --timeout 900)
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   "${run[@]}" -j "$jobs" -R '^(test_ir|test_plugin_cpu|test_cpu_internals|test_runtime)$'
   GTEST_FILTER='Threads.*' "${run[@]}" -R '^test_tensor$'
   GTEST_FILTER='CpuSweep.ConcurrentReads' "${run[@]}" -R '^test_e2e_cpu$'
+  GTEST_FILTER='Threads.*' "${run[@]}" -R '^test_plugins$'
 }
 
 cmd="${1:-}"

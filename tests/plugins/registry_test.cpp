@@ -3,6 +3,8 @@
 // message, and none hides the good backend.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "error_check.hpp"
@@ -368,6 +371,25 @@ TEST(Registry, DefaultDeviceRule) {
   c = only_cl.default_choice();
   EXPECT_EQ(c.device, "cl_cpu:0");
   EXPECT_CONTAINS(c.origin, "CPU-type device");
+}
+
+// Backends load on first use, so two threads naming devices of different backends load them at
+// the same time: one thread's load must not race with the other's lookup of its record (a
+// ThreadSanitizer run checks this case, dev.sh).
+TEST(Threads, FirstUseOfTwoBackendsAtOnce) {
+  for (int round = 0; round < 20; ++round) {
+    Registry r(only({"kinds/cl_cpu.toml", "kinds/cpu.toml", "kinds/gpu_dev.toml"}));
+    std::string a, b, c;
+    std::thread t1([&] { a = r.open("cpu:0")->name(); });
+    std::thread t2([&] { b = r.open("gpu_dev:0")->name(); });
+    std::thread t3([&] { c = r.resolve("cl_cpu"); });
+    t1.join();
+    t2.join();
+    t3.join();
+    EXPECT_EQ(a, "cpu:0");
+    EXPECT_EQ(b, "gpu_dev:0");
+    EXPECT_EQ(c, "cl_cpu:0");
+  }
 }
 
 // Alias loops and self-aliases are positioned config errors naming the loop (they used to surface

@@ -49,7 +49,7 @@ const BackendRecord* Registry::backend(std::string_view name) {
 
 BackendRecord* Registry::find_backend(std::string_view name) {
   for (BackendRecord& r : backends_)
-    if (r.name == name && r.status != BackendStatus::shadowed) return &r;
+    if (r.name == name && !r.is_shadowed()) return &r;
   return nullptr;
 }
 
@@ -324,7 +324,7 @@ DeviceChoice Registry::default_choice() {
 DeviceChoice Registry::best_device() {
   std::vector<BackendRecord*> others;
   for (BackendRecord& r : backends_)
-    if (r.status != BackendStatus::shadowed && r.name != kNativeCpu) others.push_back(&r);
+    if (!r.is_shadowed() && r.name != kNativeCpu) others.push_back(&r);
   std::stable_sort(others.begin(), others.end(),
                    [](const BackendRecord* a, const BackendRecord* b) { return a->priority > b->priority; });
   std::vector<BackendRecord*> candidates = others;

@@ -58,6 +58,9 @@ struct BackendRecord {
   bool checked = false;  // tried in a child (Settings::isolate_timeout_s) and survived
 
   bool ok() const { return status == BackendStatus::ok; }
+  // Set by discovery and never changed after, so it may be read while another thread loads this
+  // record (status itself changes under the registry's load lock)
+  bool is_shadowed() const { return !shadowed_by.empty(); }
 };
 
 // The default device and the rule that chose it.
