@@ -34,9 +34,17 @@ struct CacheKeyHash {
 
 // Kernels being built or built, the least recently used dropped past KILN_CACHE_ENTRIES (a
 // dropped kernel stays loaded while a launch holds it).
+// An entry is a slot object so a failed build can remove its own entry and nothing else: by then
+// the key may have been evicted and claimed again by another build.
+using Slot = std::shared_ptr<const std::shared_future<std::shared_ptr<Kernel>>>;
 struct Cache {
   std::mutex mu;
-  LruMap<CacheKey, std::shared_future<std::shared_ptr<Kernel>>, CacheKeyHash> map;
+  LruMap<CacheKey, Slot, CacheKeyHash> map;
+
+  void erase_own(const CacheKey& key, const Slot& slot) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const Slot* s = map.find(key); s && *s == slot) map.erase(key);
+  }
 };
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: programs outlive static destruction order
@@ -164,15 +172,15 @@ void parallel_for(size_t n, F&& f) {
 std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp& ast) {
   CacheKey key{ast.key(), dev->name(), knob(Knob::noopt)};
   std::promise<std::shared_ptr<Kernel>> mine;
-  std::shared_future<std::shared_ptr<Kernel>> fut;
+  Slot slot;
   bool builder = false;
   {
     std::lock_guard<std::mutex> lock(cache().mu);
     if (auto* hit = cache().map.find(key)) {
-      fut = *hit;
+      slot = *hit;
     } else {
-      fut = mine.get_future().share();
-      cache().map.put(key, fut, cache_entries());
+      slot = std::make_shared<const std::shared_future<std::shared_ptr<Kernel>>>(mine.get_future().share());
+      cache().map.put(key, slot, cache_entries());
       builder = true;
     }
   }
@@ -180,14 +188,11 @@ std::shared_ptr<Kernel> get_kernel(const std::shared_ptr<Device>& dev, const UOp
     try {
       mine.set_value(build(dev, ast));
     } catch (...) {
-      {
-        std::lock_guard<std::mutex> lock(cache().mu);
-        cache().map.erase(key);  // a failed build is retried next time
-      }
+      cache().erase_own(key, slot);  // a failed build is retried next time
       mine.set_exception(std::current_exception());
     }
   }
-  return fut.get();
+  return slot->get();
 }
 
 void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& kernels) {
@@ -197,6 +202,7 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
     UOp ast;
     CacheKey key;
     std::promise<std::shared_ptr<Kernel>> promise;
+    Slot slot;
     Pending pending;
     std::string binary;
     bool compiled = false;
@@ -210,7 +216,8 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
     c->key = {ast.key(), c->dev->name(), knob(Knob::noopt)};
     std::lock_guard<std::mutex> lock(cache().mu);
     if (cache().map.contains(c->key)) continue;
-    cache().map.put(c->key, c->promise.get_future().share(), cache_entries());
+    c->slot = std::make_shared<const std::shared_future<std::shared_ptr<Kernel>>>(c->promise.get_future().share());
+    cache().map.put(c->key, c->slot, cache_entries());
     c->ast = ast;
     claims.push_back(std::move(c));
   }
@@ -272,10 +279,7 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
         failed(*c);
       }
     }
-    {
-      std::lock_guard<std::mutex> lock(cache().mu);
-      cache().map.erase(c->key);
-    }
+    cache().erase_own(c->key, c->slot);
     c->promise.set_exception(c->error);
     if (!first_error) first_error = c->error;
   }
