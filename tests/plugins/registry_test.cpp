@@ -356,7 +356,7 @@ TEST(Registry, AbsurdCountsAndEscapingExceptionsAreLoadErrors) {
   }
 }
 
-// DESIGN section 8: GPU/accelerator devices first (by priority), then the native cpu backend,
+// docs/devices.md: GPU/accelerator devices first (by priority), then the native cpu backend,
 // then CPU-type devices of other backends, whatever their priority.
 TEST(Registry, DefaultDeviceRule) {
   Registry cpu_over_cl(only({"kinds/cl_cpu.toml", "kinds/cpu.toml"}));  // cl_cpu has priority 100, cpu 0

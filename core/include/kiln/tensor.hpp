@@ -23,7 +23,7 @@ namespace kiln {
 using Shape = std::vector<int64_t>;
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
-std::string default_device();      // resolved as in DESIGN.md section 8, e.g. "cpu:0"
+std::string default_device();      // resolved as in docs/devices.md, e.g. "cpu:0"
 std::vector<std::string> devices(); // every usable device
 void manual_seed(uint64_t seed);    // seeds rand/randn and resets their counter
 

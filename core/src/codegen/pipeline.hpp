@@ -49,7 +49,8 @@ std::span<const CodegenPass> codegen_passes();
 UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts = nullptr,
                          const std::vector<Opt>* given = nullptr);
 std::vector<UOp> do_linearize(const UOp& sink);
-// The contract of DESIGN §7: the renderer never sees an op or dtype its target does not list.
+// The plugin boundary's rule (docs/architecture.md §5): the renderer never sees an op or dtype
+// its target does not list.
 // What is left after decompose() has no decomposition; throws kiln::Error (unimplemented) naming
 // the kernel, the op and the dtype, instead of letting the backend's compiler fail on it.
 void check_target_support(const std::vector<UOp>& program, const Target& target, const std::string& kernel);

@@ -1,4 +1,4 @@
-// plugin/discovery.hpp - where manifests and the user config are looked for (DESIGN.md section 8).
+// plugin/discovery.hpp - where manifests and the user config are looked for (docs/architecture.md §5).
 //
 // Order (first backend name wins; later manifests of the same name are `shadowed`):
 //   KILN_BACKENDS                 colon-separated manifest files; if set, replaces everything below

@@ -316,7 +316,7 @@ DeviceChoice Registry::default_choice() {
   return best_device();
 }
 
-// DESIGN section 8: GPU/accelerator devices first (by backend priority, ties in discovery
+// docs/devices.md: GPU/accelerator devices first (by backend priority, ties in discovery
 // order), then the native cpu backend, then CPU-type devices of other backends (PoCL's OpenCL
 // device), which only emulate a device on the same cores with a slower compiler. Backends are
 // loaded in that order and only until the answer is known: the cpu backend is loaded only when no
