@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "backend_e2e.hpp"
+#include "error_check.hpp"
 #include "kiln/kiln.hpp"
 #include "plugin/registry.hpp"
 #include "runtime/buffer.hpp"
@@ -113,6 +114,20 @@ TEST(PreparedLaunch, AClearedProgramCacheOrAnotherNooptPreparesAgain) {
   EXPECT_EQ(chain(x, 4).to_vector<float>(), want);
   EXPECT_GT(runtime::program_cache_size(), cached) << "KILN_NOOPT changed: the kernels are built again";
   set_knob(Knob::noopt, noopt);
+}
+
+// Slots index the values by position, so values under other names (same count) prepare again
+// instead of feeding one variable's value to another: here the kernel needs 'n' and says so.
+TEST(PreparedLaunch, ValuesUnderOtherNamesPrepareAgain) {
+  Variable n("n", 1, 16);
+  Tensor data = Tensor::arange(0, 16, 1, dtypes::float32, kDevice).realize();
+  Tensor y = (data.shrink(0, n.bind(5)) * 3).contiguous() + 1;
+  LinearResult lr = create_linear_with_vars(UOp::sink({y.uop()}));
+  ASSERT_EQ(lr.var_vals.size(), 1u);
+  EXPECT_EQ(lr.prepared->prepare(lr.linear, lr.var_vals).size(), lr.linear.src().size());
+  VarVals renamed{{"m", 5}};
+  kiln::testing::expect_error([&] { lr.prepared->prepare(lr.linear, renamed); }, ErrorCode::invalid_argument,
+               "needs a value for variable 'n'");
 }
 
 TEST(HostMemory, OnePredicate) {

@@ -157,6 +157,9 @@ TEST(Registry, OptionsSetBeforeLoadingReachTheProbe) {
   EXPECT_EQ(c.status, BackendStatus::config_error);
   EXPECT_CONTAINS(c.reason, "the plugin rejected its options: option 'hardware'");
   EXPECT_CONTAINS(c.reason, "(set at a test)");
+  // tried and failed: a new option would not reach it either
+  expect_error([&] { bad.set_option("hw_option_bad", {"hardware", "hardware", "true", "a test"}); },
+               ErrorCode::failed_precondition, "backend hw_option_bad is tried already");
 }
 
 TEST(Registry, NoBadBackendHidesTheGoodOne) {

@@ -28,10 +28,11 @@ bool Registry::set_option(std::string_view backend, OptionEntry option) {
   std::lock_guard<std::mutex> lock(load_mu_);
   BackendRecord* r = find_backend(backend);
   if (!r) return false;
-  if (r->api)
-    fail(ErrorCode::failed_precondition, "backend ", r->name, " is loaded already; option ", option.key,
-         " (", option.origin, ") would not reach it");
+  if (!r->pending)
+    fail(ErrorCode::failed_precondition, "backend ", r->name, " is ", r->api ? "loaded" : "tried", " already; option ",
+         option.key, " (", option.origin, ") would not reach it");
   r->options = merge_options(std::move(r->options), {std::move(option)});
+  r->checked = false;  // a child may have probed it with the old options
   return true;
 }
 

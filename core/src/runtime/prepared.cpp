@@ -209,12 +209,17 @@ std::vector<PreparedItem> PreparedKernels::prepare(const UOp& linear, const VarV
   std::vector<std::shared_ptr<const PreparedKernel>> kernels;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    bool fresh = kernels_.size() == calls.size();
-    for (size_t i = 0; fresh && i < kernels_.size(); ++i) fresh = kernels_[i]->current() && kernels_[i]->n_values == vals.size();
+    // the slots index the values by position: the same names in the same order, or prepare again
+    // (two graphs with one template may leave different variables unbound)
+    bool fresh = kernels_.size() == calls.size() && names_.size() == vals.size();
+    for (size_t i = 0; fresh && i < vals.size(); ++i) fresh = names_[i] == vals[i].first;
+    for (size_t i = 0; fresh && i < kernels_.size(); ++i) fresh = kernels_[i]->current();
     if (!fresh) {
       std::vector<CallRef> refs;
       for (const UOp& c : calls) refs.push_back({c.src(0), c.src().subspan(1), &vals});
       kernels_ = prepare_kernels(refs);
+      names_.clear();
+      for (const auto& v : vals) names_.push_back(v.first);
     }
     kernels = kernels_;
   }

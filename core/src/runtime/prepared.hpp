@@ -113,6 +113,7 @@ class PreparedKernels {
  private:
   std::mutex mu_;
   std::vector<std::shared_ptr<const PreparedKernel>> kernels_;
+  std::vector<std::string> names_;  // the values' names kernels_ was prepared for, in order
 };
 
 // Runs items in order.

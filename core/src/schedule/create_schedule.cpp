@@ -116,8 +116,10 @@ struct Cache {
   LruMap<Key128, std::shared_ptr<const Template>, Key128Hash> map;  // KILN_CACHE_ENTRIES
 };
 Cache& cache() {
-  static Cache c;
-  return c;
+  // never destroyed: templates own prepared kernels and so loaded programs, which must not be
+  // unloaded during static destruction (a plugin's runtime may be gone by then)
+  static Cache* c = new Cache;
+  return *c;
 }
 
 // BIND(var, value) -> var, collecting the values; one variable bound to two values is an error.

@@ -306,7 +306,8 @@ bool positive_pair(const Match& m) {
   int64_t p;
   return m.i(c0) > 0 && m.i(c1) > 0 && !__builtin_mul_overflow(m.i(c0), m.i(c1), &p) && p <= m[x].dtype().imax();
 }
-bool c0_multiple_of_c1(const Match& m) { return m.i(c1) != 0 && m.i(c0) % m.i(c1) == 0; }
+// (c1 = -1 divides everything, and INT64_MIN % -1 would trap)
+bool c0_multiple_of_c1(const Match& m) { return m.i(c1) == -1 || (m.i(c1) != 0 && m.i(c0) % m.i(c1) == 0); }
 // (x * c0) % c1 and (x * c0) / c1 with c1 | c0 fold only when x * c0 does not wrap: int32
 // (2^30 * 4) / 2 is 0, not 2^31
 bool product_divisible(const Match& m) { return c0_multiple_of_c1(m) && int_scalar(m[x]) && mul_fits(m[x], m.i(c0)); }
