@@ -1,4 +1,4 @@
-// bench/workloads.cpp - the workloads, their float64 references and the timing loop.
+// bench/workloads.cpp - the eight workloads of the default set, the set registry and the timing loop.
 #include "workloads.hpp"
 
 #include <algorithm>
@@ -14,55 +14,17 @@
 #include "runtime/device_alloc.hpp"
 #include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
+#include "sets.hpp"
 #include "support/check.hpp"
 
 namespace kiln::bench {
+
+const char* unit(Roof roof) { return roof == Roof::fma ? "GFLOPS" : "GB/s"; }
+
 namespace {
 
-using Host = std::vector<std::vector<float>>;
-constexpr int64_t M = int64_t{1} << 20;
-
-// C[n,m] = A[n,k] @ B[k,m] in float64 (i-k-j order so the inner loop streams).
-std::vector<double> matmul_ref(const std::vector<double>& a, const std::vector<double>& b, int64_t n, int64_t k,
-                               int64_t m) {
-  std::vector<double> c(static_cast<size_t>(n * m), 0.0);
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t p = 0; p < k; p++) {
-      double av = a[i * k + p];
-      const double* brow = &b[p * m];
-      double* crow = &c[i * m];
-      for (int64_t j = 0; j < m; j++) crow[j] += av * brow[j];
-    }
-  return c;
-}
-
-std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
-
-// W[out,in] -> W^T[in,out] in float64.
-std::vector<double> transposed(const std::vector<float>& w, int64_t out, int64_t in) {
-  std::vector<double> t(static_cast<size_t>(out * in));
-  for (int64_t o = 0; o < out; o++)
-    for (int64_t i = 0; i < in; i++) t[i * out + o] = w[o * in + i];
-  return t;
-}
-
-// h[b,o] = relu?(x[b,:] . W^T + bias)
-std::vector<double> linear_ref(const std::vector<double>& x, const std::vector<float>& w, const std::vector<float>& bias,
-                               int64_t batch, int64_t in, int64_t out, bool relu) {
-  std::vector<double> h = matmul_ref(x, transposed(w, out, in), batch, in, out);
-  for (int64_t b = 0; b < batch; b++)
-    for (int64_t o = 0; o < out; o++) {
-      double& v = h[b * out + o];
-      v += bias[o];
-      if (relu) v = std::max(v, 0.0);
-    }
-  return h;
-}
-
-Tensor centered(const Shape& shape, const std::string& device) { return Tensor::rand(shape, dtypes::float32, device) - 0.5; }
-
 Workload elementwise() {
-  return {"elementwise", "GB/s", 2.0 * 16 * M * 4,
+  return {"elementwise", Roof::copy, 2.0 * 16 * M * 4,
           [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({16 * M}, dtypes::float32, d)}; },
           [](const std::vector<Tensor>& in) { return ((in[0] + 1) * 2).relu(); },
           [](const Host& h) {
@@ -73,7 +35,7 @@ Workload elementwise() {
 }
 
 Workload sum() {
-  return {"sum", "GB/s", 16.0 * M * 4,
+  return {"sum", Roof::read, 16.0 * M * 4,
           [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({16 * M}, dtypes::float32, d)}; },
           [](const std::vector<Tensor>& in) { return in[0].sum(); },
           [](const Host& h) {
@@ -83,34 +45,18 @@ Workload sum() {
           }};
 }
 
-Workload matmul(int64_t n) {
-  return {"matmul" + std::to_string(n), "GFLOPS", 2.0 * double(n) * double(n) * double(n),
-          [n](const std::string& d) { return std::vector<Tensor>{centered({n, n}, d), centered({n, n}, d)}; },
-          [](const std::vector<Tensor>& in) { return in[0].matmul(in[1]); },
-          [n](const Host& h) { return matmul_ref(widen(h[0]), widen(h[1]), n, n, n); }};
-}
-
 Workload softmax() {
   constexpr int64_t rows = 4096, cols = 1024;
-  return {"softmax", "GB/s", 2.0 * rows * cols * 4,
+  return {"softmax", Roof::copy, 2.0 * rows * cols * 4,
           [](const std::string& d) { return std::vector<Tensor>{Tensor::randn({rows, cols}, dtypes::float32, d)}; },
           [](const std::vector<Tensor>& in) { return in[0].softmax(-1); },
-          [](const Host& h) {
-            std::vector<double> out(h[0].size());
-            for (int64_t r = 0; r < rows; r++) {
-              const float* x = &h[0][r * cols];
-              double mx = *std::max_element(x, x + cols), s = 0;
-              for (int64_t c = 0; c < cols; c++) s += out[r * cols + c] = std::exp(double(x[c]) - mx);
-              for (int64_t c = 0; c < cols; c++) out[r * cols + c] /= s;
-            }
-            return out;
-          }};
+          [](const Host& h) { return ref::softmax_rows(ref::widen(h[0]), rows, cols); }};
 }
 
 // 784-512-512-10, batch 256, relu; weights initialised like nn.Linear (uniform +-1/sqrt(in)).
 Workload mlp() {
   constexpr int64_t batch = 256, d0 = 784, d1 = 512, d2 = 512, d3 = 10;
-  return {"mlp", "GFLOPS", 2.0 * batch * (d0 * d1 + d1 * d2 + d2 * d3),
+  return {"mlp", Roof::fma, 2.0 * batch * (d0 * d1 + d1 * d2 + d2 * d3),
           [](const std::string& d) {
             auto layer = [&](int64_t in, int64_t out) {
               double bound = 1.0 / std::sqrt(double(in));
@@ -127,40 +73,15 @@ Workload mlp() {
             return h.linear(in[5], in[6]);
           },
           [](const Host& h) {
-            std::vector<double> x = linear_ref(widen(h[0]), h[1], h[2], batch, d0, d1, true);
-            x = linear_ref(x, h[3], h[4], batch, d1, d2, true);
-            return linear_ref(x, h[5], h[6], batch, d2, d3, false);
+            std::vector<double> x = ref::linear(ref::widen(h[0]), h[1], h[2], batch, d0, d1, true);
+            x = ref::linear(x, h[3], h[4], batch, d1, d2, true);
+            return ref::linear(x, h[5], h[6], batch, d2, d3, false);
           }};
 }
 
 // 8x32x64x64 input, 64 filters 3x3, padding 1.
 Workload conv2d() {
-  constexpr int64_t B = 8, C = 32, H = 64, W = 64, O = 64, K = 3;
-  return {"conv2d", "GFLOPS", 2.0 * B * O * H * W * C * K * K,
-          [](const std::string& d) { return std::vector<Tensor>{centered({B, C, H, W}, d), centered({O, C, K, K}, d)}; },
-          [](const std::vector<Tensor>& in) { return in[0].conv2d(in[1], std::nullopt, 1, 1); },
-          [](const Host& h) {
-            const std::vector<float>&x = h[0], &w = h[1];
-            std::vector<double> out(static_cast<size_t>(B * O * H * W), 0.0);
-            for (int64_t b = 0; b < B; b++)
-              for (int64_t o = 0; o < O; o++)
-                for (int64_t c = 0; c < C; c++)
-                  for (int64_t ky = 0; ky < K; ky++)
-                    for (int64_t kx = 0; kx < K; kx++) {
-                      double wv = w[((o * C + c) * K + ky) * K + kx];
-                      for (int64_t y = 0; y < H; y++) {
-                        int64_t iy = y + ky - 1;
-                        if (iy < 0 || iy >= H) continue;
-                        const float* xrow = &x[((b * C + c) * H + iy) * W];
-                        double* orow = &out[((b * O + o) * H + y) * W];
-                        for (int64_t xo = 0; xo < W; xo++) {
-                          int64_t ix = xo + kx - 1;
-                          if (ix >= 0 && ix < W) orow[xo] += wv * xrow[ix];
-                        }
-                      }
-                    }
-            return out;
-          }};
+  return conv2d_workload("conv2d", {.batch = 8, .channels = 32, .height = 64, .width = 64, .filters = 64, .kernel = 3, .pad = 1});
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -175,11 +96,25 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-const std::vector<Workload>& workloads() {
-  static const std::vector<Workload> all = {elementwise(), sum(),     matmul(256), matmul(512),
-                                            matmul(1024),  softmax(), mlp(),       conv2d()};
-  return all;
+const std::vector<WorkloadSet>& workload_sets() {
+  static const std::vector<WorkloadSet> sets = {
+      {"default", "the eight peer workloads of ../shared/bench/tinygrad_bench.py",
+       {elementwise(), sum(), square_matmul(256), square_matmul(512), square_matmul(1024), softmax(), mlp(), conv2d()},
+       false},
+      {"sizes", "matmul n x n x n over sizes that divide nothing and powers of two", sizes_set(), true},
+      {"extra", "workloads outside the eight: layouts, normalisation, attention, convolutions, odd sizes", extra_set(),
+       false},
+  };
+  return sets;
 }
+
+const WorkloadSet* find_set(const std::string& name) {
+  for (const WorkloadSet& s : workload_sets())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+const std::vector<Workload>& workloads() { return workload_sets().front().workloads; }
 
 namespace {
 
@@ -206,7 +141,7 @@ class FreshCacheDirs {
 
 Result run(const Workload& w, const std::string& device, const Options& options) {
   auto dev = runtime::open_device(device);
-  Result r{.name = w.name, .unit = w.unit};
+  Result r{.name = w.name, .unit = unit(w.roof)};
   std::optional<FreshCacheDirs> dirs;
   if (options.fresh_cache) dirs.emplace();
   std::vector<Tensor> inputs;

@@ -1,7 +1,10 @@
-// bench/workloads.hpp - the eight workloads of `kiln bench`.
+// bench/workloads.hpp - the workloads of `kiln bench`, in named sets.
 //
-// Same programs, shapes and FLOP/byte counts as ../shared/bench/tinygrad_bench.py, so a kiln
-// line and a tinygrad line compare directly. Each workload has a plain C++ float64 reference.
+// The "default" set is the eight workloads of ../shared/bench/tinygrad_bench.py (same programs,
+// shapes and FLOP/byte counts), so a kiln line and a tinygrad line compare directly; "sizes"
+// sweeps matmul over sizes that divide nothing; "extra" holds workloads outside the eight
+// (bench/sets.cpp; bench/peers.py runs the same in numpy, torch and tinygrad). Each workload has
+// a plain C++ float64 reference.
 //
 // Timing follows the tinygrad script: inputs are realized and the device opened before the clock
 // starts; `first` is the first realize of the output with empty caches (schedule, programs,
@@ -20,10 +23,18 @@
 
 namespace kiln::bench {
 
+// The machine limit a workload's rate is held to (bench/peak.hpp measures each).
+enum class Roof {
+  fma,   // FLOPs per call; the rate is GFLOPS, against the peak FMA rate
+  copy,  // bytes read + written (minimum) per call; GB/s, against the copy bandwidth
+  read,  // bytes read (minimum) per call, the output negligible; GB/s, against the read bandwidth
+};
+const char* unit(Roof roof);  // "GFLOPS" or "GB/s"
+
 struct Workload {
   std::string name;
-  std::string unit;   // "GB/s" or "GFLOPS"
-  double amount = 0;  // bytes moved (minimum) or FLOPs per call
+  Roof roof = Roof::fma;
+  double amount = 0;  // FLOPs or bytes per call, as `roof` says
   // Creates the inputs on `device` (seeded; not yet realized).
   std::function<std::vector<Tensor>(const std::string& device)> inputs;
   // The program under test: builds the lazy output from the inputs.
@@ -32,8 +43,18 @@ struct Workload {
   std::function<std::vector<double>(const std::vector<std::vector<float>>&)> reference;
 };
 
-// The workloads in the tinygrad script's order: elementwise, sum, matmul256, matmul512, matmul1024,
-// softmax, mlp, conv2d.
+struct WorkloadSet {
+  std::string name, about;
+  std::vector<Workload> workloads;
+  bool sweep = false;  // one program over sizes: rates compare with each other (`kiln bench` prints % of the best)
+};
+
+// "default", "sizes", "extra", in that order.
+const std::vector<WorkloadSet>& workload_sets();
+const WorkloadSet* find_set(const std::string& name);  // nullptr when there is none of that name
+
+// The default set, in the tinygrad script's order: elementwise, sum, matmul256, matmul512,
+// matmul1024, softmax, mlp, conv2d.
 const std::vector<Workload>& workloads();
 
 struct Options {

@@ -1,17 +1,26 @@
-// tools/kiln/cmd_bench.cpp - `kiln bench`: the eight peer workloads on one device.
+// tools/kiln/cmd_bench.cpp - `kiln bench`: a set of workloads on one device.
 //
-// Same programs and counts as ../shared/bench/tinygrad_bench.py, so the two tables compare line
-// by line. Unless --keep-cache, each first call gets an empty temporary compile cache (and PoCL's
-// kernel cache is off), so `first` includes compiling every kernel.
+// The default set has the programs and counts of ../shared/bench/tinygrad_bench.py, so the two
+// tables compare line by line; `--sizes` sweeps matmul over sizes, `--set extra` runs workloads
+// outside the eight (bench/workloads.hpp). Each rate is also shown as a share of the machine's
+// roof (bench/peak.hpp) on CPU devices. Unless --keep-cache, each first call gets an empty
+// temporary compile cache (and PoCL's kernel cache is off), so `first` includes compiling every
+// kernel.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "cli.hpp"
 #include "commands.hpp"
 #include "kiln/tensor.hpp"
+#include "peak.hpp"
+#include "plugin/device.hpp"
+#include "runtime/device_alloc.hpp"
 #include "workloads.hpp"
 
 namespace kiln::cli {
@@ -41,37 +50,65 @@ std::string bench_default_device() {
   }
 }
 
+// The roofs of the host CPU, for a CPU device only (a GPU's are not the host's): on the device's
+// worker threads (cpu backend), else on every hardware thread (PoCL runs on all of them).
+std::optional<bench::MachinePeak> device_peak(const std::string& device, bool remeasure) {
+  auto dev = runtime::open_device(device);
+  if (dev->props().kind != KILN_DEVICE_KIND_CPU) return std::nullopt;
+  const Target& t = dev->target();
+  unsigned threads = t.has(KILN_TARGET_HAS_THREADS) ? t.threads : std::thread::hardware_concurrency();
+  return bench::machine_peak(threads, remeasure);
+}
+
+double roof_of(const bench::MachinePeak& p, bench::Roof roof) {
+  return roof == bench::Roof::fma ? p.gflops : roof == bench::Roof::copy ? p.copy_gbs : p.read_gbs;
+}
+
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
   po::options_description options("kiln bench options");
   options.add_options()("device", po::value<std::string>(), "device to run on (default: the default device)")(
-      "only", po::value<std::string>(), "comma-separated workloads (default: all)")(
+      "set", po::value<std::string>(), "workload set: default, sizes or extra (default: default)")(
+      "sizes", "the matmul size sweep (= --set sizes)")(
+      "only", po::value<std::string>(), "comma-separated workloads (default: all of the set; without --set, from any set)")(
       "json", "machine-readable output")("iters", po::value<int>()->default_value(10), "timed steady calls")(
       "warmup", po::value<int>()->default_value(3), "untimed calls before the steady ones")(
       "first-runs", po::value<int>()->default_value(3), "first calls from scratch (the median is reported)")(
       "keep-cache", "use the normal compile cache (first call may hit it)")(
-      "no-check", "skip the float64 reference check");
+      "no-check", "skip the float64 reference check")("no-peak", "do not measure the machine's roofs (no % of peak)")(
+      "remeasure-peak", "measure the roofs again instead of reading the cached ones");
   po::variables_map vm;
-  std::string names;
-  for (const bench::Workload& w : bench::workloads()) names += (names.empty() ? "" : ", ") + w.name;
-  if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--only a,b] [--json]",
-                  "  kiln bench\n  kiln bench --device cpu:0 --only matmul512,softmax --json\n\nworkloads: " + names +
-                      "\n"))
+  std::string about;
+  for (const bench::WorkloadSet& set : bench::workload_sets()) {
+    about += "\n" + set.name + " (" + set.about + "):\n  ";
+    for (const bench::Workload& w : set.workloads) about += w.name + (&w == &set.workloads.back() ? "\n" : ", ");
+  }
+  if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--sizes | --set S] [--only a,b] [--json]",
+                  "  kiln bench\n  kiln bench --sizes\n  kiln bench --set extra\n"
+                  "  kiln bench --device cpu:0 --only matmul512,softmax --json\n\nworkload sets:" + about))
     return kOk;
 
+  if (vm.count("sizes") && vm.count("set") && vm["set"].as<std::string>() != "sizes")
+    throw UsageError("--sizes and --set " + vm["set"].as<std::string>() + " name two sets; give one");
+  std::string set_name = vm.count("sizes") ? "sizes" : vm.count("set") ? vm["set"].as<std::string>() : "default";
+  const bench::WorkloadSet* set = bench::find_set(set_name);
+  if (!set) throw UsageError("unknown workload set '" + set_name + "'; the sets are: default, sizes, extra");
   std::vector<const bench::Workload*> selected;
   if (vm.count("only")) {
+    bool any_set = !vm.count("sizes") && !vm.count("set");
     for (const std::string& name : split_list(vm["only"].as<std::string>())) {
       const bench::Workload* found = nullptr;
-      for (const bench::Workload& w : bench::workloads())
-        if (w.name == name) found = &w;
-      if (!found) throw UsageError("unknown workload '" + name + "' in --only; the workloads are: " + names);
+      for (const bench::WorkloadSet& s : bench::workload_sets())
+        for (const bench::Workload& w : s.workloads)
+          if (!found && w.name == name && (any_set || &s == set)) found = &w;
+      if (!found) throw UsageError("unknown workload '" + name + "' in --only; the workload sets are:" + about);
       selected.push_back(found);
     }
   } else {
-    for (const bench::Workload& w : bench::workloads()) selected.push_back(&w);
+    for (const bench::Workload& w : set->workloads) selected.push_back(&w);
   }
+  const bool sweep = set->sweep;  // its rates compare with each other: % of the best is shown
   bench::Options opt;
   opt.iters = vm["iters"].as<int>();
   opt.warmup = vm["warmup"].as<int>();
@@ -88,40 +125,76 @@ int run_bench(const std::vector<std::string>& args) {
   std::string device = vm.count("device") ? vm["device"].as<std::string>() : bench_default_device();
   bool json = vm.count("json"), progress = isatty(STDERR_FILENO);
 
-  if (!json)
-    std::printf("%-12s %10s %10s %8s %16s %17s  %s\n", "workload", "first ms", "steady ms", "kernels", "rate",
-                "sched miss/hit ms", "check");
-  Json list = Json::array();
+  std::optional<bench::MachinePeak> peak;
+  if (!vm.count("no-peak")) peak = device_peak(device, vm.count("remeasure-peak"));
+  if (peak && !json)
+    std::printf("# machine roofs (%s, %u threads, %s FMA): %.1f GFLOP/s fp32 FMA, %.1f GB/s copy, %.1f GB/s read\n",
+                peak->from_cache ? "cached" : "measured", peak->threads, peak->isa.c_str(), peak->gflops, peak->copy_gbs,
+                peak->read_gbs);
+
+  auto print_header = [&] {
+    std::printf("%-14s %10s %10s %8s %16s %6s%s %17s  %s\n", "workload", "first ms", "steady ms", "kernels", "rate",
+                "%peak", sweep ? "  %best" : "", "sched miss/hit ms", "check");
+  };
+  auto print_row = [&](const bench::Result& r, double peak_pct, double best_pct) {
+    char rate[32], check[48], sched[32], pct[16] = "-", best[16] = "";
+    std::snprintf(rate, sizeof rate, "%.1f %s", r.rate, r.unit.c_str());
+    if (r.checked)
+      std::snprintf(check, sizeof check, "%s (err %.1e)", r.ok ? "ok" : "MISMATCH", r.error);
+    else
+      std::snprintf(check, sizeof check, "-");
+    std::snprintf(sched, sizeof sched, "%.2f/%.3f", r.schedule_miss_ms, r.schedule_ms);
+    if (peak_pct > 0) std::snprintf(pct, sizeof pct, "%.0f%%", peak_pct);
+    if (sweep) std::snprintf(best, sizeof best, " %6.0f%%", best_pct);
+    std::printf("%-14s %10.1f %10.2f %8zu %16s %6s%s %17s  %s\n", r.name.c_str(), r.first_ms, r.steady_ms, r.kernels,
+                rate, pct, best, sched, check);
+    std::fflush(stdout);
+  };
+
+  if (!json && !sweep) print_header();
+  std::vector<bench::Result> results;
+  std::vector<double> peak_pcts;
   bool all_ok = true;
   for (const bench::Workload* w : selected) {
     if (progress) std::fprintf(stderr, "running %s on %s...\r", w->name.c_str(), device.c_str());
     bench::Result r = bench::run(*w, device, opt);
     if (progress) std::fprintf(stderr, "\033[K");
     all_ok = all_ok && (!r.checked || r.ok);
-    if (json) {
+    double pct = peak ? 100 * r.rate / roof_of(*peak, w->roof) : 0;
+    if (!json && !sweep) print_row(r, pct, 0);  // a sweep's rows wait for its best rate
+    results.push_back(r);
+    peak_pcts.push_back(pct);
+  }
+  double best_rate = 0;
+  for (const bench::Result& r : results) best_rate = std::max(best_rate, r.rate);
+  auto best_pct = [&](const bench::Result& r) { return best_rate > 0 ? 100 * r.rate / best_rate : 0; };
+  if (!json && sweep) {
+    print_header();
+    for (size_t i = 0; i < results.size(); i++) print_row(results[i], peak_pcts[i], best_pct(results[i]));
+  }
+  if (json) {
+    Json list = Json::array();
+    for (size_t i = 0; i < results.size(); i++) {
+      const bench::Result& r = results[i];
       Json o = Json::object();
       o.set("name", r.name).set("first_ms", r.first_ms).set("steady_ms", r.steady_ms);
       o.set("kernels", uint64_t{r.kernels}).set("rate", r.rate).set("unit", r.unit);
+      o.set("peak_pct", peak ? Json(peak_pcts[i]) : Json()).set("best_pct", sweep ? Json(best_pct(r)) : Json());
       o.set("ok", r.checked ? Json(r.ok) : Json()).set("error", r.checked ? Json(r.error) : Json());
       o.set("schedule_miss_ms", r.schedule_miss_ms).set("schedule_hit_ms", r.schedule_ms);
       list.push(o);
-      continue;
     }
-    char rate[32], check[48];
-    std::snprintf(rate, sizeof rate, "%.1f %s", r.rate, r.unit.c_str());
-    if (r.checked)
-      std::snprintf(check, sizeof check, "%s (err %.1e)", r.ok ? "ok" : "MISMATCH", r.error);
-    else
-      std::snprintf(check, sizeof check, "-");
-    char sched[32];
-    std::snprintf(sched, sizeof sched, "%.2f/%.3f", r.schedule_miss_ms, r.schedule_ms);
-    std::printf("%-12s %10.1f %10.2f %8zu %16s %17s  %s\n", r.name.c_str(), r.first_ms, r.steady_ms, r.kernels, rate, sched,
-                check);
-    std::fflush(stdout);
-  }
-  if (json) {
     Json doc = Json::object();
-    doc.set("device", device).set("workloads", list);
+    doc.set("device", device).set("set", set_name);
+    if (peak) {
+      Json p = Json::object();
+      p.set("gflops", peak->gflops).set("copy_gbs", peak->copy_gbs).set("read_gbs", peak->read_gbs);
+      p.set("threads", peak->threads).set("isa", peak->isa).set("cached", peak->from_cache);
+      doc.set("peak", p);
+    } else {
+      doc.set("peak", Json());
+    }
+    doc.set("workloads", list);
     std::printf("%s\n", doc.dump().c_str());
   }
   return all_ok ? kOk : kFailure;

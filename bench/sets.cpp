@@ -1,0 +1,163 @@
+// bench/sets.cpp - the shared workload builders and the `sizes` and `extra` sets of `kiln bench`.
+//
+// bench/peers.py runs the same programs, shapes and counts in numpy, torch and tinygrad; a change
+// here is made there too (its workload names are matched with these).
+#include <algorithm>
+#include <cmath>
+
+#include "sets.hpp"
+
+namespace kiln::bench {
+
+Tensor centered(const Shape& shape, const std::string& device) { return Tensor::rand(shape, dtypes::float32, device) - 0.5; }
+
+Workload matmul_workload(const std::string& name, int64_t n, int64_t k, int64_t m) {
+  return {name, Roof::fma, 2.0 * double(n) * double(k) * double(m),
+          [n, k, m](const std::string& d) { return std::vector<Tensor>{centered({n, k}, d), centered({k, m}, d)}; },
+          [](const std::vector<Tensor>& in) { return in[0].matmul(in[1]); },
+          [n, k, m](const Host& h) { return ref::matmul(ref::widen(h[0]), ref::widen(h[1]), n, k, m); }};
+}
+
+Workload square_matmul(int64_t n) { return matmul_workload("matmul" + std::to_string(n), n, n, n); }
+
+Workload conv2d_workload(const std::string& name, const ref::ConvShape& s) {
+  return {name, Roof::fma, s.flops(),
+          [s](const std::string& d) {
+            return std::vector<Tensor>{centered({s.batch, s.channels, s.height, s.width}, d),
+                                       centered({s.filters, s.channels / s.groups, s.kernel, s.kernel}, d)};
+          },
+          [s](const std::vector<Tensor>& in) {
+            return in[0].conv2d(in[1], std::nullopt, static_cast<int>(s.stride), static_cast<int>(s.pad), 1,
+                                static_cast<int>(s.groups));
+          },
+          [s](const Host& h) { return ref::conv2d(h[0], h[1], s); }};
+}
+
+std::vector<Workload> sizes_set() {
+  std::vector<Workload> out;
+  for (int64_t n : kSweepSizes) out.push_back(square_matmul(n));
+  return out;
+}
+
+namespace {
+
+// x.sum(0) over 4096x4096: the reduce runs over the leading (non-contiguous) axis.
+Workload sum_axis0() {
+  constexpr int64_t R = 4096, C = 4096;
+  return {"sum_axis0", Roof::read, double(R * C * 4),
+          [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({R, C}, dtypes::float32, d)}; },
+          [](const std::vector<Tensor>& in) { return in[0].sum({0}); },
+          [](const Host& h) {
+            std::vector<double> out(C, 0.0);
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t c = 0; c < C; c++) out[c] += h[0][r * C + c];
+            return out;
+          }};
+}
+
+// x.sum(1) over 256x256x256: the reduced axis has a stride of 256 elements, the kept ones 1 and 65536.
+Workload sum_strided() {
+  constexpr int64_t N = 256;
+  return {"sum_strided", Roof::read, double(N * N * N * 4),
+          [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({N, N, N}, dtypes::float32, d)}; },
+          [](const std::vector<Tensor>& in) { return in[0].sum({1}); },
+          [](const Host& h) {
+            std::vector<double> out(N * N, 0.0);
+            for (int64_t a = 0; a < N; a++)
+              for (int64_t b = 0; b < N; b++)
+                for (int64_t c = 0; c < N; c++) out[a * N + c] += h[0][(a * N + b) * N + c];
+            return out;
+          }};
+}
+
+// LayerNorm over the last axis of 4096x1024 with a gain and a bias (eps 1e-5, biased variance).
+Workload layernorm() {
+  constexpr int64_t R = 4096, C = 1024;
+  return {"layernorm", Roof::copy, 2.0 * R * C * 4,
+          [](const std::string& d) {
+            return std::vector<Tensor>{Tensor::randn({R, C}, dtypes::float32, d), Tensor::rand({C}, dtypes::float32, d) + 0.5,
+                                       centered({C}, d)};
+          },
+          [](const std::vector<Tensor>& in) {
+            const Tensor& x = in[0];
+            return (x - x.mean({-1}, true)) * (x.var({-1}, true, 0) + 1e-5).rsqrt() * in[1] + in[2];
+          },
+          [](const Host& h) {
+            std::vector<double> out(R * C);
+            for (int64_t r = 0; r < R; r++) {
+              const float* x = &h[0][r * C];
+              double mean = 0, var = 0;
+              for (int64_t c = 0; c < C; c++) mean += x[c];
+              mean /= C;
+              for (int64_t c = 0; c < C; c++) var += (x[c] - mean) * (x[c] - mean);
+              double inv = 1 / std::sqrt(var / C + 1e-5);
+              for (int64_t c = 0; c < C; c++) out[r * C + c] = (x[c] - mean) * inv * h[1][c] + h[2][c];
+            }
+            return out;
+          }};
+}
+
+// softmax(q @ k^T / sqrt(d)) @ v over 1x8 heads of 256 tokens, head size 64.
+Workload attention() {
+  constexpr int64_t H = 8, S = 256, D = 64;
+  return {"attention", Roof::fma, 4.0 * H * S * S * D,
+          [](const std::string& d) {
+            return std::vector<Tensor>{Tensor::randn({1, H, S, D}, dtypes::float32, d), Tensor::randn({1, H, S, D}, dtypes::float32, d),
+                                       Tensor::randn({1, H, S, D}, dtypes::float32, d)};
+          },
+          [](const std::vector<Tensor>& in) {
+            return (in[0].matmul(in[1].transpose(-2, -1)) / std::sqrt(double(D))).softmax(-1).matmul(in[2]);
+          },
+          [](const Host& h) {
+            std::vector<double> out;
+            out.reserve(H * S * D);
+            for (int64_t head = 0; head < H; head++) {
+              auto slice = [&](int i) {
+                return std::vector<float>(h[i].begin() + head * S * D, h[i].begin() + (head + 1) * S * D);
+              };
+              std::vector<double> q = ref::widen(slice(0)), kt = ref::transposed(slice(1), S, D);
+              std::vector<double> scores = ref::matmul(q, kt, S, D, S);
+              for (double& v : scores) v /= std::sqrt(double(D));
+              std::vector<double> o = ref::matmul(ref::softmax_rows(scores, S, S), ref::widen(slice(2)), S, S, D);
+              out.insert(out.end(), o.begin(), o.end());
+            }
+            return out;
+          }};
+}
+
+// A transformer block's MLP through `linear` (x @ W^T + b): 512 tokens, 512 -> 2048 (gelu) -> 512.
+Workload mlp_gelu() {
+  constexpr int64_t T = 512, E = 512, F = 2048;
+  return {"mlp_gelu", Roof::fma, 2.0 * 2 * T * E * F,
+          [](const std::string& d) {
+            auto scaled = [&](const Shape& s, int64_t in) { return centered(s, d) * (2 / std::sqrt(double(in))); };
+            return std::vector<Tensor>{centered({T, E}, d), scaled({F, E}, E), scaled({F}, E), scaled({E, F}, F), scaled({E}, F)};
+          },
+          [](const std::vector<Tensor>& in) { return in[0].linear(in[1], in[2]).gelu().linear(in[3], in[4]); },
+          [](const Host& h) {
+            std::vector<double> x = ref::linear(ref::widen(h[0]), h[1], h[2], T, E, F, false);
+            for (double& v : x) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+            return ref::linear(x, h[3], h[4], T, F, E, false);
+          }};
+}
+
+}  // namespace
+
+std::vector<Workload> extra_set() {
+  return {sum_axis0(),
+          sum_strided(),
+          layernorm(),
+          attention(),
+          mlp_gelu(),
+          // batch-1 ResNet stage: 64 -> 64 channels at 56x56, 3x3, padding 1
+          conv2d_workload("conv_resnet", {.batch = 1, .channels = 64, .height = 56, .width = 56, .filters = 64, .kernel = 3, .pad = 1}),
+          // depthwise 3x3 (MobileNet-style): one filter per channel
+          conv2d_workload("conv_depthwise",
+                          {.batch = 1, .channels = 256, .height = 56, .width = 56, .filters = 256, .kernel = 3, .pad = 1, .groups = 256}),
+          // a downsampling 3x3 with stride 2: 64 -> 128 channels, 56x56 -> 28x28
+          conv2d_workload("conv_stride2",
+                          {.batch = 1, .channels = 64, .height = 56, .width = 56, .filters = 128, .kernel = 3, .stride = 2, .pad = 1}),
+          matmul_workload("matmul_odd", 1000, 999, 1001)};
+}
+
+}  // namespace kiln::bench
