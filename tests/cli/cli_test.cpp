@@ -230,6 +230,39 @@ TEST(Cli, BenchRunsTheChosenWorkloadsAndChecksThem) {
   EXPECT_CONTAINS(bad.err, "unknown workload 'matmul3' in --only; the workloads are: elementwise, sum, matmul256");
 }
 
+// The other workload sets (issue 15): --sizes is the matmul sweep with each size's share of the
+// best rate, --set picks a set by name, --only without a set finds a workload in any set, and the
+// machine's roofs come with a CPU device's results (% of peak per workload).
+TEST(Cli, BenchSetsSweepAndPeak) {
+  const std::vector<std::string> quick = {"--iters", "1", "--warmup", "0", "--first-runs", "1", "--json"};
+  auto bench = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "bench");
+    args.insert(args.end(), quick.begin(), quick.end());
+    return run_kiln(args);
+  };
+  CliResult sweep = bench({"--device", "cpu:0", "--sizes", "--only", "matmul127", "--no-peak"});
+  EXPECT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_JSON(sweep.out);
+  EXPECT_CONTAINS(sweep.out, "\"set\": \"sizes\"");
+  EXPECT_CONTAINS(sweep.out, "\"best_pct\": 100");  // the only size is the best one
+  EXPECT_CONTAINS(sweep.out, "\"peak\": null");
+  CliResult extra = bench({"--device", "cpu:0", "--only", "conv_depthwise"});  // found in the extra set
+  EXPECT_EQ(extra.exit_code, 0) << extra.err;
+  EXPECT_EQ(extra.out.find("\"ok\": false"), std::string::npos) << extra.out;
+  for (const char* key : {"gflops", "copy_gbs", "read_gbs", "threads", "peak_pct"})
+    EXPECT_CONTAINS(extra.out, std::string("\"") + key + "\": ");
+  EXPECT_CONTAINS(extra.out, "\"best_pct\": null");  // not a sweep
+  CliResult wrong_set = bench({"--set", "extra", "--only", "matmul256"});
+  EXPECT_EQ(wrong_set.exit_code, 2);
+  EXPECT_CONTAINS(wrong_set.err, "unknown workload 'matmul256' in --only; the workloads are: sum_axis0, sum_strided");
+  CliResult no_set = bench({"--set", "nope"});
+  EXPECT_EQ(no_set.exit_code, 2);
+  EXPECT_CONTAINS(no_set.err, "unknown workload set 'nope'; the sets are: default, sizes, extra");
+  CliResult two_sets = bench({"--sizes", "--set", "extra"});
+  EXPECT_EQ(two_sets.exit_code, 2);
+  EXPECT_CONTAINS(two_sets.err, "--sizes and --set extra name two sets; give one");
+}
+
 TEST(Cli, Demo) {
   CliResult r = run_kiln({"demo"});
   EXPECT_EQ(r.exit_code, 0);
