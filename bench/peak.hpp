@@ -27,8 +27,10 @@ struct MachinePeak {
   bool from_cache = false;  // read from the compile cache directory instead of measured now
 };
 
-// The roofs on `threads` threads: cached in the compile cache directory (KILN_CACHE_DIR; nothing
-// is cached when it is off) unless `remeasure`, else measured and stored there.
+// The roofs on `threads` threads: read from the compile cache directory (KILN_CACHE_DIR; nothing
+// is cached when it is off) unless `remeasure` or there is none, else measured and stored there.
+// A remeasurement stores, per roof, the better of it and the cached figure (a neighbour on a
+// shared machine only lowers a measurement; a roof is what the machine can do).
 MachinePeak machine_peak(unsigned threads, bool remeasure = false);
 
 // Measures now (no cache).
