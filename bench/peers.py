@@ -212,6 +212,7 @@ def run(cmd, env=None):
 def kiln(args):
   cmd = [args.kiln, "bench", "--set", args.set, "--device", args.device, "--json"]
   if args.only: cmd += ["--only", args.only]
+  cmd += args.kiln_args.split()
   with tempfile.TemporaryDirectory() as cache:  # each run compiles afresh; the roofs are cached elsewhere
     doc = json.loads(run(cmd, {"KILN_CACHE_DIR": cache} if args.fresh_kiln_cache else None))
   return doc
@@ -257,7 +258,7 @@ def driver(args):
     print(f"# machine roofs (kiln bench): {peak['gflops']:.1f} GFLOP/s FMA, {peak['copy_gbs']:.1f} GB/s copy, "
           f"{peak['read_gbs']:.1f} GB/s read ({peak['threads']} threads)")
   head = f"{'workload':15s}" + "".join(f"{c + ' ms':>12s}" for c in cols)
-  if args.kiln: head += f"{'kiln rate':>16s}{'%peak':>7s}" + "".join(f"{'k/' + p:>10s}" for p in peers) + f"{'k/best':>8s}"
+  if args.kiln: head += f"{'kiln rate':>16s}{'%peak':>7s}" + "".join(f"{'k/' + p:>11s}" for p in peers) + f"{'k/best':>8s}"
   print(head)
   fmt = lambda v, w, d: f"{v:{w}.{d}f}" if v is not None else f"{'-':>{w}s}"
   to_best = []
@@ -268,7 +269,7 @@ def driver(args):
       k, w = row[0], kiln_rows.get(n)
       rate = f"{w['rate']:.1f} {w['unit']}" if w else "-"
       line += f"{rate:>16s}" + fmt(w and w.get("peak_pct"), 7, 0)
-      line += "".join(fmt(k / v if k and v else None, 10, 2) for v in row[1:])
+      line += "".join(fmt(k / v if k and v else None, 11, 2) for v in row[1:])
       known = [v for v in row[1:] if v]
       if k and known: to_best.append(k / min(known))
       line += fmt(k / min(known) if k and known else None, 8, 2)
@@ -290,6 +291,7 @@ def main():
   ap.add_argument("--min-time", type=float, default=0.3, help="seconds of timed calls per peer workload, at least")
   ap.add_argument("--tinygrad-device", default="CPU")
   ap.add_argument("--check", action="store_true", help="compare each peer's output with numpy in float64")
+  ap.add_argument("--kiln-args", default="", help="more `kiln bench` options, e.g. \"--first-runs 1 --iters 5\"")
   ap.add_argument("--fresh-kiln-cache", action="store_true", help="give kiln an empty compile cache each round")
   ap.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one framework in this process
   args = ap.parse_args()

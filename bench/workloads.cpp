@@ -114,6 +114,14 @@ const WorkloadSet* find_set(const std::string& name) {
   return nullptr;
 }
 
+std::vector<const Workload*> all_workloads() {
+  std::vector<const Workload*> out;
+  for (const WorkloadSet& s : workload_sets())
+    for (const Workload& w : s.workloads)
+      if (std::none_of(out.begin(), out.end(), [&](const Workload* o) { return o->name == w.name; })) out.push_back(&w);
+  return out;
+}
+
 const std::vector<Workload>& workloads() { return workload_sets().front().workloads; }
 
 namespace {

@@ -52,6 +52,8 @@ struct WorkloadSet {
 // "default", "sizes", "extra", in that order.
 const std::vector<WorkloadSet>& workload_sets();
 const WorkloadSet* find_set(const std::string& name);  // nullptr when there is none of that name
+// Every set's workloads in set order, each name once (a workload in two sets is the first's).
+std::vector<const Workload*> all_workloads();
 
 // The default set, in the tinygrad script's order: elementwise, sum, matmul256, matmul512,
 // matmul1024, softmax, mlp, conv2d.

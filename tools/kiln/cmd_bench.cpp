@@ -96,17 +96,14 @@ int run_bench(const std::vector<std::string>& args) {
   if (!set) throw UsageError("unknown workload set '" + set_name + "'; the sets are: default, sizes, extra");
   std::vector<const bench::Workload*> selected;
   if (vm.count("only")) {
-    // without --set or --sizes, a name is looked up in every set (the first set that has it)
-    std::vector<const bench::Workload*> candidates;
+    // without --set or --sizes, a name is looked up in every set
+    std::vector<const bench::Workload*> candidates = bench::all_workloads();
+    if (vm.count("sizes") || vm.count("set")) {
+      candidates.clear();
+      for (const bench::Workload& w : set->workloads) candidates.push_back(&w);
+    }
     std::string names;
-    bool any_set = !vm.count("sizes") && !vm.count("set");
-    for (const bench::WorkloadSet& s : bench::workload_sets())
-      for (const bench::Workload& w : s.workloads)
-        if ((any_set || &s == set) && std::none_of(candidates.begin(), candidates.end(),
-                                                   [&](const bench::Workload* c) { return c->name == w.name; })) {
-          candidates.push_back(&w);
-          names += (names.empty() ? "" : ", ") + w.name;
-        }
+    for (const bench::Workload* w : candidates) names += (names.empty() ? "" : ", ") + w->name;
     for (const std::string& name : split_list(vm["only"].as<std::string>())) {
       auto found = std::find_if(candidates.begin(), candidates.end(), [&](const bench::Workload* c) { return c->name == name; });
       if (found == candidates.end()) throw UsageError("unknown workload '" + name + "' in --only; the workloads are: " + names);

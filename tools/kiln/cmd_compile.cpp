@@ -89,7 +89,7 @@ int run_compile(const std::vector<std::string>& args) {
                                                                                                   "machine-readable output");
   po::variables_map vm;
   std::string names;
-  for (const bench::Workload& w : bench::workloads()) names += (names.empty() ? "" : ", ") + w.name;
+  for (const bench::Workload* w : bench::all_workloads()) names += (names.empty() ? "" : ", ") + w->name;
   if (!parse_args(args, options, {}, vm,
                   "kiln compile (--device D | --backend B [--arch A]) (--workload W [--opts ACTIONS] | --source FILE --entry NAME) "
                   "[-o OUT] [--json]",
@@ -132,8 +132,8 @@ int run_compile(const std::vector<std::string>& args) {
     out.push_back(std::move(c));
   } else {
     const bench::Workload* w = nullptr;
-    for (const bench::Workload& x : bench::workloads())
-      if (x.name == vm["workload"].as<std::string>()) w = &x;
+    for (const bench::Workload* x : bench::all_workloads())
+      if (x->name == vm["workload"].as<std::string>()) w = x;
     if (!w) throw UsageError("unknown workload '" + vm["workload"].as<std::string>() + "'; the workloads are: " + names);
     // Inputs as uninitialised buffers of the workload's shapes: only the workload's own kernels
     // are scheduled, and scheduling needs no device memory, so offline targets work.
