@@ -138,7 +138,7 @@ int run_bench(const std::vector<std::string>& args) {
 
   auto print_header = [&] {
     std::printf("%-14s %10s %10s %8s %16s %6s%s %17s  %s\n", "workload", "first ms", "steady ms", "kernels", "rate",
-                "%peak", sweep ? "  %best" : "", "sched miss/hit ms", "check");
+                "%peak", sweep ? "   %best" : "", "sched miss/hit ms", "check");
   };
   auto print_row = [&](const bench::Result& r, double peak_pct, double best_pct) {
     char rate[32], check[48], sched[32], pct[16] = "-", best[16] = "";
