@@ -230,12 +230,17 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
 std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (!r) return cat("the kernel has no axis ", opt.axis);
+  if (is_staged(ast)) return "the kernel is staged (STAGE is the last action)";
   const OptAction& a = opt_action(opt.op);
   if (a.split == OptSplit::exchange) return swap_problem(ast, r, opt);
   AxisType t = range_type(r);
   if (t != a.on)
     return cat(a.on == AxisType::LOOP ? "it applies to output (loop) axes" : "it applies to reduce axes", "; axis ", opt.axis,
                " is ", axis_type_name(t));
+  if (a.split == OptSplit::stage) {
+    if (std::string why = target ? target_problem(ast, opt, *target) : std::string{}; !why.empty()) return why;
+    return stage_problem(ast, r, opt);
+  }
   if (opt.amount <= 1) return "amount must be > 1";
   const UOp& size = r.src(0);
   if (a.split == OptSplit::chunks) {
@@ -264,6 +269,7 @@ UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   const OptAction& a = opt_action(opt.op);
   UOp r = find_axis(ast, opt.axis);
   if (a.split == OptSplit::exchange) return swap_loops(ast, r, find_axis(ast, opt.amount));
+  if (a.split == OptSplit::stage) return stage_operand(ast, r, opt, next_axis(ast));
   const UOp& size = r.src(0);
   const int64_t amt = opt.amount;
   const AxisType t = range_type(r);

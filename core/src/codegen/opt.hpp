@@ -11,6 +11,9 @@
 //           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
 //           which operand stays in cache across the inner loop
+//   STAGE   copies the part of an input (`amount` is its PARAM slot) that the loops inside output
+//           axis `axis` read, and that does not move along `axis`, into a contiguous per-thread
+//           buffer before `axis` opens; the kernel then reads the buffer (stage.cpp; CPU targets)
 // What each action applies to, makes and needs is one row of kOptActions (below): opt_problem,
 // apply_opt, parse_opt and the heuristics read it. Actions are applied in order; KILN_NOOPT=1
 // applies none. Whether an action applies depends on the kernel as the actions before it left it
@@ -31,7 +34,7 @@ namespace kiln {
 
 struct Target;
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, count_ };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, STAGE, count_ };
 inline constexpr size_t kNumOptOps = static_cast<size_t>(OptOp::count_);
 
 // How an action reshapes its axis.
@@ -40,6 +43,7 @@ enum class OptSplit : uint8_t {
   chunks,    // outer = `amount` chunks (a new id), inner = the chunk, with a dynamic bound when the
              // amount does not divide (THREAD)
   exchange,  // no split: the axis trades places with the axis named by `amount` (SWAP)
+  stage,     // no split: input `amount` is staged in a buffer filled before the axis opens (STAGE)
 };
 
 // One action, as data: opt_problem validates by it, apply_opt applies by it, heuristics read it.
@@ -62,6 +66,7 @@ inline constexpr OptAction kOptActions[] = {
     {OptOp::SWAP, "SWAP", AxisType::LOOP, AxisType::LOOP, OptSplit::exchange, false, 0},
     {OptOp::GROUP, "GROUP", AxisType::REDUCE, AxisType::GROUP_REDUCE, OptSplit::exact, false,
      KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED},
+    {OptOp::STAGE, "STAGE", AxisType::LOOP, AxisType::LOOP, OptSplit::stage, false, KILN_TARGET_HAS_THREADS},
 };
 static_assert(std::size(kOptActions) == kNumOptOps, "every OptOp has a row in kOptActions");
 static_assert([] {
@@ -135,6 +140,17 @@ int64_t const_size(const UOp& r);  // 0 when symbolic
 // THREAD chunks and SWAP leave the count alone). 0 when symbolic.
 int64_t remaining(const UOp& r, std::span<const Opt> opts);
 bool has_stride(const UOp& idx, const UOp& r, int64_t want);
+
+// STAGE (stage.cpp). The buffer lives on the stack of the thread running the kernel: at most
+// this many bytes (thread stacks are 8 MiB on Linux; a larger panel is not staged).
+inline constexpr int64_t kMaxStageBytes = int64_t{256} << 10;
+// Why STAGE(axis, amount) does not apply to `ast` (r is the range of `axis`), or "".
+std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt);
+// Applies it (stage_problem must be ""): the copy loops get axis ids from `first_axis` on.
+UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis);
+// Whether a STAGE was applied: it is the kernel's last action (a later split could cut its copy
+// loop or move the loads it replaced).
+bool is_staged(const UOp& ast);
 
 // Workgroup actions (LOCAL, ...) for targets with local memory, appended after the register
 // ones (opt_gpu.cpp).

@@ -89,6 +89,7 @@ auto naming(const Kernel& k, F&& f) {
 
 // set_target_override's target (tests); null: each device's own
 std::atomic<const Target*> target_override{nullptr};
+std::atomic<const std::vector<Opt>*> opts_override{nullptr};  // set_opts_override's (tests)
 std::atomic<uint64_t> generation{0};  // program_cache_generation
 
 // to_program (codegen) -> do_render
@@ -100,7 +101,7 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
   auto t = std::chrono::steady_clock::now();
   const Target* simulated = target_override.load();
   try {
-    k.spec = to_program(ast, simulated ? *simulated : dev->target());
+    k.spec = to_program(ast, simulated ? *simulated : dev->target(), opts_override.load());
   } catch (const Error& e) {  // e.g. an op the target lacks and kiln cannot decompose: say which device
     fail(e.code(), dev->name(), ": ", e.what());
   }
@@ -288,6 +289,11 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
 
 void set_target_override(const Target* target) {
   target_override.store(target);
+  clear_program_cache();
+}
+
+void set_opts_override(const std::vector<Opt>* opts) {
+  opts_override.store(opts);
   clear_program_cache();
 }
 

@@ -36,6 +36,10 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
 // host lacks: wider vectors, more threads); nullptr restores. Clears the program cache; `target`
 // must outlive its use. The device still renders, compiles and runs the result.
 void set_target_override(const Target* target);
+// Tests only: lower every kernel with these actions instead of the heuristic's (each must apply,
+// as with `kiln compile --opts`); nullptr restores. Clears the program cache; `opts` must outlive
+// its use.
+void set_opts_override(const std::vector<Opt>* opts);
 size_t program_cache_size();
 void clear_program_cache();
 // Bumped by clear_program_cache: a kernel prepared in an older generation is stale.

@@ -1,0 +1,35 @@
+// tests/codegen/sim_targets.hpp - simulated targets: CPU and GPU caps this host may not have.
+#pragma once
+#include "c_dialect.hpp"
+#include "codegen/target.hpp"
+#include "opencl_c.hpp"
+
+namespace kiln {
+
+// A CPU (threads, FMA) with `lanes` float lanes and `threads` threads, rendering C.
+inline Target cpu_caps(uint32_t lanes, uint32_t threads) {
+  Target t;
+  t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
+  t.threads = threads;
+  t.max_vector_width = lanes;
+  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;
+  cpu::c_dialect_caps(t.ops, t.dtypes);
+  t.source_format = "c";
+  return t;
+}
+
+// A GPU (OpenCL C) with the given workgroup limits, shared memory (0: none) and float lanes.
+inline Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t shared, uint32_t lanes) {
+  Target t;
+  t.flags = KILN_TARGET_HAS_LOCAL | (shared ? KILN_TARGET_HAS_SHARED : 0u);
+  for (int d = 0; d < 3; ++d) t.global_max[d] = 1u << 30;
+  t.local_max[0] = t.local_max[1] = local, t.local_max[2] = local_z;
+  t.local_prod_max = prod;
+  t.shared_max = shared;
+  t.max_vector_width = lanes;
+  opencl::opencl_caps(t.ops, t.dtypes, false, false);
+  t.source_format = "opencl-c";
+  return t;
+}
+
+}  // namespace kiln
