@@ -310,7 +310,7 @@ TEST(Opt, TheActionTableIsWhatApplies) {
   t.shared_max = 48 << 10;
   for (const OptAction& a : kOptActions) {
     if (a.split == OptSplit::exchange) continue;  // SWAP names a second axis: ActionsCheckTheirAxis
-    if (a.split == OptSplit::stage) continue;     // STAGE names an input: stage_test.cpp
+    if (a.split == OptSplit::stage) continue;     // STAGE names an input: matmul_plan_test.cpp
     const int64_t right = a.on == AxisType::LOOP ? 0 : 1, wrong = 1 - right;
     EXPECT_NE(opt_problem(k, Opt{a.op, wrong, 2}, &t).find(a.on == AxisType::LOOP ? "output (loop) axes" : "reduce axes"),
               std::string::npos)
@@ -366,9 +366,13 @@ TEST(Opt, GivenActionListsAreValidated) {
   EXPECT_NE(what.find("opt #2 SWAP(0, 1)"), std::string::npos) << what;
   EXPECT_NE(what.find("the kernel has no axis 0"), std::string::npos) << what;
   EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::LOCAL, 0, 2}}, t); }).find("no workgroups"), std::string::npos);
-  EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::THREAD, 0, 2}, {OptOp::THREAD, 1, 2}}, t); })
-                .find("one THREAD per kernel"),
-            std::string::npos);
+  Target few = t;
+  few.global_max[0] = 3;
+  EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::THREAD, 0, 2}, {OptOp::THREAD, 1, 2}}, few); })
+                .find("more threads than the target launches (3)"),
+            std::string::npos)
+      << "threads on two axes multiply";
+  EXPECT_TRUE(apply_opts(k, std::vector<Opt>{{OptOp::THREAD, 0, 2}, {OptOp::THREAD, 1, 2}}, t));
   EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::UPCAST, 1, 2, true}, {OptOp::UNROLL, 2, 2, true}}, t); })
                 .find("one vector axis"),
             std::string::npos);

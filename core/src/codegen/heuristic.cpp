@@ -31,6 +31,20 @@ void stage_reused_panel(const UOp& ast, const Opt& swap, OptPlan& plan) {
     if (plan.add({OptOp::STAGE, swap.axis, slot})) return;
 }
 
+// CPU threads over the output axes, outermost first: an axis with fewer chunks left than threads
+// (after its upcasts; none when upcast whole) leaves the rest of the threads to the next axes, so
+// a matmul with a few rows threads its columns too.
+void add_threads(const KernelShape& k, const Target& target, OptPlan& plan) {
+  int64_t want = target.threads;
+  for (const UOp& r : k.out) {
+    int64_t n = remaining(r, plan.opts());
+    if (want < 2) return;
+    if (n < 2) continue;
+    int64_t t = std::min(want, n);
+    if (plan.add({OptOp::THREAD, range_axis(r), t})) want = (want + t - 1) / t;
+  }
+}
+
 }  // namespace
 
 KernelShape inspect_kernel(const UOp& ast) {
@@ -149,15 +163,11 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
     plan.add({OptOp::UNROLL, range_axis(red), n});
     copies *= n;
   }
-  // parallelism: CPU threads over the outermost output axis (GPU workgroups: opt_gpu.cpp)
+  // parallelism: CPU threads over the output axes (GPU workgroups: opt_gpu.cpp)
   int64_t work = 1;
   for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
   for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
-  if (cpu && target.threads > 1 && !k.out.empty() && work >= 65536) {
-    const UOp& outer = k.out.front();
-    int64_t n = remaining(outer, opts);  // what is left of the axis after the upcasts
-    if (n >= 2) plan.add({OptOp::THREAD, range_axis(outer), std::min<int64_t>(target.threads, n)});
-  }
+  if (cpu && target.threads > 1 && work >= 65536) add_threads(k, target, plan);
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, plan);
   if (swap && plan.add(*swap)) stage_reused_panel(ast, *swap, plan);
   return plan;

@@ -186,11 +186,11 @@ std::string swap_problem(const UOp& ast, const UOp& a, const Opt& opt) {
 
 // Limits a target puts on an action (none for a null target: structure only).
 std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
-  int64_t threads = 0, local = 1, locals = 0, groups = 0, lanes = 1, reduces = 0;
+  int64_t threads = 1, local = 1, locals = 0, groups = 0, lanes = 1, reduces = 0;
   for (const UOp& u : toposort(ast)) reduces += u.op() == Ops::REDUCE;
   for (const UOp& r : ranges_of(ast)) {
     AxisType rt = range_type(r);
-    threads += rt == AxisType::THREAD;
+    if (rt == AxisType::THREAD) threads *= const_size(r);
     if (rt == AxisType::LOCAL || rt == AxisType::GROUP_REDUCE) local *= const_size(r), ++locals;
     groups += rt == AxisType::GROUP_REDUCE;
     if (rt == AxisType::UPCAST) lanes *= const_size(r);
@@ -202,8 +202,9 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
   if ((a.needs & KILN_TARGET_HAS_SHARED) && (!t.has(KILN_TARGET_HAS_SHARED) || t.shared_max == 0)) return "the target has no shared memory";
   switch (a.makes) {
     case AxisType::THREAD:
-      if (threads) return "the kernel is already split across threads (one THREAD per kernel)";
-      if (static_cast<uint64_t>(opt.amount) > t.global_max[0]) return cat("more threads than the target launches (", t.global_max[0], ")");
+      // several axes may be threaded: their chunks multiply (gpudims numbers them by one index)
+      if (static_cast<uint64_t>(threads * opt.amount) > t.global_max[0])
+        return cat("more threads than the target launches (", t.global_max[0], ")");
       return {};
     case AxisType::LOCAL:
     case AxisType::GROUP_REDUCE: {

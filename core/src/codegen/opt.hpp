@@ -6,7 +6,8 @@
 //   UNROLL  the same for a reduce range (several accumulators or a vector accumulator)
 //   LOCAL   inner part becomes the workgroup's local index (targets with local memory)
 //   THREAD  the range is cut into `amount` chunks run by the CPU's threads (a dynamic inner
-//           bound handles sizes that do not divide)
+//           bound handles sizes that do not divide); several axes may be threaded, their
+//           chunks multiply
 //   GROUP   the inner part of a reduce axis is spread over the workgroup (targets with local
 //           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):

@@ -1,5 +1,6 @@
-// tests/codegen/stage_test.cpp - STAGE: which kernels it applies to, what it lowers to, and that
-// staged kernels compute the reference on cpu:0 (simulated caps, so no test depends on this host).
+// tests/codegen/matmul_plan_test.cpp - plans for large and lopsided matmuls: STAGE (which kernels
+// it applies to, what it lowers to) and threads over several output axes, and that such kernels
+// compute the reference on cpu:0 (simulated caps, so no test depends on this host).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -205,4 +206,34 @@ TEST(Stage, GivenStagesComputeTheReference) {
   // channels, kh, kw): the weights do not move along the image's rows (axis 2)
   const std::vector<Opt> conv{{OptOp::STAGE, 2, kB}};
   expect_reference([](const auto& in) { return in({2, 3, 9, 11}).conv2d(in({4, 3, 3, 3})); }, cpu, &conv);
+}
+
+// A matmul with few rows (upcast whole, or fewer row tiles than threads) threads its columns too.
+TEST(Threads, FewRowsThreadTheColumns) {
+  auto threads_of = [](const std::vector<Opt>& opts) {
+    std::vector<std::string> out;
+    for (const Opt& o : opts)
+      if (o.op == OptOp::THREAD) out.push_back(o.str());
+    return out;
+  };
+  // 16 lanes: 8 rows are one whole-axis upcast, so axis 0 is gone; the columns take both threads
+  ProgramSpec eight = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu_caps(16, 2));
+  EXPECT_EQ(threads_of(eight.opts), std::vector<std::string>{"THREAD(1, 2)"});
+  // 64 threads: 4 row tiles, then 16 column chunks
+  ProgramSpec wide = to_program(kernel_of(ref({32, 512}).matmul(ref({512, 1024}))), cpu_caps(16, 64));
+  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(0, 4)", "THREAD(1, 16)"}));
+  EXPECT_EQ(wide.dims.global[0].arg_int(), 64) << "one launch index over both";
+  // enough rows: one axis as before
+  ProgramSpec tall = to_program(kernel_of(ref({256, 512}).matmul(ref({512, 256}))), cpu_caps(16, 2));
+  EXPECT_EQ(threads_of(tall.opts), std::vector<std::string>{"THREAD(0, 2)"});
+}
+
+TEST(Threads, SeveralThreadedAxesComputeTheReference) {
+  const Target cpu = cpu_caps(8, 8);
+  expect_matmul(8, 64, 1024, cpu);  // the heuristic's: rows upcast whole, columns threaded
+  // chunks that do not divide on both axes: 7 rows in 3, 9 columns in 4 (3 x 3 chunks, 2 empty)
+  const std::vector<Opt> both{{OptOp::THREAD, 0, 3}, {OptOp::THREAD, 1, 4}};
+  expect_reference([](const auto& in) { return in({7, 5}).matmul(in({5, 9})); }, cpu, &both);
+  const std::vector<Opt> staged{{OptOp::UPCAST, 1, 8, true}, {OptOp::THREAD, 0, 2}, {OptOp::THREAD, 1, 2}, {OptOp::SWAP, 0, 1}, stage_b};
+  expect_reference([](const auto& in) { return in({6, 21}).matmul(in({21, 32})); }, cpu, &staged);
 }
