@@ -8,6 +8,7 @@
 // reads the buffer instead:
 //   panel = DEFINE_REG                                  (load dtype x size of the staged ranges)
 //   copy  = END(STORE(panel[at(c)], LOAD(B[idx(c)])), c...)   c: fresh loops, one per staged range
+//                                                       (the lanes' a vector range of the copy's own)
 //   read  = LOAD(AFTER(panel, copy)[at(r)])             the linearizer orders the copy first
 // The staged ranges are those the load's index uses that are not loops outside `axis` (reduce
 // ranges, upcasts, loops inside `axis`). The buffer lays them out with the vector lanes innermost
@@ -111,8 +112,10 @@ UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_ax
   std::vector<UOp> copy_loops;
   UOp at_r = UOp::cindex(0), at_c = UOp::cindex(0);
   for (const UOp& x : s.layout) {
-    UOp c = UOp::make(Ops::RANGE, dtypes::index, {x.src(0)},
-                      Arg{std::vector<int64_t>{first_axis++, static_cast<int64_t>(AxisType::LOOP)}});
+    // loops, but the lanes: the copy moves whole vectors (its own vector range)
+    std::vector<int64_t> arg{first_axis++, static_cast<int64_t>(AxisType::LOOP)};
+    if (range_vectorized(x)) arg = {arg[0], static_cast<int64_t>(AxisType::UPCAST), 1};
+    UOp c = UOp::make(Ops::RANGE, dtypes::index, {x.src(0)}, Arg{arg});
     to_copy.push_back({x, c});
     copy_loops.push_back(c);
     at_r = at_r * const_size(x) + x;
