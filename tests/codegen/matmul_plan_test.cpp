@@ -3,6 +3,7 @@
 // compute the reference on cpu:0 (simulated caps, so no test depends on this host).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -239,4 +240,83 @@ TEST(Threads, SeveralThreadedAxesComputeTheReference) {
   expect_reference([](const auto& in) { return in({7, 5}).matmul(in({5, 9})); }, cpu, &both);
   const std::vector<Opt> staged{{OptOp::UPCAST, 1, 8, true}, {OptOp::THREAD, 0, 2}, {OptOp::THREAD, 1, 2}, {OptOp::SWAP, 0, 1}, stage_b};
   expect_reference([](const auto& in) { return in({6, 21}).matmul(in({21, 32})); }, cpu, &staged);
+}
+
+// opt_problem says why a BLOCK does not apply, for each of its rules.
+TEST(Block, RulesSayWhyItDoesNotApply) {
+  const Target cpu = cpu_caps(8, 2);
+  UOp k = kernel_of(ref({16, 64}).matmul(ref({64, 48})));
+  const Opt block{OptOp::BLOCK, 2, 16};
+  EXPECT_EQ(problem(k, block, cpu), "");
+  EXPECT_NE(problem(k, {OptOp::BLOCK, 2, 24}, cpu).find("not divisible by 24"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::BLOCK, 2, 64}, cpu).find("whole axis"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::BLOCK, 0, 2}, cpu).find("reduce axes"), std::string::npos);
+  // an epilogue would see partial sums; a cast, a max and a mean too
+  for (const Tensor& t : {ref({16, 64}).matmul(ref({64, 48})).relu(), ref({16, 64}).matmul(ref({64, 48})).cast(dtypes::float16),
+                          ref({16, 64}).max({1}), ref({16, 64}).mean({1})}) {
+    UOp e = kernel_of(t);
+    int64_t red = -1;
+    for (const UOp& u : toposort(e))
+      if (u.op() == Ops::RANGE && range_type(u) == AxisType::REDUCE) red = range_axis(u);
+    EXPECT_NE(problem(e, {OptOp::BLOCK, red, 2}, cpu), "");
+  }
+  EXPECT_EQ(problem(kernel_of(ref({16, 64}).sum({1})), {OptOp::BLOCK, 1, 16}, cpu), "") << "a plain sum blocks";
+  EXPECT_NE(problem(k, block, gpu_caps(256, 64, 256, 48 << 10, 4)).find("no CPU threads"), std::string::npos);
+  UOp blocked = apply_opt(k, block, &cpu);
+  EXPECT_NE(problem(blocked, {OptOp::BLOCK, 2, 2}, cpu).find("one per kernel"), std::string::npos);
+  // the block loop is no output or reduce axis: nothing splits it
+  int64_t kb = -1;
+  for (const UOp& u : toposort(blocked))
+    if (u.op() == Ops::RANGE && range_type(u) == AxisType::BLOCK) kb = range_axis(u);
+  ASSERT_GE(kb, 0);
+  EXPECT_NE(problem(blocked, {OptOp::UNROLL, kb, 2}, cpu).find("is BLOCK"), std::string::npos);
+  EXPECT_NE(problem(blocked, {OptOp::UPCAST, kb, 2}, cpu).find("is BLOCK"), std::string::npos);
+  EXPECT_EQ(problem(blocked, {OptOp::UNROLL, 2, 4}, cpu), "") << "the inner reduce keeps the axis";
+}
+
+// The lowered kernel: the block loop is the outermost, each block loads the output (gated off in
+// the first block) and stores it once per output element.
+TEST(Block, LowersToABlockLoopOutsideTheOutputLoops) {
+  const Target cpu = cpu_caps(8, 1);
+  UOp ast = kernel_of(ref({32, 64}).matmul(ref({64, 64})));
+  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::UPCAST, 0, 4}, {OptOp::BLOCK, 2, 16}};
+  ProgramSpec p = to_program(ast, cpu, &opts);
+  std::vector<UOp> lin = do_linearize(p.sink);
+  ASSERT_FALSE(lin.empty());
+  size_t first_range = lin.size(), out_loads = 0;
+  for (size_t i = 0; i < lin.size(); ++i) {
+    const UOp& u = lin[i];
+    if (u.op() == Ops::RANGE && first_range == lin.size()) {
+      first_range = i;
+      EXPECT_EQ(range_type(u), AxisType::BLOCK) << "the block loop opens first";
+      EXPECT_EQ(u.src(0).arg_int(), 4) << "64 / 16 blocks";
+    }
+    if (u.op() == Ops::LOAD && u.src(0).op() == Ops::INDEX && u.src(0).src(0).op() == Ops::PARAM && u.src(0).src(0).arg_int() == kOut) {
+      ++out_loads;
+      EXPECT_EQ(u.src(0).nsrc(), 3u) << "gated: the first block adds to nothing";
+    }
+  }
+  EXPECT_EQ(out_loads, 4u) << "one vector load of the output per row of the 4-row tile";
+}
+
+// BLOCK as the heuristic uses it (few rows; a panel too large to stage) and as given, on odd
+// sizes, computes the reference.
+TEST(Block, BlockedKernelsComputeTheReference) {
+  const Target cpu = cpu_caps(8, 2);
+  // few rows, B larger than the L2: blocks of 16
+  ProgramSpec few = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu);
+  EXPECT_NE(std::find_if(few.opts.begin(), few.opts.end(), [](const Opt& o) { return o.str() == "BLOCK(2, 16)"; }), few.opts.end());
+  expect_matmul(8, 512, 1024, cpu);
+  // a panel of 8192 x 16 floats (512 KiB) is more than a stage buffer: blocks of 4096 (256 KiB),
+  // whose part of B (1 MiB) fits the L2
+  ProgramSpec deep = to_program(kernel_of(ref({64, 8192}).matmul(ref({8192, 64}))), cpu);
+  std::string plan;
+  for (const Opt& o : deep.opts) plan += o.str() + " ";
+  EXPECT_NE(plan.find("BLOCK(2, 4096)"), std::string::npos) << plan;
+  expect_matmul(64, 8192, 64, cpu);
+  // given: blocks of a reduce whose size divides nothing else, with threads, a sum
+  const std::vector<Opt> odd{{OptOp::UPCAST, 1, 8, true}, {OptOp::BLOCK, 2, 7}, {OptOp::THREAD, 0, 2}, {OptOp::UNROLL, 2, 7}};
+  expect_reference([](const auto& in) { return in({13, 35}).matmul(in({35, 16})); }, cpu, &odd);
+  const std::vector<Opt> sum{{OptOp::BLOCK, 1, 5}};
+  expect_reference([](const auto& in) { return in({3, 45}).sum({1}); }, cpu, &sum);
 }

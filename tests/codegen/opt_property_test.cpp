@@ -6,8 +6,8 @@
 // memory limits. For each, the heuristic, the rest of the pass list and the renderers (C, LLVM IR,
 // OpenCL C) must succeed, and the heuristic's actions must validate as a given list. A share of
 // the CPU cases also runs on cpu:0, lowered for the simulated caps, against the reference device.
-// On the CPU targets each kernel is also lowered with a STAGE added wherever one applies, and every
-// other single-kernel program runs that way.
+// On the CPU targets each kernel is also lowered with a BLOCK and a STAGE added wherever they
+// apply, and every other single-kernel program runs that way.
 //
 // KILN_PROPERTY_SEED=N reruns from the seed a failure printed; KILN_PROPERTY_CASES=N changes the
 // number of programs (default 300).
@@ -146,20 +146,31 @@ Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& wha
 
 UOp kernel_body(const ExecItem& e) { return e.ast; }
 
-// The heuristic stages only large matmuls: `opts` (a heuristic's plan) with a STAGE appended where
-// one applies (the first output axis and input that validate), if any does.
-std::optional<std::vector<Opt>> with_stage(const UOp& ast, std::vector<Opt> opts, const Target& t) {
-  if (!opts.empty() && opts.back().op == OptOp::STAGE) return opts;
+// The heuristic blocks and stages only large matmuls: `opts` (a heuristic's plan) with a BLOCK
+// (of the first reduce axis that takes one, in the smallest blocks) and a STAGE (the first output
+// axis and input that validate) appended where they apply, if either does.
+std::optional<std::vector<Opt>> with_cache_actions(const UOp& ast, std::vector<Opt> opts, const Target& t) {
+  auto has = [&](OptOp op) { return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; }); };
+  if (has(OptOp::STAGE)) return opts;
+  const size_t given = opts.size();
   UOp k = apply_opts(ast, opts, t);
+  auto try_add = [&](const Opt& o) {
+    if (!opt_problem(k, o, &t).empty()) return false;
+    k = apply_opt(k, o, &t);
+    opts.push_back(o);
+    return true;
+  };
   for (const UOp& r : toposort(k)) {
-    if (r.op() != Ops::RANGE || range_type(r) != AxisType::LOOP) continue;
-    for (const UOp& p : toposort(k))
-      if (p.op() == Ops::PARAM && opt_problem(k, {OptOp::STAGE, range_axis(r), p.arg_int()}, &t).empty()) {
-        opts.push_back({OptOp::STAGE, range_axis(r), p.arg_int()});
-        return opts;
-      }
+    if (has(OptOp::BLOCK) || r.op() != Ops::RANGE || range_type(r) != AxisType::REDUCE) continue;
+    for (int64_t d = 2; d < const_size(r) && !try_add({OptOp::BLOCK, range_axis(r), d}); ++d) {}
   }
-  return std::nullopt;
+  for (const UOp& r : toposort(k)) {
+    if (has(OptOp::STAGE) || r.op() != Ops::RANGE || range_type(r) != AxisType::LOOP) continue;
+    for (const UOp& p : toposort(k))
+      if (p.op() == Ops::PARAM && try_add({OptOp::STAGE, range_axis(r), p.arg_int()})) break;
+  }
+  if (opts.size() == given) return std::nullopt;
+  return opts;
 }
 
 uint64_t seed_from_env(const char* var, uint64_t otherwise) {
@@ -192,7 +203,7 @@ TEST(OptProperty, HeuristicsNeverFailAValidProgram) {
           if (t.cpu) {
             ASSERT_FALSE(cpu::CDialect().render(l).empty());
             ASSERT_FALSE(cpu::render_llvm_ir(l).empty());
-            if (auto opts = with_stage(e.ast, p.opts, t.target)) {  // staged too
+            if (auto opts = with_cache_actions(e.ast, p.opts, t.target)) {  // blocked and staged too
               ProgramSpec staged_p = to_program(kernel_body(e), t.target, &*opts);
               kiln_lir sl = staged_p.lir.view();
               ASSERT_FALSE(cpu::CDialect().render(sl).empty());
@@ -211,7 +222,7 @@ TEST(OptProperty, HeuristicsNeverFailAValidProgram) {
     }
   }
   EXPECT_GT(kernels, cases * 16) << "every program has at least one kernel, each lowered for 16 targets";
-  EXPECT_GT(staged, cases) << "matmuls, convolutions and reductions stage an input on the CPU targets";
+  EXPECT_GT(staged, cases) << "matmuls, convolutions and reductions block or stage on the CPU targets";
 }
 
 // The CPU cases, lowered for simulated caps (vector widths and thread counts this host may not
@@ -243,12 +254,12 @@ TEST(OptProperty, SimulatedCpuCapsComputeTheReference) {
     Tensor got = random_program(rng, make("cpu:0"), what);
     SCOPED_TRACE(what + " on " + t.name);
     std::vector<float> w = want.to_vector<float>();
-    // every other single-kernel program runs with a STAGE added to the heuristic's plan
+    // every other single-kernel program runs with a BLOCK and a STAGE added to the heuristic's plan
     std::optional<std::vector<Opt>> staged;
     std::vector<ExecItem> items = got.schedule();
     if (c % 2 && std::count_if(items.begin(), items.end(), [](const ExecItem& e) { return !e.is_copy; }) == 1)
       for (const ExecItem& e : items)
-        if (!e.is_copy) staged = with_stage(e.ast, to_program(e.ast, t.target).opts, t.target);
+        if (!e.is_copy) staged = with_cache_actions(e.ast, to_program(e.ast, t.target).opts, t.target);
     if (staged) ++staged_runs;
     runtime::set_target_override(&t.target);
     runtime::set_opts_override(staged ? &*staged : nullptr);
@@ -266,5 +277,5 @@ TEST(OptProperty, SimulatedCpuCapsComputeTheReference) {
     for (size_t i = 0; i < w.size(); ++i)
       ASSERT_NEAR(g[i], w[i], 1e-3 * std::max(1.0f, std::fabs(w[i]))) << "element " << i;
   }
-  EXPECT_GT(staged_runs, 0) << "some programs ran staged";
+  EXPECT_GT(staged_runs, 0) << "some programs ran blocked or staged";
 }

@@ -148,6 +148,7 @@ int64_t remaining(const UOp& r, std::span<const Opt> opts) {
   int64_t n = const_size(r);
   for (const Opt& o : opts)
     if (o.axis == range_axis(r) && opt_action(o.op).split == OptSplit::exact) n /= o.amount;
+    else if (o.axis == range_axis(r) && opt_action(o.op).split == OptSplit::blocks) n = o.amount;
   return n;
 }
 
@@ -244,6 +245,8 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   }
   if (opt.amount <= 1) return "amount must be > 1";
   const UOp& size = r.src(0);
+  if (a.split == OptSplit::blocks && size.is_const() && size.arg_int() == opt.amount)
+    return cat("one block of ", opt.amount, " is the whole axis");
   if (a.split == OptSplit::chunks) {
     if (!size.is_const()) return "the axis size is symbolic";
   } else if (!size.is_const() || size.arg_int() % opt.amount != 0) {
@@ -261,7 +264,8 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
       if (expanded(range_type(x))) copies *= const_size(x);
     if (copies > kMaxExpansion) return cat("the kernel would hold ", copies, " copies of its body (at most ", kMaxExpansion, ")");
   }
-  return target ? target_problem(ast, opt, *target) : std::string{};
+  if (std::string why = target ? target_problem(ast, opt, *target) : std::string{}; !why.empty()) return why;
+  return a.split == OptSplit::blocks ? block_problem(ast, r, opt) : std::string{};
 }
 
 UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
@@ -271,6 +275,7 @@ UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (a.split == OptSplit::exchange) return swap_loops(ast, r, find_axis(ast, opt.amount));
   if (a.split == OptSplit::stage) return stage_operand(ast, r, opt, next_axis(ast));
+  if (a.split == OptSplit::blocks) return block_reduce(ast, r, opt, next_axis(ast));
   const UOp& size = r.src(0);
   const int64_t amt = opt.amount;
   const AxisType t = range_type(r);

@@ -12,6 +12,10 @@
 //           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
 //           which operand stays in cache across the inner loop
+//   BLOCK   cuts a reduce axis into blocks of `amount`: the loop over blocks (a new BLOCK axis)
+//           runs outside the output loops and each block adds its partial sums into the output
+//           (block.cpp; CPU targets; the stored value must be the ADD reduce itself), so one
+//           block's panel of an input stays in cache across the output loops
 //   STAGE   copies the part of an input (`amount` is its PARAM slot) that the loops inside output
 //           axis `axis` read, and that does not move along `axis`, into a contiguous per-thread
 //           buffer before `axis` opens; the kernel then reads the buffer (stage.cpp; CPU targets)
@@ -35,7 +39,7 @@ namespace kiln {
 
 struct Target;
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, STAGE, count_ };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, STAGE, BLOCK, count_ };
 inline constexpr size_t kNumOptOps = static_cast<size_t>(OptOp::count_);
 
 // How an action reshapes its axis.
@@ -45,6 +49,7 @@ enum class OptSplit : uint8_t {
              // amount does not divide (THREAD)
   exchange,  // no split: the axis trades places with the axis named by `amount` (SWAP)
   stage,     // no split: input `amount` is staged in a buffer filled before the axis opens (STAGE)
+  blocks,    // outer (axis / amount, a new id, outermost loop) * amount + inner (keeps the id) (BLOCK)
 };
 
 // One action, as data: opt_problem validates by it, apply_opt applies by it, heuristics read it.
@@ -68,6 +73,7 @@ inline constexpr OptAction kOptActions[] = {
     {OptOp::GROUP, "GROUP", AxisType::REDUCE, AxisType::GROUP_REDUCE, OptSplit::exact, false,
      KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED},
     {OptOp::STAGE, "STAGE", AxisType::LOOP, AxisType::LOOP, OptSplit::stage, false, KILN_TARGET_HAS_THREADS},
+    {OptOp::BLOCK, "BLOCK", AxisType::REDUCE, AxisType::BLOCK, OptSplit::blocks, false, KILN_TARGET_HAS_THREADS},
 };
 static_assert(std::size(kOptActions) == kNumOptOps, "every OptOp has a row in kOptActions");
 static_assert([] {
@@ -137,8 +143,8 @@ struct KernelShape {
 };
 KernelShape inspect_kernel(const UOp& ast);
 int64_t const_size(const UOp& r);  // 0 when symbolic
-// What is left of range r's size after `opts` split it (the exact splits on its axis divide it;
-// THREAD chunks and SWAP leave the count alone). 0 when symbolic.
+// What is left of range r's size after `opts` split it (the exact splits on its axis divide it, a
+// BLOCK leaves its block size; THREAD chunks and SWAP leave the count alone). 0 when symbolic.
 int64_t remaining(const UOp& r, std::span<const Opt> opts);
 bool has_stride(const UOp& idx, const UOp& r, int64_t want);
 
@@ -152,6 +158,11 @@ UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_ax
 // Whether a STAGE was applied: it is the kernel's last action (a later split could cut its copy
 // loop or move the loads it replaced).
 bool is_staged(const UOp& ast);
+
+// BLOCK (block.cpp): why it does not apply to `ast` (r is the reduce range), or ""; applying it
+// (block_problem must be ""), the block loop getting axis id `block_axis`.
+std::string block_problem(const UOp& ast, const UOp& r, const Opt& opt);
+UOp block_reduce(const UOp& ast, const UOp& r, const Opt& opt, int64_t block_axis);
 
 // Workgroup actions (LOCAL, ...) for targets with local memory, appended after the register
 // ones (opt_gpu.cpp).
