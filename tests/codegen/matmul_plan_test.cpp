@@ -33,15 +33,6 @@ const Opt stage_b{OptOp::STAGE, 0, kB};
 
 std::string problem(const UOp& k, const Opt& o, const Target& t) { return opt_problem(k, o, &t); }
 
-Tensor random_input(std::mt19937_64& rng, const Shape& s, const std::string& device) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  std::vector<float> v(static_cast<size_t>(n));
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (float& x : v) x = u(rng);
-  return Tensor::from_vector(v, s, device);
-}
-
 using Program = std::function<Tensor(const std::function<Tensor(const Shape&)>&)>;
 
 // `program` on `device` with seeded random inputs; on cpu:0 lowered for `caps`, with `opts`

@@ -239,14 +239,7 @@ TEST(OptProperty, SimulatedCpuCapsComputeTheReference) {
     uint64_t data_seed = rng();
     auto make = [&](const std::string& device) {
       std::mt19937_64 data(data_seed);
-      return [data, device](const Shape& s) mutable {
-        int64_t n = 1;
-        for (int64_t d : s) n *= d;
-        std::vector<float> v(static_cast<size_t>(n));
-        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-        for (float& x : v) x = u(data);
-        return Tensor::from_vector(v, s, device);
-      };
+      return [data, device](const Shape& s) mutable { return random_input(data, s, device); };
     };
     std::mt19937_64 shape_rng = rng;  // both programs draw the same shapes
     std::string what;

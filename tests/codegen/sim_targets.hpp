@@ -1,7 +1,13 @@
-// tests/codegen/sim_targets.hpp - simulated targets: CPU and GPU caps this host may not have.
+// tests/codegen/sim_targets.hpp - simulated targets (CPU and GPU caps this host may not have) and
+// seeded random inputs, for the optimizer's tests.
 #pragma once
+#include <random>
+#include <string>
+#include <vector>
+
 #include "c_dialect.hpp"
 #include "codegen/target.hpp"
+#include "kiln/kiln.hpp"
 #include "opencl_c.hpp"
 
 namespace kiln {
@@ -30,6 +36,16 @@ inline Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t
   opencl::opencl_caps(t.ops, t.dtypes, false, false);
   t.source_format = "opencl-c";
   return t;
+}
+
+// A tensor of `s` on `device` with values uniform in [-1, 1) drawn from `rng`.
+inline Tensor random_input(std::mt19937_64& rng, const Shape& s, const std::string& device) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& x : v) x = u(rng);
+  return Tensor::from_vector(v, s, device);
 }
 
 }  // namespace kiln

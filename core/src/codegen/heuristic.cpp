@@ -26,7 +26,8 @@ constexpr int64_t kFewRowTiles = 8;
 // L2. Rows outside columns stream all of B through the caches once per row tile:
 //  - with few row tiles, each walks B down its columns, a cache line from each row (rows a
 //    leading dimension apart): BLOCK(K, 16) has the tiles walk 16 rows at a time, consecutive
-//    panels continuing the same rows (M = 8..64, K = N = 4096: 2.8x to 4x);
+//    panels continuing the same rows (M = 8..64, K = N = 4096: 2.8x to 4x); where BLOCK does
+//    not apply (GPU targets, a K without a divisor near 16), as below;
 //  - else the column panels (K x width) go outside and the row tiles inside (the SWAP returned,
 //    applied last; stage_reused_panel stages each panel), the panel staying in the L2; a panel
 //    larger than a stage buffer is cut into K-blocks that fit (BLOCK; 512 x 8192 x 512: 2.9x).
@@ -38,9 +39,12 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
   auto pos = [&](const UOp& r) { return std::find(k.out.begin(), k.out.end(), r) - k.out.begin(); };
   if (k_len * n * k.itemsize <= kL2Bytes || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
-  if (row_tiles <= kFewRowTiles) {
-    if (red && k_len > 16 && k_len % 16 == 0) plan.add({OptOp::BLOCK, range_axis(*red), 16});
-    return std::nullopt;
+  if (row_tiles <= kFewRowTiles && red) {  // blocks of 16 rows of B (measured: 16 > 32 > 64), or near it
+    for (int64_t kc : {16, 12, 20, 24, 10, 32, 8})
+      if (k_len > kc && k_len % kc == 0) {
+        if (plan.add({OptOp::BLOCK, range_axis(*red), kc})) return std::nullopt;
+        break;
+      }
   }
   if (red && k_len * per_k > kMaxStageBytes) {
     int64_t kc = kMaxStageBytes / per_k;
