@@ -6,6 +6,8 @@
 // memory limits. For each, the heuristic, the rest of the pass list and the renderers (C, LLVM IR,
 // OpenCL C) must succeed, and the heuristic's actions must validate as a given list. A share of
 // the CPU cases also runs on cpu:0, lowered for the simulated caps, against the reference device.
+// On the CPU targets each kernel is also lowered with a BLOCK and a STAGE added wherever they
+// apply, and every other single-kernel program runs that way.
 //
 // KILN_PROPERTY_SEED=N reruns from the seed a failure printed; KILN_PROPERTY_CASES=N changes the
 // number of programs (default 300).
@@ -13,8 +15,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <algorithm>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "c_dialect.hpp"
@@ -24,7 +28,9 @@
 #include "llvm_ir.hpp"
 #include "opencl_c.hpp"
 #include "codegen/target.hpp"
+#include "ir/traverse.hpp"
 #include "runtime/program_cache.hpp"
+#include "sim_targets.hpp"
 
 using namespace kiln;
 
@@ -35,30 +41,6 @@ struct NamedTarget {
   Target target;
   bool cpu;
 };
-
-Target cpu_caps(uint32_t lanes, uint32_t threads) {
-  Target t;
-  t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
-  t.threads = threads;
-  t.max_vector_width = lanes;
-  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;
-  cpu::c_dialect_caps(t.ops, t.dtypes);
-  t.source_format = "c";
-  return t;
-}
-
-Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t shared, uint32_t lanes) {
-  Target t;
-  t.flags = KILN_TARGET_HAS_LOCAL | (shared ? KILN_TARGET_HAS_SHARED : 0u);
-  for (int d = 0; d < 3; ++d) t.global_max[d] = 1u << 30;
-  t.local_max[0] = t.local_max[1] = local, t.local_max[2] = local_z;
-  t.local_prod_max = prod;
-  t.shared_max = shared;
-  t.max_vector_width = lanes;
-  opencl::opencl_caps(t.ops, t.dtypes, false, false);
-  t.source_format = "opencl-c";
-  return t;
-}
 
 std::vector<NamedTarget> targets() {
   std::vector<NamedTarget> out;
@@ -166,6 +148,33 @@ Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& wha
 
 UOp kernel_body(const ExecItem& e) { return e.ast; }
 
+// The heuristic blocks and stages only large matmuls: `opts` (a heuristic's plan) with a BLOCK
+// (of the first reduce axis that takes one, in the smallest blocks) and a STAGE (the first output
+// axis and input that validate) appended where they apply, if either does.
+std::optional<std::vector<Opt>> with_cache_actions(const UOp& ast, std::vector<Opt> opts, const Target& t) {
+  auto has = [&](OptOp op) { return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; }); };
+  if (has(OptOp::STAGE)) return opts;
+  const size_t given = opts.size();
+  UOp k = apply_opts(ast, opts, t);
+  auto try_add = [&](const Opt& o) {
+    if (!opt_problem(k, o, &t).empty()) return false;
+    k = apply_opt(k, o, &t);
+    opts.push_back(o);
+    return true;
+  };
+  for (const UOp& r : toposort(k)) {
+    if (has(OptOp::BLOCK) || r.op() != Ops::RANGE || range_type(r) != AxisType::REDUCE) continue;
+    for (int64_t d = 2; d < const_size(r) && !try_add({OptOp::BLOCK, range_axis(r), d}); ++d) {}
+  }
+  for (const UOp& r : toposort(k)) {
+    if (has(OptOp::STAGE) || r.op() != Ops::RANGE || range_type(r) != AxisType::LOOP) continue;
+    for (const UOp& p : toposort(k))
+      if (p.op() == Ops::PARAM && try_add({OptOp::STAGE, range_axis(r), p.arg_int()})) break;
+  }
+  if (opts.size() == given) return std::nullopt;
+  return opts;
+}
+
 uint64_t seed_from_env(const char* var, uint64_t otherwise) {
   const char* v = std::getenv(var);
   return v && *v ? std::strtoull(v, nullptr, 10) : otherwise;
@@ -182,7 +191,7 @@ TEST(OptProperty, HeuristicsNeverFailAValidProgram) {
   std::mt19937_64 rng(seed);
   const std::vector<NamedTarget> all = targets();
   Input ref = [](const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); };
-  int64_t kernels = 0;
+  int64_t kernels = 0, staged = 0;
   for (int64_t c = 0; c < cases; ++c) {
     std::string what;
     Tensor out = random_program(rng, ref, what);
@@ -196,6 +205,13 @@ TEST(OptProperty, HeuristicsNeverFailAValidProgram) {
           if (t.cpu) {
             ASSERT_FALSE(cpu::CDialect().render(l).empty());
             ASSERT_FALSE(cpu::render_llvm_ir(l).empty());
+            if (auto opts = with_cache_actions(e.ast, p.opts, t.target)) {  // blocked and staged too
+              ProgramSpec staged_p = to_program(kernel_body(e), t.target, &*opts);
+              kiln_lir sl = staged_p.lir.view();
+              ASSERT_FALSE(cpu::CDialect().render(sl).empty());
+              ASSERT_FALSE(cpu::render_llvm_ir(sl).empty());
+              ++staged;
+            }
           } else {
             ASSERT_FALSE(opencl::OpenclDialect().render_kernel(l).empty());
           }
@@ -208,6 +224,7 @@ TEST(OptProperty, HeuristicsNeverFailAValidProgram) {
     }
   }
   EXPECT_GT(kernels, cases * 16) << "every program has at least one kernel, each lowered for 16 targets";
+  EXPECT_GT(staged, cases) << "matmuls, convolutions and reductions block or stage on the CPU targets";
 }
 
 // The CPU cases, lowered for simulated caps (vector widths and thread counts this host may not
@@ -218,19 +235,13 @@ TEST(OptProperty, SimulatedCpuCapsComputeTheReference) {
   std::mt19937_64 rng(seed);
   const std::vector<NamedTarget> all = targets();
   const int64_t cases = static_cast<int64_t>(seed_from_env("KILN_PROPERTY_CASES", 300)) / 5;
+  int64_t staged_runs = 0;
   for (int64_t c = 0; c < cases; ++c) {
     const NamedTarget& t = all[rng() % 12];  // the CPU targets come first
     uint64_t data_seed = rng();
     auto make = [&](const std::string& device) {
       std::mt19937_64 data(data_seed);
-      return [data, device](const Shape& s) mutable {
-        int64_t n = 1;
-        for (int64_t d : s) n *= d;
-        std::vector<float> v(static_cast<size_t>(n));
-        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-        for (float& x : v) x = u(data);
-        return Tensor::from_vector(v, s, device);
-      };
+      return [data, device](const Shape& s) mutable { return random_input(data, s, device); };
     };
     std::mt19937_64 shape_rng = rng;  // both programs draw the same shapes
     std::string what;
@@ -238,19 +249,30 @@ TEST(OptProperty, SimulatedCpuCapsComputeTheReference) {
     Tensor got = random_program(rng, make("cpu:0"), what);
     SCOPED_TRACE(what + " on " + t.name);
     std::vector<float> w = want.to_vector<float>();
+    // every other single-kernel program runs with a BLOCK and a STAGE added to the heuristic's plan
+    std::optional<std::vector<Opt>> staged;
+    std::vector<ExecItem> items = got.schedule();
+    if (c % 2 && std::count_if(items.begin(), items.end(), [](const ExecItem& e) { return !e.is_copy; }) == 1)
+      for (const ExecItem& e : items)
+        if (!e.is_copy) staged = with_cache_actions(e.ast, to_program(e.ast, t.target).opts, t.target);
+    if (staged) ++staged_runs;
     runtime::set_target_override(&t.target);
+    runtime::set_opts_override(every_kernel(staged ? &*staged : nullptr));
     std::vector<float> g;
     try {
       g = got.to_vector<float>();
     } catch (const std::exception& ex) {
+      runtime::set_opts_override({});
       runtime::set_target_override(nullptr);
       FAIL() << ex.what();
     }
+    runtime::set_opts_override({});
     runtime::set_target_override(nullptr);
     ASSERT_EQ(g.size(), w.size());
     for (size_t i = 0; i < w.size(); ++i)
       ASSERT_NEAR(g[i], w[i], 1e-3 * std::max(1.0f, std::fabs(w[i]))) << "element " << i;
   }
+  EXPECT_GT(staged_runs, 0) << "some programs ran blocked or staged";
 }
 
 namespace {
@@ -298,14 +320,7 @@ TEST(OptProperty, RandomActionListsComputeTheReference) {
     const uint64_t data_seed = rng(), opts_seed = rng();
     auto make = [&](const std::string& device) {
       std::mt19937_64 data(data_seed);
-      return [data, device](const Shape& s) mutable {
-        int64_t n = 1;
-        for (int64_t d : s) n *= d;
-        std::vector<float> v(static_cast<size_t>(n));
-        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-        for (float& x : v) x = u(data);
-        return Tensor::from_vector(v, s, device);
-      };
+      return [data, device](const Shape& s) mutable { return random_input(data, s, device); };
     };
     std::mt19937_64 shape_rng = rng;
     std::string what;
@@ -316,6 +331,8 @@ TEST(OptProperty, RandomActionListsComputeTheReference) {
     std::mutex mu;
     runtime::set_opts_override([&](const UOp& ast, const Target& t) -> std::optional<std::vector<Opt>> {
       std::vector<Opt> opts = random_actions(ast, t, opts_seed ^ ast.key().lo);
+      if (opts_seed % 3 == 0)  // a third of the cases also block and stage where they can
+        if (std::optional<std::vector<Opt>> more = with_cache_actions(ast, opts, t)) opts = *more;
       std::lock_guard<std::mutex> lock(mu);
       for (const Opt& o : opts) actions += " " + o.str();
       actions += " |";

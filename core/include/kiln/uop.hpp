@@ -88,8 +88,9 @@ inline constexpr OpMask All = [] {
 }  // namespace groups
 inline bool in(Ops op, const OpMask& m) { return m.has(op); }
 
-// How a RANGE is used, set by the optimiser (codegen/opt).
-enum class AxisType : uint8_t { LOOP, GLOBAL, LOCAL, REDUCE, UPCAST, UNROLL, GROUP_REDUCE, THREAD };
+// How a RANGE is used, set by the optimiser (codegen/opt). BLOCK: a reduce's loop over blocks,
+// run outside the output loops (each block adds its partial sums into the output).
+enum class AxisType : uint8_t { LOOP, GLOBAL, LOCAL, REDUCE, UPCAST, UNROLL, GROUP_REDUCE, THREAD, BLOCK };
 const char* axis_type_name(AxisType t);
 
 // A float argument compared and hashed by its bits: -0.0 != 0.0, and every NaN is canonicalised

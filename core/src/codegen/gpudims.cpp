@@ -1,7 +1,7 @@
 // codegen/gpudims.cpp - ranges that map to launch dimensions become SPECIAL indices.
 //
-// CPU targets (HAS_THREADS): the THREAD range becomes gidx0; each of global[0] work items runs
-// one chunk. GPU targets (HAS_LOCAL): the innermost output ranges become gidx0..2 (the workgroup
+// CPU targets (HAS_THREADS): the THREAD ranges become digits of gidx0; each of global[0] work
+// items runs one chunk (of each threaded axis). GPU targets (HAS_LOCAL): the innermost output ranges become gidx0..2 (the workgroup
 // index) and LOCAL ranges split from them lidx0..2 (the index within the workgroup); GROUP_REDUCE
 // ranges (grouped reductions) take the first dimensions as lidx, one workgroup wide. Other
 // output ranges stay loops inside each work item.
@@ -45,13 +45,22 @@ UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims) {
   for (int d = 0; d < 3; ++d) dims.global[d] = one, dims.local[d] = one;
   std::vector<std::pair<UOp, UOp>> subst;
   if (target.has(KILN_TARGET_HAS_THREADS)) {
+    // every THREAD range is one digit of gidx0, the first found the most significant
+    std::vector<UOp> threads;
     for (const UOp& r : toposort(ast))
-      if (r.op() == Ops::RANGE && range_type(r) == AxisType::THREAD) {
-        subst.push_back({r, special("gidx0", r.src(0))});
-        dims.global[0] = r.src(0);
-        break;
-      }
-    return subst.empty() ? ast : drop_from_ends(ast, subst);
+      if (r.op() == Ops::RANGE && range_type(r) == AxisType::THREAD) threads.push_back(r);
+    if (threads.empty()) return ast;
+    int64_t total = 1;
+    for (const UOp& r : threads) total *= r.src(0).arg_int();
+    UOp gidx = special("gidx0", UOp::cindex(total));
+    int64_t below = 1;
+    for (size_t i = threads.size(); i-- > 0;) {
+      UOp digit = below == 1 ? gidx : gidx.idiv(below);
+      subst.push_back({threads[i], i == 0 ? digit : digit.mod(threads[i].src(0))});
+      below *= threads[i].src(0).arg_int();
+    }
+    dims.global[0] = UOp::cindex(total);
+    return drop_from_ends(ast, subst);
   }
   if (!target.has(KILN_TARGET_HAS_LOCAL)) return ast;
   // output ranges in END order, each LOOP range followed by its LOCAL part (if split)

@@ -151,6 +151,7 @@ int64_t remaining(const UOp& r, std::span<const Opt> opts) {
   for (const Opt& o : opts) {
     if (o.axis != range_axis(r)) continue;
     if (opt_action(o.op).split == OptSplit::exact) n /= o.amount;
+    if (opt_action(o.op).split == OptSplit::blocks) n = o.amount;
     if (opt_action(o.op).split == OptSplit::pad) n = (n + o.amount - 1) / o.amount * o.amount;
   }
   return n;
@@ -252,11 +253,11 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
 
 // Limits a target puts on an action (none for a null target: structure only).
 std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
-  int64_t threads = 0, local = 1, locals = 0, groups = 0, lanes = 1, reduces = 0;
+  int64_t threads = 1, local = 1, locals = 0, groups = 0, lanes = 1, reduces = 0;
   for (const UOp& u : toposort(ast)) reduces += u.op() == Ops::REDUCE;
   for (const UOp& r : ranges_of(ast)) {
     AxisType rt = range_type(r);
-    threads += rt == AxisType::THREAD;
+    if (rt == AxisType::THREAD) threads *= const_size(r);
     if (rt == AxisType::LOCAL || rt == AxisType::GROUP_REDUCE) local *= const_size(r), ++locals;
     groups += rt == AxisType::GROUP_REDUCE;
     if (rt == AxisType::UPCAST) lanes *= const_size(r);
@@ -268,8 +269,9 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
   if ((a.needs & KILN_TARGET_HAS_SHARED) && (!t.has(KILN_TARGET_HAS_SHARED) || t.shared_max == 0)) return "the target has no shared memory";
   switch (a.makes) {
     case AxisType::THREAD:
-      if (threads) return "the kernel is already split across threads (one THREAD per kernel)";
-      if (static_cast<uint64_t>(opt.amount) > t.global_max[0]) return cat("more threads than the target launches (", t.global_max[0], ")");
+      // several axes may be threaded: their chunks multiply (gpudims numbers them by one index)
+      if (static_cast<uint64_t>(threads * opt.amount) > t.global_max[0])
+        return cat("more threads than the target launches (", t.global_max[0], ")");
       return {};
     case AxisType::LOCAL:
     case AxisType::GROUP_REDUCE: {
@@ -296,17 +298,27 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
 std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (!r) return cat("the kernel has no axis ", opt.axis);
+  if (is_staged(ast)) return "the kernel is staged (STAGE is the last action)";
   const OptAction& a = opt_action(opt.op);
   if (a.split == OptSplit::exchange) return swap_problem(ast, r, opt);
   AxisType t = range_type(r);
   if (!(a.on & axis_bit(t)))
     return cat("it applies to ", a.on == kLoopAxes ? "output (loop) axes" : a.on == kReduceAxes ? "reduce axes" : "output or reduce axes",
                "; axis ", opt.axis, " is ", axis_type_name(t));
+  if (a.split == OptSplit::stage) {
+    if (opt.vectorize) return "only UPCAST and UNROLL make vector lanes";
+    if (std::string why = target ? target_problem(ast, opt, *target) : std::string{}; !why.empty()) return why;
+    return stage_problem(ast, r, opt);
+  }
   if (opt.amount <= 1) return "amount must be > 1";
   const UOp& size = r.src(0);
+  if (a.split == OptSplit::blocks && size.is_const() && size.arg_int() == opt.amount)
+    return cat("one block of ", opt.amount, " is the whole axis");
   if (a.split == OptSplit::chunks) {
     if (!size.is_const()) return "the axis size is symbolic";
-  } else if (a.split == OptSplit::exact && (!size.is_const() || size.arg_int() % opt.amount != 0)) {
+    // (one chunk of one would also be the axis itself: the split could not tell them apart)
+    if (size.arg_int() < 2) return "the axis has one iteration: nothing to split across threads";
+  } else if ((a.split == OptSplit::exact || a.split == OptSplit::blocks) && (!size.is_const() || size.arg_int() % opt.amount != 0)) {
     return cat("the axis size ", render_expr(size), " is not divisible by ", opt.amount);
   }
   if (opt.vectorize) {
@@ -322,7 +334,8 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
       if (expanded(range_type(x))) copies *= const_size(x);
     if (copies > kMaxExpansion) return cat("the kernel would hold ", copies, " copies of its body (at most ", kMaxExpansion, ")");
   }
-  return target ? target_problem(ast, opt, *target) : std::string{};
+  if (std::string why = target ? target_problem(ast, opt, *target) : std::string{}; !why.empty()) return why;
+  return a.split == OptSplit::blocks ? block_problem(ast, r, opt) : std::string{};
 }
 
 UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
@@ -332,6 +345,8 @@ UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (a.split == OptSplit::exchange) return swap_loops(ast, r, find_axis(ast, opt.amount));
   if (a.split == OptSplit::pad) return pad_range(ast, r, opt.amount);
+  if (a.split == OptSplit::stage) return stage_operand(ast, r, opt, next_axis(ast));
+  if (a.split == OptSplit::blocks) return block_reduce(ast, r, opt, next_axis(ast));
   const UOp& size = r.src(0);
   const int64_t amt = opt.amount;
   const AxisType t = range_type(r);

@@ -6,7 +6,8 @@
 //   UNROLL  the same for a reduce range (several accumulators or a vector accumulator)
 //   LOCAL   inner part becomes the workgroup's local index (targets with local memory)
 //   THREAD  the range is cut into `amount` chunks run by the CPU's threads (a dynamic inner
-//           bound handles sizes that do not divide)
+//           bound handles sizes that do not divide); several axes may be threaded, their
+//           chunks multiply
 //   GROUP   the inner part of a reduce axis is spread over the workgroup (targets with local
 //           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
@@ -15,6 +16,13 @@
 //           or vector of `amount` divides it (odd and prime sizes keep the fast path). The padded
 //           iterations are masked: every load and store along the axis is gated (a gated load
 //           reads nothing and yields 0), and a reduce over the axis adds its identity for them
+//   BLOCK   cuts a reduce axis into blocks of `amount`: the loop over blocks (a new BLOCK axis)
+//           runs outside the output loops and each block adds its partial sums into the output
+//           (block.cpp; CPU targets; the stored value must be the ADD reduce itself), so one
+//           block's panel of an input stays in cache across the output loops
+//   STAGE   copies the part of an input (`amount` is its PARAM slot) that the loops inside output
+//           axis `axis` read, and that does not move along `axis`, into a contiguous per-thread
+//           buffer before `axis` opens; the kernel then reads the buffer (stage.cpp; CPU targets)
 // What each action applies to, makes and needs is one row of kOptActions (below): opt_problem,
 // apply_opt, parse_opt and the heuristics read it. Actions are applied in order; KILN_NOOPT=1
 // applies none. Whether an action applies depends on the kernel as the actions before it left it
@@ -35,7 +43,7 @@ namespace kiln {
 
 struct Target;
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, PADTO, count_ };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, PADTO, STAGE, BLOCK, count_ };
 inline constexpr size_t kNumOptOps = static_cast<size_t>(OptOp::count_);
 
 // How an action reshapes its axis.
@@ -45,6 +53,8 @@ enum class OptSplit : uint8_t {
              // amount does not divide (THREAD)
   exchange,  // no split: the axis trades places with the axis named by `amount` (SWAP)
   pad,       // no split: the axis grows to the next multiple of `amount`, the excess masked (PADTO)
+  stage,     // no split: input `amount` is staged in a buffer filled before the axis opens (STAGE)
+  blocks,    // outer (axis / amount, a new id, outermost loop) * amount + inner (keeps the id) (BLOCK)
 };
 
 // A set of axis types (the types an action applies to).
@@ -72,6 +82,8 @@ inline constexpr OptAction kOptActions[] = {
     {OptOp::GROUP, "GROUP", kReduceAxes, AxisType::GROUP_REDUCE, OptSplit::exact, false,
      KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED},
     {OptOp::PADTO, "PADTO", kLoopAxes | kReduceAxes, AxisType::LOOP, OptSplit::pad, false, 0},
+    {OptOp::STAGE, "STAGE", kLoopAxes, AxisType::LOOP, OptSplit::stage, false, KILN_TARGET_HAS_THREADS},
+    {OptOp::BLOCK, "BLOCK", kReduceAxes, AxisType::BLOCK, OptSplit::blocks, false, KILN_TARGET_HAS_THREADS},
 };
 static_assert(std::size(kOptActions) == kNumOptOps, "every OptOp has a row in kOptActions");
 static_assert([] {
@@ -144,9 +156,26 @@ struct KernelShape {
 KernelShape inspect_kernel(const UOp& ast);
 int64_t const_size(const UOp& r);  // 0 when symbolic
 // What is left of range r's size after `opts` split it (PADTO rounds it up, the exact splits on its
-// axis divide it; THREAD chunks and SWAP leave the count alone). 0 when symbolic.
+// axis divide it, a BLOCK leaves its block size; THREAD chunks and SWAP leave the count alone).
+// 0 when symbolic.
 int64_t remaining(const UOp& r, std::span<const Opt> opts);
 bool has_stride(const UOp& idx, const UOp& r, int64_t want);
+
+// STAGE (stage.cpp). The buffer lives on the stack of the thread running the kernel: at most
+// this many bytes (thread stacks are 8 MiB on Linux; a larger panel is not staged).
+inline constexpr int64_t kMaxStageBytes = int64_t{256} << 10;
+// Why STAGE(axis, amount) does not apply to `ast` (r is the range of `axis`), or "".
+std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt);
+// Applies it (stage_problem must be ""): the copy loops get axis ids from `first_axis` on.
+UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis);
+// Whether a STAGE was applied: it is the kernel's last action (a later split could cut its copy
+// loop or move the loads it replaced).
+bool is_staged(const UOp& ast);
+
+// BLOCK (block.cpp): why it does not apply to `ast` (r is the reduce range), or ""; applying it
+// (block_problem must be ""), the block loop getting axis id `block_axis`.
+std::string block_problem(const UOp& ast, const UOp& r, const Opt& opt);
+UOp block_reduce(const UOp& ast, const UOp& r, const Opt& opt, int64_t block_axis);
 
 // Workgroup actions (LOCAL, ...) for targets with local memory, appended after the register
 // ones (opt_gpu.cpp).

@@ -48,6 +48,7 @@ const char* axis_type_name(AxisType t) {
     case AxisType::UNROLL: return "UNROLL";
     case AxisType::GROUP_REDUCE: return "GROUP_REDUCE";
     case AxisType::THREAD: return "THREAD";
+    case AxisType::BLOCK: return "BLOCK";
   }
   return "?";
 }

@@ -1,0 +1,80 @@
+// codegen/block.cpp - BLOCK: a reduce axis cut into blocks, the loop over blocks outermost.
+//
+// BLOCK(axis, amount) on a kernel that stores one ADD reduce, C[i] = sum_k body(i, k):
+//   C[i] = (kb == 0 ? 0 : C[i]) + sum_{k' < amount} body(i, kb * amount + k')
+// inside END(..., kb, the output loops...): kb (a BLOCK range, new id) runs outside every output
+// loop and each block adds its partial sums into the output (the first writes them). The inner
+// reduce keeps the axis id, so later actions (UNROLL, ...) split it as before. Why: with K rows
+// of B, a matmul's column panel (K x tile width) may not fit the cache, and with few rows its
+// tiles walk B down its columns (one cache line per row, rows a leading dimension apart); a
+// block's panel fits, and consecutive panels continue the same rows.
+//
+// Only where this is exact: the store writes the reduce itself (no epilogue, no cast: the partial
+// sums of every block but the last would go through them), an ADD (0 is its identity), and
+// nothing else in the kernel reads the output.
+#include <algorithm>
+
+#include "codegen/opt.hpp"
+#include "ir/traverse.hpp"
+#include "support/check.hpp"
+
+namespace kiln {
+
+namespace {
+
+struct Blocking {
+  UOp store, end;  // the kernel's one STORE and the END that closes its loops
+};
+
+std::string find_blocking(const UOp& ast, const UOp& r, Blocking& b) {
+  std::vector<UOp> stores;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() == Ops::RANGE && range_type(u) == AxisType::BLOCK) return "the kernel has a BLOCK already (one per kernel)";
+    if (u.op() == Ops::STORE) stores.push_back(u);
+    if (u.op() == Ops::END && u.src(0).op() == Ops::STORE) b.end = u;
+  }
+  if (stores.size() != 1 || !b.end || !(b.end.src(0) == stores[0])) return "BLOCK needs a kernel with one store";
+  b.store = stores[0];
+  const UOp& value = b.store.src(1);
+  if (value.op() != Ops::REDUCE || std::find(value.src().begin() + 1, value.src().end(), r) == value.src().end())
+    return cat("the kernel does not store the reduce over axis ", range_axis(r), " itself (blocks would pass partial sums through what it computes after)");
+  if (static_cast<Ops>(value.arg_ints()[0]) != Ops::ADD) return "BLOCK adds blocks' partial sums: the reduce must be a sum";
+  if (value.dtype() != b.store.src(0).dtype().base()) return "the reduce's dtype is not the output's";
+  const UOp& out = b.store.src(0).src(0);
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::LOAD && u.src(0).op() == Ops::INDEX && u.src(0).src(0) == out) return "the kernel reads its output";
+  return {};
+}
+
+}  // namespace
+
+std::string block_problem(const UOp& ast, const UOp& r, const Opt&) {
+  Blocking b;
+  return find_blocking(ast, r, b);
+}
+
+UOp block_reduce(const UOp& ast, const UOp& r, const Opt& opt, int64_t block_axis) {
+  Blocking b;
+  std::string why = find_blocking(ast, r, b);
+  KILN_CHECK(why.empty(), "block_reduce: ", why);
+  const int64_t amt = opt.amount;
+  UOp kb = UOp::make(Ops::RANGE, dtypes::index, {UOp::cindex(const_size(r) / amt)},
+                     Arg{std::vector<int64_t>{block_axis, static_cast<int64_t>(AxisType::BLOCK)}});
+  UOp inner = UOp::make(Ops::RANGE, dtypes::index, {UOp::cindex(amt)}, r.arg());
+  const UOp& red = b.store.src(1);
+  std::vector<UOp> red_src{substitute(red.src(0), {{r, kb * amt + inner}})};
+  for (size_t i = 1; i < red.nsrc(); ++i) red_src.push_back(red.src(i) == r ? inner : red.src(i));
+  UOp partial = red.replace_src(red_src);
+  // the output so far: a load gated off in the first block (a gated load gives 0)
+  const UOp& at = b.store.src(0);
+  UOp first = kb.ne(UOp::cindex(0));
+  std::vector<UOp> prev_src{at.src(0), at.src(1), at.nsrc() > 2 ? at.src(2) & first : first};
+  UOp prev = UOp::make(Ops::LOAD, red.dtype(), {UOp::make(Ops::INDEX, at.dtype(), prev_src)});
+  std::vector<UOp> store_src(b.store.src().begin(), b.store.src().end());
+  store_src[1] = prev + partial;
+  std::vector<UOp> end_src{b.store.replace_src(store_src), kb};
+  end_src.insert(end_src.end(), b.end.src().begin() + 1, b.end.src().end());
+  return substitute(ast, {{b.end, b.end.replace_src(end_src)}});
+}
+
+}  // namespace kiln

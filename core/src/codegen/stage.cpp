@@ -1,0 +1,132 @@
+// codegen/stage.cpp - STAGE: an input's panel copied into a per-thread buffer before a loop opens.
+//
+// STAGE(axis, slot): the load of input `slot` (a PARAM) does not move along output axis `axis`:
+// each iteration of `axis` reads the same panel again (in a matmul walking column panels outside
+// and row tiles inside, B's K x tile-width panel). Before `axis` opens, a copy loop writes that
+// panel, for the current iteration of the loops outside `axis`, into a contiguous buffer on the
+// running thread's stack (DEFINE_REG: the CPU analogue of a GPU's shared memory), and the kernel
+// reads the buffer instead:
+//   panel = DEFINE_REG                                  (load dtype x size of the staged ranges)
+//   copy  = END(STORE(panel[at(c)], LOAD(B[idx(c)])), c...)   c: fresh loops, one per staged range
+//                                                       (the lanes' a vector range of the copy's own)
+//   read  = LOAD(AFTER(panel, copy)[at(r)])             the linearizer orders the copy first
+// The staged ranges are those the load's index uses that are not loops outside `axis` (reduce
+// ranges, upcasts, loops inside `axis`). The buffer lays them out with the vector lanes innermost
+// and the others by decreasing stride: vector loads stay contiguous (even when the input's own
+// layout is not, as a transposed B), and the panel's rows, 4 KiB apart in a 1024-wide B and so on
+// a few cache sets (L1 holds 12 of them, L2 a few hundred), become consecutive.
+#include <algorithm>
+#include <cstdlib>
+
+#include "codegen/opt.hpp"
+#include "ir/traverse.hpp"
+#include "support/check.hpp"
+
+namespace kiln {
+
+namespace {
+
+// Stage ids are past any accumulator's (lower_reduce numbers those from 0).
+constexpr int64_t kStageRegId = int64_t{1} << 20;
+
+struct Staging {
+  UOp load;                   // the LOAD being staged
+  std::vector<UOp> layout;    // the staged ranges, outermost (largest pitch) first
+  int64_t elems = 1;
+};
+
+bool uses(const UOp& x, const UOp& r) {
+  for (const UOpNode* n : toposort_nodes(x))
+    if (n == r.node()) return true;
+  return false;
+}
+
+std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Staging& s) {
+  // the loops outside `axis`: those its END lists before it, except the expanded ones (copies in
+  // registers, not loops: the buffer holds every copy's part)
+  std::vector<UOp> outer;
+  UOp body;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::END) continue;
+    auto it = std::find(u.src().begin() + 1, u.src().end(), axis);
+    if (it == u.src().end()) continue;
+    if (body) return cat("axis ", opt.axis, " closes more than one loop nest");
+    body = u.src(0);
+    for (auto o = u.src().begin() + 1; o != it; ++o)
+      if (range_type(*o) != AxisType::UPCAST && range_type(*o) != AxisType::UNROLL) outer.push_back(*o);
+  }
+  if (!body) return cat("axis ", opt.axis, " is not a loop of the kernel's stores");
+  std::vector<UOp> loads;
+  for (const UOp& u : toposort(ast)) {
+    bool ours = (u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
+                u.src(0).src(0).op() == Ops::PARAM && u.src(0).src(0).arg_int() == opt.amount;
+    if (ours && u.op() == Ops::STORE) return cat("the kernel writes input ", opt.amount);
+    if (ours) loads.push_back(u);
+  }
+  if (loads.empty()) return cat("the kernel loads no input ", opt.amount);
+  if (loads.size() > 1) return cat("input ", opt.amount, " is loaded at ", loads.size(), " places (STAGE copies one)");
+  s.load = loads[0];
+  if (!uses(body, s.load)) return cat("input ", opt.amount, " is not read inside axis ", opt.axis);
+  const UOp& index = s.load.src(0);
+  if (uses(index, axis)) return cat("input ", opt.amount, " moves along axis ", opt.axis, " (STAGE copies what it reuses)");
+  std::vector<std::pair<int64_t, UOp>> by_stride;
+  UOp lanes;
+  for (const UOp& r : toposort(index)) {
+    if (r.op() != Ops::RANGE || std::find(outer.begin(), outer.end(), r) != outer.end()) continue;
+    if (!r.src(0).is_const()) return cat("axis ", range_axis(r), " has a symbolic size");
+    int64_t stride;
+    if (!stride_of(index.src(1), r, stride)) return cat("the index of input ", opt.amount, " is not linear in axis ", range_axis(r));
+    s.elems *= const_size(r);
+    if (range_vectorized(r)) lanes = r;
+    else by_stride.push_back({stride, r});
+  }
+  if (by_stride.empty() && !lanes) return cat("input ", opt.amount, " does not move inside axis ", opt.axis, ": nothing to stage");
+  int64_t bytes = s.elems * s.load.dtype().itemsize();
+  if (bytes > kMaxStageBytes)
+    return cat("the staged panel takes ", bytes, " bytes (at most ", kMaxStageBytes, ": it lives on the thread's stack)");
+  std::stable_sort(by_stride.begin(), by_stride.end(), [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
+  for (const auto& [stride, r] : by_stride) s.layout.push_back(r);
+  if (lanes) s.layout.push_back(lanes);
+  return {};
+}
+
+}  // namespace
+
+bool is_staged(const UOp& ast) {
+  for (const UOpNode* n : toposort_nodes(ast))
+    if (n->op == Ops::DEFINE_REG) return true;
+  return false;
+}
+
+std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt) {
+  Staging s;
+  return find_staging(ast, r, opt, s);
+}
+
+UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis) {
+  Staging s;
+  std::string why = find_staging(ast, r, opt, s);
+  KILN_CHECK(why.empty(), "stage_operand: ", why);
+  UOp panel = UOp::make(Ops::DEFINE_REG, s.load.dtype().ptr(s.elems, AddrSpace::reg), {}, Arg{kStageRegId});
+  std::vector<std::pair<UOp, UOp>> to_copy;
+  std::vector<UOp> copy_loops;
+  UOp at_r = UOp::cindex(0), at_c = UOp::cindex(0);
+  for (const UOp& x : s.layout) {
+    // loops, but the lanes: the copy moves whole vectors (its own vector range)
+    std::vector<int64_t> arg{first_axis++, static_cast<int64_t>(AxisType::LOOP)};
+    if (range_vectorized(x)) arg = {arg[0], static_cast<int64_t>(AxisType::UPCAST), 1};
+    UOp c = UOp::make(Ops::RANGE, dtypes::index, {x.src(0)}, Arg{arg});
+    to_copy.push_back({x, c});
+    copy_loops.push_back(c);
+    at_r = at_r * const_size(x) + x;
+    at_c = at_c * const_size(x) + c;
+  }
+  UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, panel.dtype(), {panel, at_c}), substitute(s.load, to_copy)});
+  std::vector<UOp> end_src{put};
+  end_src.insert(end_src.end(), copy_loops.begin(), copy_loops.end());
+  UOp ready = UOp::make(Ops::AFTER, panel.dtype(), {panel, UOp::make(Ops::END, dtypes::void_, end_src)});
+  UOp read = UOp::make(Ops::LOAD, s.load.dtype(), {UOp::make(Ops::INDEX, panel.dtype(), {ready, at_r})});
+  return substitute(ast, {{s.load, read}});
+}
+
+}  // namespace kiln

@@ -1,0 +1,313 @@
+// tests/codegen/matmul_plan_test.cpp - plans for large and lopsided matmuls: STAGE (which kernels
+// it applies to, what it lowers to) and threads over several output axes, and that such kernels
+// compute the reference on cpu:0 (simulated caps, so no test depends on this host).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "codegen/pipeline.hpp"
+#include "ir/traverse.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/program_cache.hpp"
+#include "sim_targets.hpp"
+
+using namespace kiln;
+
+namespace {
+
+UOp kernel_of(const Tensor& out) {
+  for (const ExecItem& e : out.schedule())
+    if (!e.is_copy) return e.ast;
+  return {};
+}
+
+Tensor ref(const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); }
+
+// PARAM slots as the scheduler numbers a matmul's: the output, A, B.
+constexpr int64_t kOut = 0, kA = 1, kB = 2;
+// A matmul kernel's axes: rows (0), columns (1), the reduce (2).
+const Opt stage_b{OptOp::STAGE, 0, kB};
+
+std::string problem(const UOp& k, const Opt& o, const Target& t) { return opt_problem(k, o, &t); }
+
+using Program = std::function<Tensor(const std::function<Tensor(const Shape&)>&)>;
+
+// `program` on `device` with seeded random inputs; on cpu:0 lowered for `caps`, with `opts`
+// instead of the heuristic's when given.
+std::vector<float> run(const Program& program, const std::string& device, const Target* caps = nullptr,
+                       const std::vector<Opt>* opts = nullptr) {
+  std::mt19937_64 rng(7);
+  Tensor out = program([&](const Shape& s) { return random_input(rng, s, device); });
+  runtime::set_target_override(caps);
+  runtime::set_opts_override(every_kernel(opts));
+  std::vector<float> got;
+  std::string error;
+  try {
+    got = out.to_vector<float>();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  runtime::set_opts_override({});
+  runtime::set_target_override(nullptr);
+  EXPECT_EQ(error, "");
+  return got;
+}
+
+void expect_near(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-3 * std::max(1.0f, std::fabs(want[i]))) << "element " << i;
+}
+
+// On cpu:0 (caps, opts) as on the reference device.
+void expect_reference(const Program& program, const Target& caps, const std::vector<Opt>* opts = nullptr) {
+  expect_near(run(program, "cpu:0", &caps, opts), run(program, "ref"));
+}
+
+// A matmul on cpu:0 against a host loop (the reference device is slow at these sizes).
+void expect_matmul(int64_t m, int64_t k, int64_t n, const Target& caps) {
+  Program mm = [&](const auto& in) { return in({m, k}).matmul(in({k, n})); };
+  std::vector<float> a, b;
+  run([&](const auto& in) {
+    Tensor ta = in({m, k}), tb = in({k, n});
+    a = ta.template to_vector<float>(), b = tb.template to_vector<float>();
+    return ta;
+  }, "ref");
+  std::vector<float> want(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t q = 0; q < k; ++q)
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] += a[i * k + q] * b[q * n + j];
+  expect_near(run(mm, "cpu:0", &caps), want);
+}
+
+bool has_stage(const std::vector<Opt>& opts) {
+  return std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
+}
+
+}  // namespace
+
+// opt_problem says why a STAGE does not apply, for each of its rules.
+TEST(Stage, RulesSayWhyItDoesNotApply) {
+  const Target cpu = cpu_caps(8, 2);
+  UOp k = kernel_of(ref({16, 64}).matmul(ref({64, 48})));
+  EXPECT_EQ(problem(k, stage_b, cpu), "") << "B is reused by every row";
+  EXPECT_NE(problem(k, {OptOp::STAGE, 0, kA}, cpu).find("moves along axis 0"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::STAGE, 1, kB}, cpu).find("moves along axis 1"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::STAGE, 2, kB}, cpu).find("output (loop) axes"), std::string::npos) << "axis 2 is the reduce";
+  EXPECT_NE(problem(k, {OptOp::STAGE, 0, 7}, cpu).find("loads no input 7"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::STAGE, 0, kOut}, cpu).find("writes input 0"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::STAGE, 9, kB}, cpu).find("no axis 9"), std::string::npos);
+  // the panel lives on the thread's stack: 4096 x 64 floats (1 MiB) is too much
+  UOp tall = kernel_of(ref({16, 4096}).matmul(ref({4096, 64})));
+  EXPECT_NE(problem(tall, stage_b, cpu).find("bytes"), std::string::npos);
+  // a B that moves only along the rows' loop has nothing inside it to stage
+  UOp outer = kernel_of(ref({16, 1}) * ref({1, 48}));
+  EXPECT_NE(problem(outer, {OptOp::STAGE, 1, kA}, cpu).find("nothing to stage"), std::string::npos);
+  // targets without CPU threads (OpenCL, HIP) have no per-thread stack buffer: refused
+  EXPECT_NE(problem(k, stage_b, gpu_caps(256, 64, 256, 48 << 10, 4)).find("no CPU threads"), std::string::npos);
+  // STAGE is the last action: a later split could cut its copy loop
+  UOp staged = apply_opt(k, stage_b, &cpu);
+  EXPECT_NE(problem(staged, {OptOp::UPCAST, 1, 8, true}, cpu).find("STAGE is the last action"), std::string::npos);
+  EXPECT_NE(problem(staged, stage_b, cpu).find("STAGE is the last action"), std::string::npos);
+  // a given list names the failing action
+  try {
+    apply_opts(k, std::vector<Opt>{{OptOp::STAGE, 0, kA}}, cpu);
+    ADD_FAILURE() << "STAGE(0, 1) applied";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("opt #1 STAGE(0, 1)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_opt("STAGE(0, 2)").str(), stage_b.str());
+}
+
+// The lowered kernel: a per-thread buffer of the panel (K x tile columns), filled by a loop that
+// runs before the row loop opens, read with vector loads.
+TEST(Stage, LowersToACopyLoopBeforeTheRowLoop) {
+  const Target cpu = cpu_caps(8, 2);
+  const int64_t m = 32, k = 64, n = 64;
+  UOp ast = kernel_of(ref({m, k}).matmul(ref({k, n})));
+  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 4},
+                              {OptOp::SWAP, 0, 1}, stage_b};
+  ProgramSpec p = to_program(ast, cpu, &opts);
+  std::vector<UOp> lin = do_linearize(p.sink);
+  UOp panel;
+  for (const UOp& u : lin)
+    if (u.op() == Ops::DEFINE_REG && u.dtype().ptr_size() > 1) panel = u;
+  ASSERT_TRUE(panel) << "a buffer for the panel";
+  EXPECT_EQ(panel.dtype().ptr_size(), k * 16) << "K rows of two 8-lane vectors";
+  auto reads_panel = [&](const UOp& u) {
+    if (u.src(0).op() != Ops::INDEX) return false;
+    UOp base = u.src(0).src(0);
+    while (base.op() == Ops::AFTER) base = base.src(0);
+    return base == panel;
+  };
+  size_t first_put = lin.size(), first_read = lin.size(), row_loop = lin.size();
+  int depth = 0, put_depth = -1;
+  for (size_t i = 0; i < lin.size(); ++i) {
+    const UOp& u = lin[i];
+    if (u.op() == Ops::RANGE) ++depth;
+    if (u.op() == Ops::END && u.nsrc() == 1) --depth;
+    if (u.op() == Ops::STORE && reads_panel(u) && first_put == lin.size()) {
+      first_put = i, put_depth = depth;
+      EXPECT_EQ(u.src(1).dtype().count(), 8) << "the copy moves vectors";
+    }
+    if (u.op() == Ops::LOAD && reads_panel(u) && first_read == lin.size()) {
+      first_read = i;
+      EXPECT_EQ(u.dtype().count(), 8) << "the kernel reads the panel as vectors";
+    }
+    // the row loop: 32 rows / 4 upcast = 8 iterations, opened after the copy
+    if (u.op() == Ops::RANGE && u.src(0).is_const() && u.src(0).arg_int() == m / 4 && row_loop == lin.size() && i > first_put)
+      row_loop = i;
+  }
+  ASSERT_LT(first_put, lin.size()) << "the copy writes the panel";
+  EXPECT_LT(first_put, row_loop) << "the copy runs before the row loop opens";
+  EXPECT_LT(row_loop, first_read) << "the compute reads the panel inside the row loop";
+  EXPECT_EQ(put_depth, 3) << "the column-panel loop, then the copy's loops (K, 2 vectors)";
+  size_t reads_of_b = 0;
+  for (const UOp& u : lin)
+    if (u.op() == Ops::INDEX && u.src(0).op() == Ops::PARAM && u.src(0).arg_int() == kB) ++reads_of_b;
+  EXPECT_EQ(reads_of_b, 1u) << "B is read only by the copy";
+}
+
+// The heuristic stages B where it walks column panels outside (B larger than the L2, a panel
+// small), and the staged kernel computes the reference, odd sizes included.
+TEST(Stage, HeuristicStagesLargeMatmulsAndTheyComputeTheReference) {
+  const Target cpu = cpu_caps(8, 2);
+  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{36, 257, 1040}, {40, 2000, 528}, {64, 300, 1032}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
+    EXPECT_TRUE(has_stage(to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), cpu).opts));
+    expect_matmul(m, k, n, cpu);
+  }
+  for (const Target& small : {cpu, cpu_caps(16, 2)})
+    EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 256}).matmul(ref({256, 128}))), small).opts)) << "B fits the L2";
+  // GPU targets never stage (their heuristic walks the same panels)
+  EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 257}).matmul(ref({257, 1040}))), gpu_caps(256, 64, 256, 48 << 10, 4)).opts));
+}
+
+// Given STAGE actions on kernels the heuristic would not stage: sizes that divide nothing, a
+// transposed B (the buffer puts the lanes innermost), batched matmuls, a convolution's weights.
+TEST(Stage, GivenStagesComputeTheReference) {
+  const Target cpu = cpu_caps(8, 2);
+  const std::vector<Opt> plain{stage_b};
+  expect_reference([](const auto& in) { return in({13, 37}).matmul(in({37, 19})); }, cpu, &plain);
+  const std::vector<Opt> tiled{{OptOp::UPCAST, 1, 8, true}, {OptOp::UPCAST, 0, 3}, {OptOp::THREAD, 0, 2}, {OptOp::SWAP, 0, 1}, stage_b};
+  expect_reference([](const auto& in) { return in({9, 31}).matmul(in({31, 24})); }, cpu, &tiled);
+  expect_reference([](const auto& in) { return in({9, 31}).matmul(in({24, 31}).transpose()); }, cpu, &tiled);
+  // batched: axes (batch, rows, columns, reduce); B moves along the batch, not the rows
+  const std::vector<Opt> batched{{OptOp::UPCAST, 2, 8, true}, {OptOp::STAGE, 1, kB}};
+  expect_reference([](const auto& in) { return in({3, 5, 17}).matmul(in({3, 17, 16})); }, cpu, &batched);
+  // conv2d, unpadded (one kernel; axes batch, out channels, rows, columns, then the reduces: in
+  // channels, kh, kw): the weights do not move along the image's rows (axis 2)
+  const std::vector<Opt> conv{{OptOp::STAGE, 2, kB}};
+  expect_reference([](const auto& in) { return in({2, 3, 9, 11}).conv2d(in({4, 3, 3, 3})); }, cpu, &conv);
+}
+
+// A matmul with few rows (upcast whole, or fewer row tiles than threads) threads its columns too.
+TEST(Threads, FewRowsThreadTheColumns) {
+  auto threads_of = [](const std::vector<Opt>& opts) {
+    std::vector<std::string> out;
+    for (const Opt& o : opts)
+      if (o.op == OptOp::THREAD) out.push_back(o.str());
+    return out;
+  };
+  // 16 lanes: 8 rows are one whole-axis upcast, so axis 0 is gone; the columns take both threads
+  ProgramSpec eight = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu_caps(16, 2));
+  EXPECT_EQ(threads_of(eight.opts), std::vector<std::string>{"THREAD(1, 2)"});
+  // 64 threads: 4 row tiles, then 16 column chunks
+  ProgramSpec wide = to_program(kernel_of(ref({32, 512}).matmul(ref({512, 1024}))), cpu_caps(16, 64));
+  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(0, 4)", "THREAD(1, 16)"}));
+  EXPECT_EQ(wide.dims.global[0].arg_int(), 64) << "one launch index over both";
+  // enough rows: one axis as before
+  ProgramSpec tall = to_program(kernel_of(ref({256, 512}).matmul(ref({512, 256}))), cpu_caps(16, 2));
+  EXPECT_EQ(threads_of(tall.opts), std::vector<std::string>{"THREAD(0, 2)"});
+}
+
+TEST(Threads, SeveralThreadedAxesComputeTheReference) {
+  const Target cpu = cpu_caps(8, 8);
+  expect_matmul(8, 64, 1024, cpu);  // the heuristic's: rows upcast whole, columns threaded
+  // chunks that do not divide on both axes: 7 rows in 3, 9 columns in 4 (3 x 3 chunks, 2 empty)
+  const std::vector<Opt> both{{OptOp::THREAD, 0, 3}, {OptOp::THREAD, 1, 4}};
+  expect_reference([](const auto& in) { return in({7, 5}).matmul(in({5, 9})); }, cpu, &both);
+  const std::vector<Opt> staged{{OptOp::UPCAST, 1, 8, true}, {OptOp::THREAD, 0, 2}, {OptOp::THREAD, 1, 2}, {OptOp::SWAP, 0, 1}, stage_b};
+  expect_reference([](const auto& in) { return in({6, 21}).matmul(in({21, 32})); }, cpu, &staged);
+}
+
+// opt_problem says why a BLOCK does not apply, for each of its rules.
+TEST(Block, RulesSayWhyItDoesNotApply) {
+  const Target cpu = cpu_caps(8, 2);
+  UOp k = kernel_of(ref({16, 64}).matmul(ref({64, 48})));
+  const Opt block{OptOp::BLOCK, 2, 16};
+  EXPECT_EQ(problem(k, block, cpu), "");
+  EXPECT_NE(problem(k, {OptOp::BLOCK, 2, 24}, cpu).find("not divisible by 24"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::BLOCK, 2, 64}, cpu).find("whole axis"), std::string::npos);
+  EXPECT_NE(problem(k, {OptOp::BLOCK, 0, 2}, cpu).find("reduce axes"), std::string::npos);
+  // an epilogue would see partial sums; a cast, a max and a mean too
+  for (const Tensor& t : {ref({16, 64}).matmul(ref({64, 48})).relu(), ref({16, 64}).matmul(ref({64, 48})).cast(dtypes::float16),
+                          ref({16, 64}).max({1}), ref({16, 64}).mean({1})}) {
+    UOp e = kernel_of(t);
+    int64_t red = -1;
+    for (const UOp& u : toposort(e))
+      if (u.op() == Ops::RANGE && range_type(u) == AxisType::REDUCE) red = range_axis(u);
+    EXPECT_NE(problem(e, {OptOp::BLOCK, red, 2}, cpu), "");
+  }
+  EXPECT_EQ(problem(kernel_of(ref({16, 64}).sum({1})), {OptOp::BLOCK, 1, 16}, cpu), "") << "a plain sum blocks";
+  EXPECT_NE(problem(k, block, gpu_caps(256, 64, 256, 48 << 10, 4)).find("no CPU threads"), std::string::npos);
+  UOp blocked = apply_opt(k, block, &cpu);
+  EXPECT_NE(problem(blocked, {OptOp::BLOCK, 2, 2}, cpu).find("one per kernel"), std::string::npos);
+  // the block loop is no output or reduce axis: nothing splits it
+  int64_t kb = -1;
+  for (const UOp& u : toposort(blocked))
+    if (u.op() == Ops::RANGE && range_type(u) == AxisType::BLOCK) kb = range_axis(u);
+  ASSERT_GE(kb, 0);
+  EXPECT_NE(problem(blocked, {OptOp::UNROLL, kb, 2}, cpu).find("is BLOCK"), std::string::npos);
+  EXPECT_NE(problem(blocked, {OptOp::UPCAST, kb, 2}, cpu).find("is BLOCK"), std::string::npos);
+  EXPECT_EQ(problem(blocked, {OptOp::UNROLL, 2, 4}, cpu), "") << "the inner reduce keeps the axis";
+}
+
+// The lowered kernel: the block loop is the outermost, each block loads the output (gated off in
+// the first block) and stores it once per output element.
+TEST(Block, LowersToABlockLoopOutsideTheOutputLoops) {
+  const Target cpu = cpu_caps(8, 1);
+  UOp ast = kernel_of(ref({32, 64}).matmul(ref({64, 64})));
+  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::UPCAST, 0, 4}, {OptOp::BLOCK, 2, 16}};
+  ProgramSpec p = to_program(ast, cpu, &opts);
+  std::vector<UOp> lin = do_linearize(p.sink);
+  ASSERT_FALSE(lin.empty());
+  size_t first_range = lin.size(), out_loads = 0;
+  for (size_t i = 0; i < lin.size(); ++i) {
+    const UOp& u = lin[i];
+    if (u.op() == Ops::RANGE && first_range == lin.size()) {
+      first_range = i;
+      EXPECT_EQ(range_type(u), AxisType::BLOCK) << "the block loop opens first";
+      EXPECT_EQ(u.src(0).arg_int(), 4) << "64 / 16 blocks";
+    }
+    if (u.op() == Ops::LOAD && u.src(0).op() == Ops::INDEX && u.src(0).src(0).op() == Ops::PARAM && u.src(0).src(0).arg_int() == kOut) {
+      ++out_loads;
+      EXPECT_EQ(u.src(0).nsrc(), 3u) << "gated: the first block adds to nothing";
+    }
+  }
+  EXPECT_EQ(out_loads, 4u) << "one vector load of the output per row of the 4-row tile";
+}
+
+// BLOCK as the heuristic uses it (few rows; a panel too large to stage) and as given, on odd
+// sizes, computes the reference.
+TEST(Block, BlockedKernelsComputeTheReference) {
+  const Target cpu = cpu_caps(8, 2);
+  // few rows, B larger than the L2: blocks of 16
+  ProgramSpec few = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu);
+  EXPECT_NE(std::find_if(few.opts.begin(), few.opts.end(), [](const Opt& o) { return o.str() == "BLOCK(2, 16)"; }), few.opts.end());
+  expect_matmul(8, 512, 1024, cpu);
+  // a panel of 8192 x 16 floats (512 KiB) is more than a stage buffer: blocks of 4096 (256 KiB),
+  // whose part of B (1 MiB) fits the L2
+  ProgramSpec deep = to_program(kernel_of(ref({64, 8192}).matmul(ref({8192, 64}))), cpu);
+  std::string plan;
+  for (const Opt& o : deep.opts) plan += o.str() + " ";
+  EXPECT_NE(plan.find("BLOCK(2, 4096)"), std::string::npos) << plan;
+  expect_matmul(64, 8192, 64, cpu);
+  // given: blocks of a reduce whose size divides nothing else, with threads, a sum
+  const std::vector<Opt> odd{{OptOp::UPCAST, 1, 8, true}, {OptOp::BLOCK, 2, 7}, {OptOp::THREAD, 0, 2}, {OptOp::UNROLL, 2, 7}};
+  expect_reference([](const auto& in) { return in({13, 35}).matmul(in({35, 16})); }, cpu, &odd);
+  const std::vector<Opt> sum{{OptOp::BLOCK, 1, 5}};
+  expect_reference([](const auto& in) { return in({3, 45}).sum({1}); }, cpu, &sum);
+}
