@@ -23,6 +23,7 @@
 #include "opencl_c.hpp"
 #include "codegen/target.hpp"
 #include "runtime/program_cache.hpp"
+#include "simulated_cpu.hpp"
 
 using namespace kiln;
 
@@ -33,17 +34,6 @@ struct NamedTarget {
   Target target;
   bool cpu;
 };
-
-Target cpu_caps(uint32_t lanes, uint32_t threads) {
-  Target t;
-  t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
-  t.threads = threads;
-  t.max_vector_width = lanes;
-  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;
-  cpu::c_dialect_caps(t.ops, t.dtypes);
-  t.source_format = "c";
-  return t;
-}
 
 Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t shared, uint32_t lanes) {
   Target t;
@@ -62,7 +52,7 @@ std::vector<NamedTarget> targets() {
   std::vector<NamedTarget> out;
   for (uint32_t lanes : {4u, 8u, 16u})
     for (uint32_t threads : {1u, 2u, 8u, 64u})
-      out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads), cpu_caps(lanes, threads), true});
+      out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads), kiln::testing::simulated_cpu(lanes, threads), true});
   out.push_back({"gpu 256/256/64 shared 48K lanes 4", gpu_caps(256, 64, 256, 48 << 10, 4), false});
   out.push_back({"gpu 1024/1024/64 shared 64K lanes 1", gpu_caps(1024, 64, 1024, 64 << 10, 1), false});
   out.push_back({"gpu 64/64/64 shared 16K lanes 8", gpu_caps(64, 64, 64, 16 << 10, 8), false});

@@ -18,6 +18,128 @@ namespace {
 
 // A typical per-core L2 (the target does not report cache sizes yet).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
+// A register tile still pays when its vector loads are gathers of a view strided by this much
+// (a stride-2 convolution): each gathered vector is reused by every row of the tile.
+constexpr int64_t kMaxGatherStride = 2;
+// Kernels with fewer operations than this stay on one thread (a launch across the pool costs more).
+constexpr int64_t kThreadWork = 65536;
+
+// Loads whose index moves along r; "contiguous along r" when each moves by exactly one element
+// (by at most `max_stride`: a strided view, whose vector loads become gathers of few cache lines).
+bool contiguous_loads(const KernelShape& k, const UOp& r, int64_t max_stride = 1) {
+  bool any = false;
+  for (const UOp& idx : k.load_indices) {
+    int64_t s = 0;
+    if (has_stride(idx, r, 0)) continue;
+    if (!stride_of(idx, r, s) || s < 1 || s > max_stride) return false;
+    any = true;
+  }
+  return any;
+}
+
+// Some input does not move along r: it is reused from registers when r is upcast.
+bool reused(const KernelShape& k, const UOp& r) {
+  for (const UOp& idx : k.load_indices)
+    if (has_stride(idx, r, 0)) return true;
+  return false;
+}
+
+// Every load that moves along `v` stays put along r: upcasting r reuses v's vector loads.
+bool reuses_loads_of(const KernelShape& k, const UOp& r, const UOp& v) {
+  for (const UOp& idx : k.load_indices)
+    if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0)) return false;
+  return true;
+}
+
+// How much of a split of `want` an axis with n iterations left takes: the largest amount up to
+// `want` that divides n (a power of two for vector lanes), 1 when none does.
+int64_t fit(int64_t n, int64_t want, bool pow2) {
+  for (int64_t a = want; a >= 2; a = pow2 ? a / 2 : a - 1)
+    if (n > 0 && n % a == 0 && (!pow2 || (a & (a - 1)) == 0)) return a;
+  return 1;
+}
+
+// Vector lanes along r: the target's width when it divides what is left of r, else the widest
+// power of two that does, when it is at
+// least 4 lanes (narrower vectors still beat scalars; 2 lanes barely do).
+int64_t vector_fit(const UOp& r, std::span<const Opt> opts, int64_t lanes) {
+  int64_t v = fit(remaining(r, opts), lanes, true);
+  return v >= std::min<int64_t>(lanes, 4) ? v : 1;
+}
+
+// Adds op(r, want) with the amount that fits (nothing when none does); true when added.
+bool add_fitted(OptPlan& plan, OptOp op, const UOp& r, int64_t want, bool vectorize = false) {
+  int64_t a = fit(remaining(r, plan.opts()), want, vectorize);
+  return a > 1 && plan.add({op, range_axis(r), a, vectorize});
+}
+
+// A reduce over an axis the inputs do not walk contiguously (out[j] = sum_i x[i, j]): the vector
+// goes along the contiguous output axis instead, four of them side by side (independent
+// accumulators: the loads of one row of x stay in flight together), and the reduce is unrolled a
+// little so several rows' loads overlap.
+void reduce_across(const KernelShape& k, OptPlan& plan, int64_t lanes) {
+  const UOp& j = k.contiguous;
+  int64_t v = vector_fit(j, plan.opts(), lanes);
+  if (v > 1 && plan.add({OptOp::UPCAST, range_axis(j), v, true})) add_fitted(plan, OptOp::UPCAST, j, 4);
+  add_fitted(plan, OptOp::UNROLL, k.reduce.back(), 4);
+}
+
+// Elementwise: vectors along the contiguous output axis. An input that is read across it (a
+// transposed or permuted view) but walks another output axis contiguously gets that axis upcast
+// too, so each cache line of it is used whole while it is loaded.
+void elementwise(const KernelShape& k, OptPlan& plan, int64_t lanes) {
+  const UOp& j = k.contiguous;
+  int64_t v = vector_fit(j, plan.opts(), lanes);
+  if (v > 1) plan.add({OptOp::UPCAST, range_axis(j), v, true});
+  for (const UOp& idx : k.load_indices) {
+    if (has_stride(idx, j, 1) || has_stride(idx, j, 0)) continue;
+    for (const UOp& r : k.out)
+      if (!(r == j) && has_stride(idx, r, 1)) {
+        add_fitted(plan, OptOp::UPCAST, r, std::min<int64_t>(lanes, 8));
+        return;
+      }
+  }
+}
+
+// Output copies of the body: a register tile's rows and extra vectors (vector lanes are one
+// operation; UNROLLs of reduce axes add terms to the same accumulators and do not count).
+int64_t tile_copies(const OptPlan& plan) {
+  int64_t copies = 1;
+  for (const Opt& o : plan.opts())
+    if (o.op == OptOp::UPCAST && !o.vectorize) copies *= o.amount;
+  return copies;
+}
+
+// Small reduce windows (a pooling window, a depthwise filter's taps) are unrolled whole: the loop
+// and its counter go, and neighbouring taps' index math folds into constant offsets. Only where
+// the copies stay few (at most 4 per window, 16 in all with the tile's): under a register tile
+// the copies multiply the tile's code (conv2d 3x3: 7.9 -> 10.7+ ms).
+void unroll_small_windows(const KernelShape& k, OptPlan& plan) {
+  int64_t copies = tile_copies(plan);
+  for (const UOp& red : k.reduce) {
+    int64_t n = const_size(red);
+    bool touched = std::any_of(plan.opts().begin(), plan.opts().end(), [&](const Opt& o) { return o.axis == range_axis(red); });
+    if (touched || n < 2 || n > 4 || copies * n > 16) continue;
+    if (plan.add({OptOp::UNROLL, range_axis(red), n})) copies *= n;
+  }
+}
+
+// CPU threads over an output axis: the outermost when it has an iteration per thread left after
+// the upcasts, else the one with the most left (batch 1, a small leading axis: THREAD takes any
+// loop; its chunks have a dynamic bound, so the count need not divide).
+void add_threads(const KernelShape& k, const Target& target, OptPlan& plan) {
+  int64_t work = 1;
+  for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
+  for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
+  if (target.threads < 2 || k.out.empty() || work < kThreadWork) return;
+  const int64_t threads = target.threads;
+  const UOp* best = &k.out.front();
+  if (remaining(*best, plan.opts()) < threads)
+    for (const UOp& r : k.out)
+      if (remaining(r, plan.opts()) > remaining(*best, plan.opts())) best = &r;
+  int64_t n = remaining(*best, plan.opts());
+  if (n >= 2) plan.add({OptOp::THREAD, range_axis(*best), std::min(threads, n)});
+}
 
 }  // namespace
 
@@ -44,108 +166,60 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   if (!k.store_index) return plan;
   const std::vector<Opt>& opts = plan.opts();
   int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
-  bool cpu = target.has(KILN_TARGET_HAS_THREADS);
   const UOp& contiguous = k.contiguous;
-  // Loads whose index moves along r; "contiguous along r" when each moves by exactly one element.
-  auto contiguous_loads = [&](const UOp& r) {
-    bool any = false;
-    for (const UOp& idx : k.load_indices) {
-      if (has_stride(idx, r, 0)) continue;
-      if (!has_stride(idx, r, 1)) return false;
-      any = true;
-    }
-    return any;
-  };
-  // Some input does not move along r: it is reused from registers when r is upcast.
-  auto reused = [&](const UOp& r) {
-    for (const UOp& idx : k.load_indices)
-      if (has_stride(idx, r, 0)) return true;
-    return false;
-  };
-  // Every load that moves along `v` stays put along r: upcasting r reuses v's vector loads.
-  auto reuses_loads_of = [&](const UOp& r, const UOp& v) {
-    for (const UOp& idx : k.load_indices)
-      if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0)) return false;
-    return true;
-  };
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
-  int64_t vec = 0;
   std::optional<Opt> swap;  // applied last: THREAD still splits the outermost axis
-  bool register_tile = false;
-  if (!k.reduce.empty() && contiguous && reused(contiguous) && contiguous_loads(contiguous) && lanes > 1 &&
-      const_size(contiguous) % lanes == 0) {
+  if (!k.reduce.empty() && contiguous && reused(k, contiguous) && contiguous_loads(k, contiguous, kMaxGatherStride) && lanes > 1 &&
+      vector_fit(contiguous, opts, lanes) > 1) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
     // (loads of B are vectors), two vectors, and rows of an output axis along which B's vectors
     // are reused (A's elements broadcast): 2 x 8 vector accumulators with 32 vector registers
     // (AVX-512), 2 x 4 with 16. (Measured on AVX-512: 8 rows beat 4, 6 and 12; two vectors
-    // beat one, three and four.)
-    plan.add({OptOp::UPCAST, range_axis(contiguous), lanes, true});
-    vec = lanes;
-    register_tile = true;
-    if ((const_size(contiguous) / lanes) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
+    // beat one, three and four.) Sizes that do not divide take the largest amount that does.
+    int64_t vec = vector_fit(contiguous, opts, lanes);
+    plan.add({OptOp::UPCAST, range_axis(contiguous), vec, true});
+    if (remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
-      if (!(*it == contiguous) && const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reuses_loads_of(*it, contiguous)) {
-        int64_t rows = tile_rows * 2 <= const_size(*it) && const_size(*it) % (tile_rows * 2) == 0 ? tile_rows * 2 : 4;
-        plan.add({OptOp::UPCAST, range_axis(*it), rows});
+      if (!(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous) &&
+          add_fitted(plan, OptOp::UPCAST, *it, tile_rows * 2)) {
         // Rows outside columns stream all of B through the caches once per row tile. When B is
         // larger than the L2 but one column panel of it (K x tile width) is small, walk the
         // column panels outside and the row tiles inside: the panel stays in L2.
         int64_t k_len = 1;
         for (const UOp& red : k.reduce) k_len *= std::max<int64_t>(1, const_size(red));
-        int64_t panel = k_len * lanes * 2 * k.itemsize, whole = k_len * const_size(contiguous) * k.itemsize;
+        int64_t panel = k_len * vec * 2 * k.itemsize, whole = k_len * const_size(contiguous) * k.itemsize;
         auto pos = [&](const UOp& r) { return std::find(k.out.begin(), k.out.end(), r) - k.out.begin(); };
         if (whole > kL2Bytes && panel <= kL2Bytes / 4 && pos(*it) < pos(contiguous))
           swap = {OptOp::SWAP, range_axis(*it), range_axis(contiguous)};
         break;
       }
   } else if (!k.reduce.empty()) {
-    // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all)
     UOp red = k.reduce.back();
     bool walkable = !k.load_indices.empty();
     for (const UOp& idx : k.load_indices) walkable &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
-    if (walkable && lanes > 1 && const_size(red) % lanes == 0) {
-      plan.add({OptOp::UNROLL, range_axis(red), lanes, true});
-      vec = lanes;
+    if (walkable && lanes > 1 && vector_fit(red, opts, lanes) > 1) {
+      // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all)
+      int64_t vec = vector_fit(red, opts, lanes);
+      plan.add({OptOp::UNROLL, range_axis(red), vec, true});
       // dot products (C = A @ B.T): a tile of output axes along which an input is reused keeps
       // several vector accumulators busy per loaded vector
       int tiled = 0;
       for (auto it = k.out.rbegin(); it != k.out.rend() && tiled < 2; ++it)
-        if (const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reused(*it) && const_size(red) >= 4 * lanes) {
-          plan.add({OptOp::UPCAST, range_axis(*it), tiled == 0 ? 4 : tile_rows});
+        if (const_size(*it) >= 8 && reused(k, *it) && const_size(red) >= 4 * vec &&
+            add_fitted(plan, OptOp::UPCAST, *it, tiled == 0 ? 4 : tile_rows))
           ++tiled;
-        }
-      if (!tiled && (const_size(red) / lanes) % 2 == 0 && const_size(red) / lanes >= 4)
-        plan.add({OptOp::UNROLL, range_axis(red), 2});
-    } else if (const_size(red) % 4 == 0 && const_size(red) >= 16) {
-      plan.add({OptOp::UNROLL, range_axis(red), 4});
+      if (!tiled && remaining(red, opts) % 2 == 0 && remaining(red, opts) >= 4) plan.add({OptOp::UNROLL, range_axis(red), 2});
+    } else if (contiguous && contiguous_loads(k, contiguous)) {
+      reduce_across(k, plan, lanes);
+    } else if (const_size(red) >= 16) {
+      add_fitted(plan, OptOp::UNROLL, red, 4);
     }
-  } else if (contiguous && lanes > 1 && const_size(contiguous) % lanes == 0) {
-    plan.add({OptOp::UPCAST, range_axis(contiguous), lanes, true});
-    vec = lanes;
+  } else if (contiguous && lanes > 1) {
+    elementwise(k, plan, lanes);
   }
-  (void)vec;
-  // Small reduce windows (a pooling window, a depthwise filter's taps) are unrolled whole: the
-  // loop and its counter go, and neighbouring taps' index math folds into constant offsets. Only
-  // where the copies stay few (at most 4 per window, 16 over all such windows), and not under a
-  // register tile: there the copies multiply the tile's code (conv2d 3x3: 7.9 -> 10.7+ ms).
-  int64_t copies = register_tile ? 17 : 1;
-  for (const UOp& red : k.reduce) {
-    int64_t n = const_size(red);
-    bool touched = std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.axis == range_axis(red); });
-    if (touched || n < 2 || n > 4 || copies * n > 16) continue;
-    plan.add({OptOp::UNROLL, range_axis(red), n});
-    copies *= n;
-  }
-  // parallelism: CPU threads over the outermost output axis (GPU workgroups: opt_gpu.cpp)
-  int64_t work = 1;
-  for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
-  for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
-  if (cpu && target.threads > 1 && !k.out.empty() && work >= 65536) {
-    const UOp& outer = k.out.front();
-    int64_t n = remaining(outer, opts);  // what is left of the axis after the upcasts
-    if (n >= 2) plan.add({OptOp::THREAD, range_axis(outer), std::min<int64_t>(target.threads, n)});
-  }
+  unroll_small_windows(k, plan);
+  if (target.has(KILN_TARGET_HAS_THREADS)) add_threads(k, target, plan);
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, plan);
   if (swap) plan.add(*swap);
   return plan;

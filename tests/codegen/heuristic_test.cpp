@@ -1,0 +1,136 @@
+// tests/codegen/heuristic_test.cpp - the hand-coded heuristic on simulated CPUs: every layout and
+// every size gets vector lanes along its contiguous axis, a register tile where inputs are
+// reused, and threads (issue 15, items 0 and 1). Only the chosen actions are checked here; the
+// property test runs such kernels against the reference.
+#include <gtest/gtest.h>
+
+#include "codegen/opt.hpp"
+#include "codegen/pipeline.hpp"
+#include "ir/traverse.hpp"
+#include "kiln/kiln.hpp"
+#include "simulated_cpu.hpp"
+
+using namespace kiln;
+using kiln::testing::simulated_cpu;
+
+namespace {
+
+// An AVX-512-like machine: 16 float lanes, 8 threads.
+const Target& avx512() {
+  static const Target t = simulated_cpu(16, 8);
+  return t;
+}
+
+Tensor in(const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); }
+
+// One kernel of a program and what the heuristic chose for it.
+struct Chosen {
+  std::string name;
+  std::vector<Opt> opts;
+  int64_t ops = 1;  // iterations of the kernel's loops (outputs x reduce terms)
+
+  bool has(OptOp op, bool vector = false) const {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op && (!vector || o.vectorize); });
+  }
+  bool vectorized() const { return has(OptOp::UPCAST, true) || has(OptOp::UNROLL, true); }
+  int upcasts() const {
+    return static_cast<int>(std::count_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize; }));
+  }
+  std::string str() const {
+    std::string s = name + ":";
+    for (const Opt& o : opts) s += " " + o.str();
+    return s;
+  }
+};
+
+std::vector<Chosen> chosen(const Tensor& out, const Target& target = avx512()) {
+  std::vector<Chosen> all;
+  for (const ExecItem& e : out.schedule()) {
+    if (e.is_copy) continue;
+    Chosen c{e.name, to_program(e.ast, target).opts};
+    for (const UOp& u : toposort(e.ast))
+      if (u.op() == Ops::RANGE) c.ops *= const_size(u);
+    all.push_back(std::move(c));
+  }
+  return all;
+}
+
+// The program's main kernel: the one with the most work.
+Chosen main_kernel(const Tensor& out, const Target& target = avx512()) {
+  std::vector<Chosen> all = chosen(out, target);
+  return *std::max_element(all.begin(), all.end(), [](const Chosen& a, const Chosen& b) { return a.ops < b.ops; });
+}
+
+// No kernel with more than ~1M operations runs on one thread when the target has several.
+void expect_threaded_when_large(const Tensor& out, const Target& target = avx512()) {
+  for (const Chosen& c : chosen(out, target)) {
+    if (c.ops > (int64_t{1} << 20)) {
+      EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    }
+  }
+}
+
+}  // namespace
+
+// out[j] = sum_i x[i, j]: the inputs walk the reduce axis with a stride of a row, so the vector
+// goes along the contiguous output axis, several of them, with the reduce unrolled a little.
+TEST(Heuristic, ReduceOverALeadingAxisVectorizesTheOutputAxis) {
+  Chosen c = main_kernel(in({4096, 4096}).sum({0}));
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_GE(c.upcasts(), 1) << "several vectors side by side: " << c.str();
+  EXPECT_TRUE(c.has(OptOp::UNROLL)) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// x @ W.T (linear): both operands are contiguous along K: vector lanes along K and a tile of
+// outputs that reuses each loaded vector.
+TEST(Heuristic, TransposedOperandIsADotProductTile) {
+  Chosen c = main_kernel(in({512, 1024}).linear(in({1024, 1024})));
+  EXPECT_TRUE(c.has(OptOp::UNROLL, true)) << c.str();
+  EXPECT_GE(c.upcasts(), 2) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// A batch-1 ResNet convolution (56 wide: not a multiple of 16 lanes) is a register tile over
+// output channels, threaded although its batch axis is 1.
+TEST(Heuristic, BatchOneConvolutionIsARegisterTile) {
+  for (int stride : {1, 2}) {
+    Tensor out = in({1, 64, 56, 56}).conv2d(in({64, 64, 3, 3}), std::nullopt, stride, 1);
+    Chosen c = main_kernel(out);
+    EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << "stride " << stride << ": " << c.str();
+    EXPECT_GE(c.upcasts(), 1) << "rows of output channels: " << c.str();
+    EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    expect_threaded_when_large(out);
+  }
+}
+
+TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
+  Tensor out = in({1, 128, 56, 56}).conv2d(in({128, 1, 3, 3}), std::nullopt, 1, 1, 1, 128);
+  Chosen c = main_kernel(out);
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// A transposed view read into a contiguous output: vectors along the output's contiguous axis
+// and the input's contiguous axis upcast too, so each cache line of the input is used whole.
+TEST(Heuristic, PermutedViewsAreTiled) {
+  Chosen c = main_kernel(in({2048, 2048}).transpose() + 1.0);
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_EQ(c.upcasts(), 1) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// A leading axis shorter than the thread count (batch 1-4) does not hold the threads: the axis
+// with the most iterations left does.
+TEST(Heuristic, ThreadsSplitTheAxisWithTheMostIterations) {
+  Chosen c = main_kernel(in({3, 1 << 18}) * 2.0);
+  auto t = std::find_if(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::THREAD; });
+  ASSERT_NE(t, c.opts.end()) << c.str();
+  EXPECT_EQ(t->amount, 8) << c.str();
+  EXPECT_NE(t->axis, 0) << "axis 0 has 3 iterations: " << c.str();
+  // the plain case is unchanged: a long leading axis is split
+  Chosen plain = main_kernel(in({64, 1024}) * 2.0);
+  EXPECT_NE(std::find_if(plain.opts.begin(), plain.opts.end(), [](const Opt& o) { return o.op == OptOp::THREAD && o.axis == 0; }),
+            plain.opts.end())
+      << plain.str();
+}
