@@ -134,3 +134,12 @@ TEST(Heuristic, ThreadsSplitTheAxisWithTheMostIterations) {
             plain.opts.end())
       << plain.str();
 }
+
+// No kernel with more than ~1M operations runs on one thread, whatever its kind.
+TEST(Heuristic, LargeKernelsAreThreaded) {
+  Tensor x = in({1024, 1024});
+  for (const Tensor& out : {x.sum(), x.sum({1}), x.sum({0}), x.softmax(-1), x.max({0}), (x - x.mean({1}, true)) * 2.0,
+                            in({4, 1024}).matmul(in({1024, 1024})), in({1, 1024}).linear(in({1000, 1024})),
+                            in({1, 32, 64, 64}).max_pool2d(2), in({1 << 22}) + 1.0})
+    expect_threaded_when_large(out);
+}

@@ -1,11 +1,12 @@
 // tests/codegen/opt_property_test.cpp - the optimizer never fails a valid program, on any target.
 //
-// Random kernels (matmuls, convolutions, reductions, pooling, softmax, elementwise over broadcast,
-// permuted and flipped views; odd, prime and size-1 shapes) are lowered for simulated targets: CPU
-// caps with 4/8/16 float lanes and 1/2/8/64 threads, GPU caps with typical workgroup and shared
-// memory limits. For each, the heuristic, the rest of the pass list and the renderers (C, LLVM IR,
-// OpenCL C) must succeed, and the heuristic's actions must validate as a given list. A share of
-// the CPU cases also runs on cpu:0, lowered for the simulated caps, against the reference device.
+// Random kernels (matmuls, linear layers, convolutions (batch 1, strided, depthwise), reductions
+// over any axis, pooling, softmax, elementwise over broadcast, permuted and flipped views; odd,
+// prime and size-1 shapes) are lowered for simulated targets: CPU caps with 4/8/16 float lanes
+// and 1/2/8/64 threads, GPU caps with typical workgroup and shared memory limits. For each, the
+// heuristic, the rest of the pass list and the renderers (C, LLVM IR, OpenCL C) must succeed, and
+// the heuristic's actions must validate as a given list. A share of the CPU cases also runs on
+// cpu:0, lowered for the simulated caps, against the reference device.
 //
 // KILN_PROPERTY_SEED=N reruns from the seed a failure printed; KILN_PROPERTY_CASES=N changes the
 // number of programs (default 300).
@@ -64,6 +65,8 @@ int64_t pick(std::mt19937_64& rng, std::initializer_list<int64_t> from) {
   return *(from.begin() + std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng));
 }
 int64_t size(std::mt19937_64& rng) { return pick(rng, {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 32, 64, 97, 128, 256}); }
+// Sizes just off the vector widths and tiles (primes, one above or below a power of two).
+int64_t odd_size(std::mt19937_64& rng) { return pick(rng, {1, 7, 15, 17, 33, 63, 100, 127, 129}); }
 
 using Input = std::function<Tensor(const Shape&)>;
 
@@ -79,7 +82,7 @@ Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& wha
     for (size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
     return o + ")";
   };
-  switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
+  switch (std::uniform_int_distribution<int>(0, 11)(rng)) {
     case 0: {  // matmul, sometimes against a transposed operand, sometimes batched
       int64_t m = size(rng), k = size(rng), n = size(rng) * pick(rng, {1, 8, 16});
       bool transposed = rng() % 2, batched = rng() % 4 == 0;
@@ -142,6 +145,29 @@ Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& wha
       Tensor x = input(s);
       Tensor c = x - x.mean({1}, true);
       return c / ((c * c).mean({1}, true) + 1e-5).sqrt() * input({1, s[1]});
+    }
+    case 8: {  // a reduce over a leading or middle axis (out[j] = sum_i x[i, j]), maybe batched
+      int64_t a = odd_size(rng), b = odd_size(rng), c = pick(rng, {1, 3});
+      what = "sum over a leading axis of " + str({c, a, b});
+      return input({c, a, b}).sum({1});
+    }
+    case 9: {  // linear: x @ W.T + b (both operands contiguous along K), batch 1 or odd
+      int64_t m = pick(rng, {1, 2, odd_size(rng)}), k = odd_size(rng), n = odd_size(rng);
+      what = "linear " + str({m, k}) + " x " + str({n, k}) + ".T";
+      return input({m, k}).linear(input({n, k}), input({n}));
+    }
+    case 10: {  // batch-1 convolution over an odd width, plain, strided or depthwise, many channels
+      int64_t c = pick(rng, {8, 16}), h = pick(rng, {7, 9, 14}), w = pick(rng, {7, 17, 33});
+      int stride = static_cast<int>(pick(rng, {1, 2}));
+      bool depthwise = rng() % 2;
+      what = "conv2d " + str({1, c, h, w}) + " 3x3 s" + std::to_string(stride) + (depthwise ? " depthwise" : "");
+      return input({1, c, h, w}).conv2d(input({c, depthwise ? 1 : c, 3, 3}), std::nullopt, stride, 1, 1,
+                                         depthwise ? static_cast<int>(c) : 1);
+    }
+    case 11: {  // a permuted (transposed) input into a contiguous output, odd sizes
+      int64_t a = odd_size(rng), b = odd_size(rng);
+      what = "transposed copy of " + str({a, b});
+      return input({a, b}).transpose() * 2.0 + 1.0;
     }
     default: {  // a reduction of a product (a dot of broadcast views): matmul-like with odd shapes
       int64_t m = size(rng), k = size(rng);
