@@ -111,6 +111,15 @@ TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
   EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
 }
 
+// Grouped: the input moves from one group of output channels to the next, but not within one, so
+// rows of output channels inside a group still reuse its vectors.
+TEST(Heuristic, GroupedConvolutionIsARegisterTile) {
+  Chosen c = main_kernel(in({1, 64, 56, 56}).conv2d(in({64, 16, 3, 3}), std::nullopt, 1, 1, 1, 4));
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_GE(c.upcasts(), 1) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
 // A transposed view read into a contiguous output: vectors along the output's contiguous axis
 // and the input's contiguous axis upcast too, so each cache line of the input is used whole.
 TEST(Heuristic, PermutedViewsAreTiled) {

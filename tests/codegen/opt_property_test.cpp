@@ -156,13 +156,11 @@ Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& wha
       what = "linear " + str({m, k}) + " x " + str({n, k}) + ".T";
       return input({m, k}).linear(input({n, k}), input({n}));
     }
-    case 10: {  // batch-1 convolution over an odd width, plain, strided or depthwise, many channels
+    case 10: {  // batch-1 convolution over an odd width, plain, strided, grouped or depthwise
       int64_t c = pick(rng, {8, 16}), h = pick(rng, {7, 9, 14}), w = pick(rng, {7, 17, 33});
-      int stride = static_cast<int>(pick(rng, {1, 2}));
-      bool depthwise = rng() % 2;
-      what = "conv2d " + str({1, c, h, w}) + " 3x3 s" + std::to_string(stride) + (depthwise ? " depthwise" : "");
-      return input({1, c, h, w}).conv2d(input({c, depthwise ? 1 : c, 3, 3}), std::nullopt, stride, 1, 1,
-                                         depthwise ? static_cast<int>(c) : 1);
+      int stride = static_cast<int>(pick(rng, {1, 2})), groups = static_cast<int>(pick(rng, {1, 2, c}));
+      what = "conv2d " + str({1, c, h, w}) + " 3x3 s" + std::to_string(stride) + " groups " + std::to_string(groups);
+      return input({1, c, h, w}).conv2d(input({c, c / groups, 3, 3}), std::nullopt, stride, 1, 1, groups);
     }
     case 11: {  // a permuted (transposed) input into a contiguous output, odd sizes
       int64_t a = odd_size(rng), b = odd_size(rng);

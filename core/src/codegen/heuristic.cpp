@@ -11,6 +11,7 @@
 #include "ir/traverse.hpp"
 #include "codegen/target.hpp"
 #include "support/env.hpp"
+#include "symbolic/symbolic.hpp"
 
 namespace kiln {
 
@@ -44,10 +45,21 @@ bool reused(const KernelShape& k, const UOp& r) {
   return false;
 }
 
-// Every load that moves along `v` stays put along r: upcasting r reuses v's vector loads.
-bool reuses_loads_of(const KernelShape& k, const UOp& r, const UOp& v) {
+// idx stays put along r within aligned blocks of `block` iterations (r split as outer * block +
+// inner; a grouped convolution's input moves only from one group of output channels to the next).
+bool still_in_blocks(const UOp& idx, const UOp& r, int64_t block) {
+  const int64_t n = const_size(r);
+  if (block < 2 || n <= 0 || n % block != 0) return false;
+  constexpr int64_t kScratchAxis = int64_t{1} << 40;  // ids no kernel uses
+  UOp outer = UOp::range(n / block, kScratchAxis), inner = UOp::range(block, kScratchAxis + 1);
+  return has_stride(simplify(substitute(idx, {{r, outer * block + inner}})), inner, 0);
+}
+
+// Every load that moves along `v` stays put along r (within the blocks of `rows` an UPCAST of r
+// makes): upcasting r reuses v's vector loads.
+bool reuses_loads_of(const KernelShape& k, const UOp& r, const UOp& v, int64_t rows = 0) {
   for (const UOp& idx : k.load_indices)
-    if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0)) return false;
+    if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0) && !still_in_blocks(idx, r, rows)) return false;
   return true;
 }
 
@@ -181,8 +193,9 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
     plan.add({OptOp::UPCAST, range_axis(contiguous), vec, true});
     if (remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
-      if (!(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous) &&
-          add_fitted(plan, OptOp::UPCAST, *it, tile_rows * 2)) {
+      if (int64_t rows = fit(remaining(*it, opts), tile_rows * 2, false);
+          !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
+          rows > 1 && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
         // Rows outside columns stream all of B through the caches once per row tile. When B is
         // larger than the L2 but one column panel of it (K x tile width) is small, walk the
         // column panels outside and the row tiles inside: the panel stays in L2.
