@@ -15,9 +15,14 @@ using kiln::testing::simulated_cpu;
 
 namespace {
 
-// An AVX-512-like machine: 16 float lanes, 8 threads.
+// An AVX-512-like machine: 16 float lanes, 8 threads, masked vector accesses (as the cpu
+// backend's in-process compiler).
 const Target& avx512() {
-  static const Target t = simulated_cpu(16, 8);
+  static const Target t = [] {
+    Target t = simulated_cpu(16, 8);
+    t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+    return t;
+  }();
   return t;
 }
 
@@ -151,4 +156,41 @@ TEST(Heuristic, LargeKernelsAreThreaded) {
                             in({4, 1024}).matmul(in({1024, 1024})), in({1, 1024}).linear(in({1000, 1024})),
                             in({1, 32, 64, 64}).max_pool2d(2), in({1 << 22}) + 1.0})
     expect_threaded_when_large(out);
+}
+
+// Odd sizes keep the fast path (item 1): axes that do not divide by the lanes or the tile are
+// padded (PADTO, the padded iterations masked) or take an amount that divides; every kernel of
+// at least 7 iterations along its vector axis gets vectors, and the large ones threads.
+TEST(Heuristic, OddSizesKeepVectorsTilesAndThreads) {
+  for (int64_t n : {1, 7, 127, 999, 1000, 1001, 1023}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    Tensor x = in({n, n});
+    Chosen mm = main_kernel(x.matmul(in({n, n})));
+    for (const Tensor& out : {x.matmul(in({n, n})), x.linear(in({n, n})), x.sum({0}), x.sum({1}), x * 2.0 + 1.0}) {
+      Chosen c = main_kernel(out);
+      if (n >= 7) {
+        EXPECT_TRUE(c.vectorized()) << c.str();
+      }
+      expect_threaded_when_large(out);
+    }
+    if (n >= 127) {
+      EXPECT_GE(mm.upcasts(), 1) << "a register tile: " << mm.str();
+    }
+  }
+}
+
+// Without masked vector accesses a padded vector would load lane by lane: the vector axis takes
+// an amount that divides instead, while the rows of a tile (no vector gate) are still padded.
+TEST(Heuristic, VectorAxesArePaddedOnlyWithMaskedVectors) {
+  auto pads = [](const Chosen& c) {
+    std::vector<int64_t> axes;
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::PADTO) axes.push_back(o.axis);
+    return axes;
+  };
+  Tensor mm = in({999, 1000}).matmul(in({1000, 1000}));  // rows 999 (axis 0), columns 1000 (axis 1)
+  Chosen masked = main_kernel(mm), plain = main_kernel(mm, simulated_cpu(16, 8));
+  EXPECT_EQ(pads(masked), (std::vector<int64_t>{1, 0})) << masked.str();
+  EXPECT_EQ(pads(plain), (std::vector<int64_t>{0})) << plain.str();
+  EXPECT_TRUE(plain.has(OptOp::UPCAST, true)) << "8 lanes divide 1000: " << plain.str();
 }

@@ -1,12 +1,13 @@
 // tests/codegen/opt_property_test.cpp - the optimizer never fails a valid program, on any target.
 //
-// Random kernels (matmuls, linear layers, convolutions (batch 1, strided, depthwise), reductions
-// over any axis, pooling, softmax, elementwise over broadcast, permuted and flipped views; odd,
-// prime and size-1 shapes) are lowered for simulated targets: CPU caps with 4/8/16 float lanes
-// and 1/2/8/64 threads, GPU caps with typical workgroup and shared memory limits. For each, the
-// heuristic, the rest of the pass list and the renderers (C, LLVM IR, OpenCL C) must succeed, and
-// the heuristic's actions must validate as a given list. A share of the CPU cases also runs on
-// cpu:0, lowered for the simulated caps, against the reference device.
+// Random kernels (matmuls, linear layers, convolutions (batch 1, strided, grouped, depthwise),
+// reductions over any axis, pooling, softmax, elementwise over broadcast, permuted and flipped
+// views; odd, prime and size-1 shapes) are lowered for simulated targets: CPU caps with 4/8/16
+// float lanes, 1/2/8/64 threads, with and without masked vectors, GPU caps with typical workgroup
+// and shared memory limits. For each, the heuristic, the rest of the pass list and the renderers
+// (C, LLVM IR, OpenCL C) must succeed, and the heuristic's actions must validate as a given list.
+// A share of the CPU cases also runs on cpu:0, lowered for the simulated caps, against the
+// reference device.
 //
 // KILN_PROPERTY_SEED=N reruns from the seed a failure printed; KILN_PROPERTY_CASES=N changes the
 // number of programs (default 300).
@@ -53,9 +54,16 @@ Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t shared
 
 std::vector<NamedTarget> targets() {
   std::vector<NamedTarget> out;
+  // half of them with masked vector accesses (as cpu:0's in-process compiler): the heuristic pads
+  // vector axes only there
   for (uint32_t lanes : {4u, 8u, 16u})
-    for (uint32_t threads : {1u, 2u, 8u, 64u})
-      out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads), kiln::testing::simulated_cpu(lanes, threads), true});
+    for (uint32_t threads : {1u, 2u, 8u, 64u}) {
+      Target t = kiln::testing::simulated_cpu(lanes, threads);
+      if (threads == 2 || threads == 8) t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+      out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads) +
+                         (t.has(KILN_TARGET_HAS_MASKED_VECTORS) ? " masked" : ""),
+                     t, true});
+    }
   out.push_back({"gpu 256/256/64 shared 48K lanes 4", gpu_caps(256, 64, 256, 48 << 10, 4), false});
   out.push_back({"gpu 1024/1024/64 shared 64K lanes 1", gpu_caps(1024, 64, 1024, 64 << 10, 1), false});
   out.push_back({"gpu 64/64/64 shared 16K lanes 8", gpu_caps(64, 64, 64, 16 << 10, 8), false});

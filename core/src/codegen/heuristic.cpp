@@ -22,6 +22,9 @@ constexpr int64_t kL2Bytes = int64_t{1} << 20;
 // A register tile still pays when its vector loads are gathers of a view strided by this much
 // (a stride-2 convolution): each gathered vector is reused by every row of the tile.
 constexpr int64_t kMaxGatherStride = 2;
+// Padding (PADTO) may add at most 1/kPadShare of an axis' iterations (56 -> 64 pads, 40 -> 64
+// does not): the masked iterations cost as much as real ones.
+constexpr int64_t kPadShare = 4;
 // Kernels with fewer operations than this stay on one thread (a launch across the pool costs more).
 constexpr int64_t kThreadWork = 65536;
 
@@ -63,6 +66,9 @@ bool reuses_loads_of(const KernelShape& k, const UOp& r, const UOp& v, int64_t r
   return true;
 }
 
+// Padding n iterations up to a multiple of `amount` is cheap enough.
+bool cheap_pad(int64_t n, int64_t amount) { return n > 0 && ((n + amount - 1) / amount * amount - n) * kPadShare <= n; }
+
 // How much of a split of `want` an axis with n iterations left takes: the largest amount up to
 // `want` that divides n (a power of two for vector lanes), 1 when none does.
 int64_t fit(int64_t n, int64_t want, bool pow2) {
@@ -71,12 +77,25 @@ int64_t fit(int64_t n, int64_t want, bool pow2) {
   return 1;
 }
 
-// Vector lanes along r: the target's width when it divides what is left of r, else the widest
-// power of two that does, when it is at
-// least 4 lanes (narrower vectors still beat scalars; 2 lanes barely do).
-int64_t vector_fit(const UOp& r, std::span<const Opt> opts, int64_t lanes) {
-  int64_t v = fit(remaining(r, opts), lanes, true);
-  return v >= std::min<int64_t>(lanes, 4) ? v : 1;
+// The narrowest vector worth having: 4 lanes (narrower vectors barely beat scalars).
+int64_t min_lanes(int64_t lanes) { return std::min<int64_t>(lanes, 4); }
+
+// Vector lanes along r: the target's width when it divides what is left of r, or once r is padded
+// to it cheaply (999 -> 1008, 56 -> 64, 7 -> 8), else the widest power of two that divides (at
+// least min_lanes); 1 when none does. Padding needs masked vector accesses (`masked`): without
+// them every access of a padded vector is split into gated lanes.
+int64_t vector_lanes(OptPlan& plan, const UOp& r, int64_t lanes, bool masked) {
+  for (int64_t a = lanes; masked && a >= min_lanes(lanes); a /= 2)
+    if (pad_to(plan, r, a)) break;
+  int64_t v = fit(remaining(r, plan.opts()), lanes, true);
+  return v >= min_lanes(lanes) ? v : 1;
+}
+
+// A tile's rows along r: `want` when it divides what is left of r or padding to it is cheap (999
+// rows -> 1000), else the largest amount that divides. Proposes nothing (pad_to pads).
+int64_t tile_amount(const OptPlan& plan, const UOp& r, int64_t want) {
+  const int64_t n = remaining(r, plan.opts());
+  return cheap_pad(n, want) ? want : fit(n, want, false);
 }
 
 // Adds op(r, want) with the amount that fits (nothing when none does); true when added.
@@ -89,9 +108,9 @@ bool add_fitted(OptPlan& plan, OptOp op, const UOp& r, int64_t want, bool vector
 // goes along the contiguous output axis instead, four of them side by side (independent
 // accumulators: the loads of one row of x stay in flight together), and the reduce is unrolled a
 // little so several rows' loads overlap.
-void reduce_across(const KernelShape& k, OptPlan& plan, int64_t lanes) {
+void reduce_across(const KernelShape& k, OptPlan& plan, int64_t lanes, bool masked) {
   const UOp& j = k.contiguous;
-  int64_t v = vector_fit(j, plan.opts(), lanes);
+  int64_t v = vector_lanes(plan, j, lanes, masked);
   if (v > 1 && plan.add({OptOp::UPCAST, range_axis(j), v, true})) add_fitted(plan, OptOp::UPCAST, j, 4);
   add_fitted(plan, OptOp::UNROLL, k.reduce.back(), 4);
 }
@@ -99,9 +118,9 @@ void reduce_across(const KernelShape& k, OptPlan& plan, int64_t lanes) {
 // Elementwise: vectors along the contiguous output axis. An input that is read across it (a
 // transposed or permuted view) but walks another output axis contiguously gets that axis upcast
 // too, so each cache line of it is used whole while it is loaded.
-void elementwise(const KernelShape& k, OptPlan& plan, int64_t lanes) {
+void elementwise(const KernelShape& k, OptPlan& plan, int64_t lanes, bool masked) {
   const UOp& j = k.contiguous;
-  int64_t v = vector_fit(j, plan.opts(), lanes);
+  int64_t v = vector_lanes(plan, j, lanes, masked);
   if (v > 1) plan.add({OptOp::UPCAST, range_axis(j), v, true});
   for (const UOp& idx : k.load_indices) {
     if (has_stride(idx, j, 1) || has_stride(idx, j, 0)) continue;
@@ -172,6 +191,12 @@ KernelShape inspect_kernel(const UOp& ast) {
   return k;
 }
 
+bool pad_to(OptPlan& plan, const UOp& r, int64_t amount) {
+  const int64_t n = remaining(r, plan.opts());
+  if (n <= 0 || amount < 2) return false;
+  return n % amount == 0 || (cheap_pad(n, amount) && plan.add({OptOp::PADTO, range_axis(r), amount}));
+}
+
 OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   OptPlan plan(ast, target);
   KernelShape k = inspect_kernel(ast);
@@ -179,23 +204,28 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   const std::vector<Opt>& opts = plan.opts();
   int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
   const UOp& contiguous = k.contiguous;
+  const bool masked = target.has(KILN_TARGET_HAS_MASKED_VECTORS);
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   std::optional<Opt> swap;  // applied last: THREAD still splits the outermost axis
-  if (!k.reduce.empty() && contiguous && reused(k, contiguous) && contiguous_loads(k, contiguous, kMaxGatherStride) && lanes > 1 &&
-      vector_fit(contiguous, opts, lanes) > 1) {
+  const bool matmul_like = !k.reduce.empty() && contiguous && reused(k, contiguous) &&
+                           contiguous_loads(k, contiguous, kMaxGatherStride) && lanes > 1;
+  // a matmul's columns are padded for two vectors when that is cheap (1000 -> 1024), else for one
+  if (matmul_like && masked) pad_to(plan, contiguous, lanes * 2);
+  if (matmul_like && vector_lanes(plan, contiguous, lanes, masked) > 1) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
     // (loads of B are vectors), two vectors, and rows of an output axis along which B's vectors
     // are reused (A's elements broadcast): 2 x 8 vector accumulators with 32 vector registers
     // (AVX-512), 2 x 4 with 16. (Measured on AVX-512: 8 rows beat 4, 6 and 12; two vectors
-    // beat one, three and four.) Sizes that do not divide take the largest amount that does.
-    int64_t vec = vector_fit(contiguous, opts, lanes);
+    // beat one, three and four.) Sizes that do not divide are padded when that is cheap (999 ->
+    // 1024 columns, 1000 rows), else take the largest amount that divides.
+    int64_t vec = vector_lanes(plan, contiguous, lanes, masked);
     plan.add({OptOp::UPCAST, range_axis(contiguous), vec, true});
     if (remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
-      if (int64_t rows = fit(remaining(*it, opts), tile_rows * 2, false);
+      if (int64_t rows = tile_amount(plan, *it, tile_rows * 2);
           !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
-          rows > 1 && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
+          rows > 1 && pad_to(plan, *it, rows) && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
         // Rows outside columns stream all of B through the caches once per row tile. When B is
         // larger than the L2 but one column panel of it (K x tile width) is small, walk the
         // column panels outside and the row tiles inside: the panel stays in L2.
@@ -211,25 +241,27 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
     UOp red = k.reduce.back();
     bool walkable = !k.load_indices.empty();
     for (const UOp& idx : k.load_indices) walkable &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
-    if (walkable && lanes > 1 && vector_fit(red, opts, lanes) > 1) {
-      // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all)
-      int64_t vec = vector_fit(red, opts, lanes);
+    int64_t vec = walkable && lanes > 1 ? vector_lanes(plan, red, lanes, masked) : 1;
+    if (vec > 1) {
+      // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all;
+      // a padded reduce adds its identity for the masked terms)
       plan.add({OptOp::UNROLL, range_axis(red), vec, true});
       // dot products (C = A @ B.T): a tile of output axes along which an input is reused keeps
       // several vector accumulators busy per loaded vector
       int tiled = 0;
       for (auto it = k.out.rbegin(); it != k.out.rend() && tiled < 2; ++it)
-        if (const_size(*it) >= 8 && reused(k, *it) && const_size(red) >= 4 * vec &&
-            add_fitted(plan, OptOp::UPCAST, *it, tiled == 0 ? 4 : tile_rows))
+        if (int64_t rows = tile_amount(plan, *it, tiled == 0 ? 4 : tile_rows);
+            const_size(*it) >= 8 && reused(k, *it) && const_size(red) >= 4 * vec && rows > 1 && pad_to(plan, *it, rows) &&
+            plan.add({OptOp::UPCAST, range_axis(*it), rows}))
           ++tiled;
       if (!tiled && remaining(red, opts) % 2 == 0 && remaining(red, opts) >= 4) plan.add({OptOp::UNROLL, range_axis(red), 2});
     } else if (contiguous && contiguous_loads(k, contiguous)) {
-      reduce_across(k, plan, lanes);
+      reduce_across(k, plan, lanes, masked);
     } else if (const_size(red) >= 16) {
       add_fitted(plan, OptOp::UNROLL, red, 4);
     }
   } else if (contiguous && lanes > 1) {
-    elementwise(k, plan, lanes);
+    elementwise(k, plan, lanes, masked);
   }
   unroll_small_windows(k, plan);
   if (target.has(KILN_TARGET_HAS_THREADS)) add_threads(k, target, plan);
