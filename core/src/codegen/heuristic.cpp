@@ -77,18 +77,25 @@ int64_t fit(int64_t n, int64_t want, bool pow2) {
   return 1;
 }
 
-// The narrowest vector worth having: 4 lanes (narrower vectors barely beat scalars).
-int64_t min_lanes(int64_t lanes) { return std::min<int64_t>(lanes, 4); }
+// How a target takes vectors for a kernel.
+struct Vectors {
+  int64_t lanes;  // the target's width in the kernel's elements
+  bool masked;    // a padded vector stays one masked access (else it is split into gated lanes)
+  bool cpu;       // a CPU (threads): narrower vectors (down to 4 lanes) still beat scalars, and a
+                  // register tile over a permuted input pays; a GPU's lanes and tiles come out of
+                  // its work items, so it takes its full width or none and no extra tile
+
+  int64_t narrowest() const { return cpu ? std::min<int64_t>(lanes, 4) : lanes; }
+};
 
 // Vector lanes along r: the target's width when it divides what is left of r, or once r is padded
-// to it cheaply (999 -> 1008, 56 -> 64, 7 -> 8), else the widest power of two that divides (at
-// least min_lanes); 1 when none does. Padding needs masked vector accesses (`masked`): without
-// them every access of a padded vector is split into gated lanes.
-int64_t vector_lanes(OptPlan& plan, const UOp& r, int64_t lanes, bool masked) {
-  for (int64_t a = lanes; masked && a >= min_lanes(lanes); a /= 2)
+// to it cheaply (999 -> 1008, 56 -> 64, 7 -> 8), else the widest power of two that divides (down
+// to v.narrowest()); 1 when none does.
+int64_t vector_lanes(OptPlan& plan, const UOp& r, const Vectors& v) {
+  for (int64_t a = v.lanes; v.masked && a >= v.narrowest(); a /= 2)
     if (pad_to(plan, r, a)) break;
-  int64_t v = fit(remaining(r, plan.opts()), lanes, true);
-  return v >= min_lanes(lanes) ? v : 1;
+  int64_t n = fit(remaining(r, plan.opts()), v.lanes, true);
+  return n >= v.narrowest() ? n : 1;
 }
 
 // A tile's rows along r: `want` when it divides what is left of r or padding to it is cheap (999
@@ -108,9 +115,9 @@ bool add_fitted(OptPlan& plan, OptOp op, const UOp& r, int64_t want, bool vector
 // goes along the contiguous output axis instead, four of them side by side (independent
 // accumulators: the loads of one row of x stay in flight together), and the reduce is unrolled a
 // little so several rows' loads overlap.
-void reduce_across(const KernelShape& k, OptPlan& plan, int64_t lanes, bool masked) {
+void reduce_across(const KernelShape& k, OptPlan& plan, const Vectors& vectors) {
   const UOp& j = k.contiguous;
-  int64_t v = vector_lanes(plan, j, lanes, masked);
+  int64_t v = vector_lanes(plan, j, vectors);
   if (v > 1 && plan.add({OptOp::UPCAST, range_axis(j), v, true})) add_fitted(plan, OptOp::UPCAST, j, 4);
   add_fitted(plan, OptOp::UNROLL, k.reduce.back(), 4);
 }
@@ -118,15 +125,16 @@ void reduce_across(const KernelShape& k, OptPlan& plan, int64_t lanes, bool mask
 // Elementwise: vectors along the contiguous output axis. An input that is read across it (a
 // transposed or permuted view) but walks another output axis contiguously gets that axis upcast
 // too, so each cache line of it is used whole while it is loaded.
-void elementwise(const KernelShape& k, OptPlan& plan, int64_t lanes, bool masked) {
+void elementwise(const KernelShape& k, OptPlan& plan, const Vectors& vectors) {
   const UOp& j = k.contiguous;
-  int64_t v = vector_lanes(plan, j, lanes, masked);
+  int64_t v = vector_lanes(plan, j, vectors);
   if (v > 1) plan.add({OptOp::UPCAST, range_axis(j), v, true});
   for (const UOp& idx : k.load_indices) {
+    if (!vectors.cpu) break;
     if (has_stride(idx, j, 1) || has_stride(idx, j, 0)) continue;
     for (const UOp& r : k.out)
       if (!(r == j) && has_stride(idx, r, 1)) {
-        add_fitted(plan, OptOp::UPCAST, r, std::min<int64_t>(lanes, 8));
+        add_fitted(plan, OptOp::UPCAST, r, std::min<int64_t>(vectors.lanes, 8));
         return;
       }
   }
@@ -204,22 +212,22 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   const std::vector<Opt>& opts = plan.opts();
   int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
   const UOp& contiguous = k.contiguous;
-  const bool masked = target.has(KILN_TARGET_HAS_MASKED_VECTORS);
+  const Vectors vectors{lanes, target.has(KILN_TARGET_HAS_MASKED_VECTORS), target.has(KILN_TARGET_HAS_THREADS)};
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   std::optional<Opt> swap;  // applied last: THREAD still splits the outermost axis
   const bool matmul_like = !k.reduce.empty() && contiguous && reused(k, contiguous) &&
                            contiguous_loads(k, contiguous, kMaxGatherStride) && lanes > 1;
   // a matmul's columns are padded for two vectors when that is cheap (1000 -> 1024), else for one
-  if (matmul_like && masked) pad_to(plan, contiguous, lanes * 2);
-  if (matmul_like && vector_lanes(plan, contiguous, lanes, masked) > 1) {
+  if (matmul_like && vectors.masked) pad_to(plan, contiguous, lanes * 2);
+  if (matmul_like && vector_lanes(plan, contiguous, vectors) > 1) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
     // (loads of B are vectors), two vectors, and rows of an output axis along which B's vectors
     // are reused (A's elements broadcast): 2 x 8 vector accumulators with 32 vector registers
     // (AVX-512), 2 x 4 with 16. (Measured on AVX-512: 8 rows beat 4, 6 and 12; two vectors
     // beat one, three and four.) Sizes that do not divide are padded when that is cheap (999 ->
     // 1024 columns, 1000 rows), else take the largest amount that divides.
-    int64_t vec = vector_lanes(plan, contiguous, lanes, masked);
+    int64_t vec = vector_lanes(plan, contiguous, vectors);
     plan.add({OptOp::UPCAST, range_axis(contiguous), vec, true});
     if (remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
@@ -241,7 +249,7 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
     UOp red = k.reduce.back();
     bool walkable = !k.load_indices.empty();
     for (const UOp& idx : k.load_indices) walkable &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
-    int64_t vec = walkable && lanes > 1 ? vector_lanes(plan, red, lanes, masked) : 1;
+    int64_t vec = walkable && lanes > 1 ? vector_lanes(plan, red, vectors) : 1;
     if (vec > 1) {
       // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all;
       // a padded reduce adds its identity for the masked terms)
@@ -256,12 +264,12 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
           ++tiled;
       if (!tiled && remaining(red, opts) % 2 == 0 && remaining(red, opts) >= 4) plan.add({OptOp::UNROLL, range_axis(red), 2});
     } else if (contiguous && contiguous_loads(k, contiguous)) {
-      reduce_across(k, plan, lanes, masked);
+      reduce_across(k, plan, vectors);
     } else if (const_size(red) >= 16) {
       add_fitted(plan, OptOp::UNROLL, red, 4);
     }
   } else if (contiguous && lanes > 1) {
-    elementwise(k, plan, lanes, masked);
+    elementwise(k, plan, vectors);
   }
   unroll_small_windows(k, plan);
   if (target.has(KILN_TARGET_HAS_THREADS)) add_threads(k, target, plan);
