@@ -140,21 +140,24 @@ void elementwise(const KernelShape& k, OptPlan& plan, const Vectors& vectors) {
   }
 }
 
-// Output copies of the body: a register tile's rows and extra vectors (vector lanes are one
-// operation; UNROLLs of reduce axes add terms to the same accumulators and do not count).
-int64_t tile_copies(const OptPlan& plan) {
-  int64_t copies = 1;
+// Whether the plan has a register tile with rows: an UPCAST (not the vector's) of an axis other
+// than the vector's.
+bool has_rows(const OptPlan& plan) {
+  int64_t vector_axis = -1;
   for (const Opt& o : plan.opts())
-    if (o.op == OptOp::UPCAST && !o.vectorize) copies *= o.amount;
-  return copies;
+    if (o.vectorize) vector_axis = o.axis;
+  return std::any_of(plan.opts().begin(), plan.opts().end(),
+                     [&](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize && o.axis != vector_axis; });
 }
 
 // Small reduce windows (a pooling window, a depthwise filter's taps) are unrolled whole: the loop
 // and its counter go, and neighbouring taps' index math folds into constant offsets. Only where
-// the copies stay few (at most 4 per window, 16 in all with the tile's): under a register tile
-// the copies multiply the tile's code (conv2d 3x3: 7.9 -> 10.7+ ms).
+// the copies stay few (at most 4 per window, 16 in all), and not under a register tile with rows:
+// there the copies multiply the tile's code (conv2d 3x3: 7.9 -> 10.7+ ms). A tile of vectors alone
+// (a depthwise convolution's two vectors) takes them: its body is small.
 void unroll_small_windows(const KernelShape& k, OptPlan& plan) {
-  int64_t copies = tile_copies(plan);
+  if (has_rows(plan)) return;
+  int64_t copies = 1;
   for (const UOp& red : k.reduce) {
     int64_t n = const_size(red);
     bool touched = std::any_of(plan.opts().begin(), plan.opts().end(), [&](const Opt& o) { return o.axis == range_axis(red); });
