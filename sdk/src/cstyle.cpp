@@ -130,13 +130,26 @@ std::string CStyleRenderer::where(const std::string& c, const std::string& a, co
   return "(__builtin_convertvector(" + c + ", " + vector_name(lane, t.count) + ")?" + a + ":" + b + ")";
 }
 
+// Bool vectors are int lanes in registers (all ones for true) but one byte per element in memory:
+// they are loaded and stored lane by lane.
 std::string CStyleRenderer::load(const std::string& addr, const kiln_lir_type& ptr) const {
   if (ptr.count == 1) return "*(" + addr + ")";
+  if (ptr.scalar == KILN_LIR_DTYPE_BOOL) {
+    std::vector<std::string> lanes;
+    for (int i = 0; i < ptr.count; ++i) lanes.push_back("-(" + addr + ")[" + std::to_string(i) + "]");
+    return vector_make(type_name({ptr.scalar, 0, ptr.count, 0}), lanes);
+  }
   return "*(" + type_name({ptr.scalar, 0, ptr.count, 0}) + "_u*)(" + addr + ")";
 }
 
 std::string CStyleRenderer::store(const std::string& addr, const std::string& value, const kiln_lir_type& ptr) const {
   if (ptr.count == 1) return "*(" + addr + ") = " + value + ";";
+  if (ptr.scalar == KILN_LIR_DTYPE_BOOL) {
+    std::string s = "{";
+    for (int i = 0; i < ptr.count; ++i)
+      s += " (" + addr + ")[" + std::to_string(i) + "] = " + lane(value, i) + " != 0;";
+    return s + " }";
+  }
   return "*(" + type_name({ptr.scalar, 0, ptr.count, 0}) + "_u*)(" + addr + ") = " + value + ";";
 }
 

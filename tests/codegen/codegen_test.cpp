@@ -10,6 +10,7 @@
 #include "codegen/transcendental.hpp"
 #include "error_check.hpp"
 #include "golden.hpp"
+#include "simulated_cpu.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
 #include "codegen/target.hpp"
@@ -23,16 +24,7 @@ using kiln::testing::error_of;
 namespace {
 
 // A CPU-like target: 2 threads, FMA, 8 float lanes, no transcendental functions, no half types.
-Target cpu_target() {
-  Target t;
-  t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
-  t.threads = 2;
-  t.max_vector_width = 8;
-  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;  // as the cpu device reports
-  cpu::c_dialect_caps(t.ops, t.dtypes);
-  t.source_format = "c";
-  return t;
-}
+Target cpu_target() { return kiln::testing::simulated_cpu(8, 2); }
 
 // The cpu-like target claiming exactly `ops` (an allow-list built with the SDK's sets).
 Target claiming(const sdk::LirOpSet& ops) {

@@ -90,7 +90,7 @@ bool has_stage(const std::vector<Opt>& opts) {
 
 // opt_problem says why a STAGE does not apply, for each of its rules.
 TEST(Stage, RulesSayWhyItDoesNotApply) {
-  const Target cpu = cpu_caps(8, 2);
+  const Target cpu = kiln::testing::simulated_cpu(8, 2);
   UOp k = kernel_of(ref({16, 64}).matmul(ref({64, 48})));
   EXPECT_EQ(problem(k, stage_b, cpu), "") << "B is reused by every row";
   EXPECT_NE(problem(k, {OptOp::STAGE, 0, kA}, cpu).find("moves along axis 0"), std::string::npos);
@@ -124,7 +124,7 @@ TEST(Stage, RulesSayWhyItDoesNotApply) {
 // The lowered kernel: a per-thread buffer of the panel (K x tile columns), filled by a loop that
 // runs before the row loop opens, read with vector loads.
 TEST(Stage, LowersToACopyLoopBeforeTheRowLoop) {
-  const Target cpu = cpu_caps(8, 2);
+  const Target cpu = kiln::testing::simulated_cpu(8, 2);
   const int64_t m = 32, k = 64, n = 64;
   UOp ast = kernel_of(ref({m, k}).matmul(ref({k, n})));
   const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::UPCAST, 1, 2}, {OptOp::UPCAST, 0, 4},
@@ -173,13 +173,13 @@ TEST(Stage, LowersToACopyLoopBeforeTheRowLoop) {
 // The heuristic stages B where it walks column panels outside (B larger than the L2, a panel
 // small), and the staged kernel computes the reference, odd sizes included.
 TEST(Stage, HeuristicStagesLargeMatmulsAndTheyComputeTheReference) {
-  const Target cpu = cpu_caps(8, 2);
+  const Target cpu = kiln::testing::simulated_cpu(8, 2);
   for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{36, 257, 1040}, {40, 2000, 528}, {64, 300, 1032}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
     EXPECT_TRUE(has_stage(to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), cpu).opts));
     expect_matmul(m, k, n, cpu);
   }
-  for (const Target& small : {cpu, cpu_caps(16, 2)})
+  for (const Target& small : {cpu, kiln::testing::simulated_cpu(16, 2)})
     EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 256}).matmul(ref({256, 128}))), small).opts)) << "B fits the L2";
   // GPU targets never stage (their heuristic walks the same panels)
   EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 257}).matmul(ref({257, 1040}))), gpu_caps(256, 64, 256, 48 << 10, 4)).opts));
@@ -188,7 +188,7 @@ TEST(Stage, HeuristicStagesLargeMatmulsAndTheyComputeTheReference) {
 // Given STAGE actions on kernels the heuristic would not stage: sizes that divide nothing, a
 // transposed B (the buffer puts the lanes innermost), batched matmuls, a convolution's weights.
 TEST(Stage, GivenStagesComputeTheReference) {
-  const Target cpu = cpu_caps(8, 2);
+  const Target cpu = kiln::testing::simulated_cpu(8, 2);
   const std::vector<Opt> plain{stage_b};
   expect_reference([](const auto& in) { return in({13, 37}).matmul(in({37, 19})); }, cpu, &plain);
   const std::vector<Opt> tiled{{OptOp::UPCAST, 1, 8, true}, {OptOp::UPCAST, 0, 3}, {OptOp::THREAD, 0, 2}, {OptOp::SWAP, 0, 1}, stage_b};
@@ -212,19 +212,19 @@ TEST(Threads, FewRowsThreadTheColumns) {
     return out;
   };
   // 16 lanes: 8 rows are one whole-axis upcast, so axis 0 is gone; the columns take both threads
-  ProgramSpec eight = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu_caps(16, 2));
+  ProgramSpec eight = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 2));
   EXPECT_EQ(threads_of(eight.opts), std::vector<std::string>{"THREAD(1, 2)"});
   // 64 threads: 4 row tiles, then 16 column chunks
-  ProgramSpec wide = to_program(kernel_of(ref({32, 512}).matmul(ref({512, 1024}))), cpu_caps(16, 64));
+  ProgramSpec wide = to_program(kernel_of(ref({32, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 64));
   EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(0, 4)", "THREAD(1, 16)"}));
   EXPECT_EQ(wide.dims.global[0].arg_int(), 64) << "one launch index over both";
   // enough rows: one axis as before
-  ProgramSpec tall = to_program(kernel_of(ref({256, 512}).matmul(ref({512, 256}))), cpu_caps(16, 2));
+  ProgramSpec tall = to_program(kernel_of(ref({256, 512}).matmul(ref({512, 256}))), kiln::testing::simulated_cpu(16, 2));
   EXPECT_EQ(threads_of(tall.opts), std::vector<std::string>{"THREAD(0, 2)"});
 }
 
 TEST(Threads, SeveralThreadedAxesComputeTheReference) {
-  const Target cpu = cpu_caps(8, 8);
+  const Target cpu = kiln::testing::simulated_cpu(8, 8);
   expect_matmul(8, 64, 1024, cpu);  // the heuristic's: rows upcast whole, columns threaded
   // chunks that do not divide on both axes: 7 rows in 3, 9 columns in 4 (3 x 3 chunks, 2 empty)
   const std::vector<Opt> both{{OptOp::THREAD, 0, 3}, {OptOp::THREAD, 1, 4}};
@@ -235,7 +235,7 @@ TEST(Threads, SeveralThreadedAxesComputeTheReference) {
 
 // opt_problem says why a BLOCK does not apply, for each of its rules.
 TEST(Block, RulesSayWhyItDoesNotApply) {
-  const Target cpu = cpu_caps(8, 2);
+  const Target cpu = kiln::testing::simulated_cpu(8, 2);
   UOp k = kernel_of(ref({16, 64}).matmul(ref({64, 48})));
   const Opt block{OptOp::BLOCK, 2, 16};
   EXPECT_EQ(problem(k, block, cpu), "");
@@ -268,7 +268,7 @@ TEST(Block, RulesSayWhyItDoesNotApply) {
 // The lowered kernel: the block loop is the outermost, each block loads the output (gated off in
 // the first block) and stores it once per output element.
 TEST(Block, LowersToABlockLoopOutsideTheOutputLoops) {
-  const Target cpu = cpu_caps(8, 1);
+  const Target cpu = kiln::testing::simulated_cpu(8, 1);
   UOp ast = kernel_of(ref({32, 64}).matmul(ref({64, 64})));
   const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::UPCAST, 0, 4}, {OptOp::BLOCK, 2, 16}};
   ProgramSpec p = to_program(ast, cpu, &opts);
@@ -293,7 +293,7 @@ TEST(Block, LowersToABlockLoopOutsideTheOutputLoops) {
 // BLOCK as the heuristic uses it (few rows; a panel too large to stage) and as given, on odd
 // sizes, computes the reference.
 TEST(Block, BlockedKernelsComputeTheReference) {
-  const Target cpu = cpu_caps(8, 2);
+  const Target cpu = kiln::testing::simulated_cpu(8, 2);
   // few rows, B larger than the L2: blocks of 16
   ProgramSpec few = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu);
   EXPECT_NE(std::find_if(few.opts.begin(), few.opts.end(), [](const Opt& o) { return o.str() == "BLOCK(2, 16)"; }), few.opts.end());

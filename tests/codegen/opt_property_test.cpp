@@ -1,13 +1,14 @@
 // tests/codegen/opt_property_test.cpp - the optimizer never fails a valid program, on any target.
 //
-// Random kernels (matmuls, convolutions, reductions, pooling, softmax, elementwise over broadcast,
-// permuted and flipped views; odd, prime and size-1 shapes) are lowered for simulated targets: CPU
-// caps with 4/8/16 float lanes and 1/2/8/64 threads, GPU caps with typical workgroup and shared
-// memory limits. For each, the heuristic, the rest of the pass list and the renderers (C, LLVM IR,
-// OpenCL C) must succeed, and the heuristic's actions must validate as a given list. A share of
-// the CPU cases also runs on cpu:0, lowered for the simulated caps, against the reference device.
-// On the CPU targets each kernel is also lowered with a BLOCK and a STAGE added wherever they
-// apply, and every other single-kernel program runs that way.
+// Random kernels (matmuls, linear layers, convolutions (batch 1, strided, grouped, depthwise),
+// reductions over any axis, pooling, softmax, elementwise over broadcast, permuted and flipped
+// views; odd, prime and size-1 shapes) are lowered for simulated targets: CPU caps with 4/8/16
+// float lanes, 1/2/8/64 threads, with and without masked vectors, GPU caps with typical workgroup
+// and shared memory limits. For each, the heuristic, the rest of the pass list and the renderers
+// (C, LLVM IR, OpenCL C) must succeed, and the heuristic's actions must validate as a given list.
+// A share of the CPU cases also runs on cpu:0, lowered for the simulated caps, against the
+// reference device. On the CPU targets each kernel is also lowered with a BLOCK and a STAGE added
+// wherever they apply, and every other single-kernel program runs that way.
 //
 // KILN_PROPERTY_SEED=N reruns from the seed a failure printed; KILN_PROPERTY_CASES=N changes the
 // number of programs (default 300).
@@ -28,7 +29,6 @@
 #include "llvm_ir.hpp"
 #include "opencl_c.hpp"
 #include "codegen/target.hpp"
-#include "ir/traverse.hpp"
 #include "runtime/program_cache.hpp"
 #include "sim_targets.hpp"
 
@@ -44,9 +44,16 @@ struct NamedTarget {
 
 std::vector<NamedTarget> targets() {
   std::vector<NamedTarget> out;
+  // half of them with masked vector accesses (as cpu:0's in-process compiler): the heuristic pads
+  // vector axes only there
   for (uint32_t lanes : {4u, 8u, 16u})
-    for (uint32_t threads : {1u, 2u, 8u, 64u})
-      out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads), cpu_caps(lanes, threads), true});
+    for (uint32_t threads : {1u, 2u, 8u, 64u}) {
+      Target t = kiln::testing::simulated_cpu(lanes, threads);
+      if (threads == 2 || threads == 8) t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+      out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads) +
+                         (t.has(KILN_TARGET_HAS_MASKED_VECTORS) ? " masked" : ""),
+                     t, true});
+    }
   out.push_back({"gpu 256/256/64 shared 48K lanes 4", gpu_caps(256, 64, 256, 48 << 10, 4), false});
   out.push_back({"gpu 1024/1024/64 shared 64K lanes 1", gpu_caps(1024, 64, 1024, 64 << 10, 1), false});
   out.push_back({"gpu 64/64/64 shared 16K lanes 8", gpu_caps(64, 64, 64, 16 << 10, 8), false});
@@ -58,6 +65,8 @@ int64_t pick(std::mt19937_64& rng, std::initializer_list<int64_t> from) {
   return *(from.begin() + std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng));
 }
 int64_t size(std::mt19937_64& rng) { return pick(rng, {1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 31, 32, 64, 97, 128, 256}); }
+// Sizes just off the vector widths and tiles (primes, one above or below a power of two).
+int64_t odd_size(std::mt19937_64& rng) { return pick(rng, {1, 7, 15, 17, 33, 63, 100, 127, 129}); }
 
 using Input = std::function<Tensor(const Shape&)>;
 
@@ -73,7 +82,7 @@ Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& wha
     for (size_t i = 0; i < s.size(); ++i) o += (i ? "," : "") + std::to_string(s[i]);
     return o + ")";
   };
-  switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
+  switch (std::uniform_int_distribution<int>(0, 11)(rng)) {
     case 0: {  // matmul, sometimes against a transposed operand, sometimes batched
       int64_t m = size(rng), k = size(rng), n = size(rng) * pick(rng, {1, 8, 16});
       bool transposed = rng() % 2, batched = rng() % 4 == 0;
@@ -136,6 +145,27 @@ Tensor random_program(std::mt19937_64& rng, const Input& input, std::string& wha
       Tensor x = input(s);
       Tensor c = x - x.mean({1}, true);
       return c / ((c * c).mean({1}, true) + 1e-5).sqrt() * input({1, s[1]});
+    }
+    case 8: {  // a reduce over a leading or middle axis (out[j] = sum_i x[i, j]), maybe batched
+      int64_t a = odd_size(rng), b = odd_size(rng), c = pick(rng, {1, 3});
+      what = "sum over a leading axis of " + str({c, a, b});
+      return input({c, a, b}).sum({1});
+    }
+    case 9: {  // linear: x @ W.T + b (both operands contiguous along K), batch 1 or odd
+      int64_t m = pick(rng, {1, 2, odd_size(rng)}), k = odd_size(rng), n = odd_size(rng);
+      what = "linear " + str({m, k}) + " x " + str({n, k}) + ".T";
+      return input({m, k}).linear(input({n, k}), input({n}));
+    }
+    case 10: {  // batch-1 convolution over an odd width, plain, strided, grouped or depthwise
+      int64_t c = pick(rng, {8, 16}), h = pick(rng, {7, 9, 14}), w = pick(rng, {7, 17, 33});
+      int stride = static_cast<int>(pick(rng, {1, 2})), groups = static_cast<int>(pick(rng, {1, 2, c}));
+      what = "conv2d " + str({1, c, h, w}) + " 3x3 s" + std::to_string(stride) + " groups " + std::to_string(groups);
+      return input({1, c, h, w}).conv2d(input({c, c / groups, 3, 3}), std::nullopt, stride, 1, 1, groups);
+    }
+    case 11: {  // a permuted (transposed) input into a contiguous output, odd sizes
+      int64_t a = odd_size(rng), b = odd_size(rng);
+      what = "transposed copy of " + str({a, b});
+      return input({a, b}).transpose() * 2.0 + 1.0;
     }
     default: {  // a reduction of a product (a dot of broadcast views): matmul-like with odd shapes
       int64_t m = size(rng), k = size(rng);
@@ -312,7 +342,7 @@ TEST(OptProperty, RandomActionListsComputeTheReference) {
   const uint64_t seed = seed_from_env("KILN_PROPERTY_SEED", std::random_device{}());
   SCOPED_TRACE("KILN_PROPERTY_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  const Target unmasked = cpu_caps(8, 2);
+  const Target unmasked = kiln::testing::simulated_cpu(8, 2);
   const int64_t cases = static_cast<int64_t>(seed_from_env("KILN_PROPERTY_CASES", 300)) / 8;
   int64_t padded = 0;  // kernels that ran with a PADTO
   for (int64_t c = 0; c < cases; ++c) {

@@ -1,29 +1,17 @@
-// tests/codegen/sim_targets.hpp - simulated targets (CPU and GPU caps this host may not have) and
-// seeded random inputs, for the optimizer's tests.
+// tests/codegen/sim_targets.hpp - simulated GPU targets (caps this host may not have; the CPU ones
+// are simulated_cpu.hpp's), seeded random inputs and opts overrides, for the optimizer's tests.
 #pragma once
 #include <random>
 #include <string>
 #include <vector>
 
-#include "c_dialect.hpp"
+#include "simulated_cpu.hpp"
 #include "codegen/target.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/program_cache.hpp"
 #include "opencl_c.hpp"
 
 namespace kiln {
-
-// A CPU (threads, FMA) with `lanes` float lanes and `threads` threads, rendering C.
-inline Target cpu_caps(uint32_t lanes, uint32_t threads) {
-  Target t;
-  t.flags = KILN_TARGET_HAS_THREADS | KILN_TARGET_HAS_FMA;
-  t.threads = threads;
-  t.max_vector_width = lanes;
-  for (int d = 0; d < 3; ++d) t.global_max[d] = 0x7fffffffu;
-  cpu::c_dialect_caps(t.ops, t.dtypes);
-  t.source_format = "c";
-  return t;
-}
 
 // A GPU (OpenCL C) with the given workgroup limits, shared memory (0: none) and float lanes.
 inline Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t shared, uint32_t lanes) {

@@ -83,6 +83,10 @@ TEST(Symbolic, DivModFromBounds) {
   EXPECT_EQ(s((x() * 8).idiv(4)), "(x*2)");
   // C semantics: a possibly negative numerator is not split
   EXPECT_EQ(s((z() * 4 + y()).idiv(4)), "((y+(z*4))//4)");
+  // a term whose coefficient divides the divisor, the rest below that coefficient
+  EXPECT_EQ(s((x() * 4 + y()).idiv(12)), "(x//3)");
+  EXPECT_EQ(s((x() * 4 + y()).mod(12)), "(y+((x%3)*4))");
+  EXPECT_EQ(s((x() * 4 + y() * 2).idiv(12)), "((y+(x*2))//6)") << "y reaches 3 > 2: only the gcd folds";
 }
 
 TEST(Symbolic, DivModRecombine) {

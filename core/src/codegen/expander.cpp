@@ -14,6 +14,7 @@
 
 #include "codegen/opt.hpp"
 #include "ir/traverse.hpp"
+#include "ir/uop_access.hpp"
 #include "support/check.hpp"
 #include "support/flat_map.hpp"
 #include "symbolic/symbolic.hpp"
@@ -77,9 +78,12 @@ class Vectorizer {
   UOp vec(const UOp& x) {
     if (!dep_.contains(x.node())) return x;
     if (const UOp* m = memo_.find(x.node())) return *m;
-    UOp out = build(x);
-    memo_[x.node()] = out;
-    return out;
+    // what x depends on is built first, children before parents, so build()'s calls on sources
+    // find them memoised: no recursion as deep as the kernel (a chain of 300k adds)
+    auto done = [&](const UOpNode* n) { return !dep_.contains(n) || memo_.contains(n); };
+    for (const UOpNode* n : toposort_nodes(x, done))
+      if (!done(n)) memo_[n] = build(UOpAccess::from_node(n));
+    return *memo_.find(x.node());
   }
 
   UOp lane(const UOp& x, int64_t j) { return substitute(x, {{v_, UOp::cindex(j)}}); }

@@ -11,6 +11,7 @@
 #include "ir/traverse.hpp"
 #include "codegen/target.hpp"
 #include "support/env.hpp"
+#include "symbolic/symbolic.hpp"
 
 namespace kiln {
 
@@ -18,6 +19,152 @@ namespace {
 
 // A typical per-core L2 (the target does not report cache sizes yet).
 constexpr int64_t kL2Bytes = int64_t{1} << 20;
+// A register tile still pays when its vector loads are gathers of a view strided by this much
+// (a stride-2 convolution): each gathered vector is reused by every row of the tile.
+constexpr int64_t kMaxGatherStride = 2;
+// Padding (PADTO) may add at most 1/kPadShare of an axis' iterations (56 -> 64 pads, 40 -> 64
+// does not): the masked iterations cost as much as real ones.
+constexpr int64_t kPadShare = 4;
+// Kernels with fewer operations than this stay on one thread (a launch across the pool costs more).
+constexpr int64_t kThreadWork = 65536;
+
+// Loads whose index moves along r; "contiguous along r" when each moves by exactly one element
+// (by at most `max_stride`: a strided view, whose vector loads become gathers of few cache lines).
+bool contiguous_loads(const KernelShape& k, const UOp& r, int64_t max_stride = 1) {
+  bool any = false;
+  for (const UOp& idx : k.load_indices) {
+    int64_t s = 0;
+    if (has_stride(idx, r, 0)) continue;
+    if (!stride_of(idx, r, s) || s < 1 || s > max_stride) return false;
+    any = true;
+  }
+  return any;
+}
+
+// Some input does not move along r: it is reused from registers when r is upcast.
+bool reused(const KernelShape& k, const UOp& r) {
+  for (const UOp& idx : k.load_indices)
+    if (has_stride(idx, r, 0)) return true;
+  return false;
+}
+
+// idx stays put along r within aligned blocks of `block` iterations (r split as outer * block +
+// inner; a grouped convolution's input moves only from one group of output channels to the next).
+bool still_in_blocks(const UOp& idx, const UOp& r, int64_t block) {
+  const int64_t n = const_size(r);
+  if (block < 2 || n <= 0 || n % block != 0) return false;
+  constexpr int64_t kScratchAxis = int64_t{1} << 40;  // ids no kernel uses
+  UOp outer = UOp::range(n / block, kScratchAxis), inner = UOp::range(block, kScratchAxis + 1);
+  return has_stride(simplify(substitute(idx, {{r, outer * block + inner}})), inner, 0);
+}
+
+// Every load that moves along `v` stays put along r (within the blocks of `rows` an UPCAST of r
+// makes): upcasting r reuses v's vector loads.
+bool reuses_loads_of(const KernelShape& k, const UOp& r, const UOp& v, int64_t rows = 0) {
+  for (const UOp& idx : k.load_indices)
+    if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0) && !still_in_blocks(idx, r, rows)) return false;
+  return true;
+}
+
+// Padding n iterations up to a multiple of `amount` is cheap enough.
+bool cheap_pad(int64_t n, int64_t amount) { return n > 0 && ((n + amount - 1) / amount * amount - n) * kPadShare <= n; }
+
+// How much of a split of `want` an axis with n iterations left takes: the largest amount up to
+// `want` that divides n (a power of two for vector lanes), 1 when none does.
+int64_t fit(int64_t n, int64_t want, bool pow2) {
+  for (int64_t a = want; a >= 2; a = pow2 ? a / 2 : a - 1)
+    if (n > 0 && n % a == 0 && (!pow2 || (a & (a - 1)) == 0)) return a;
+  return 1;
+}
+
+// How a target takes vectors for a kernel.
+struct Vectors {
+  int64_t lanes;  // the target's width in the kernel's elements
+  bool masked;    // a padded vector stays one masked access (else it is split into gated lanes)
+  bool cpu;       // a CPU (threads): narrower vectors (down to 4 lanes) still beat scalars, and a
+                  // register tile over a permuted input pays; a GPU's lanes and tiles come out of
+                  // its work items, so it takes its full width or none and no extra tile
+
+  int64_t narrowest() const { return cpu ? std::min<int64_t>(lanes, 4) : lanes; }
+};
+
+// Vector lanes along r: the target's width when it divides what is left of r, or once r is padded
+// to it cheaply (999 -> 1008, 56 -> 64, 7 -> 8), else the widest power of two that divides (down
+// to v.narrowest()); 1 when none does.
+int64_t vector_lanes(OptPlan& plan, const UOp& r, const Vectors& v) {
+  for (int64_t a = v.lanes; v.masked && a >= v.narrowest(); a /= 2)
+    if (pad_to(plan, r, a)) break;
+  int64_t n = fit(remaining(r, plan.opts()), v.lanes, true);
+  return n >= v.narrowest() ? n : 1;
+}
+
+// A tile's rows along r: `want` when it divides what is left of r or padding to it is cheap (999
+// rows -> 1000), else the largest amount that divides. Proposes nothing (pad_to pads).
+int64_t tile_amount(const OptPlan& plan, const UOp& r, int64_t want) {
+  const int64_t n = remaining(r, plan.opts());
+  return cheap_pad(n, want) ? want : fit(n, want, false);
+}
+
+// Adds op(r, want) with the amount that fits (nothing when none does); true when added.
+bool add_fitted(OptPlan& plan, OptOp op, const UOp& r, int64_t want, bool vectorize = false) {
+  int64_t a = fit(remaining(r, plan.opts()), want, vectorize);
+  return a > 1 && plan.add({op, range_axis(r), a, vectorize});
+}
+
+// A reduce over an axis the inputs do not walk contiguously (out[j] = sum_i x[i, j]): the vector
+// goes along the contiguous output axis instead, four of them side by side (independent
+// accumulators: the loads of one row of x stay in flight together), and the reduce is unrolled a
+// little so several rows' loads overlap.
+void reduce_across(const KernelShape& k, OptPlan& plan, const Vectors& vectors) {
+  const UOp& j = k.contiguous;
+  int64_t v = vector_lanes(plan, j, vectors);
+  if (v > 1 && plan.add({OptOp::UPCAST, range_axis(j), v, true})) add_fitted(plan, OptOp::UPCAST, j, 4);
+  add_fitted(plan, OptOp::UNROLL, k.reduce.back(), 4);
+}
+
+// Elementwise: vectors along the contiguous output axis. An input that is read across it (a
+// transposed or permuted view) but walks another output axis contiguously gets that axis upcast
+// too, so each cache line of it is used whole while it is loaded.
+void elementwise(const KernelShape& k, OptPlan& plan, const Vectors& vectors) {
+  const UOp& j = k.contiguous;
+  int64_t v = vector_lanes(plan, j, vectors);
+  if (v > 1) plan.add({OptOp::UPCAST, range_axis(j), v, true});
+  for (const UOp& idx : k.load_indices) {
+    if (!vectors.cpu) break;
+    if (has_stride(idx, j, 1) || has_stride(idx, j, 0)) continue;
+    for (const UOp& r : k.out)
+      if (!(r == j) && has_stride(idx, r, 1)) {
+        add_fitted(plan, OptOp::UPCAST, r, std::min<int64_t>(vectors.lanes, 8));
+        return;
+      }
+  }
+}
+
+// Whether the plan has a register tile with rows: an UPCAST (not the vector's) of an axis other
+// than the vector's.
+bool has_rows(const OptPlan& plan) {
+  int64_t vector_axis = -1;
+  for (const Opt& o : plan.opts())
+    if (o.vectorize) vector_axis = o.axis;
+  return std::any_of(plan.opts().begin(), plan.opts().end(),
+                     [&](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize && o.axis != vector_axis; });
+}
+
+// Small reduce windows (a pooling window, a depthwise filter's taps) are unrolled whole: the loop
+// and its counter go, and neighbouring taps' index math folds into constant offsets. Only where
+// the copies stay few (at most 4 per window, 16 in all), and not under a register tile with rows:
+// there the copies multiply the tile's code (conv2d 3x3: 7.9 -> 10.7+ ms). A tile of vectors alone
+// (a depthwise convolution's two vectors) takes them: its body is small.
+void unroll_small_windows(const KernelShape& k, OptPlan& plan) {
+  if (has_rows(plan)) return;
+  int64_t copies = 1;
+  for (const UOp& red : k.reduce) {
+    int64_t n = const_size(red);
+    bool touched = std::any_of(plan.opts().begin(), plan.opts().end(), [&](const Opt& o) { return o.axis == range_axis(red); });
+    if (touched || n < 2 || n > 4 || copies * n > 16) continue;
+    if (plan.add({OptOp::UNROLL, range_axis(red), n})) copies *= n;
+  }
+}
 
 // At most this many row tiles count as few (a matmul of up to 64 rows with 8-row tiles).
 constexpr int64_t kFewRowTiles = 8;
@@ -59,18 +206,31 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
 // the input the row tiles reuse (B) is staged, copied once into a contiguous per-thread buffer.
 // Read in place, the panel's rows sit one leading dimension apart: at 1024 floats (4 KiB) they
 // share a few cache sets and the panel is re-read from L3 (matmul 1024: 2.3x slower than 512).
-void stage_reused_panel(const UOp& ast, const Opt& swap, OptPlan& plan) {
+// Only an input read along the reduce is a panel: a bias added after the sum also stays put along
+// the rows, but staging it would leave B in place.
+void stage_reused_panel(const Opt& swap, OptPlan& plan) {
   std::vector<int64_t> slots;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::PARAM) slots.push_back(u.arg_int());
+  for (const UOp& u : toposort(plan.ast())) {
+    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).src(0).op() != Ops::PARAM) continue;
+    for (const UOp& r : toposort(u.src(0).src(1)))
+      if (r.op() == Ops::RANGE && (range_type(r) == AxisType::REDUCE || range_type(r) == AxisType::UNROLL)) {
+        slots.push_back(u.src(0).src(0).arg_int());
+        break;
+      }
+  }
   for (int64_t slot : slots)  // the plan keeps the first that applies (A moves along the rows)
     if (plan.add({OptOp::STAGE, swap.axis, slot})) return;
 }
 
-// CPU threads over the output axes, outermost first: an axis with fewer chunks left than threads
-// (after its upcasts; none when upcast whole) leaves the rest of the threads to the next axes, so
-// a matmul with a few rows threads its columns too.
+// CPU threads over the output axes of a kernel with enough work, outermost first: an axis with
+// fewer chunks left than threads (batch 1, a small leading axis, an axis upcast whole) leaves the
+// rest of the threads to the next axes, so a matmul with a few rows threads its columns too.
+// THREAD's chunks have a dynamic bound: counts need not divide.
 void add_threads(const KernelShape& k, const Target& target, OptPlan& plan) {
+  int64_t work = 1;
+  for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
+  for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
+  if (work < kThreadWork) return;
   int64_t want = target.threads;
   for (const UOp& r : k.out) {
     int64_t n = remaining(r, plan.opts());
@@ -100,104 +260,74 @@ KernelShape inspect_kernel(const UOp& ast) {
   return k;
 }
 
+bool pad_to(OptPlan& plan, const UOp& r, int64_t amount) {
+  const int64_t n = remaining(r, plan.opts());
+  if (n <= 0 || amount < 2) return false;
+  return n % amount == 0 || (cheap_pad(n, amount) && plan.add({OptOp::PADTO, range_axis(r), amount}));
+}
+
 OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   OptPlan plan(ast, target);
   KernelShape k = inspect_kernel(ast);
   if (!k.store_index) return plan;
   const std::vector<Opt>& opts = plan.opts();
   int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
-  bool cpu = target.has(KILN_TARGET_HAS_THREADS);
   const UOp& contiguous = k.contiguous;
-  // Loads whose index moves along r; "contiguous along r" when each moves by exactly one element.
-  auto contiguous_loads = [&](const UOp& r) {
-    bool any = false;
-    for (const UOp& idx : k.load_indices) {
-      if (has_stride(idx, r, 0)) continue;
-      if (!has_stride(idx, r, 1)) return false;
-      any = true;
-    }
-    return any;
-  };
-  // Some input does not move along r: it is reused from registers when r is upcast.
-  auto reused = [&](const UOp& r) {
-    for (const UOp& idx : k.load_indices)
-      if (has_stride(idx, r, 0)) return true;
-    return false;
-  };
-  // Every load that moves along `v` stays put along r: upcasting r reuses v's vector loads.
-  auto reuses_loads_of = [&](const UOp& r, const UOp& v) {
-    for (const UOp& idx : k.load_indices)
-      if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0)) return false;
-    return true;
-  };
+  const Vectors vectors{lanes, target.has(KILN_TARGET_HAS_MASKED_VECTORS), target.has(KILN_TARGET_HAS_THREADS)};
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
-  int64_t vec = 0;
   std::optional<Opt> swap;  // applied last: THREAD still splits the outermost axis
-  bool register_tile = false;
-  if (!k.reduce.empty() && contiguous && reused(contiguous) && contiguous_loads(contiguous) && lanes > 1 &&
-      const_size(contiguous) % lanes == 0) {
+  const bool matmul_like = !k.reduce.empty() && contiguous && reused(k, contiguous) &&
+                           contiguous_loads(k, contiguous, kMaxGatherStride) && lanes > 1;
+  // a matmul's columns are padded for two vectors when that is cheap (1000 -> 1024), else for one
+  if (matmul_like && vectors.masked) pad_to(plan, contiguous, lanes * 2);
+  if (matmul_like && vector_lanes(plan, contiguous, vectors) > 1) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
     // (loads of B are vectors), two vectors, and rows of an output axis along which B's vectors
     // are reused (A's elements broadcast): 2 x 8 vector accumulators with 32 vector registers
     // (AVX-512), 2 x 4 with 16. (Measured on AVX-512: 8 rows beat 4, 6 and 12; two vectors
-    // beat one, three and four.)
-    plan.add({OptOp::UPCAST, range_axis(contiguous), lanes, true});
-    vec = lanes;
-    register_tile = true;
-    if ((const_size(contiguous) / lanes) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
+    // beat one, three and four.) Sizes that do not divide are padded when that is cheap (999 ->
+    // 1024 columns, 1000 rows), else take the largest amount that divides.
+    int64_t vec = vector_lanes(plan, contiguous, vectors);
+    plan.add({OptOp::UPCAST, range_axis(contiguous), vec, true});
+    if (remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
-      if (!(*it == contiguous) && const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reuses_loads_of(*it, contiguous)) {
-        int64_t rows = tile_rows * 2 <= const_size(*it) && const_size(*it) % (tile_rows * 2) == 0 ? tile_rows * 2 : 4;
-        plan.add({OptOp::UPCAST, range_axis(*it), rows});
-        swap = plan_panels(k, *it, contiguous, lanes * 2, const_size(*it) / rows, plan);
+      if (int64_t rows = tile_amount(plan, *it, tile_rows * 2);
+          !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
+          rows > 1 && pad_to(plan, *it, rows) && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
+        swap = plan_panels(k, *it, contiguous, vec * 2, remaining(*it, opts), plan);
         break;
       }
   } else if (!k.reduce.empty()) {
-    // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all)
     UOp red = k.reduce.back();
     bool walkable = !k.load_indices.empty();
     for (const UOp& idx : k.load_indices) walkable &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
-    if (walkable && lanes > 1 && const_size(red) % lanes == 0) {
-      plan.add({OptOp::UNROLL, range_axis(red), lanes, true});
-      vec = lanes;
+    int64_t vec = walkable && lanes > 1 ? vector_lanes(plan, red, vectors) : 1;
+    if (vec > 1) {
+      // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all;
+      // a padded reduce adds its identity for the masked terms)
+      plan.add({OptOp::UNROLL, range_axis(red), vec, true});
       // dot products (C = A @ B.T): a tile of output axes along which an input is reused keeps
       // several vector accumulators busy per loaded vector
       int tiled = 0;
       for (auto it = k.out.rbegin(); it != k.out.rend() && tiled < 2; ++it)
-        if (const_size(*it) % 4 == 0 && const_size(*it) >= 8 && reused(*it) && const_size(red) >= 4 * lanes) {
-          plan.add({OptOp::UPCAST, range_axis(*it), tiled == 0 ? 4 : tile_rows});
+        if (int64_t rows = tile_amount(plan, *it, tiled == 0 ? 4 : tile_rows);
+            const_size(*it) >= 8 && reused(k, *it) && const_size(red) >= 4 * vec && rows > 1 && pad_to(plan, *it, rows) &&
+            plan.add({OptOp::UPCAST, range_axis(*it), rows}))
           ++tiled;
-        }
-      if (!tiled && (const_size(red) / lanes) % 2 == 0 && const_size(red) / lanes >= 4)
-        plan.add({OptOp::UNROLL, range_axis(red), 2});
-    } else if (const_size(red) % 4 == 0 && const_size(red) >= 16) {
-      plan.add({OptOp::UNROLL, range_axis(red), 4});
+      if (!tiled && remaining(red, opts) % 2 == 0 && remaining(red, opts) >= 4) plan.add({OptOp::UNROLL, range_axis(red), 2});
+    } else if (contiguous && contiguous_loads(k, contiguous)) {
+      reduce_across(k, plan, vectors);
+    } else if (const_size(red) >= 16) {
+      add_fitted(plan, OptOp::UNROLL, red, 4);
     }
-  } else if (contiguous && lanes > 1 && const_size(contiguous) % lanes == 0) {
-    plan.add({OptOp::UPCAST, range_axis(contiguous), lanes, true});
-    vec = lanes;
+  } else if (contiguous && lanes > 1) {
+    elementwise(k, plan, vectors);
   }
-  (void)vec;
-  // Small reduce windows (a pooling window, a depthwise filter's taps) are unrolled whole: the
-  // loop and its counter go, and neighbouring taps' index math folds into constant offsets. Only
-  // where the copies stay few (at most 4 per window, 16 over all such windows), and not under a
-  // register tile: there the copies multiply the tile's code (conv2d 3x3: 7.9 -> 10.7+ ms).
-  int64_t copies = register_tile ? 17 : 1;
-  for (const UOp& red : k.reduce) {
-    int64_t n = const_size(red);
-    bool touched = std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.axis == range_axis(red); });
-    if (touched || n < 2 || n > 4 || copies * n > 16) continue;
-    plan.add({OptOp::UNROLL, range_axis(red), n});
-    copies *= n;
-  }
-  // parallelism: CPU threads over the output axes (GPU workgroups: opt_gpu.cpp)
-  int64_t work = 1;
-  for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
-  for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
-  if (cpu && target.threads > 1 && work >= 65536) add_threads(k, target, plan);
+  unroll_small_windows(k, plan);
+  if (target.has(KILN_TARGET_HAS_THREADS)) add_threads(k, target, plan);
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, plan);
-  if (swap && plan.add(*swap)) stage_reused_panel(ast, *swap, plan);
+  if (swap && plan.add(*swap)) stage_reused_panel(*swap, plan);
   return plan;
 }
 

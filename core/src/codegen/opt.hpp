@@ -160,6 +160,10 @@ int64_t const_size(const UOp& r);  // 0 when symbolic
 // 0 when symbolic.
 int64_t remaining(const UOp& r, std::span<const Opt> opts);
 bool has_stride(const UOp& idx, const UOp& r, int64_t want);
+// Pads what is left of range r (PADTO) up to a multiple of `amount` unless it divides already;
+// true when it divides now. Only when padding adds at most a quarter of r's iterations (the masked
+// ones cost as much as real ones), so a heuristic asks before it splits r by `amount`.
+bool pad_to(OptPlan& plan, const UOp& r, int64_t amount);
 
 // STAGE (stage.cpp). The buffer lives on the stack of the thread running the kernel: at most
 // this many bytes (thread stacks are 8 MiB on Linux; a larger panel is not staged).

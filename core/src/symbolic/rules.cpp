@@ -192,6 +192,25 @@ UOp if_not_larger(const UOp& candidate, const UOp& original) {
   return a < kTreeSizeSaturated && a <= b ? candidate : UOp{};
 }
 
+// (a*k + b) // (k*m) = a // m and (a*k + b) % (k*m) = (a % m)*k + b when 0 <= b < k (then a >= 0,
+// since the numerator is): a flattened index divided by the size of a block of its axes, e.g.
+// ((r1*56 + r2) + r0*3136) // 50176 = r0 // 16 for a grouped convolution's group.
+UOp fold_divmod_by_term(const UOp& u, const Terms& terms, int64_t offset, int64_t c) {
+  for (size_t i = 0; i < terms.n; ++i) {
+    const int64_t k = terms.t[i].k;
+    if (k <= 1 || c % k != 0) continue;
+    Terms rest;
+    for (size_t j = 0; j < terms.n; ++j)
+      if (j != i) rest.push(terms.t[j]);
+    UOp b = build_sum(u.dtype(), rest, offset);
+    auto [blo, bhi] = bounds(b);
+    if (blo < 0 || bhi >= k) continue;
+    const UOp& a = *terms.t[i].atom;
+    return if_not_larger(u.op() == Ops::IDIV ? a.idiv(c / k) : a.mod(c / k) * k + b, u);
+  }
+  return {};
+}
+
 // (sum of terms) // c and % c for c > 0 and a non-negative numerator.
 UOp fold_divmod(const Match& m) {
   const UOp& u = m[r0];
@@ -225,7 +244,7 @@ UOp fold_divmod(const Match& m) {
     else rest.push(t);
   }
   int64_t q_off = floordiv(offset, c), r_off = mathmod(offset, c);
-  if (quot.empty() && q_off == 0) return {};
+  if (quot.empty() && q_off == 0) return fold_divmod_by_term(u, terms, offset, c);
   UOp r = build_sum(u.dtype(), rest, r_off);
   auto [rlo, rhi] = bounds(r);
   if (rlo < 0) return {};

@@ -1,0 +1,198 @@
+// tests/codegen/heuristic_test.cpp - the hand-coded heuristic on simulated CPUs: every layout and
+// every size gets vector lanes along its contiguous axis, a register tile where inputs are
+// reused, and threads (issue 15, items 0 and 1). Only the chosen actions are checked here; the
+// property test runs such kernels against the reference.
+#include <gtest/gtest.h>
+
+#include "codegen/opt.hpp"
+#include "codegen/pipeline.hpp"
+#include "ir/traverse.hpp"
+#include "kiln/kiln.hpp"
+#include "simulated_cpu.hpp"
+
+using namespace kiln;
+using kiln::testing::simulated_cpu;
+
+namespace {
+
+// An AVX-512-like machine: 16 float lanes, 8 threads, masked vector accesses (as the cpu
+// backend's in-process compiler).
+const Target& avx512() {
+  static const Target t = [] {
+    Target t = simulated_cpu(16, 8);
+    t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+    return t;
+  }();
+  return t;
+}
+
+Tensor in(const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); }
+
+// One kernel of a program and what the heuristic chose for it.
+struct Chosen {
+  std::string name;
+  std::vector<Opt> opts;
+  int64_t ops = 1;  // iterations of the kernel's loops (outputs x reduce terms)
+
+  bool has(OptOp op, bool vector = false) const {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op && (!vector || o.vectorize); });
+  }
+  bool vectorized() const { return has(OptOp::UPCAST, true) || has(OptOp::UNROLL, true); }
+  int upcasts() const {
+    return static_cast<int>(std::count_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize; }));
+  }
+  std::string str() const {
+    std::string s = name + ":";
+    for (const Opt& o : opts) s += " " + o.str();
+    return s;
+  }
+};
+
+std::vector<Chosen> chosen(const Tensor& out, const Target& target = avx512()) {
+  std::vector<Chosen> all;
+  for (const ExecItem& e : out.schedule()) {
+    if (e.is_copy) continue;
+    Chosen c{e.name, to_program(e.ast, target).opts};
+    for (const UOp& u : toposort(e.ast))
+      if (u.op() == Ops::RANGE) c.ops *= const_size(u);
+    all.push_back(std::move(c));
+  }
+  return all;
+}
+
+// The program's main kernel: the one with the most work.
+Chosen main_kernel(const Tensor& out, const Target& target = avx512()) {
+  std::vector<Chosen> all = chosen(out, target);
+  return *std::max_element(all.begin(), all.end(), [](const Chosen& a, const Chosen& b) { return a.ops < b.ops; });
+}
+
+// No kernel with more than ~1M operations runs on one thread when the target has several.
+void expect_threaded_when_large(const Tensor& out, const Target& target = avx512()) {
+  for (const Chosen& c : chosen(out, target)) {
+    if (c.ops > (int64_t{1} << 20)) {
+      EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    }
+  }
+}
+
+}  // namespace
+
+// out[j] = sum_i x[i, j]: the inputs walk the reduce axis with a stride of a row, so the vector
+// goes along the contiguous output axis, several of them, with the reduce unrolled a little.
+TEST(Heuristic, ReduceOverALeadingAxisVectorizesTheOutputAxis) {
+  Chosen c = main_kernel(in({4096, 4096}).sum({0}));
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_GE(c.upcasts(), 1) << "several vectors side by side: " << c.str();
+  EXPECT_TRUE(c.has(OptOp::UNROLL)) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// x @ W.T (linear): both operands are contiguous along K: vector lanes along K and a tile of
+// outputs that reuses each loaded vector.
+TEST(Heuristic, TransposedOperandIsADotProductTile) {
+  Chosen c = main_kernel(in({512, 1024}).linear(in({1024, 1024})));
+  EXPECT_TRUE(c.has(OptOp::UNROLL, true)) << c.str();
+  EXPECT_GE(c.upcasts(), 2) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// A batch-1 ResNet convolution (56 wide: not a multiple of 16 lanes) is a register tile over
+// output channels, threaded although its batch axis is 1.
+TEST(Heuristic, BatchOneConvolutionIsARegisterTile) {
+  for (int stride : {1, 2}) {
+    Tensor out = in({1, 64, 56, 56}).conv2d(in({64, 64, 3, 3}), std::nullopt, stride, 1);
+    Chosen c = main_kernel(out);
+    EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << "stride " << stride << ": " << c.str();
+    EXPECT_GE(c.upcasts(), 1) << "rows of output channels: " << c.str();
+    EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    expect_threaded_when_large(out);
+  }
+}
+
+TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
+  Tensor out = in({1, 128, 56, 56}).conv2d(in({128, 1, 3, 3}), std::nullopt, 1, 1, 1, 128);
+  Chosen c = main_kernel(out);
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// Grouped: the input moves from one group of output channels to the next, but not within one, so
+// rows of output channels inside a group still reuse its vectors.
+TEST(Heuristic, GroupedConvolutionIsARegisterTile) {
+  Chosen c = main_kernel(in({1, 64, 56, 56}).conv2d(in({64, 16, 3, 3}), std::nullopt, 1, 1, 1, 4));
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_GE(c.upcasts(), 1) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// A transposed view read into a contiguous output: vectors along the output's contiguous axis
+// and the input's contiguous axis upcast too, so each cache line of the input is used whole.
+TEST(Heuristic, PermutedViewsAreTiled) {
+  Chosen c = main_kernel(in({2048, 2048}).transpose() + 1.0);
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_EQ(c.upcasts(), 1) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+}
+
+// A leading axis shorter than the thread count (batch 1-4) does not hold the threads: it takes
+// what it can and the next axes take the rest (their chunks multiply).
+TEST(Heuristic, ThreadsSplitTheAxisWithTheMostIterations) {
+  Chosen c = main_kernel(in({3, 1 << 18}) * 2.0);
+  int64_t chunks = 1;
+  bool long_axis = false;
+  for (const Opt& o : c.opts)
+    if (o.op == OptOp::THREAD) chunks *= o.amount, long_axis |= o.axis != 0;
+  EXPECT_GE(chunks, 8) << "every thread has work: " << c.str();
+  EXPECT_TRUE(long_axis) << "axis 0 has 3 iterations: " << c.str();
+  // the plain case is unchanged: a long leading axis is split
+  Chosen plain = main_kernel(in({64, 1024}) * 2.0);
+  EXPECT_NE(std::find_if(plain.opts.begin(), plain.opts.end(), [](const Opt& o) { return o.op == OptOp::THREAD && o.axis == 0; }),
+            plain.opts.end())
+      << plain.str();
+}
+
+// No kernel with more than ~1M operations runs on one thread, whatever its kind.
+TEST(Heuristic, LargeKernelsAreThreaded) {
+  Tensor x = in({1024, 1024});
+  for (const Tensor& out : {x.sum(), x.sum({1}), x.sum({0}), x.softmax(-1), x.max({0}), (x - x.mean({1}, true)) * 2.0,
+                            in({4, 1024}).matmul(in({1024, 1024})), in({1, 1024}).linear(in({1000, 1024})),
+                            in({1, 32, 64, 64}).max_pool2d(2), in({1 << 22}) + 1.0})
+    expect_threaded_when_large(out);
+}
+
+// Odd sizes keep the fast path (item 1): axes that do not divide by the lanes or the tile are
+// padded (PADTO, the padded iterations masked) or take an amount that divides; every kernel of
+// at least 7 iterations along its vector axis gets vectors, and the large ones threads.
+TEST(Heuristic, OddSizesKeepVectorsTilesAndThreads) {
+  for (int64_t n : {1, 7, 127, 999, 1000, 1001, 1023}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    Tensor x = in({n, n});
+    Chosen mm = main_kernel(x.matmul(in({n, n})));
+    for (const Tensor& out : {x.matmul(in({n, n})), x.linear(in({n, n})), x.sum({0}), x.sum({1}), x * 2.0 + 1.0}) {
+      Chosen c = main_kernel(out);
+      if (n >= 7) {
+        EXPECT_TRUE(c.vectorized()) << c.str();
+      }
+      expect_threaded_when_large(out);
+    }
+    if (n >= 127) {
+      EXPECT_GE(mm.upcasts(), 1) << "a register tile: " << mm.str();
+    }
+  }
+}
+
+// Without masked vector accesses a padded vector would load lane by lane: the vector axis takes
+// an amount that divides instead, while the rows of a tile (no vector gate) are still padded.
+TEST(Heuristic, VectorAxesArePaddedOnlyWithMaskedVectors) {
+  auto pads = [](const Chosen& c) {
+    std::vector<int64_t> axes;
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::PADTO) axes.push_back(o.axis);
+    return axes;
+  };
+  Tensor mm = in({999, 1000}).matmul(in({1000, 1000}));  // rows 999 (axis 0), columns 1000 (axis 1)
+  Chosen masked = main_kernel(mm), plain = main_kernel(mm, simulated_cpu(16, 8));
+  EXPECT_EQ(pads(masked), (std::vector<int64_t>{1, 0})) << masked.str();
+  EXPECT_EQ(pads(plain), (std::vector<int64_t>{0})) << plain.str();
+  EXPECT_TRUE(plain.has(OptOp::UPCAST, true)) << "8 lanes divide 1000: " << plain.str();
+}
