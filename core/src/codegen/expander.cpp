@@ -198,20 +198,16 @@ UOp vectorize(const UOp& ast, const UOp& v) {
 
 UOp expand_ranges(const UOp& ast) {
   UOp out = ast;
-  UOp vector_range;
+  std::vector<UOp> vector_ranges;  // no value depends on two of them (opt.cpp checks)
   for (const UOp& r : toposort(ast)) {
     if (r.op() != Ops::RANGE) continue;
     AxisType t = range_type(r);
     if (t != AxisType::UPCAST && t != AxisType::UNROLL) continue;
     KILN_CHECK(r.src(0).is_const(), "expanded ranges have constant sizes");
-    if (range_vectorized(r)) {
-      KILN_CHECK(!vector_range, "at most one vectorized range per kernel");
-      vector_range = r;
-    } else {
-      out = duplicate(out, r);
-    }
+    if (range_vectorized(r)) vector_ranges.push_back(r);
+    else out = duplicate(out, r);
   }
-  if (vector_range) out = vectorize(out, vector_range);
+  for (const UOp& v : vector_ranges) out = vectorize(out, v);
   return graph_rewrite(out, symbolic(), nullptr, "expander symbolic");
 }
 

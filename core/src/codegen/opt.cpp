@@ -9,6 +9,7 @@
 #include "codegen/target.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
+#include "support/flat_map.hpp"
 #include "symbolic/symbolic.hpp"
 
 namespace kiln {
@@ -82,6 +83,22 @@ std::vector<UOp> ranges_of(const UOp& ast) {
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::RANGE) out.push_back(u);
   return out;
+}
+
+// No value depends on both ranges while both are open (a REDUCE or END closes the ranges it lists):
+// softmax's max and its sum of exp each reduce the row in a loop of their own
+// (schedule/group.cpp), so each can have vector lanes.
+bool independent(const UOp& ast, const UOp& a, const UOp& b) {
+  PtrMap<uint8_t> open;
+  for (const UOp& u : toposort(ast)) {
+    uint8_t bits = u == a ? 1 : u == b ? 2 : 0;
+    for (size_t i = 0; i < u.nsrc(); ++i) bits |= *open.find(u.src(i).node());
+    if (u.op() == Ops::REDUCE || u.op() == Ops::END)
+      for (size_t i = 1; i < u.nsrc(); ++i) bits &= static_cast<uint8_t>(u.src(i) == a ? ~1 : u.src(i) == b ? ~2 : ~0);
+    if (bits == 3) return false;
+    open[u.node()] = bits;
+  }
+  return true;
 }
 
 // Rebuilds every END that closes `r` so it closes `replacement` ranges instead (in that order).
@@ -247,7 +264,8 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
     if (!a.expands) return "only UPCAST and UNROLL make vector lanes";
     if (!is_pow2(opt.amount) || opt.amount > kMaxVectorLanes) return cat("vector lanes are a power of two up to ", kMaxVectorLanes);
     for (const UOp& x : ranges_of(ast))
-      if (range_vectorized(x)) return "the kernel has vector lanes already (one vector axis per kernel)";
+      if (range_vectorized(x) && !independent(ast, x, r))
+        return "the kernel has vector lanes already, and some value depends on both axes (one vector axis per value)";
   }
   if (a.expands) {
     int64_t copies = opt.amount;
