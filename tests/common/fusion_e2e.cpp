@@ -88,10 +88,17 @@ void check_fused_kernels(const std::string& device) {
       Tensor sx = t[0].sum({1}), my = t[1].max({1});
       return std::vector<Tensor>{sx + my, sx * my, (sx * 0.01).exp(), my};
     }, device);
+    expect_outputs_match("outputs of several dtypes", {x, y}, [](const std::vector<Tensor>& t) {
+      return std::vector<Tensor>{t[0].max({1}), t[0].argmax(1), t[0].gt(t[1]), t[0] * 2.0, (t[0] * 2.0).cast(dtypes::float16)};
+    }, device);
     expect_outputs_match("softmax and its row max", {x}, [](const std::vector<Tensor>& t) {
       return std::vector<Tensor>{t[0].softmax(), t[0].max({1}, true), t[0].log_softmax()};
     }, device);
   }
+  // a row of 40000 is split into partial reductions (split_reduce.cpp) before the groups form
+  HostArray x = make_array({2, 40000}, dtypes::float32, 9, -4, 4);
+  OpCase c{"long softmax", {x}, [](const std::vector<Tensor>& t) { return t[0].softmax(); }, [](const auto& a) { return per_row(a[0], 0); }};
+  EXPECT_EQ(compare(run_case(c, device), c.reference(c.inputs), 1e-4, 1e-7), "") << c.name << " vs C++ on " << device;
 }
 
 }  // namespace kiln::testing

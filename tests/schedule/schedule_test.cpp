@@ -205,6 +205,12 @@ TEST(Fusion, LongPrimeReduceIsATreeOfBoundedChunks) {
   EXPECT_EQ(names(kernels_of(input({8, 4096}).sum({1}).schedule())), "r_8_4096") << "short reduces stay one kernel";
 }
 
+// A long reduce inside another's source (softmax's max inside its sum of exp) is split as well:
+// it used to stay whole inside the other's split (one accumulator over the whole row).
+TEST(Fusion, NestedLongReducesAreBothSplit) {
+  EXPECT_EQ(names(kernels_of(input({8, 40000}).softmax().schedule())), "r_8_10_4000 r_8_10 r_8_10_4000n1 r_8_10n1 E_8_40000");
+}
+
 TEST(Ordering, AssignRunsAfterItsReaders) {
   Tensor a = input({8}).realize();
   UOp buf = base_buffer(a.uop());
