@@ -20,6 +20,8 @@
 //    bounds at every load (which also keeps its loads vectorizable).
 //  - A reduce of at least 32768 elements per output becomes a tree of kernels (split_reduce.cpp):
 //    the first reduces bounded chunks in parallel, the next ones combine the partials.
+// Then group.cpp decides which realized nodes share a kernel (multi-output kernels); a shared
+// reduce all of whose consumers share its kernel loses its buffer again.
 #include "schedule/kernelize.hpp"
 
 #include <algorithm>
