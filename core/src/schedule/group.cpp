@@ -121,34 +121,31 @@ struct Grouper {
     for (const UOpNode* y : order) reads[x].push_back({*id.find(y), !read_other.contains(y)});
   }
 
-  // Would one kernel for the groups of a and b run before and after some other kernel?
+  // Would one kernel for the groups of a and b run before and after some other kernel, or read
+  // one of them elsewhere than at its own element?
   bool merge_is_cycle(int a, int b) {
-    int ga = find(a), gb = find(b);
-    for (int x = 0; x < static_cast<int>(roots.size()); ++x) {
-      int gx = find(x);
-      if (gx != ga && gx != gb) continue;
-      for (auto [y, own] : reads[x]) {
-        int gy = find(y);
-        if ((gy == ga || gy == gb) && gx != gy && !own) return true;  // read elsewhere than its own element
-      }
-    }
+    const int n = static_cast<int>(roots.size()), ga = find(a), gb = find(b);
+    std::vector<std::vector<int>> members(n);
+    for (int x = 0; x < n; ++x) members[find(x)].push_back(x);
+    for (int gx : {ga, gb})
+      for (int x : members[gx])
+        for (auto [y, own] : reads[x])
+          if (!own && find(y) == (gx == ga ? gb : ga)) return true;
     auto reaches = [&](int from, int to) {  // through at least one other group
-      std::vector<char> seen(roots.size(), 0);
+      std::vector<char> seen(n, 0);
       std::vector<int> stack;
-      for (int x = 0; x < static_cast<int>(roots.size()); ++x)
-        if (find(x) == from)
-          for (auto [y, own] : reads[x])
-            if (find(y) != from && find(y) != to) stack.push_back(find(y));
+      for (int x : members[from])
+        for (auto [y, own] : reads[x])
+          if (find(y) != from && find(y) != to) stack.push_back(find(y));
       while (!stack.empty()) {
         int gx = stack.back();
         stack.pop_back();
         if (gx == to) return true;
         if (seen[gx]) continue;
         seen[gx] = 1;
-        for (int x = 0; x < static_cast<int>(roots.size()); ++x)
-          if (find(x) == gx)
-            for (auto [y, own] : reads[x])
-              if (find(y) != gx) stack.push_back(find(y));
+        for (int x : members[gx])
+          for (auto [y, own] : reads[x])
+            if (find(y) != gx) stack.push_back(find(y));
       }
       return false;
     };
