@@ -116,10 +116,11 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
     // a kernel that reduces one row several times in turn (softmax's max, then the sum of
     // exp(x - max): schedule/group.cpp) gets vector lanes along each of those reduces, else
     // unrolls it (a 4 times shorter chain through its accumulator)
-    for (const UOp& r : k.reduce)
-      if (!(r == red) && !(walkable(r) && plan.add({OptOp::UNROLL, range_axis(r), lanes, true})) && const_size(r) % 4 == 0 &&
-          const_size(r) >= 16)
-        plan.add({OptOp::UNROLL, range_axis(r), 4});
+    for (size_t i = 0; i + 1 < reduces.size(); ++i) {
+      const UOp& r = reduces[i].src(reduces[i].nsrc() - 1);
+      if (r == red || (walkable(r) && plan.add({OptOp::UNROLL, range_axis(r), lanes, true}))) continue;
+      if (const_size(r) % 4 == 0 && const_size(r) >= 16) plan.add({OptOp::UNROLL, range_axis(r), 4});
+    }
     if (walkable(red)) {
       plan.add({OptOp::UNROLL, range_axis(red), lanes, true});
       vec = lanes;

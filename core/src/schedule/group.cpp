@@ -12,11 +12,12 @@
 //    in an elementwise tail: the shared part is computed and loaded once),
 // and neither reads the other any other way, they live on one device, and the kernels that run
 // between them (one reads a third that reads the other) do not make the merge a cycle. COPY,
-// ASSIGN and CONTIGUOUS (a boundary the user asked for) kernels stay alone, and a graph with an ASSIGN is not grouped: an assign's write-after-read
-// edges (kernelize.cpp) are not known here, and a group could need to run both before and after it.
+// ASSIGN and CONTIGUOUS (a boundary the user asked for) kernels stay alone, and a graph with an
+// ASSIGN is not grouped: an assign's write-after-read edges (kernelize.cpp) are not known here,
+// and a group could need to run both before and after it.
 // Last, a reduce that was realized only because several consumers share it, and whose consumers
-// all joined its kernel, is not stored at all (a reduce consumed by several outputs is computed once,
-// with no buffer and no extra kernel).
+// all joined its kernel, is not stored at all (a reduce consumed by several outputs is computed
+// once, with no buffer and no extra kernel).
 #include <algorithm>
 #include <set>
 #include <tuple>
@@ -46,14 +47,18 @@ struct Grouper {
 
   int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
   // (a CONTIGUOUS is a kernel boundary the user asked for)
-  bool groupable(int x) const { return roots[x]->op != Ops::COPY && roots[x]->op != Ops::ASSIGN && roots[x]->op != Ops::CONTIGUOUS; }
+  bool groupable(int x) const {
+    Ops op = roots[x]->op;
+    return op != Ops::COPY && op != Ops::ASSIGN && op != Ops::CONTIGUOUS;
+  }
   const std::string& device(int x) const { return *g.device.find(roots[x]); }
 
   // The state of `src` when `u` (in state s, within reduce `r` when s is `reduced`) reads it.
   Space step(const UOpNode* u, Space s, const UOpNode*& r, const UOpNode* src) const {
     Ops op = u->op;
     if (s == Space::same) {
-      if (groups::Elementwise.has(op) || op == Ops::RESHAPE || op == Ops::CONTIGUOUS || op == Ops::DETACH) return Space::same;
+      if (groups::Elementwise.has(op) || op == Ops::RESHAPE || op == Ops::CONTIGUOUS || op == Ops::DETACH)
+        return Space::same;
       if (op == Ops::REDUCE_AXIS) {
         r = u;
         return Space::reduced;
