@@ -57,6 +57,8 @@ sdk::Target CpuDevice::target() {
   sdk::Target t;
   const bool fma = config_.isa.empty() ? cpu.has("fma") : isa_rank(config_.isa) >= 3;
   t.flags = KILN_TARGET_HAS_THREADS | (fma ? KILN_TARGET_HAS_FMA : 0u);
+  // LLVM IR has masked vector loads and stores (llvm.masked.*); the C renderer gates scalars only
+  if (config_.compiler.in_process()) t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
   t.threads = config_.threads;
   t.global_max = {0x7fffffffu, 0x7fffffffu, 0x7fffffffu};  // work-item indices are int32
   t.local_max = {1, 1, 1};

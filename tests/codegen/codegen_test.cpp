@@ -310,8 +310,9 @@ TEST(Opt, TheActionTableIsWhatApplies) {
   t.shared_max = 48 << 10;
   for (const OptAction& a : kOptActions) {
     if (a.split == OptSplit::exchange) continue;  // SWAP names a second axis: ActionsCheckTheirAxis
-    const int64_t right = a.on == AxisType::LOOP ? 0 : 1, wrong = 1 - right;
-    EXPECT_NE(opt_problem(k, Opt{a.op, wrong, 2}, &t).find(a.on == AxisType::LOOP ? "output (loop) axes" : "reduce axes"),
+    if (a.split == OptSplit::pad) continue;       // PADTO splits nothing: Opt.PadtoMasksWhatItAdds
+    const int64_t right = a.on == kLoopAxes ? 0 : 1, wrong = 1 - right;
+    EXPECT_NE(opt_problem(k, Opt{a.op, wrong, 2}, &t).find(a.on == kLoopAxes ? "output (loop) axes" : "reduce axes"),
               std::string::npos)
         << a.name;
     ASSERT_EQ(opt_problem(k, Opt{a.op, right, 2}, &t), "") << a.name;
@@ -470,4 +471,45 @@ TEST(Transcendental, Sin) {
   }
   EXPECT_TRUE(std::isnan(run(sin32, INFINITY, dtypes::float32)));
   EXPECT_TRUE(std::isnan(run(sin32, NAN, dtypes::float32)));
+}
+
+// PADTO grows an odd axis to a multiple of its amount: then a vector of that amount divides it.
+// What it adds is masked: loads and stores along it are gated, a reduce over it adds its
+// identity (a MAX takes a select; an ADD of a product of gated loads needs none), and with
+// masked vectors the lanes become one masked access instead of a gather.
+TEST(Opt, PadtoMasksWhatItAdds) {
+  Target t = cpu_target();
+  UOp mm = kernel_of(in({7, 13}).matmul(in({13, 999})));  // axis 0: 7, axis 1: 999, axis 2: the reduce (13)
+  EXPECT_NE(opt_problem(mm, Opt{OptOp::UPCAST, 1, 8, true}, &t), "") << "999 does not divide by 8";
+  EXPECT_EQ(opt_problem(mm, Opt{OptOp::PADTO, 1, 8}, &t), "");
+  std::vector<Opt> opts{{OptOp::PADTO, 1, 8}, {OptOp::UPCAST, 1, 8, true}, {OptOp::PADTO, 2, 4}, {OptOp::UNROLL, 2, 4}};
+  UOp padded = apply_opts(mm, opts, t);
+  int gated = 0, selects = 0;
+  for (const UOp& u : toposort(apply_opts(mm, std::span<const Opt>(opts).first(3), t))) {
+    gated += u.op() == Ops::INDEX && u.nsrc() > 2;
+    selects += u.op() == Ops::WHERE;
+  }
+  EXPECT_EQ(gated, 3) << "both loads and the store are gated";
+  EXPECT_EQ(selects, 0) << "a sum of products of gated loads adds 0 for the padding by itself";
+  for (const UOp& r : toposort(mm))
+    if (r.op() == Ops::RANGE && range_axis(r) == 1) {
+      EXPECT_EQ(remaining(r, opts), 1000 / 8);
+    }
+  // a max over a padded axis takes the identity for the padding
+  UOp mx = apply_opt(kernel_of(in({5, 13}).max({1})), Opt{OptOp::PADTO, 1, 4}, &t);
+  int where = 0;
+  for (const UOp& u : toposort(mx)) where += u.op() == Ops::WHERE;
+  EXPECT_EQ(where, 1);
+  // what PADTO refuses, and why
+  EXPECT_NE(opt_problem(mm, Opt{OptOp::PADTO, 0, 7}, &t).find("multiple of 7 already"), std::string::npos);
+  EXPECT_NE(opt_problem(mm, Opt{OptOp::PADTO, 0, 16}, &t).find("more than half"), std::string::npos);
+  EXPECT_NE(opt_problem(mm, Opt{OptOp::PADTO, 1, 8, true}, &t).find("vector lanes"), std::string::npos);
+  // lowered: one masked vector load per row with masked vectors, lanes without
+  Target masked = t;
+  masked.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  const std::string ir = cpu::render_llvm_ir(to_program(mm, masked, &opts).lir.view());
+  EXPECT_NE(ir.find("@llvm.masked.load"), std::string::npos);
+  EXPECT_NE(ir.find("@llvm.masked.store"), std::string::npos);
+  const std::string c = Render().render(to_program(mm, t, &opts).lir.view());
+  EXPECT_EQ(c.find("masked"), std::string::npos);
 }

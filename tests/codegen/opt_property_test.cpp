@@ -14,10 +14,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 #include <random>
 
 #include "c_dialect.hpp"
 #include "codegen/pipeline.hpp"
+#include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
 #include "llvm_ir.hpp"
 #include "opencl_c.hpp"
@@ -249,4 +251,92 @@ TEST(OptProperty, SimulatedCpuCapsComputeTheReference) {
     for (size_t i = 0; i < w.size(); ++i)
       ASSERT_NEAR(g[i], w[i], 1e-3 * std::max(1.0f, std::fabs(w[i]))) << "element " << i;
   }
+}
+
+namespace {
+
+// A random valid action list for `ast`: actions proposed at random (often a PADTO followed by an
+// UPCAST or UNROLL of its amount, as a heuristic pads an odd axis for a vector), kept when they
+// validate.
+std::vector<Opt> random_actions(const UOp& ast, const Target& target, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  OptPlan plan(ast, target);
+  for (int tries = 0; tries < 12 && plan.opts().size() < 5; ++tries) {
+    std::vector<UOp> ranges;
+    for (const UOp& u : toposort(plan.ast()))
+      if (u.op() == Ops::RANGE && (range_type(u) == AxisType::LOOP || range_type(u) == AxisType::REDUCE)) ranges.push_back(u);
+    if (ranges.empty()) break;
+    const UOp& r = ranges[rng() % ranges.size()];
+    const int64_t axis = range_axis(r), amount = pick(rng, {2, 3, 4, 8, 16});
+    const bool loop = range_type(r) == AxisType::LOOP, vector = amount != 3 && rng() % 2;
+    switch (rng() % 4) {
+      case 0:  // pad for an expansion of the same amount
+        if (plan.add({OptOp::PADTO, axis, amount})) plan.add({loop ? OptOp::UPCAST : OptOp::UNROLL, axis, amount, vector});
+        break;
+      case 1: plan.add({loop ? OptOp::UPCAST : OptOp::UNROLL, axis, amount, vector}); break;
+      case 2: plan.add({OptOp::THREAD, axis, pick(rng, {2, 3, 8})}); break;
+      default: plan.add({OptOp::PADTO, axis, amount}); break;
+    }
+  }
+  return plan.opts();
+}
+
+}  // namespace
+
+// Random valid action lists, PADTO among them, lowered for cpu:0's own target (masked vector
+// accesses) and for simulated caps without masked vectors (accesses split into lanes), compute
+// what the reference computes.
+TEST(OptProperty, RandomActionListsComputeTheReference) {
+  const uint64_t seed = seed_from_env("KILN_PROPERTY_SEED", std::random_device{}());
+  SCOPED_TRACE("KILN_PROPERTY_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const Target unmasked = cpu_caps(8, 2);
+  const int64_t cases = static_cast<int64_t>(seed_from_env("KILN_PROPERTY_CASES", 300)) / 8;
+  int64_t padded = 0;  // kernels that ran with a PADTO
+  for (int64_t c = 0; c < cases; ++c) {
+    const bool simulated = c % 2;
+    const uint64_t data_seed = rng(), opts_seed = rng();
+    auto make = [&](const std::string& device) {
+      std::mt19937_64 data(data_seed);
+      return [data, device](const Shape& s) mutable {
+        int64_t n = 1;
+        for (int64_t d : s) n *= d;
+        std::vector<float> v(static_cast<size_t>(n));
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (float& x : v) x = u(data);
+        return Tensor::from_vector(v, s, device);
+      };
+    };
+    std::mt19937_64 shape_rng = rng;
+    std::string what;
+    Tensor want = random_program(shape_rng, make("ref"), what);
+    Tensor got = random_program(rng, make("cpu:0"), what);
+    std::vector<float> w = want.to_vector<float>();
+    std::string actions;  // what the kernels got, for the failure message
+    std::mutex mu;
+    runtime::set_opts_override([&](const UOp& ast, const Target& t) -> std::optional<std::vector<Opt>> {
+      std::vector<Opt> opts = random_actions(ast, t, opts_seed ^ ast.key().lo);
+      std::lock_guard<std::mutex> lock(mu);
+      for (const Opt& o : opts) actions += " " + o.str();
+      actions += " |";
+      padded += std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::PADTO; });
+      return opts;
+    });
+    if (simulated) runtime::set_target_override(&unmasked);
+    std::vector<float> g;
+    std::string error;
+    try {
+      g = got.to_vector<float>();
+    } catch (const std::exception& ex) {
+      error = ex.what();
+    }
+    runtime::set_opts_override({});
+    runtime::set_target_override(nullptr);
+    SCOPED_TRACE(what + (simulated ? " on simulated caps without masked vectors" : " on cpu:0") + "; actions:" + actions);
+    ASSERT_EQ(error, "");
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      ASSERT_NEAR(g[i], w[i], 1e-3 * std::max(1.0f, std::fabs(w[i]))) << "element " << i;
+  }
+  EXPECT_GT(padded, cases / 4) << "the random lists exercise PADTO";
 }

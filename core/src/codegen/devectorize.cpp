@@ -2,10 +2,12 @@
 //
 // A vector op of k lanes over a target with narrower vectors becomes k scalar ops on GEPs of its
 // sources, gathered back with VECTORIZE; contiguous vector loads and stores become k scalar
-// loads and stores at consecutive indices. Symbolic cleanup then folds GEP(VECTORIZE) to the
+// loads and stores at consecutive indices, and so do masked ones (a gate per lane) on targets
+// without masked vector accesses. Symbolic cleanup then folds GEP(VECTORIZE) to the
 // lane itself, so nothing vector-shaped remains.
 #include "codegen/passes.hpp"
 #include "ir/traverse.hpp"
+#include "ir/uop_access.hpp"
 #include "codegen/target.hpp"
 #include "rewrite/graph_rewrite.hpp"
 #include "symbolic/symbolic.hpp"
@@ -23,7 +25,13 @@ UOp gep(const UOp& v, int64_t j) {
 
 struct Width {
   int max;
+  bool masked;  // the target has masked vector loads and stores (one gate per lane)
 };
+
+// A vector access with one gate per lane (a PADTO'd or padded view along the vector axis).
+bool lane_gated(const UOp& index) { return index.op() == Ops::INDEX && index.nsrc() > 2 && index.src(2).dtype().count() > 1; }
+// Whether a vector access of k lanes through `index` stays one access on this target.
+bool fits(const Width& w, int k, const UOp& index) { return k <= w.max && (w.masked || !lane_gated(index)); }
 
 UOp split_alu(const Match& m, Width& w) {
   const UOp& x = m[r0];
@@ -41,14 +49,14 @@ UOp split_alu(const Match& m, Width& w) {
 UOp lane_index(const UOp& index, int64_t j) {
   DType p = index.dtype();
   std::vector<UOp> src{index.src(0), index.src(1) + j};
-  if (index.nsrc() > 2) src.push_back(index.src(2));
+  if (index.nsrc() > 2) src.push_back(gep(index.src(2), j));
   return UOp::make(Ops::INDEX, p.base().scalar_type().ptr(p.ptr_size(), p.addrspace()), src);
 }
 
 UOp split_load(const Match& m, Width& w) {
   const UOp& x = m[r0];
   int k = x.dtype().count();
-  if (k <= w.max) return {};
+  if (fits(w, k, x.src(0))) return {};
   std::vector<UOp> lanes;
   for (int j = 0; j < k; ++j) lanes.push_back(UOp::make(Ops::LOAD, x.dtype().scalar_type(), {lane_index(x.src(0), j)}));
   return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
@@ -57,7 +65,7 @@ UOp split_load(const Match& m, Width& w) {
 UOp split_store(const Match& m, Width& w) {
   const UOp& x = m[r0];
   int k = x.src(0).dtype().count();
-  if (k <= w.max) return {};
+  if (fits(w, k, x.src(0))) return {};
   std::vector<UOp> stores;
   for (int j = 0; j < k; ++j) {
     std::vector<UOp> src{lane_index(x.src(0), j), gep(x.src(1), j)};
@@ -98,9 +106,10 @@ const PatternMatcher& pm_vector_cleanup() {
 }
 
 UOp devectorize(const UOp& ast, const Target& target) {
-  Width w{static_cast<int>(std::max<uint32_t>(1, target.max_vector_width))};
+  Width w{static_cast<int>(std::max<uint32_t>(1, target.max_vector_width)), target.has(KILN_TARGET_HAS_MASKED_VECTORS)};
   bool any = false;
-  for (const UOpNode* n : toposort_nodes(ast)) any |= !n->dtype.is_ptr() && n->dtype.count() > w.max;
+  for (const UOpNode* n : toposort_nodes(ast))
+    any |= (!n->dtype.is_ptr() && n->dtype.count() > w.max) || (!w.masked && lane_gated(UOpAccess::from_node(n)));
   if (!any) return ast;
   static const PatternMatcher pm{
       rule(UPat::ops(groups::Elementwise).allow_any_len().named(r0), split_alu),

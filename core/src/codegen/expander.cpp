@@ -6,8 +6,9 @@
 //    the reduce op. Copies of a REDUCE keep the same reduce ranges, so after reduce lowering they
 //    share one loop: that is what makes register tiles.
 //  - by lanes (the vectorized range): values that depend on it become k-lane vectors. A load
-//    whose index moves by exactly 1 along the range is one vector load; by 0, a scalar; otherwise
-//    (or when its validity depends on the range) a gather of k loads. Stores likewise. A REDUCE
+//    whose index moves by exactly 1 along the range is one vector load (masked, with one gate per
+//    lane, when its validity depends on the range); by 0, a scalar; otherwise a gather of k loads.
+//    Stores likewise. A REDUCE
 //    over the vector range accumulates a vector and ends with a horizontal fold of the lanes.
 #include "codegen/passes.hpp"
 
@@ -97,9 +98,10 @@ class Vectorizer {
     return UOp::make(Ops::VECTORIZE, x.dtype().vec(k_), lanes);
   }
 
-  // For INDEX(buf, idx[, valid]): the base index when it is contiguous along v (valid independent).
+  // For INDEX(buf, idx[, valid]): the base index when it is contiguous along v. A valid that
+  // depends on v becomes one gate per lane (a masked vector access; devectorize splits it into
+  // lanes for targets without masked vectors).
   bool contiguous(const UOp& index, UOp& base) {
-    if (index.nsrc() > 2 && dep_.contains(index.src(2).node())) return false;
     int64_t s;
     if (!stride_of(index.src(1), v_, s) || s != 1) return false;
     base = simplify(lane(index.src(1), 0));
@@ -110,7 +112,7 @@ class Vectorizer {
     DType p = index.dtype();
     DType vp = p.base().vec(k_).ptr(p.ptr_size(), p.addrspace());
     std::vector<UOp> src{index.src(0), base};
-    if (index.nsrc() > 2) src.push_back(index.src(2));
+    if (index.nsrc() > 2) src.push_back(vec(index.src(2)));
     return UOp::make(Ops::INDEX, vp, src);
   }
 

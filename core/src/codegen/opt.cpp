@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "ir/alu.hpp"
 #include "ir/print.hpp"
 #include "ir/traverse.hpp"
 #include "codegen/target.hpp"
@@ -163,8 +164,11 @@ int64_t const_size(const UOp& r) { return r.src(0).is_const() ? r.src(0).arg_int
 
 int64_t remaining(const UOp& r, std::span<const Opt> opts) {
   int64_t n = const_size(r);
-  for (const Opt& o : opts)
-    if (o.axis == range_axis(r) && opt_action(o.op).split == OptSplit::exact) n /= o.amount;
+  for (const Opt& o : opts) {
+    if (o.axis != range_axis(r)) continue;
+    if (opt_action(o.op).split == OptSplit::exact) n /= o.amount;
+    if (opt_action(o.op).split == OptSplit::pad) n = (n + o.amount - 1) / o.amount * o.amount;
+  }
   return n;
 }
 
@@ -199,6 +203,67 @@ std::string swap_problem(const UOp& ast, const UOp& a, const Opt& opt) {
         std::find(u.src().begin() + 1, u.src().end(), b) != u.src().end())
       return {};
   return cat("axes ", opt.axis, " and ", opt.amount, " are not loops of one nest");
+}
+
+// PADTO: an odd axis grows to a multiple of `amount`. The padded iterations are safe to run
+// masked: their memory accesses are gated and kiln's integer division is total (decompose.cpp),
+// so a gated load's 0 as a divisor does not trap.
+std::string pad_problem(const UOp& size, int64_t amount) {
+  if (!size.is_const()) return "the axis size is symbolic";
+  const int64_t n = size.arg_int();
+  if (n % amount == 0) return cat("the axis size ", n, " is a multiple of ", amount, " already");
+  if ((n + amount - 1) / amount * amount > kMaxPadFactor * n)
+    return cat("padding ", n, " to a multiple of ", amount, " would mask more than half of its iterations");
+  return {};
+}
+
+// Whether `x` is 0 on every masked iteration of a PADTO: a load gated by `valid` (a gated load
+// yields 0), a cast of one, or a product of two (0 * 0; 0 * another value could be NaN). Then an
+// ADD reduce needs no select for the padding (a matmul's padded K).
+bool zero_when_masked(const UOp& x, const UOp& valid) {
+  switch (x.op()) {
+    case Ops::LOAD: {
+      if (x.nsrc() != 1 || x.src(0).op() != Ops::INDEX || x.src(0).nsrc() < 3) return false;
+      const UOp& gate = x.src(0).src(2);
+      return gate == valid || (gate.op() == Ops::AND && (gate.src(0) == valid || gate.src(1) == valid));
+    }
+    case Ops::CAST: return zero_when_masked(x.src(0), valid);
+    case Ops::MUL: return zero_when_masked(x.src(0), valid) && zero_when_masked(x.src(1), valid);
+    default: return false;
+  }
+}
+
+// PADTO: range r grows to a multiple of `amount`; every access along it is gated by r < n and a
+// reduce over it takes the identity for the masked iterations.
+UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
+  const int64_t n = const_size(r);
+  std::vector<int64_t> arg = r.arg_ints();
+  UOp padded = UOp::make(Ops::RANGE, r.dtype(), {UOp::cindex((n + amount - 1) / amount * amount)}, Arg{arg});
+  UOp valid = padded.lt(UOp::cindex(n));
+  UOp out = replace_range(ast, r, padded, {padded});
+  // which nodes move with the padded range
+  PtrMap<char> dep;
+  std::vector<std::pair<UOp, UOp>> gated;
+  for (const UOp& u : toposort(out)) {
+    bool d = u == padded;
+    for (const UOp& s : u.src()) d |= dep.contains(s.node());
+    if (d) dep[u.node()] = 1;
+    if (!d || u.op() != Ops::INDEX) continue;
+    std::vector<UOp> src{u.src(0), u.src(1), u.nsrc() > 2 ? u.src(2) & valid : valid};
+    gated.push_back({u, u.replace_src(src)});
+  }
+  out = substitute(out, gated);
+  std::vector<std::pair<UOp, UOp>> masked;
+  for (const UOp& u : toposort(out)) {
+    if (u.op() != Ops::REDUCE || std::find(u.src().begin() + 1, u.src().end(), padded) == u.src().end()) continue;
+    const Ops op = static_cast<Ops>(u.arg_ints()[0]);
+    const UOp& v = u.src(0);
+    if (op == Ops::ADD && zero_when_masked(v, valid)) continue;
+    std::vector<UOp> src(u.src().begin(), u.src().end());
+    src[0] = valid.where(v, const_of(v.dtype(), reduce_identity(op, v.dtype())));
+    masked.push_back({u, u.replace_src(src)});
+  }
+  return substitute(out, masked);
 }
 
 // Limits a target puts on an action (none for a null target: structure only).
@@ -250,14 +315,14 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   const OptAction& a = opt_action(opt.op);
   if (a.split == OptSplit::exchange) return swap_problem(ast, r, opt);
   AxisType t = range_type(r);
-  if (t != a.on)
-    return cat(a.on == AxisType::LOOP ? "it applies to output (loop) axes" : "it applies to reduce axes", "; axis ", opt.axis,
-               " is ", axis_type_name(t));
+  if (!(a.on & axis_bit(t)))
+    return cat("it applies to ", a.on == kLoopAxes ? "output (loop) axes" : a.on == kReduceAxes ? "reduce axes" : "output or reduce axes",
+               "; axis ", opt.axis, " is ", axis_type_name(t));
   if (opt.amount <= 1) return "amount must be > 1";
   const UOp& size = r.src(0);
   if (a.split == OptSplit::chunks) {
     if (!size.is_const()) return "the axis size is symbolic";
-  } else if (!size.is_const() || size.arg_int() % opt.amount != 0) {
+  } else if (a.split == OptSplit::exact && (!size.is_const() || size.arg_int() % opt.amount != 0)) {
     return cat("the axis size ", render_expr(size), " is not divisible by ", opt.amount);
   }
   if (opt.vectorize) {
@@ -267,6 +332,7 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
       if (range_vectorized(x) && !independent(ast, x, r))
         return "the kernel has vector lanes already, and some value depends on both axes (one vector axis per value)";
   }
+  if (a.split == OptSplit::pad) return pad_problem(size, opt.amount);
   if (a.expands) {
     int64_t copies = opt.amount;
     for (const UOp& x : ranges_of(ast))
@@ -282,6 +348,7 @@ UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   const OptAction& a = opt_action(opt.op);
   UOp r = find_axis(ast, opt.axis);
   if (a.split == OptSplit::exchange) return swap_loops(ast, r, find_axis(ast, opt.amount));
+  if (a.split == OptSplit::pad) return pad_range(ast, r, opt.amount);
   const UOp& size = r.src(0);
   const int64_t amt = opt.amount;
   const AxisType t = range_type(r);

@@ -11,6 +11,10 @@
 //           memory): each work item reduces a strided share, the partials meet in local memory
 //   SWAP    exchanges the loop order of two output axes (`amount` is the other axis' id):
 //           which operand stays in cache across the inner loop
+//   PADTO   pads an output or reduce axis up to a multiple of `amount`, so a later UPCAST, UNROLL
+//           or vector of `amount` divides it (odd and prime sizes keep the fast path). The padded
+//           iterations are masked: every load and store along the axis is gated (a gated load
+//           reads nothing and yields 0), and a reduce over the axis adds its identity for them
 // What each action applies to, makes and needs is one row of kOptActions (below): opt_problem,
 // apply_opt, parse_opt and the heuristics read it. Actions are applied in order; KILN_NOOPT=1
 // applies none. Whether an action applies depends on the kernel as the actions before it left it
@@ -31,7 +35,7 @@ namespace kiln {
 
 struct Target;
 
-enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, count_ };
+enum class OptOp : uint8_t { UPCAST, UNROLL, LOCAL, THREAD, SWAP, GROUP, PADTO, count_ };
 inline constexpr size_t kNumOptOps = static_cast<size_t>(OptOp::count_);
 
 // How an action reshapes its axis.
@@ -40,14 +44,19 @@ enum class OptSplit : uint8_t {
   chunks,    // outer = `amount` chunks (a new id), inner = the chunk, with a dynamic bound when the
              // amount does not divide (THREAD)
   exchange,  // no split: the axis trades places with the axis named by `amount` (SWAP)
+  pad,       // no split: the axis grows to the next multiple of `amount`, the excess masked (PADTO)
 };
+
+// A set of axis types (the types an action applies to).
+constexpr uint32_t axis_bit(AxisType t) { return 1u << static_cast<unsigned>(t); }
+constexpr uint32_t kLoopAxes = axis_bit(AxisType::LOOP), kReduceAxes = axis_bit(AxisType::REDUCE);
 
 // One action, as data: opt_problem validates by it, apply_opt applies by it, heuristics read it.
 struct OptAction {
   OptOp op;              // its own index (checked below)
   const char* name;      // as Opt::str() writes it and parse_opt reads it
-  AxisType on;           // the axis type it applies to
-  AxisType makes;        // the type of the part it splits off
+  uint32_t on;           // the axis types it applies to (axis_bit set)
+  AxisType makes;        // the type of the part it splits off (the axis' own type when none)
   OptSplit split;
   bool expands;          // copies of the body (UPCAST/UNROLL): counts toward kMaxExpansion, may be
                          // vector lanes, and a whole-axis split leaves no outer loop behind
@@ -55,13 +64,14 @@ struct OptAction {
 };
 
 inline constexpr OptAction kOptActions[] = {
-    {OptOp::UPCAST, "UPCAST", AxisType::LOOP, AxisType::UPCAST, OptSplit::exact, true, 0},
-    {OptOp::UNROLL, "UNROLL", AxisType::REDUCE, AxisType::UNROLL, OptSplit::exact, true, 0},
-    {OptOp::LOCAL, "LOCAL", AxisType::LOOP, AxisType::LOCAL, OptSplit::exact, false, KILN_TARGET_HAS_LOCAL},
-    {OptOp::THREAD, "THREAD", AxisType::LOOP, AxisType::THREAD, OptSplit::chunks, false, KILN_TARGET_HAS_THREADS},
-    {OptOp::SWAP, "SWAP", AxisType::LOOP, AxisType::LOOP, OptSplit::exchange, false, 0},
-    {OptOp::GROUP, "GROUP", AxisType::REDUCE, AxisType::GROUP_REDUCE, OptSplit::exact, false,
+    {OptOp::UPCAST, "UPCAST", kLoopAxes, AxisType::UPCAST, OptSplit::exact, true, 0},
+    {OptOp::UNROLL, "UNROLL", kReduceAxes, AxisType::UNROLL, OptSplit::exact, true, 0},
+    {OptOp::LOCAL, "LOCAL", kLoopAxes, AxisType::LOCAL, OptSplit::exact, false, KILN_TARGET_HAS_LOCAL},
+    {OptOp::THREAD, "THREAD", kLoopAxes, AxisType::THREAD, OptSplit::chunks, false, KILN_TARGET_HAS_THREADS},
+    {OptOp::SWAP, "SWAP", kLoopAxes, AxisType::LOOP, OptSplit::exchange, false, 0},
+    {OptOp::GROUP, "GROUP", kReduceAxes, AxisType::GROUP_REDUCE, OptSplit::exact, false,
      KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED},
+    {OptOp::PADTO, "PADTO", kLoopAxes | kReduceAxes, AxisType::LOOP, OptSplit::pad, false, 0},
 };
 static_assert(std::size(kOptActions) == kNumOptOps, "every OptOp has a row in kOptActions");
 static_assert([] {
@@ -87,6 +97,8 @@ std::vector<Opt> parse_opts(std::string_view text);
 
 // At most this many vector lanes on one axis (wider vectors are split to the target's width).
 inline constexpr int64_t kMaxVectorLanes = 64;
+// PADTO at most doubles an axis: past that, more than half of its iterations would be masked.
+inline constexpr int64_t kMaxPadFactor = 2;
 // At most this many copies of a kernel's body from UPCAST/UNROLL (lanes included): past it the
 // generated code only grows.
 inline constexpr int64_t kMaxExpansion = 1024;
@@ -131,8 +143,8 @@ struct KernelShape {
 };
 KernelShape inspect_kernel(const UOp& ast);
 int64_t const_size(const UOp& r);  // 0 when symbolic
-// What is left of range r's size after `opts` split it (the exact splits on its axis divide it;
-// THREAD chunks and SWAP leave the count alone). 0 when symbolic.
+// What is left of range r's size after `opts` split it (PADTO rounds it up, the exact splits on its
+// axis divide it; THREAD chunks and SWAP leave the count alone). 0 when symbolic.
 int64_t remaining(const UOp& r, std::span<const Opt> opts);
 bool has_stride(const UOp& idx, const UOp& r, int64_t want);
 

@@ -90,6 +90,9 @@ auto naming(const Kernel& k, F&& f) {
 // set_target_override's target (tests); null: each device's own
 std::atomic<const Target*> target_override{nullptr};
 std::atomic<uint64_t> generation{0};  // program_cache_generation
+// set_opts_override's chooser (tests), read under its own lock
+std::mutex opts_override_mu;
+OptsOverride opts_override;
 
 // to_program (codegen) -> do_render
 Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
@@ -100,7 +103,13 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
   auto t = std::chrono::steady_clock::now();
   const Target* simulated = target_override.load();
   try {
-    k.spec = to_program(ast, simulated ? *simulated : dev->target());
+    const Target& target = simulated ? *simulated : dev->target();
+    std::optional<std::vector<Opt>> given;
+    {
+      std::lock_guard<std::mutex> lock(opts_override_mu);
+      if (opts_override) given = opts_override(ast, target);
+    }
+    k.spec = to_program(ast, target, given ? &*given : nullptr);
   } catch (const Error& e) {  // e.g. an op the target lacks and kiln cannot decompose: say which device
     fail(e.code(), dev->name(), ": ", e.what());
   }
@@ -288,6 +297,14 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
 
 void set_target_override(const Target* target) {
   target_override.store(target);
+  clear_program_cache();
+}
+
+void set_opts_override(OptsOverride chooser) {
+  {
+    std::lock_guard<std::mutex> lock(opts_override_mu);
+    opts_override = std::move(chooser);
+  }
   clear_program_cache();
 }
 

@@ -6,7 +6,9 @@
 // once. Thread-safe; independent kernels may be built in parallel (build_kernels). Launching is
 // runtime/prepared.hpp's: a prepared kernel holds its Kernel, so a launch looks nothing up here.
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +38,11 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
 // host lacks: wider vectors, more threads); nullptr restores. Clears the program cache; `target`
 // must outlive its use. The device still renders, compiles and runs the result.
 void set_target_override(const Target* target);
+// Tests only: the actions each kernel gets (nullopt: the heuristic's), e.g. random valid lists
+// checked against the reference; an empty function restores. Clears the program cache; applied as
+// a given list (an action that does not apply is an error).
+using OptsOverride = std::function<std::optional<std::vector<Opt>>(const UOp& ast, const Target& target)>;
+void set_opts_override(OptsOverride chooser);
 size_t program_cache_size();
 void clear_program_cache();
 // Bumped by clear_program_cache: a kernel prepared in an older generation is stale.

@@ -146,6 +146,8 @@ typedef struct kiln_device_props {
 #define KILN_TARGET_HAS_SHARED (1u << 1)   /* workgroup-shared memory (DEFINE_LOCAL) and barriers */
 #define KILN_TARGET_HAS_THREADS (1u << 2)  /* CPU-style: global[0] work items run on `threads` threads */
 #define KILN_TARGET_HAS_FMA (1u << 3)
+#define KILN_TARGET_HAS_MASKED_VECTORS (1u << 4) /* vector LOAD/STORE with a vector gate (one bool per lane;
+                                                   without it the core splits such accesses into lanes) */
 
 /* What the core's code generator may emit for this device: it decomposes every LIR op and dtype
  * missing here before the renderer sees the kernel. Filled by the plugin, host-allocated. */
