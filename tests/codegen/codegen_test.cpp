@@ -383,6 +383,24 @@ TEST(Opt, GivenActionListsAreValidated) {
   EXPECT_EQ(opt_problem(k, Opt{OptOp::UPCAST, 1, 4, true}, &t), "");
 }
 
+// Two reduces in turn over one row (softmax's max, then its sum of exp: schedule/group.cpp) each
+// get vector lanes: no value depends on both axes. A matmul's output lanes and its reduce do meet.
+TEST(Opt, IndependentReducesEachGetVectorLanes) {
+  Tensor x = in({8, 64});
+  UOp k = kernel_of((x - x.max({1}, true)).exp().sum({1}));
+  Target t = cpu_target();
+  const std::vector<Opt> both{{OptOp::UNROLL, 1, 16, true}, {OptOp::UNROLL, 2, 16, true}};
+  UOp vectorized = apply_opts(k, both, t);
+  int vector_ranges = 0;
+  for (const UOp& u : toposort(vectorized))
+    if (u.op() == Ops::RANGE && range_vectorized(u)) ++vector_ranges;
+  EXPECT_EQ(vector_ranges, 2);
+  OptPlan plan = hand_coded_optimizations(k, t);
+  int heuristic_vectors = 0;
+  for (const Opt& o : plan.opts()) heuristic_vectors += o.vectorize;
+  EXPECT_EQ(heuristic_vectors, 2) << "the heuristic vectorizes both reduces";
+}
+
 TEST(Opt, ActionsReadBackAsTheyArePrinted) {
   const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::UNROLL, 2, 4}, {OptOp::LOCAL, 0, 16},
                               {OptOp::THREAD, 0, 64}, {OptOp::SWAP, 0, 1}, {OptOp::GROUP, 3, 256}};

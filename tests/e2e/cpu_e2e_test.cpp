@@ -10,6 +10,7 @@
 
 #include "kiln/kiln.hpp"
 #include "backend_e2e.hpp"
+#include "fusion_e2e.hpp"
 #include "error_check.hpp"
 #include "plugin/device.hpp"
 #include "runtime/compile_cache.hpp"
@@ -30,6 +31,8 @@ const char* kDevice = "cpu:0";
 KILN_OP_CORPUS_SUITE(CpuCorpus, kDevice);
 
 TEST(CpuSweep, OddSizes) { check_odd_sizes(kDevice); }
+
+TEST(CpuFusion, MultiOutputAndFusedReduceKernels) { check_fused_kernels(kDevice); }
 
 TEST(CpuSweep, LongReductions) { check_long_reductions(kDevice); }
 

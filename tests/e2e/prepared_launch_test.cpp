@@ -4,6 +4,9 @@
 // program cache).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "backend_e2e.hpp"
 #include "error_check.hpp"
 #include "kiln/kiln.hpp"
@@ -95,6 +98,33 @@ TEST(PreparedLaunch, SameResultsAsTheScheduleItems) {
   LinearResult lr = create_linear_with_vars(UOp::sink({program().uop()}));
   for (const runtime::PreparedItem& it : lr.prepared->prepare(lr.linear, lr.var_vals)) copies |= it.kernel->kind == runtime::CallKind::copy;
   EXPECT_TRUE(copies);
+}
+
+// A kernel with several outputs (schedule/group.cpp) through the prepared path, from the cached
+// template on later calls: each output buffer gets its values, for each call's input.
+TEST(PreparedLaunch, MultiOutputKernelsFromACachedSchedule) {
+  auto program = [](const Tensor& x) {
+    Tensor s = x.sum({1});
+    return std::vector<Tensor>{s + 1.0, s * 3.0, x.softmax()};
+  };
+  for (int call = 0; call < 4; ++call) {
+    std::vector<float> v(6 * 5);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((static_cast<int>(i) * (call + 3)) % 11) * 0.25f;
+    std::vector<Tensor> out = program(Tensor::from_vector(v, {6, 5}, kDevice).realize());
+    if (call == 0) {
+      EXPECT_EQ(Tensor::schedule_all(out).size(), 3u) << "one kernel for both sums, two for the softmax";
+    }
+    Tensor::realize_all(out);
+    std::vector<float> a = out[0].to_vector<float>(), b = out[1].to_vector<float>(), sm = out[2].to_vector<float>();
+    for (int r = 0; r < 6; ++r) {
+      float s = 0, mx = v[r * 5], z = 0;
+      for (int c = 0; c < 5; ++c) s += v[r * 5 + c], mx = std::max(mx, v[r * 5 + c]);
+      for (int c = 0; c < 5; ++c) z += std::exp(v[r * 5 + c] - mx);
+      EXPECT_FLOAT_EQ(a[r], s + 1.0f) << "call " << call;
+      EXPECT_FLOAT_EQ(b[r], s * 3.0f) << "call " << call;
+      for (int c = 0; c < 5; ++c) EXPECT_NEAR(sm[r * 5 + c], std::exp(v[r * 5 + c] - mx) / z, 1e-6) << "call " << call;
+    }
+  }
 }
 
 // one cached schedule, a value per realize (on the cpu target the launch size does not depend on

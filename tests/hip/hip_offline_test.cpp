@@ -141,7 +141,7 @@ TEST(HipOffline, AScheduleCompilesToOneCodeObject) {
     specs.push_back(to_program(e.ast, dev->target()));
     kernels.push_back({dev->render(specs.back().lir.view()), specs.back().name});
   }
-  ASSERT_EQ(kernels.size(), 3u);
+  ASSERT_EQ(kernels.size(), 2u);  // softmax: the row max and sum of exp, then the normalising pass
   std::string binary = dev->compile_many(kernels);
   for (const ProgramSpec& spec : specs) {
     SCOPED_TRACE(spec.name);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "backend_e2e.hpp"
+#include "fusion_e2e.hpp"
 #include "kiln/kiln.hpp"
 
 using namespace kiln;
@@ -15,6 +16,8 @@ const char* kDevice = "opencl:0";
 KILN_OP_CORPUS_SUITE(OpenclCorpus, kDevice);
 
 TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
+
+TEST(OpenclFusion, MultiOutputAndFusedReduceKernels) { check_fused_kernels(kDevice); }
 
 TEST(OpenclSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }
 

@@ -57,7 +57,7 @@ struct ExecItem {
   std::string name;                 // kernel name ("E_4096_1024", "r_256_65536") or "copy N bytes"
   std::string device;               // where it runs
   UOp ast;                          // the kernel AST (SINK of END(STORE)) or the COPY node
-  std::vector<UOp> buffers;         // BUFFER nodes, in parameter order (output first)
+  std::vector<UOp> buffers;         // BUFFER nodes, in parameter order (the outputs first)
   std::vector<std::pair<std::string, int64_t>> var_vals;  // variable values for this launch
 };
 

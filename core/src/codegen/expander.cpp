@@ -204,8 +204,8 @@ UOp vectorize(const UOp& ast, const UOp& v) {
 
 UOp expand_ranges(const UOp& ast) {
   UOp out = ast;
-  // one vector range per loop nest: the compute's, and a STAGE copy's own (stage.cpp), which
-  // nothing the compute's lanes touch depends on
+  // vector ranges that no value depends on two of (opt.cpp checks): the compute's, a STAGE copy's
+  // own (stage.cpp), and reduces in turn over one row (softmax's max, then its sum)
   std::vector<UOp> vector_ranges;
   for (const UOp& r : toposort(ast)) {
     if (r.op() != Ops::RANGE) continue;

@@ -246,11 +246,12 @@ void add_threads(const KernelShape& k, const Target& target, OptPlan& plan) {
 KernelShape inspect_kernel(const UOp& ast) {
   KernelShape k;
   for (const UOp& u : toposort(ast)) {
-    if (u.op() == Ops::END && u.src(0).op() == Ops::STORE)
+    // (a kernel with several outputs stores them all under one END, at one index: schedule/group.cpp)
+    if (u.op() == Ops::END && (u.src(0).op() == Ops::STORE || u.src(0).op() == Ops::GROUP))
       for (size_t i = 1; i < u.nsrc(); ++i) k.out.push_back(u.src(i));
     if (u.op() == Ops::STORE) {
+      k.itemsize = k.store_index ? std::max(k.itemsize, u.src(1).dtype().scalar_size()) : u.src(1).dtype().scalar_size();
       k.store_index = u.src(0).src(1);
-      k.itemsize = u.src(1).dtype().scalar_size();
     }
     if (u.op() == Ops::LOAD) k.load_indices.push_back(u.src(0).src(1));
     if (u.op() == Ops::RANGE && range_type(u) == AxisType::REDUCE) k.reduce.push_back(u);
@@ -300,12 +301,29 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
       }
   } else if (!k.reduce.empty()) {
     UOp red = k.reduce.back();
-    bool walkable = !k.load_indices.empty();
-    for (const UOp& idx : k.load_indices) walkable &= has_stride(idx, red, 1) || has_stride(idx, red, 0);
-    int64_t vec = walkable && lanes > 1 ? vector_lanes(plan, red, vectors) : 1;
+    // several reduces in turn (schedule/group.cpp): the one computed last consumes the others
+    std::vector<UOp> reduces;
+    for (const UOp& u : toposort(ast))
+      if (u.op() == Ops::REDUCE && u.nsrc() > 1) reduces.push_back(u);
+    if (reduces.size() > 1) red = reduces.back().src(reduces.back().nsrc() - 1);
+    // vector lanes along a reduce axis the inputs walk contiguously (or not at all; a padded
+    // reduce adds its identity for the masked terms)
+    auto lanes_along = [&](const UOp& r) {
+      bool ok = !k.load_indices.empty() && lanes > 1;
+      for (const UOp& idx : k.load_indices) ok &= has_stride(idx, r, 1) || has_stride(idx, r, 0);
+      return ok ? vector_lanes(plan, r, vectors) : int64_t{1};
+    };
+    // a kernel that reduces one row several times in turn (softmax's max, then the sum of
+    // exp(x - max)) gets vector lanes along each of those reduces, else unrolls it (a 4 times
+    // shorter chain through its accumulator)
+    for (size_t i = 0; i + 1 < reduces.size(); ++i) {
+      const UOp& r = reduces[i].src(reduces[i].nsrc() - 1);
+      if (r == red) continue;
+      if (int64_t v = lanes_along(r); v > 1 && plan.add({OptOp::UNROLL, range_axis(r), v, true})) continue;
+      if (const_size(r) >= 16) add_fitted(plan, OptOp::UNROLL, r, 4);
+    }
+    int64_t vec = lanes_along(red);
     if (vec > 1) {
-      // a reduction: vector lanes along a reduce axis the inputs walk contiguously (or not at all;
-      // a padded reduce adds its identity for the masked terms)
       plan.add({OptOp::UNROLL, range_axis(red), vec, true});
       // dot products (C = A @ B.T): a tile of output axes along which an input is reused keeps
       // several vector accumulators busy per loaded vector

@@ -86,6 +86,22 @@ std::vector<UOp> ranges_of(const UOp& ast) {
   return out;
 }
 
+// No value depends on both ranges while both are open (a REDUCE or END closes the ranges it lists):
+// softmax's max and its sum of exp each reduce the row in a loop of their own
+// (schedule/group.cpp), so each can have vector lanes.
+bool independent(const UOp& ast, const UOp& a, const UOp& b) {
+  PtrMap<uint8_t> open;
+  for (const UOp& u : toposort(ast)) {
+    uint8_t bits = u == a ? 1 : u == b ? 2 : 0;
+    for (size_t i = 0; i < u.nsrc(); ++i) bits |= *open.find(u.src(i).node());
+    if (u.op() == Ops::REDUCE || u.op() == Ops::END)
+      for (size_t i = 1; i < u.nsrc(); ++i) bits &= static_cast<uint8_t>(u.src(i) == a ? ~1 : u.src(i) == b ? ~2 : ~0);
+    if (bits == 3) return false;
+    open[u.node()] = bits;
+  }
+  return true;
+}
+
 // Rebuilds every END that closes `r` so it closes `replacement` ranges instead (in that order).
 UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& replacement) {
   std::vector<std::pair<UOp, UOp>> ends;
@@ -325,7 +341,8 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
     if (!a.expands) return "only UPCAST and UNROLL make vector lanes";
     if (!is_pow2(opt.amount) || opt.amount > kMaxVectorLanes) return cat("vector lanes are a power of two up to ", kMaxVectorLanes);
     for (const UOp& x : ranges_of(ast))
-      if (range_vectorized(x)) return "the kernel has vector lanes already (one vector axis per kernel)";
+      if (range_vectorized(x) && !independent(ast, x, r))
+        return "the kernel has vector lanes already, and some value depends on both axes (one vector axis per value)";
   }
   if (a.split == OptSplit::pad) return pad_problem(size, opt.amount);
   if (a.expands) {

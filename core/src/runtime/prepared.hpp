@@ -75,7 +75,7 @@ struct PreparedKernel {
 
 struct PreparedItem {
   std::shared_ptr<const PreparedKernel> kernel;
-  std::vector<std::shared_ptr<Storage>> storages;  // the call's buffers in parameter order, output first
+  std::vector<std::shared_ptr<Storage>> storages;  // the call's buffers in parameter order, the outputs first
   std::vector<kiln_buffer*> handles;               // kernel: the storages' device buffers
   std::vector<HostBuffer> host;                    // reference: the storages' host memory
   std::vector<int64_t> values;                     // kernel: its variables' values, in slot order
@@ -86,7 +86,7 @@ struct PreparedItem {
   void run() const;
 };
 
-// One call of a schedule: a kernel AST or COPY node, its BUFFER nodes (output first; the first
+// One call of a schedule: a kernel AST or COPY node, its BUFFER nodes (the outputs first; the first
 // one's device is where it runs) and the values the schedule binds.
 struct CallRef {
   UOp body;

@@ -20,6 +20,8 @@
 //    bounds at every load (which also keeps its loads vectorizable).
 //  - A reduce of at least 32768 elements per output becomes a tree of kernels (split_reduce.cpp):
 //    the first reduces bounded chunks in parallel, the next ones combine the partials.
+// Then group.cpp decides which realized nodes share a kernel (multi-output kernels); a shared
+// reduce all of whose consumers share its kernel loses its buffer again.
 #include "schedule/kernelize.hpp"
 
 #include <algorithm>
@@ -250,17 +252,33 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
     int writer;
   };
   std::vector<Read> input_reads;
-  for (const UOp& n : g.order) {
-    if (!d.realize.contains(n.node())) continue;
+  std::vector<std::vector<const UOpNode*>> groups = group_kernels(g, sink, d.realize);
+  PtrMap<int> group_of;
+  for (size_t i = 0; i < groups.size(); ++i)
+    for (const UOpNode* m : groups[i]) group_of[m] = static_cast<int>(i);
+  auto value_of = [](const UOp& n) { return n.op() == Ops::CONTIGUOUS ? n.src(0) : n.op() == Ops::ASSIGN ? n.src(1) : n; };
+  // Builds kernel `gi` (its members' values) once every kernel it reads is built; false otherwise.
+  auto emit = [&](int gi) -> bool {
+    const std::vector<const UOpNode*>& members = groups[gi];
+    const UOp n = UOpAccess::from_node(members.back());
+    auto member = [&](const UOpNode* x) { const int* j = group_of.find(x); return j && *j == gi; };
+    // what this kernel reads: realized nodes (their producers run first) and input buffers
+    auto stop = [&](const UOpNode* x) { return !member(x) && (d.realize.contains(x) || x->op == Ops::PARAM); };
+    std::vector<const UOpNode*> reads;
+    for (const UOpNode* m : members) {
+      UOp mu = UOpAccess::from_node(m);
+      for (const UOpNode* r : toposort_nodes(mu.op() == Ops::COPY ? mu.src(0) : value_of(mu), stop))
+        if (!member(r)) {
+          if (d.realize.contains(r) && !producer.contains(r)) return false;
+          reads.push_back(r);
+        }
+    }
     const std::string& dev = *g.device.find(n.node());
     TemplateKernel k;
     k.device = dev;
     int index = static_cast<int>(t.kernels.size());
-    UOp value = n.op() == Ops::CONTIGUOUS ? n.src(0) : n.op() == Ops::ASSIGN ? n.src(1) : n;
-    // what this kernel reads: realized nodes (their producers run first) and input buffers
-    auto stop = [&](const UOpNode* x) { return x != n.node() && (d.realize.contains(x) || x->op == Ops::PARAM); };
-    for (const UOpNode* r : toposort_nodes(n.op() == Ops::COPY ? n.src(0) : value, stop)) {
-      if (r == n.node()) continue;
+    UOp value = value_of(n);
+    for (const UOpNode* r : reads) {
       if (const int* j = producer.find(r)) {
         k.after.push_back(*j);
         if (r->op == Ops::ASSIGN) {
@@ -281,13 +299,13 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
       realized[n.node()] = out;
     } else if (n.op() == Ops::ASSIGN) {
       BufRef out = buffer_of(n.src(0));
-      k.body = rangeify_kernel(g, n, value, out, realized, k.bufs);
+      k.body = rangeify_kernel(g, {{n, value, out}}, realized, k.bufs);
       if (!in_place_safe(k.body)) {  // stage the value in a temporary buffer first
         TemplateKernel tmp;
         tmp.device = dev;
         tmp.after = k.after;
         BufRef staged = new_local(value, dev);
-        tmp.body = rangeify_kernel(g, value, value, staged, realized, tmp.bufs);
+        tmp.body = rangeify_kernel(g, {{value, value, staged}}, realized, tmp.bufs);
         for (const BufRef& b : tmp.bufs)
           if (!b.local) input_reads.push_back({index, b.index, -1});
         realized[value.node()] = staged;
@@ -295,19 +313,46 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
         t.kernels.push_back(std::move(tmp));
         assign_seq.push_back(-1);
         k.after.push_back(index++);
-        k.body = rangeify_kernel(g, n, value, out, realized, k.bufs);
+        k.body = rangeify_kernel(g, {{n, value, out}}, realized, k.bufs);
       }
       writers[out.index].push_back(index);
       realized[n.node()] = out;
     } else {
-      BufRef out = new_local(n, dev);
-      k.body = rangeify_kernel(g, n, value, out, realized, k.bufs);
-      realized[n.node()] = out;
+      std::vector<KernelRoot> roots;
+      for (const UOpNode* m : members) {
+        UOp mu = UOpAccess::from_node(m);
+        roots.push_back({mu, value_of(mu), new_local(mu, dev)});
+      }
+      k.body = rangeify_kernel(g, roots, realized, k.bufs);
+      k.outputs = static_cast<int>(roots.size());
+      for (const KernelRoot& r : roots) realized[r.node.node()] = r.out;
     }
-    producer[n.node()] = index;
+    for (const UOpNode* m : members) producer[m] = index;
     assign_seq.push_back(n.op() == Ops::ASSIGN && std::holds_alternative<int64_t>(n.arg()) ? n.arg_int() : -1);
     t.kernels.push_back(std::move(k));
+    return true;
+  };
+  // a kernel is built at its last member (in graph order), or later when it reads a kernel whose
+  // last member comes later still (one that it does not depend on the other way)
+  std::vector<int> waiting;
+  for (const UOp& n : g.order) {
+    const int* gi = group_of.find(n.node());
+    if (!gi || groups[*gi].back() != n.node()) continue;
+    if (!emit(*gi)) {
+      waiting.push_back(*gi);
+      continue;
+    }
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t i = 0; i < waiting.size(); ++i)
+        if (emit(waiting[i])) {
+          waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+          progress = true;
+          break;
+        }
+    }
   }
+  KILN_CHECK(waiting.empty(), "kernelize: ", waiting.size(), " kernels wait on each other");
   // Writes to one buffer happen in program order (the ASSIGN's arg, see Tensor::assign), not in
   // graph order: a.assign(x); v.assign(y) with v a view of a's buffer must leave y, also when the
   // outputs are given as {v, a}. A value never reads a later assign (the graph is immutable), so

@@ -26,7 +26,8 @@ struct BufRef {
 
 struct TemplateKernel {
   UOp body;                  // kernel AST (kernel PARAM slot i is bufs[i]) or a COPY node
-  std::vector<BufRef> bufs;  // output first
+  std::vector<BufRef> bufs;  // the outputs first (a kernel may store several), then the inputs
+  int outputs = 1;           // how many of bufs it writes
   std::string device;
   bool is_copy = false;
   std::vector<int> after;    // kernels (by index) that must run first: RAW, WAR and WAW edges
@@ -69,6 +70,10 @@ UOp split_reduce(const UOp& sink);
 // PARAM(slot) nodes; `n_inputs` is the number of input slots.
 Template kernelize(const UOp& sink, size_t n_inputs);
 
+// Which realized nodes (the keys of `realize`) share a kernel (group.cpp): the groups, each in
+// graph order. Drops from `realize` the shared reduces whose consumers all joined their kernel.
+std::vector<std::vector<const UOpNode*>> group_kernels(const GraphInfo& g, const UOp& sink, PtrMap<char>& realize);
+
 // Orders the kernels (Kahn's algorithm over `after`, stable by index) and rewrites the indices in
 // `after`; a cycle is a kiln::Error naming the kernels involved.
 void create_schedule(Template& t);
@@ -76,11 +81,19 @@ void create_schedule(Template& t);
 // overlap (outputs and inputs are never shared) and records the bytes before and after.
 void memory_planner(Template& t);
 
-// Builds the AST of one kernel: computes `root` (whose body is `value`) into buffer slot 0.
-// `realized` maps already-realized nodes to their buffers; `params` receives the kernel's buffer
-// list (output first).
-UOp rangeify_kernel(const GraphInfo& g, const UOp& root, const UOp& value, BufRef out,
-                    const PtrMap<BufRef>& realized, std::vector<BufRef>& params);
+// One value a kernel stores: tensor node `node`, computed as `value` (node itself, or what a
+// CONTIGUOUS/ASSIGN wraps), into buffer `out`.
+struct KernelRoot {
+  UOp node, value;
+  BufRef out;
+};
+// Builds the AST of one kernel: computes every root into buffer slot i (its position), all in one
+// loop nest over the first root's shape (the roots have as many elements; see kernelize.cpp for
+// when they share a kernel). A root is computed, never loaded, even where another root reads it.
+// `realized` maps the other realized nodes to their buffers; `params` receives the kernel's
+// buffer list (the roots' outputs first).
+UOp rangeify_kernel(const GraphInfo& g, const std::vector<KernelRoot>& roots, const PtrMap<BufRef>& realized,
+                    std::vector<BufRef>& params);
 
 // Decodes a movement op's dims (symbolic entries refer to sources).
 std::vector<UOp> movement_dims(const UOp& mop, size_t begin, size_t count);

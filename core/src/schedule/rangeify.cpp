@@ -45,7 +45,8 @@ bool is_true(const UOp& u) { return u.is_const() && u.dtype().is_bool() && u.arg
 UOp flat_index(const std::vector<UOp>& shape, const std::vector<UOp>& idx) {
   UOp flat = UOp::cindex(0), stride = UOp::cindex(1);
   for (size_t i = shape.size(); i-- > 0;) {
-    if (!is_one(shape[i])) flat = flat + idx[i] * stride;
+    if (is_one(shape[i])) continue;
+    flat = flat + idx[i] * stride;
     stride = stride * shape[i];
   }
   return flat;
@@ -67,14 +68,20 @@ struct Key {
 
 class Builder {
  public:
-  Builder(const GraphInfo& g, const UOp& root, BufRef out, const PtrMap<BufRef>& realized, std::vector<BufRef>& params)
-      : g_(g), root_(root), realized_(realized), params_(params) {
+  Builder(const GraphInfo& g, const std::vector<KernelRoot>& roots, const PtrMap<BufRef>& realized, std::vector<BufRef>& params)
+      : g_(g), roots_(roots), realized_(realized), params_(params) {
     params_.clear();
-    params_.push_back(out);
+    for (const KernelRoot& r : roots_) {
+      params_.push_back(r.out);
+      computed_[r.node.node()] = 1;
+    }
   }
 
-  UOp build(const UOp& value) {
-    const std::vector<UOp>& shape = *g_.shape.find(root_.node());
+  // The loops run over the first root's shape; every root has as many elements, in the same
+  // row-major order, so each is stored at the same flat index (a root of another shape is that
+  // root reshaped to the first's). The stores share one END, so the loops are run once.
+  UOp build() {
+    const std::vector<UOp>& shape = *g_.shape.find(roots_[0].node.node());
     std::vector<UOp> ranges, idx;
     for (size_t i = 0; i < shape.size(); ++i) {
       if (is_one(shape[i])) {  // a size-1 dimension needs no loop
@@ -85,11 +92,19 @@ class Builder {
       ranges.push_back(r);
       idx.push_back(r);
     }
-    UOp v = lower(value, idx, UOp::cbool(true));
-    DType out_dtype = root_.dtype();
-    if (!(v.dtype() == out_dtype)) v = v.cast(out_dtype);
-    UOp out = param(0, out_dtype, shape);
-    UOp store = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out.dtype(), {out, flat_index(shape, idx)}), v});
+    UOp flat = flat_index(shape, idx);
+    UOp always = UOp::cbool(true);  // alive while lowering: the memo keys nodes by id
+    std::vector<UOp> stores;
+    for (size_t slot = 0; slot < roots_.size(); ++slot) {
+      const KernelRoot& root = roots_[slot];
+      const std::vector<UOp>& own = *g_.shape.find(root.node.node());
+      UOp v = lower(root.value, reindex(shape, own, idx), always);
+      DType out_dtype = root.node.dtype();
+      if (!(v.dtype() == out_dtype)) v = v.cast(out_dtype);
+      UOp out = param(slot, out_dtype, own);
+      stores.push_back(UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, out.dtype(), {out, flat}), v}));
+    }
+    UOp store = stores.size() == 1 ? stores[0] : UOp::make(Ops::GROUP, dtypes::void_, stores);
     if (!ranges.empty()) {
       std::vector<UOp> src{store};
       src.insert(src.end(), ranges.begin(), ranges.end());
@@ -193,7 +208,7 @@ class Builder {
     const UOp& n = r.n;
     const std::vector<UOp>& idx = r.idx;
     const UOp& valid = r.valid;
-    if (!(n == root_)) {
+    if (!computed_.contains(n.node())) {  // a root is computed here, even where another root reads it
       if (const BufRef* b = realized_.find(n.node())) return {load(n, *b, idx, valid), {}, {}};
     }
     switch (n.op()) {
@@ -276,8 +291,10 @@ class Builder {
   // The source index tuple of a RESHAPE: size-1 dimensions only (inserted or removed) map
   // directly; anything else re-splits the flat index over the source shape.
   std::vector<UOp> reshape_index(const UOp& n, const std::vector<UOp>& idx) {
-    const std::vector<UOp>& in = *g_.shape.find(n.src(0).node());
-    const std::vector<UOp>& out = *g_.shape.find(n.node());
+    return reindex(*g_.shape.find(n.node()), *g_.shape.find(n.src(0).node()), idx);
+  }
+  // The index tuple over shape `in` of the element at `idx` over shape `out` (as many elements).
+  static std::vector<UOp> reindex(const std::vector<UOp>& out, const std::vector<UOp>& in, const std::vector<UOp>& idx) {
     std::vector<size_t> in_big, out_big;
     for (size_t i = 0; i < in.size(); ++i)
       if (!is_one(in[i])) in_big.push_back(i);
@@ -293,17 +310,17 @@ class Builder {
     UOp flat = flat_index(out, idx);
     UOp stride = UOp::cindex(1);
     for (size_t i = in.size(); i-- > 0;) {
-      if (!is_one(in[i])) {
-        UOp q = is_one(stride) ? flat : flat.idiv(stride);
-        src_idx[i] = i == in_big.front() ? q : q.mod(in[i]);  // the outermost needs no modulo
-      }
+      if (is_one(in[i])) continue;  // (no `* 1`: equal index tuples stay equal nodes, for the memo)
+      UOp q = is_one(stride) ? flat : flat.idiv(stride);
+      src_idx[i] = i == in_big.front() ? q : q.mod(in[i]);  // the outermost needs no modulo
       stride = stride * in[i];
     }
     return src_idx;
   }
 
   const GraphInfo& g_;
-  UOp root_;
+  const std::vector<KernelRoot>& roots_;
+  PtrMap<char> computed_;  // the roots' nodes
   const PtrMap<BufRef>& realized_;
   std::vector<BufRef>& params_;
   int64_t next_axis_ = 0;
@@ -339,10 +356,10 @@ std::string kernel_name(const UOp& ast) {
 
 }  // namespace
 
-UOp rangeify_kernel(const GraphInfo& g, const UOp& root, const UOp& value, BufRef out, const PtrMap<BufRef>& realized,
+UOp rangeify_kernel(const GraphInfo& g, const std::vector<KernelRoot>& roots, const PtrMap<BufRef>& realized,
                     std::vector<BufRef>& params) {
-  Builder b(g, root, out, realized, params);
-  UOp ast = graph_rewrite(b.build(value), symbolic(), nullptr, "rangeify symbolic");
+  Builder b(g, roots, realized, params);
+  UOp ast = graph_rewrite(b.build(), symbolic(), nullptr, "rangeify symbolic");
   return ast.replace_arg(Arg{kernel_name(ast)});
 }
 

@@ -3,7 +3,8 @@
 // create_linear_with_vars(big_sink) takes a SINK of tensor nodes to realize and returns:
 //   linear    LINEAR(CALL(body, buffers...), ...) in an order that respects every read-after-write,
 //             write-after-read and write-after-write dependency; body is a kernel AST (a SINK of
-//             END(STORE) over RANGEs) or a COPY node; buffers are BUFFER nodes, output first
+//             END(STORE) over RANGEs; several outputs: END(GROUP(STORE...))) or a COPY node; buffers are
+//             BUFFER nodes, the outputs first
 //   var_vals  the values bound to variables (BIND) in the graph
 //   outputs   for each source of big_sink, the BUFFER that holds its value
 // Steps: strip variable values, normalise input buffers to PARAMs (so identical programs on other

@@ -91,7 +91,8 @@ UOp split_reduce(const UOp& sink) {
     }
     for (size_t k = 1; k < arg.size(); ++k) perm.push_back(arg[k]);
     const DType d = n.dtype();
-    UOp x = n.src(0);
+    // (an earlier long reduce inside this one's source is split too: softmax's max inside its sum)
+    UOp x = repl.empty() ? n.src(0) : substitute(n.src(0), repl);
     if (!std::is_sorted(perm.begin(), perm.end())) x = mop(Ops::PERMUTE, d, x, perm);
     kept.push_back(r);
     x = mop(Ops::RESHAPE, d, x, kept);

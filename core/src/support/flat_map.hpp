@@ -21,6 +21,14 @@ class PtrMap {
   PtrMap(const PtrMap&) = delete;
   PtrMap& operator=(const PtrMap&) = delete;
   PtrMap(PtrMap&& o) noexcept : slots_(std::move(o.slots_)), mask_(o.mask_), count_(o.count_) { o.mask_ = o.count_ = 0; }
+  PtrMap& operator=(PtrMap&& o) noexcept {
+    slots_ = std::move(o.slots_);
+    mask_ = o.mask_;
+    count_ = o.count_;
+    o.slots_.clear();
+    o.mask_ = o.count_ = 0;
+    return *this;
+  }
 
   size_t size() const { return count_; }
   void reserve(size_t n) {
