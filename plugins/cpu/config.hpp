@@ -3,7 +3,7 @@
 //   threads  = 0                   worker threads per launch, 0 = every core this process may use
 //   compiler = "llvm"              "llvm": LLVM IR compiled inside the process (fast first call);
 //                                  else a C compiler (looked up in PATH), e.g. "clang-15"
-//   flags    = "-O2 -march=native -ffreestanding -fno-builtin -fno-math-errno -fPIC -nostdlib"
+//   flags    = "-O2 -march=native -ffreestanding -fno-builtin -fno-math-errno -fPIC -nostdlib -fstack-clash-protection"
 //                                  the C compiler's flags (a string or an array of strings)
 //   isa      = "native"            the x86-64 level kernels are compiled for: "native" (this host's CPU
 //                                  and every feature it has) or "x86-64-v2"/"-v3"/"-v4"; a level
@@ -26,7 +26,7 @@ struct CpuConfig {
 };
 
 inline constexpr const char* kDefaultFlags =
-    "-O2 -march=native -ffreestanding -fno-builtin -fno-math-errno -fPIC -nostdlib";
+    "-O2 -march=native -ffreestanding -fno-builtin -fno-math-errno -fPIC -nostdlib -fstack-clash-protection";
 
 // Throws sdk::Error{INVALID_ARGUMENT} for a wrong type or value; logs unknown keys as warnings.
 CpuConfig read_config(const sdk::Options& options, const CpuInfo& cpu);

@@ -84,10 +84,14 @@ class Renderer {
  public:
   Renderer(const kiln_lir& lir, const LlvmRenderOptions& options)
       : l_(lir), opt_(options), val_(lir.n_insts), elem_(lir.n_insts), pow2_(lir.n_insts, 1), align_(lir.n_insts, 0),
-        big_(lir.n_insts, false) {}
+        big_(lir.n_insts, false), read_(lir.n_insts, false) {}
 
   std::string render() {
     cur_ = "entry";
+    // buffers the kernel also reads (a blocked reduce adds into its output): their stores stay in
+    // the caches, or each block's store and reload would go through memory
+    for (uint32_t i = 0; i < l_.size(); ++i)
+      if (l_[i].op == KILN_LIR_OP_LOAD && l_[src(i, 0)].op == KILN_LIR_OP_INDEX) read_[src(src(i, 0), 0)] = true;
     for (uint32_t i = 0; i < l_.size(); ++i) emit(i);
     if (!open_.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "llvm renderer: unbalanced RANGE/END or IF/ENDIF"};
     return module();
@@ -339,7 +343,7 @@ class Renderer {
         val_[i] = "%data" + std::to_string(in.arg);
         elem_[i] = scalar_ir(t.scalar, true);
         align_[i] = kBufferAlignment;
-        big_[i] = t.size > 0 && static_cast<uint64_t>(t.size) * lir_scalar_size(t.scalar) >= opt_.streaming_store_bytes;
+        big_[i] = t.size > 0 && static_cast<uint64_t>(t.size) * lir_scalar_size(t.scalar) >= opt_.streaming_store_bytes && !read_[i];
         break;
       case sdk::LirOp::VAR: {
         std::string v = "%var" + std::to_string(n_vars_seen_++);
@@ -500,7 +504,11 @@ class Renderer {
     }
     m << "  call void @" << name << "_body(" << args << "i32 %gidx0, i32 %gidx1, i32 %gidx2)\n  ret void\n}\n\n";
     for (const std::string& d : declares_) m << d << "\n";
-    m << "\nattributes #0 = { alwaysinline nounwind }\nattributes #1 = { nounwind }\n";
+    // A STAGE buffer lives on the stack of whichever thread runs the kernel (a caller's thread may
+    // have a small stack): probing it page by page turns an overflow into a fault at the guard
+    // page instead of writes past it.
+    m << "\nattributes #0 = { alwaysinline nounwind \"probe-stack\"=\"inline-asm\" }\n"
+         "attributes #1 = { nounwind \"probe-stack\"=\"inline-asm\" }\n";
     if (uses_nontemporal_) m << "!0 = !{i32 1}\n";
     return m.str();
   }
@@ -514,6 +522,7 @@ class Renderer {
   // opt_.streaming_store_bytes (stores there bypass the caches).
   std::vector<int64_t> pow2_, align_;
   std::vector<bool> big_;
+  std::vector<bool> read_;  // PARAMs some LOAD reads through an INDEX
   bool uses_nontemporal_ = false;
   std::vector<uint32_t> open_;     // RANGE/IF instructions not yet closed
   std::vector<std::string> declares_;

@@ -11,6 +11,7 @@
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
+#include "llvm_ir.hpp"
 #include "runtime/program_cache.hpp"
 #include "sim_targets.hpp"
 
@@ -310,4 +311,47 @@ TEST(Block, BlockedKernelsComputeTheReference) {
   expect_reference([](const auto& in) { return in({13, 35}).matmul(in({35, 16})); }, cpu, &odd);
   const std::vector<Opt> sum{{OptOp::BLOCK, 1, 5}};
   expect_reference([](const auto& in) { return in({3, 45}).sum({1}); }, cpu, &sum);
+}
+
+// A blocked kernel's first block must not read what its output buffer held before: memory the
+// planner reuses, or a realized tensor assigned to, holds old values. The output here starts as
+// NaN (any NaN read would survive the sums).
+TEST(Block, TheFirstBlockIgnoresWhatTheOutputHeld) {
+  const Target cpu = kiln::testing::simulated_cpu(8, 2);
+  const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::BLOCK, 2, 7}};
+  std::mt19937_64 rng(11);
+  Tensor a = random_input(rng, {13, 35}, "cpu:0"), b = random_input(rng, {35, 16}, "cpu:0");
+  const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  Tensor c = Tensor::from_vector(std::vector<float>(13 * 16, std::nanf("")), {13, 16}, "cpu:0");
+  c.realize();
+  runtime::set_target_override(&cpu);
+  runtime::set_opts_override(every_kernel(&opts));
+  std::vector<float> first;
+  std::string error;
+  try {
+    first = c.assign(a.matmul(b)).to_vector<float>();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  runtime::set_opts_override({});
+  runtime::set_target_override(nullptr);
+  ASSERT_EQ(error, "");
+  for (int64_t i = 0; i < 13; ++i)
+    for (int64_t j = 0; j < 16; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < 35; ++k) want += static_cast<double>(av[i * 35 + k]) * bv[k * 16 + j];
+      ASSERT_NEAR(first[i * 16 + j], want, 1e-4) << i << "," << j;
+    }
+}
+
+// Stores into a buffer larger than the caches bypass them (non-temporal), except into a buffer
+// the kernel also reads: a blocked sum reloads its output once per block.
+TEST(Block, StoresIntoAnOutputItReadsStayInTheCaches) {
+  const Target cpu = kiln::testing::simulated_cpu(16, 2);  // whole 64-byte lines per store
+  UOp ast = kernel_of(ref({32, 64}).matmul(ref({64, 64})));
+  cpu::LlvmRenderOptions tiny;
+  tiny.streaming_store_bytes = 1;  // every buffer counts as larger than the caches
+  const std::vector<Opt> plain{{OptOp::UPCAST, 1, 16, true}}, blocked{{OptOp::UPCAST, 1, 16, true}, {OptOp::BLOCK, 2, 16}};
+  EXPECT_NE(cpu::render_llvm_ir(to_program(ast, cpu, &plain).lir.view(), tiny).find("!nontemporal"), std::string::npos);
+  EXPECT_EQ(cpu::render_llvm_ir(to_program(ast, cpu, &blocked).lir.view(), tiny).find("!nontemporal"), std::string::npos);
 }
