@@ -190,6 +190,58 @@ TEST(Fusion, MergesNeverMakeACycle) {
   }
 }
 
+// A CONTIGUOUS whose source is itself realized reads that source like any kernel: the grouping
+// must see the read. It once walked the source as part of the CONTIGUOUS, so c's read of m was
+// invisible: merging m with y (they share m in y's space) made {m, y} wait on z, which waits on c,
+// which waits on m ("kernelize: 2 kernels wait on each other"); and with m not an output, m's
+// buffer was dropped as if only its own kernel read it, so c recomputed the max.
+struct ContiguousOfRealized {
+  static std::vector<float> values() {
+    std::vector<float> v(16);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 5) % 11) - 4.0f;
+    return v;
+  }
+  std::vector<float> v = values();
+  Tensor x = Tensor::from_vector(v, {4, 4}, R);
+  Tensor m = x.max({1}, true);
+  Tensor c = m.contiguous();
+  Tensor z = (c.reshape({1, 4}).expand({4, 4}) + x).sum({1}, true);
+  Tensor y = m * 2.0 + z;
+  void expect_values() const {
+    std::vector<float> mx(4), zs(4);
+    for (int i = 0; i < 4; ++i) mx[i] = *std::max_element(&v[i * 4], &v[i * 4] + 4);
+    for (int i = 0; i < 4; ++i) {
+      float s = 0;
+      for (int j = 0; j < 4; ++j) s += mx[j] + v[i * 4 + j];  // z[i] = sum_j (m[j] + x[i][j])
+      zs[i] = s;
+    }
+    std::vector<float> ys = y.to_vector<float>(), zv = z.to_vector<float>(), ms = m.to_vector<float>();
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(ms[i], mx[i]) << i;
+      EXPECT_EQ(zv[i], zs[i]) << i;
+      EXPECT_EQ(ys[i], mx[i] * 2.0f + zs[i]) << i;
+    }
+  }
+};
+
+TEST(Fusion, ContiguousOfARealizedNodeIsARead) {
+  ContiguousOfRealized p;
+  std::vector<Tensor> outs{p.y, p.z, p.m};
+  Tensor::realize_all(outs);
+  p.expect_values();
+}
+
+TEST(Fusion, ASharedReduceReadByAContiguousKeepsItsBuffer) {
+  ContiguousOfRealized p;  // m is not an output: stored once, read by c and by y
+  std::vector<Tensor> outs{p.y, p.z};
+  auto ks = kernels_of(Tensor::schedule_all(outs));
+  int maxes = 0;
+  for (const ExecItem& k : ks) maxes += print_graph(k.ast).find("MAX") != std::string::npos;
+  EXPECT_EQ(maxes, 1) << "the row max is computed by one kernel: " << names(ks);
+  Tensor::realize_all(outs);
+  p.expect_values();
+}
+
 TEST(Fusion, BigReduceIsSplit) {
   auto ks = kernels_of(input({1 << 20}).sum().schedule());
   EXPECT_EQ(ks.size(), 2u) << names(ks);
