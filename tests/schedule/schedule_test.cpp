@@ -4,10 +4,12 @@
 
 #include <algorithm>
 
+#include "error_check.hpp"
 #include "golden.hpp"
 #include "ir/print.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/buffer.hpp"
+#include "schedule/kernelize.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 
@@ -240,6 +242,19 @@ TEST(Fusion, ASharedReduceReadByAContiguousKeepsItsBuffer) {
   EXPECT_EQ(maxes, 1) << "the row max is computed by one kernel: " << names(ks);
   Tensor::realize_all(outs);
   p.expect_values();
+}
+
+// One kernel stores its outputs in one loop nest at one flat index: outputs of different sizes
+// in a group (a grouping bug) are an internal error, not a store past the smaller buffer.
+TEST(Fusion, GroupedOutputsOfDifferentSizesAreAnInternalError) {
+  UOp dev = UOp::make(Ops::DEVICE, dtypes::void_, {}, Arg{std::string(R)});
+  UOp p16 = UOp::make(Ops::PARAM, dtypes::float32.ptr(16), {dev}, Arg{int64_t{0}});
+  UOp p8 = UOp::make(Ops::PARAM, dtypes::float32.ptr(8), {dev}, Arg{int64_t{1}});
+  UOp a = UOp::make(Ops::ADD, dtypes::float32, {p16, p16}), b = UOp::make(Ops::ADD, dtypes::float32, {p8, p8});
+  GraphInfo g = analyze(UOp::sink({a, b}));
+  std::vector<BufRef> params;
+  kiln::testing::expect_error([&] { rangeify_kernel(g, {{a, a, BufRef{true, 0}}, {b, b, BufRef{true, 1}}}, {}, params); },
+                        ErrorCode::internal, "grouped output 1 has 8 elements, output 0 has 16");
 }
 
 TEST(Fusion, BigReduceIsSplit) {
