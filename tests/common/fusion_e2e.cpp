@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "backend_e2e.hpp"
 
@@ -39,23 +40,38 @@ Tensor layernorm(const Tensor& x) {
   return dev * ((dev * dev).mean({-1}, true) + 1e-5).rsqrt();
 }
 
-// Realizes the outputs of `build` together on `device` and on the reference executor.
+// A multi-output case in plain C++: the input arrays to one array per output.
+using Reference = std::function<std::vector<HostArray>(const std::vector<HostArray>&)>;
+
+// Realizes the outputs of `build` together on `device` (so they may share kernels) and compares
+// each with plain C++ loops, not with the reference executor: that runs the same grouped kernels,
+// so a wrong grouping would be wrong on both sides.
 void expect_outputs_match(const std::string& name, const std::vector<HostArray>& inputs,
                           const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& build,
-                          const std::string& device) {
-  auto run = [&](const std::string& dev) {
-    std::vector<Tensor> in;
-    for (const HostArray& a : inputs) in.push_back(upload(a, dev));
-    std::vector<Tensor> outs = build(in);
-    Tensor::realize_all(outs);
-    std::vector<HostArray> got;
-    for (const Tensor& t : outs) got.push_back(download(t));
-    return got;
-  };
-  std::vector<HostArray> got = run(device), want = run("ref");
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(compare(got[i], want[i], 1e-5, 1e-5), "") << name << " output " << i << " on " << device;
+                          const Reference& reference, const std::string& device, double tol = 1e-5) {
+  std::vector<Tensor> in;
+  for (const HostArray& a : inputs) in.push_back(upload(a, device));
+  std::vector<Tensor> outs = build(in);
+  Tensor::realize_all(outs);
+  std::vector<HostArray> want = reference(inputs);
+  ASSERT_EQ(outs.size(), want.size()) << name;
+  for (size_t i = 0; i < outs.size(); ++i)
+    EXPECT_EQ(compare(download(outs[i]), want[i], tol, tol), "") << name << " output " << i << " on " << device;
+}
+
+double add(double p, double q) { return p + q; }
+double max(double p, double q) { return std::max(p, q); }
+
+// The first maximum of each row of a (rows, cols) array, as int32.
+HostArray argmax_rows(const HostArray& x) {
+  HostArray r{{x.shape[0]}, {}, dtypes::int32};
+  for (int64_t i = 0; i < x.shape[0]; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < x.shape[1]; ++j)
+      if (x.at({i, j}) > x.at({i, best})) best = j;
+    r.v.push_back(static_cast<double>(best));
+  }
+  return r;
 }
 
 }  // namespace
@@ -76,23 +92,40 @@ void check_fused_kernels(const std::string& device) {
       expect_matches_reference(c, device);
       EXPECT_EQ(compare(run_case(c, device), c.reference(c.inputs), c.rtol, 1e-5), "") << c.name << " vs C++ on " << device;
     }
+    const DType f32 = dtypes::float32;
     expect_outputs_match("a reduce feeding two reshaped outputs", {x}, [&](const std::vector<Tensor>& t) {
       Tensor s = (t[0] * 2.0).sum({1});
       return std::vector<Tensor>{s.reshape({rows, 1}), s.reshape({1, rows})};
-    }, device);
+    }, [&](const std::vector<HostArray>& a) {
+      HostArray s = reduce(map(a[0], [](double v) { return v * 2; }, f32), {1}, false, add, 0, f32);
+      return std::vector<HostArray>{reshape(s, {rows, 1}), reshape(s, {1, rows})};
+    }, device, 1e-4);
     expect_outputs_match("an elementwise tail", {x}, [](const std::vector<Tensor>& t) {
       Tensor a = (t[0] * 3.0).exp();
       return std::vector<Tensor>{a, a.sqrt() + 1.0};
+    }, [&](const std::vector<HostArray>& a) {
+      HostArray e = map(a[0], [](double v) { return std::exp(v * 3); }, f32);
+      return std::vector<HostArray>{e, map(e, [](double v) { return std::sqrt(v) + 1; }, f32)};
     }, device);
     expect_outputs_match("sums of several reductions", {x, y}, [](const std::vector<Tensor>& t) {
       Tensor sx = t[0].sum({1}), my = t[1].max({1});
       return std::vector<Tensor>{sx + my, sx * my, (sx * 0.01).exp(), my};
-    }, device);
+    }, [&](const std::vector<HostArray>& a) {
+      HostArray sx = reduce(a[0], {1}, false, add, 0, f32), my = reduce(a[1], {1}, false, max, -INFINITY, f32);
+      return std::vector<HostArray>{zip(sx, my, add, f32), zip(sx, my, std::multiplies<double>(), f32),
+                                    map(sx, [](double v) { return std::exp(v * 0.01); }, f32), my};
+    }, device, 1e-4);
     expect_outputs_match("outputs of several dtypes", {x, y}, [](const std::vector<Tensor>& t) {
       return std::vector<Tensor>{t[0].max({1}), t[0].argmax(1), t[0].gt(t[1]), t[0] * 2.0, (t[0] * 2.0).cast(dtypes::float16)};
+    }, [&](const std::vector<HostArray>& a) {
+      HostArray x2 = map(a[0], [](double v) { return v * 2; }, f32);
+      return std::vector<HostArray>{reduce(a[0], {1}, false, max, -INFINITY, f32), argmax_rows(a[0]),
+                                    zip(a[0], a[1], std::greater<double>(), dtypes::bool_), x2, cast(x2, dtypes::float16)};
     }, device);
     expect_outputs_match("softmax and its row max", {x}, [](const std::vector<Tensor>& t) {
       return std::vector<Tensor>{t[0].softmax(), t[0].max({1}, true), t[0].log_softmax()};
+    }, [&](const std::vector<HostArray>& a) {
+      return std::vector<HostArray>{per_row(a[0], 0), reduce(a[0], {1}, true, max, -INFINITY, f32), per_row(a[0], 1)};
     }, device);
   }
   // a row of 40000 is split into partial reductions (split_reduce.cpp) before the groups form

@@ -4,10 +4,12 @@
 
 #include <algorithm>
 
+#include "error_check.hpp"
 #include "golden.hpp"
 #include "ir/print.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/buffer.hpp"
+#include "schedule/kernelize.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 
@@ -188,6 +190,71 @@ TEST(Fusion, MergesNeverMakeACycle) {
     EXPECT_EQ(zs[i], sc + 1.0f + 0.5f) << i;
     EXPECT_EQ(ws[i], si * 2.0f + zs[i]) << i;
   }
+}
+
+// A CONTIGUOUS whose source is itself realized reads that source like any kernel: the grouping
+// must see the read. It once walked the source as part of the CONTIGUOUS, so c's read of m was
+// invisible: merging m with y (they share m in y's space) made {m, y} wait on z, which waits on c,
+// which waits on m ("kernelize: 2 kernels wait on each other"); and with m not an output, m's
+// buffer was dropped as if only its own kernel read it, so c recomputed the max.
+struct ContiguousOfRealized {
+  static std::vector<float> values() {
+    std::vector<float> v(16);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 5) % 11) - 4.0f;
+    return v;
+  }
+  std::vector<float> v = values();
+  Tensor x = Tensor::from_vector(v, {4, 4}, R);
+  Tensor m = x.max({1}, true);
+  Tensor c = m.contiguous();
+  Tensor z = (c.reshape({1, 4}).expand({4, 4}) + x).sum({1}, true);
+  Tensor y = m * 2.0 + z;
+  void expect_values() const {
+    std::vector<float> mx(4), zs(4);
+    for (int i = 0; i < 4; ++i) mx[i] = *std::max_element(&v[i * 4], &v[i * 4] + 4);
+    for (int i = 0; i < 4; ++i) {
+      float s = 0;
+      for (int j = 0; j < 4; ++j) s += mx[j] + v[i * 4 + j];  // z[i] = sum_j (m[j] + x[i][j])
+      zs[i] = s;
+    }
+    std::vector<float> ys = y.to_vector<float>(), zv = z.to_vector<float>(), ms = m.to_vector<float>();
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(ms[i], mx[i]) << i;
+      EXPECT_EQ(zv[i], zs[i]) << i;
+      EXPECT_EQ(ys[i], mx[i] * 2.0f + zs[i]) << i;
+    }
+  }
+};
+
+TEST(Fusion, ContiguousOfARealizedNodeIsARead) {
+  ContiguousOfRealized p;
+  std::vector<Tensor> outs{p.y, p.z, p.m};
+  Tensor::realize_all(outs);
+  p.expect_values();
+}
+
+TEST(Fusion, ASharedReduceReadByAContiguousKeepsItsBuffer) {
+  ContiguousOfRealized p;  // m is not an output: stored once, read by c and by y
+  std::vector<Tensor> outs{p.y, p.z};
+  auto ks = kernels_of(Tensor::schedule_all(outs));
+  int maxes = 0;
+  for (const ExecItem& k : ks) maxes += print_graph(k.ast).find("MAX") != std::string::npos;
+  EXPECT_EQ(maxes, 1) << "the row max is computed by one kernel: " << names(ks);
+  Tensor::realize_all(outs);
+  p.expect_values();
+}
+
+// One kernel stores its outputs in one loop nest at one flat index: outputs of different sizes
+// in a group (a grouping bug) are an internal error, not a store past the smaller buffer.
+TEST(Fusion, GroupedOutputsOfDifferentSizesAreAnInternalError) {
+  UOp dev = UOp::make(Ops::DEVICE, dtypes::void_, {}, Arg{std::string(R)});
+  UOp p16 = UOp::make(Ops::PARAM, dtypes::float32.ptr(16), {dev}, Arg{int64_t{0}});
+  UOp p8 = UOp::make(Ops::PARAM, dtypes::float32.ptr(8), {dev}, Arg{int64_t{1}});
+  UOp a = UOp::make(Ops::ADD, dtypes::float32, {p16, p16}), b = UOp::make(Ops::ADD, dtypes::float32, {p8, p8});
+  GraphInfo g = analyze(UOp::sink({a, b}));
+  std::vector<BufRef> params;
+  kiln::testing::expect_error([&] { rangeify_kernel(g, {{a, a, BufRef{true, 0}}, {b, b, BufRef{true, 1}}}, {}, params); },
+                        ErrorCode::internal, "grouped output 1 has 8 elements, output 0 has 16");
 }
 
 TEST(Fusion, BigReduceIsSplit) {

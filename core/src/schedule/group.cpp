@@ -83,14 +83,15 @@ struct Grouper {
 
   // Walks root x's value down to realized nodes, recording what it reads and in which space.
   void walk(int x) {
+    // (a CONTIGUOUS root starts at itself too: step() passes its source on in the same space,
+    // and a realized source is a read like any other, which merges and drops must see)
     const UOpNode* n = roots[x];
-    const UOpNode* start = n->op == Ops::CONTIGUOUS ? n->srcs()[0].node() : n;
     struct Item {
       const UOpNode* u;
       Space s;
       const UOpNode* r;
     };
-    std::vector<Item> stack{{start, Space::same, nullptr}};
+    std::vector<Item> stack{{n, Space::same, nullptr}};
     std::set<std::tuple<const UOpNode*, Space, const UOpNode*>> seen;
     PtrMap<char> read, read_other;
     std::vector<const UOpNode*> order;
@@ -98,7 +99,7 @@ struct Grouper {
       Item it = stack.back();
       stack.pop_back();
       if (!seen.insert({it.u, it.s, it.r}).second) continue;
-      bool is_root = it.u == start || it.u == n;
+      bool is_root = it.u == n;
       if (!is_root && (realize.contains(it.u) || it.u->op == Ops::PARAM)) {
         if (realize.contains(it.u)) {
           if (!read.contains(it.u)) order.push_back(it.u);

@@ -324,7 +324,6 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
         roots.push_back({mu, value_of(mu), new_local(mu, dev)});
       }
       k.body = rangeify_kernel(g, roots, realized, k.bufs);
-      k.outputs = static_cast<int>(roots.size());
       for (const KernelRoot& r : roots) realized[r.node.node()] = r.out;
     }
     for (const UOpNode* m : members) producer[m] = index;

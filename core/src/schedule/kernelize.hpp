@@ -27,7 +27,6 @@ struct BufRef {
 struct TemplateKernel {
   UOp body;                  // kernel AST (kernel PARAM slot i is bufs[i]) or a COPY node
   std::vector<BufRef> bufs;  // the outputs first (a kernel may store several), then the inputs
-  int outputs = 1;           // how many of bufs it writes
   std::string device;
   bool is_copy = false;
   std::vector<int> after;    // kernels (by index) that must run first: RAW, WAR and WAW edges

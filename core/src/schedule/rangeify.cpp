@@ -60,6 +60,13 @@ UOp and_(const UOp& a, const UOp& b) {
 
 UOp zero_of(DType d) { return d.is_bool() ? UOp::cbool(false) : UOp::cvalue(d, 0); }
 
+// A shape's element count; symbolic dims count at their maximum.
+int64_t max_elements(const std::vector<UOp>& shape) {
+  int64_t size = 1;
+  for (const UOp& d : shape) size *= d.is_const() ? d.arg_int() : vmax(d);
+  return size;
+}
+
 struct Key {
   const UOpNode* node;
   std::vector<uint64_t> ids;  // index tuple, then valid
@@ -98,6 +105,9 @@ class Builder {
     for (size_t slot = 0; slot < roots_.size(); ++slot) {
       const KernelRoot& root = roots_[slot];
       const std::vector<UOp>& own = *g_.shape.find(root.node.node());
+      // (equal counts have equal maxima: a necessary condition that never rejects a valid group)
+      KILN_CHECK(max_elements(own) == max_elements(shape), "rangeify: grouped output ", slot, " has ", max_elements(own),
+                 " elements, output 0 has ", max_elements(shape), ": one loop nest cannot store both");
       UOp v = lower(root.value, reindex(shape, own, idx), always);
       DType out_dtype = root.node.dtype();
       if (!(v.dtype() == out_dtype)) v = v.cast(out_dtype);
@@ -116,9 +126,7 @@ class Builder {
  private:
   // The kernel PARAM for buffer slot `slot` (pointer to `dtype`, sized by the shape's maximum).
   UOp param(size_t slot, DType dtype, const std::vector<UOp>& shape) {
-    int64_t size = 1;
-    for (const UOp& d : shape) size *= d.is_const() ? d.arg_int() : vmax(d);
-    return UOp::make(Ops::PARAM, dtype.ptr(size), {}, Arg{static_cast<int64_t>(slot)});
+    return UOp::make(Ops::PARAM, dtype.ptr(max_elements(shape)), {}, Arg{static_cast<int64_t>(slot)});
   }
 
   size_t slot_of(BufRef b) {
