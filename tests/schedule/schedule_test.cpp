@@ -7,6 +7,7 @@
 #include "error_check.hpp"
 #include "golden.hpp"
 #include "ir/print.hpp"
+#include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/buffer.hpp"
 #include "schedule/kernelize.hpp"
@@ -130,6 +131,30 @@ TEST(Fusion, DiamondRecomputesElementwiseAndRealizesTheReduce) {
   // an elementwise-only diamond is one kernel
   Tensor e = input({16, 32}) * 2.0;
   EXPECT_EQ(kernels_of((e.exp() + e.sin()).schedule()).size(), 1u);
+}
+
+// A chain with costly math or a reduce's result, read broadcast by a reduce, is computed once: its
+// top is realized and runs in the producing reduce's kernel (the bias and activation as the first
+// matmul's epilogue), not once per use inside the consumer's loop (512 times per element in a
+// 512-wide MLP before). A cheap chain (a scaled input) still fuses into the consumer.
+TEST(Fusion, CostlyChainsReadByAReduceAreComputedOnce) {
+  auto has_exp = [](const ExecItem& k) {
+    for (const UOp& u : toposort(k.ast))
+      if (u.op() == Ops::EXP2) return true;
+    return false;
+  };
+  Tensor x = input({16, 32}), w1 = input({64, 32}), b1 = input({64}), w2 = input({8, 64});
+  auto mlp = kernels_of(x.linear(w1, b1).gelu().linear(w2).schedule());
+  ASSERT_EQ(mlp.size(), 2u) << names(mlp);
+  EXPECT_TRUE(has_exp(mlp[0])) << "gelu is the first matmul's epilogue";
+  EXPECT_FALSE(has_exp(mlp[1])) << "the second matmul loads the activation";
+  // attention's probabilities: softmax's normalising pass is realized before the @ v reduce
+  Tensor q = input({2, 16, 8}), k = input({2, 16, 8}), v = input({2, 16, 8});
+  auto att = kernels_of((q.matmul(k.transpose(1, 2)) * 0.35).softmax(-1).matmul(v).schedule());
+  ASSERT_FALSE(att.empty());
+  EXPECT_FALSE(has_exp(att.back())) << names(att);
+  // cheap: (x * 2) @ w stays one kernel
+  EXPECT_EQ(kernels_of((x * 2.0).matmul(input({32, 8})).schedule()).size(), 1u);
 }
 
 // Multi-output kernels (schedule/group.cpp): outputs in one iteration space are stored by one

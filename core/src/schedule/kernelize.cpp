@@ -13,8 +13,14 @@
 //    element of y), or feeds another reduce (nested reduce loops), or is used by several consumers,
 //    directly or through a shared elementwise/movement chain (two outputs realized together share
 //    it instead of computing it twice).
-//  - Elementwise and movement chains are never realized: they fuse into every consumer
-//    (recomputing them is cheaper than a round trip through memory). Except a PAD that a reduce
+//  - Elementwise and movement chains fuse into every consumer (recomputing them is cheaper than a
+//    round trip through memory), except when a reduce reads them broadcast (EXPAND, then reduce)
+//    and they hold costly math (groups::Costly: exp, log, sqrt, reciprocal): the reduce would
+//    recompute it once per use (gelu(x @ w1.T + b1) @ w2.T: the gelu 512 times per element;
+//    softmax's probabilities in attention's @ v). The chain's top is realized, and group.cpp fuses
+//    it into the kernel of the reduce it reads (a matmul's bias and activation run as its
+//    epilogue). A cheap chain (x - mean(x) in a variance) is still recomputed.
+//    Another exception is a PAD that a reduce
 //    reads many times over (a padded convolution reads each input element ~k*k*Cout times): it
 //    is realized, so the reduce kernel loads plain memory instead of testing the padding's
 //    bounds at every load (which also keeps its loads vectorizable).
@@ -160,6 +166,23 @@ struct Decider {
     }
   }
 
+  // Whether the elementwise chain below n (down to reduces, realized nodes and buffers) holds
+  // costly math.
+  bool costly(const UOp& n) const {
+    std::vector<const UOpNode*> stack{n.node()};
+    PtrMap<char> seen;
+    while (!stack.empty()) {
+      const UOpNode* x = stack.back();
+      stack.pop_back();
+      if (seen.contains(x) || x->op == Ops::PARAM || x->op == Ops::BUFFER) continue;
+      seen[x] = 1;
+      if (groups::Costly.has(x->op)) return true;
+      if (realize.contains(x) || !(groups::Elementwise.has(x->op) || groups::Movement.has(x->op))) continue;
+      for (uint32_t i = 0; i < x->nsrc; ++i) stack.push_back(x->srcs()[i].node());
+    }
+    return false;
+  }
+
   void decide(const UOp& sink) {
     PtrMap<std::vector<const UOpNode*>> users;
     for (const UOp& n : g.order)
@@ -201,6 +224,10 @@ struct Decider {
           f.shared |= base.shared;
         }
       flags[n.node()] = f;
+      if (groups::Elementwise.has(n.op()) && f.expanded && f.in_reduce && !realize.contains(n.node()) && costly(n)) {
+        realize[n.node()] = 1;
+        flags[n.node()] = Flags{};
+      }
       if (n.op() == Ops::REDUCE_AXIS) realize_reread_pads(n);
       if (n.op() == Ops::REDUCE_AXIS && !realize.contains(n.node()) &&
           (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1))
