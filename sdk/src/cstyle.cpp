@@ -275,7 +275,12 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
       }
       case LirOp::GEP: {
         auto lanes = l.ints(i);
-        if (lanes.size() != 1) unsupported("GEP of several lanes");
+        if (lanes.size() != 1) {  // a sub-vector (a tree fold's half): lanes of a bool vector stay all-ones
+          std::vector<std::string> xs;
+          for (int64_t j : lanes) xs.push_back(lane(S(i, 0), j));
+          declare(i, vector_make(type_name(t), xs));
+          break;
+        }
         std::string x = lane(S(i, 0), lanes[0]);
         if (t.scalar == KILN_LIR_DTYPE_BOOL) x = "(" + x + "!=0)";
         declare(i, x);

@@ -87,21 +87,37 @@ UOp split_reduce(const Match& m, Width& w) {
   return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
 }
 
-// GEP of a VECTORIZE is the lane; GEP of a splat constant is the constant
+// A GEP of several lanes wider than the target's vectors: one GEP per lane.
+UOp split_gep(const Match& m, Width& w) {
+  const UOp& g = m[r0];
+  if (g.dtype().count() <= w.max) return {};
+  std::vector<UOp> lanes;
+  for (int64_t j : g.arg_ints()) lanes.push_back(gep(g.src(0), j));
+  return UOp::make(Ops::VECTORIZE, g.dtype(), lanes);
+}
+
+// GEP of a VECTORIZE is its lanes; GEP of a splat constant is the constant; GEP of a GEP picks
+// from the inner one's lanes (a lane of a halved vector in a tree fold).
 UOp fold_gep(const Match& m) {
   const UOp& g = m[r0];
   const UOp& v = g.src(0);
-  int64_t j = g.arg_ints()[0];
-  if (g.arg_ints().size() != 1) return {};
-  if (v.op() == Ops::VECTORIZE) return v.src(static_cast<size_t>(j));
-  if (v.op() == Ops::CONST) return UOp::make(Ops::CONST, v.dtype().scalar_type(), {}, v.arg());
-  return {};
+  const auto& js = g.arg_ints();
+  if (v.op() == Ops::CONST) return UOp::make(Ops::CONST, g.dtype(), {}, v.arg());
+  if (v.op() == Ops::GEP) {
+    std::vector<int64_t> lanes;
+    for (int64_t j : js) lanes.push_back(v.arg_ints()[static_cast<size_t>(j)]);
+    return UOp::make(Ops::GEP, g.dtype(), {v.src(0)}, Arg{std::move(lanes)});
+  }
+  if (js.size() == 1) return v.src(static_cast<size_t>(js[0]));
+  std::vector<UOp> lanes;
+  for (int64_t j : js) lanes.push_back(v.src(static_cast<size_t>(j)));
+  return UOp::make(Ops::VECTORIZE, g.dtype(), lanes);
 }
 
 }  // namespace
 
 const PatternMatcher& pm_vector_cleanup() {
-  static const PatternMatcher pm{rule(UPat::op(Ops::GEP, {UPat::ops({Ops::VECTORIZE, Ops::CONST}, {}, true)}).named(r0), fold_gep)};
+  static const PatternMatcher pm{rule(UPat::op(Ops::GEP, {UPat::ops({Ops::VECTORIZE, Ops::CONST, Ops::GEP}, {}, true)}).named(r0), fold_gep)};
   return pm;
 }
 
@@ -116,6 +132,7 @@ UOp devectorize(const UOp& ast, const Target& target) {
       rule(UPat::op(Ops::LOAD, {x}).named(r0), split_load),
       rule(UPat::op(Ops::STORE, {x, y}).named(r0), split_store),
       rule(UPat::op(Ops::REDUCE).allow_any_len().named(r0), split_reduce),
+      rule(UPat::op(Ops::GEP).named(r0), split_gep),
   };
   return graph_rewrite(ast, pm + pm_vector_cleanup() + symbolic(), w, "devectorize");
 }
