@@ -127,7 +127,13 @@ class LlvmCompiler final : public KernelCompiler {
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(&tm);
+    // SLP on (clang's O2 default; PassBuilder's is off): a register tile's copies of an
+    // epilogue (the bias and activation after a dot-product kernel's lanes are folded) are
+    // isomorphic scalar chains it packs into vectors. Loop vectorization stays off: the kernels
+    // arrive vectorized by kiln's own actions.
+    llvm::PipelineTuningOptions tuning;
+    tuning.SLPVectorization = true;
+    llvm::PassBuilder pb(&tm, tuning);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);

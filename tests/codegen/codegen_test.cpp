@@ -449,6 +449,16 @@ TEST(Transcendental, Exp2) {
   EXPECT_EQ(run(exp2_poly, -INFINITY, dtypes::float32), 0.0);
   EXPECT_EQ(run(exp2_poly, -200, dtypes::float32), 0.0);
   EXPECT_TRUE(std::isnan(run(exp2_poly, NAN, dtypes::float32)));
+  EXPECT_EQ(run(exp2_poly, INFINITY, dtypes::float32), INFINITY);
+  EXPECT_EQ(run(exp2_poly, -150.0, dtypes::float32), 0.0);
+  // a sweep over the normal range (x = k/8 + 0.013: both ends of every rounding interval)
+  for (int k = -1000; k < 1024; ++k) {
+    double x = k / 8.0 + 0.013;
+    EXPECT_LT(rel(run(exp2_poly, x, dtypes::float32), static_cast<float>(std::exp2(static_cast<double>(static_cast<float>(x))))), 3e-7) << x;
+  }
+  EXPECT_EQ(run(exp2_poly, INFINITY, dtypes::float64), INFINITY);
+  EXPECT_EQ(run(exp2_poly, -1e300, dtypes::float64), 0.0);
+  EXPECT_TRUE(std::isnan(run(exp2_poly, NAN, dtypes::float64)));
   for (double x : {0.1, -500.5, 1000.0, -1070.0}) EXPECT_LT(rel(run(exp2_poly, x, dtypes::float64), std::exp2(x)), 1e-15) << x;
 }
 

@@ -2,10 +2,10 @@
 //
 // For targets without these functions (the CPU's freestanding C has no libm, HIP without the
 // device libraries has none). Built per lane, so vectors stay vectors.
-//  exp2(x)  n = round(x), f = x - n in [-1/2, 1/2]; 2^f by its Taylor series in f*ln2 (degree 8
-//           for float32, 13 for float64); 2^n applied as two exponent-field scalings so results
-//           down to the subnormal range are exact. x >= 128 (1024) is inf, x below the smallest
-//           subnormal is 0, NaN stays NaN.
+//  exp2(x)  x clamped to [-150, 128] ([-1075, 1024]); n = round(x), f = x - n in [-1/2, 1/2];
+//           2^f by its Taylor series in f*ln2 (degree 7 for float32, 13 for float64); 2^n applied
+//           as two exponent-field scalings so results down to the subnormal range are exact and
+//           the clamp's ends give inf and 0. NaN stays NaN.
 //  log2(x)  x = m * 2^e with m in [sqrt(1/2), sqrt(2)) (subnormals pre-scaled by 2^64);
 //           ln(m) = 2 atanh((m-1)/(m+1)) as an odd series. x < 0 and NaN give NaN, 0 gives -inf,
 //           inf gives inf.
@@ -43,14 +43,13 @@ UOp round_float(const UOp& x, const B& b) {
   return (x + half).cast(b.ity()).cast(b.f);
 }
 
-// v * 2^n for integer-valued float n in [-(bias+mant), bias+1]: two exponent-field scalings,
-// applied one after the other so no intermediate overflows
-UOp ldexp(const UOp& v, const UOp& n, const B& b) {
+// v * 2^n for an integer n in [-(bias+mant), bias+1]: two exponent-field scalings (n split
+// by an arithmetic shift), applied one after the other so no intermediate overflows
+UOp ldexp_int(const UOp& v, const UOp& n, const B& b) {
   bool dbl = b.f.scalar_size() == 8;
   int64_t bias = dbl ? 1023 : 127, shift = dbl ? 52 : 23;
-  UOp ni = n.cast(b.ity());
-  UOp n1 = ni.idiv(b.ci(2)), n2 = ni - n1;
-  auto scale = [&](const UOp& e) { return ((e + b.ci(bias)) * b.ci(int64_t{1} << shift)).bitcast(b.f); };
+  UOp n1 = UOp::alu(Ops::SHR, {n, b.ci(1)}), n2 = n - n1;
+  auto scale = [&](const UOp& e) { return UOp::alu(Ops::SHL, {e + b.ci(bias), b.ci(shift)}).bitcast(b.f); };
   return (v * scale(n1)) * scale(n2);
 }
 
@@ -60,19 +59,26 @@ UOp exp2_poly(const UOp& x) {
   B b{x.dtype()};
   bool dbl = b.f.scalar_size() == 8;
   double hi = dbl ? 1024 : 128, lo = dbl ? -1075 : -150;
-  UOp xc = x.maximum(b.c(lo)).minimum(b.c(hi));
-  UOp n = round_float(xc, b);
+  // Clamped by compare and select, not MAX/MIN (which also propagate NaN: twice the ops); NaN is
+  // restored last. The clamp alone gives the edges: 2^hi overflows to inf and 2^lo rounds to 0.
+  UOp xc = x.lt(b.c(lo)).where(b.c(lo), x);
+  xc = b.c(hi).lt(xc).where(b.c(hi), xc);
+  // round to nearest even by adding 1.5 * 2^mant: the sum has no fraction bits left, and its
+  // low bits are n as an integer (one add, one subtract; |xc| < 2^22 keeps one binade)
+  UOp magic = b.c(dbl ? 0x1.8p52 : 0x1.8p23);
+  UOp t = xc + magic;
+  UOp n = t - magic;
+  UOp ni = t.bitcast(b.ity()) - magic.bitcast(b.ity());
   UOp f = (xc - n) * b.c(M_LN2);
-  int degree = dbl ? 13 : 8;
+  // |f| <= ln2/2: the first omitted term is below 6e-9 (float32) and 5e-18 (float64) relative
+  int degree = dbl ? 13 : 7;
   std::vector<double> coef;
   double fact = 1;
   for (int k = 0; k <= degree; ++k) {
     if (k) fact *= k;
     coef.push_back(1 / fact);
   }
-  UOp r = ldexp(horner(f, coef, b), n, b);
-  r = x.lt(b.c(hi)).logical_not().where(b.c(INFINITY), r);
-  r = x.lt(b.c(lo)).where(b.c(0), r);
+  UOp r = ldexp_int(horner(f, coef, b), ni, b);
   return x.ne(x).where(x, r);
 }
 
