@@ -155,6 +155,16 @@ TEST(Fusion, CostlyChainsReadByAReduceAreComputedOnce) {
   EXPECT_FALSE(has_exp(att.back())) << names(att);
   // cheap: (x * 2) @ w stays one kernel
   EXPECT_EQ(kernels_of((x * 2.0).matmul(input({32, 8})).schedule()).size(), 1u);
+  // a cheap chain over a reduce: relu(x @ w1.T + b1) is the first matmul's epilogue, not work
+  // inside the second one's inner loop (the second kernel reads neither b1 nor the raw product)
+  auto relu = kernels_of(x.linear(w1, b1).relu().linear(w2).schedule());
+  ASSERT_EQ(relu.size(), 2u) << names(relu);
+  EXPECT_EQ(relu[0].buffers.size(), 4u) << "h, x, w1, b1";
+  EXPECT_EQ(relu[1].buffers.size(), 3u) << "out, h, w2";
+  // ... and a variance's mean, read in its own kernel, gets no buffer
+  auto var = kernels_of(input({12, 5}).var({1}).schedule());
+  ASSERT_EQ(var.size(), 1u) << names(var);
+  EXPECT_EQ(var[0].buffers.size(), 2u) << "out and x: no buffer for the mean";
 }
 
 // Multi-output kernels (schedule/group.cpp): outputs in one iteration space are stored by one

@@ -15,8 +15,8 @@
 // ASSIGN and CONTIGUOUS (a boundary the user asked for) kernels stay alone, and a graph with an
 // ASSIGN is not grouped: an assign's write-after-read edges (kernelize.cpp) are not known here,
 // and a group could need to run both before and after it.
-// Last, a reduce that was realized only because several consumers share it, and whose consumers
-// all joined its kernel, is not stored at all (a reduce consumed by several outputs is computed
+// Last, a reduce (or an elementwise chain over one) that was realized only because several
+// consumers share it, and whose consumers all joined its kernel, is not stored at all (a reduce consumed by several outputs is computed
 // once, with no buffer and no extra kernel).
 #include <algorithm>
 #include <set>
@@ -198,14 +198,16 @@ struct Grouper {
     return out;
   }
 
-  // A reduce realized because it is shared, all of whose readers are in its kernel and read it
-  // there in their own space, needs no buffer.
+  // A reduce realized because it is shared (or an elementwise chain over one, realized because
+  // a reduce reads it broadcast: a variance's mean), all of whose readers are in its kernel and
+  // read it there in their own space, needs no buffer.
   void drop_absorbed_reduces() {
     PtrMap<char> output;
     for (const UOp& s : sink.src()) output[s.node()] = 1;
     std::vector<char> absorbed(roots.size(), 0);
     for (size_t y = 0; y < roots.size(); ++y) {
-      if (roots[y]->op != Ops::REDUCE_AXIS || output.contains(roots[y])) continue;
+      bool computed = roots[y]->op == Ops::REDUCE_AXIS || groups::Elementwise.has(roots[y]->op);
+      if (!computed || output.contains(roots[y])) continue;
       bool all_inside = true, any = false;
       for (size_t x = 0; x < roots.size() && all_inside; ++x)
         for (auto [r, own] : reads[x])

@@ -15,11 +15,13 @@
 //    it instead of computing it twice).
 //  - Elementwise and movement chains fuse into every consumer (recomputing them is cheaper than a
 //    round trip through memory), except when a reduce reads them broadcast (EXPAND, then reduce)
-//    and they hold costly math (groups::Costly: exp, log, sqrt, reciprocal): the reduce would
-//    recompute it once per use (gelu(x @ w1.T + b1) @ w2.T: the gelu 512 times per element;
-//    softmax's probabilities in attention's @ v). The chain's top is realized, and group.cpp fuses
-//    it into the kernel of the reduce it reads (a matmul's bias and activation run as its
-//    epilogue). A cheap chain (x - mean(x) in a variance) is still recomputed.
+//    and they hold costly math (groups::Costly: exp, log, sqrt, reciprocal) or sit on a reduce:
+//    the reduce would recompute them once per use (gelu(x @ w1.T + b1) @ w2.T: the gelu 512 times
+//    per element; relu(x @ w1.T + b1) @ w2.T: the bias and relu inside the second matmul's inner
+//    loop; softmax's probabilities in attention's @ v). The chain's top is realized, and group.cpp
+//    fuses it into the kernel of the reduce below it (a matmul's bias and activation run as its
+//    epilogue; a variance's mean, read in the same kernel, gets no buffer). A cheap chain over
+//    buffers only (x * 2 in (x * 2) @ w) is still recomputed.
 //    Another exception is a PAD that a reduce
 //    reads many times over (a padded convolution reads each input element ~k*k*Cout times): it
 //    is realized, so the reduce kernel loads plain memory instead of testing the padding's
@@ -167,8 +169,8 @@ struct Decider {
   }
 
   // Whether the elementwise chain below n (down to reduces, realized nodes and buffers) holds
-  // costly math.
-  bool costly(const UOp& n) const {
+  // costly math or a reduce: worth a buffer when a reduce reads n broadcast.
+  bool worth_storing(const UOp& n) const {
     std::vector<const UOpNode*> stack{n.node()};
     PtrMap<char> seen;
     while (!stack.empty()) {
@@ -176,7 +178,7 @@ struct Decider {
       stack.pop_back();
       if (seen.contains(x) || x->op == Ops::PARAM || x->op == Ops::BUFFER) continue;
       seen[x] = 1;
-      if (groups::Costly.has(x->op)) return true;
+      if (groups::Costly.has(x->op) || (x->op == Ops::REDUCE_AXIS && x != n.node())) return true;
       if (realize.contains(x) || !(groups::Elementwise.has(x->op) || groups::Movement.has(x->op))) continue;
       for (uint32_t i = 0; i < x->nsrc; ++i) stack.push_back(x->srcs()[i].node());
     }
@@ -224,7 +226,7 @@ struct Decider {
           f.shared |= base.shared;
         }
       flags[n.node()] = f;
-      if (groups::Elementwise.has(n.op()) && f.expanded && f.in_reduce && !realize.contains(n.node()) && costly(n)) {
+      if (groups::Elementwise.has(n.op()) && f.expanded && f.in_reduce && !realize.contains(n.node()) && worth_storing(n)) {
         realize[n.node()] = 1;
         flags[n.node()] = Flags{};
       }
