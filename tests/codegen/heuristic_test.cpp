@@ -87,13 +87,27 @@ TEST(Heuristic, ReduceOverALeadingAxisVectorizesTheOutputAxis) {
   EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
 }
 
-// x @ W.T (linear): both operands are contiguous along K: vector lanes along K and a tile of
-// outputs that reuses each loaded vector.
-TEST(Heuristic, TransposedOperandIsADotProductTile) {
+// x @ W.T (linear): W's rows are the output columns. With many rows, W's panels are staged
+// (laid out with the lanes innermost) and the kernel is the matmul tile; with few rows, a narrow
+// output or a panel too large to stage, a dot product tile (lanes along K, a tile of outputs
+// reusing each loaded vector).
+TEST(Heuristic, TransposedOperandIsStagedOrADotProductTile) {
   Chosen c = main_kernel(in({512, 1024}).linear(in({1024, 1024})));
-  EXPECT_TRUE(c.has(OptOp::UNROLL, true)) << c.str();
-  EXPECT_GE(c.upcasts(), 2) << c.str();
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_TRUE(c.has(OptOp::SWAP)) << c.str();
+  EXPECT_TRUE(c.has(OptOp::STAGE)) << c.str();
   EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+  for (const Tensor& out : {in({16, 1024}).linear(in({1024, 1024})), in({512, 1024}).linear(in({10, 1024})),
+                            in({512, 8192}).linear(in({256, 8192}))}) {
+    Chosen d = main_kernel(out);
+    EXPECT_TRUE(d.has(OptOp::UNROLL, true)) << d.str();
+    EXPECT_FALSE(d.has(OptOp::STAGE)) << d.str();
+    EXPECT_GE(d.upcasts(), 2) << d.str();
+  }
+  // a target without threads (GPUs: no per-thread stack buffers) keeps the dot product
+  Target gpu_like = avx512();
+  gpu_like.flags &= ~KILN_TARGET_HAS_THREADS;
+  EXPECT_FALSE(main_kernel(in({512, 1024}).linear(in({1024, 1024})), gpu_like).has(OptOp::STAGE));
 }
 
 // A batch-1 ResNet convolution (56 wide: not a multiple of 16 lanes) is a register tile over
