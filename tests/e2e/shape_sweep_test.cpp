@@ -143,6 +143,15 @@ TEST_P(ShapeSweep, Conv2dOneDimensionAtATime) {
   check_conv2d(GetParam(), 16, 57, 57, 31, 2, 0);  // strided, no padding
 }
 
+// Strided loads along the vector axis (codegen/expander.cpp: the vector loads covering a stride
+// of up to 4 and a pick of their lanes), unmasked, gated by a padded output width (13, 28) and
+// with padded inputs; stride 5 stays a gather.
+TEST_P(ShapeSweep, StridedConvolutions) {
+  for (int stride : {2, 3, 4, 5})
+    for (int64_t w : {13, 28, 64})
+      for (int pad : {0, 1}) check_conv2d(GetParam(), 4, 7, w * stride + 2 - 2 * pad, 32, stride, pad);
+}
+
 TEST_P(ShapeSweep, ReductionsOverLastAndLeadingAxes) {
   for (int64_t s : kSizes)
     for (int axis : {0, 1}) {

@@ -7,8 +7,9 @@
 //    share one loop: that is what makes register tiles.
 //  - by lanes (the vectorized range): values that depend on it become k-lane vectors. A load
 //    whose index moves by exactly 1 along the range is one vector load (masked, with one gate per
-//    lane, when its validity depends on the range); by 0, a scalar; otherwise a gather of k loads.
-//    Stores likewise. A REDUCE
+//    lane, when its validity depends on the range); by 0, a scalar; by a small constant stride,
+//    the few vector loads that cover its span and a pick of their lanes; otherwise a gather of k
+//    loads. Stores likewise (without the strided form). A REDUCE
 //    over the vector range accumulates a vector and ends with a horizontal fold of the lanes, as
 //    a tree of halvings (v[:k/2] op v[k/2:], log2(k) vector ops): a chain of k-1 dependent scalar
 //    ops cost a dot-product kernel (x @ w.T, lanes along K) a third of its time.
@@ -129,6 +130,47 @@ class Vectorizer {
     return true;
   }
 
+  // A gather whose index moves by a small constant stride s along v (a stride-2 convolution's
+  // input row) as the few contiguous vector loads that cover its span, its lanes picked from them
+  // (LLVM turns the picks into a two-source shuffle). The loads read only between the first and
+  // the last element the gather reads (the last one ends exactly there). Under a gate (a padded
+  // axis), a loaded element between the gather's elements j and j+1 is read only when both are
+  // valid: it lies between two elements of the buffer, so it is one too.
+  static constexpr int64_t kMaxShuffleStride = 4;
+  UOp strided_load(const UOp& x) {
+    const UOp& index = x.src(0);
+    int64_t s;
+    if (x.nsrc() != 1 || !stride_of(index.src(1), v_, s) || s < 2 || s > kMaxShuffleStride) return {};
+    UOp base = simplify(lane(index.src(1), 0));
+    UOp valid = index.nsrc() > 2 ? vec(index.src(2)) : UOp();
+    const int64_t span = s * (k_ - 1) + 1, chunks = (span + k_ - 1) / k_;
+    auto start = [&](int64_t c) { return c + 1 < chunks ? c * k_ : span - k_; };
+    auto valid_at = [&](int64_t j) { return UOp::make(Ops::GEP, valid.dtype().scalar_type(), {valid}, Arg{std::vector<int64_t>{j}}); };
+    DType p = index.dtype();
+    DType vp = p.base().vec(k_).ptr(p.ptr_size(), p.addrspace());
+    std::vector<UOp> loads;
+    for (int64_t c = 0; c < chunks; ++c) {
+      std::vector<UOp> src{index.src(0), simplify(base + start(c))};
+      if (valid && valid.dtype().count() == 1) {
+        src.push_back(valid);
+      } else if (valid) {
+        std::vector<UOp> gate;
+        for (int64_t l = 0; l < k_; ++l) {
+          int64_t pos = start(c) + l, lo = pos / s, hi = (pos + s - 1) / s;
+          gate.push_back(lo == hi ? valid_at(lo) : valid_at(lo) & valid_at(hi));
+        }
+        src.push_back(UOp::make(Ops::VECTORIZE, valid.dtype(), gate));
+      }
+      loads.push_back(UOp::make(Ops::LOAD, x.dtype().vec(k_), {UOp::make(Ops::INDEX, vp, src)}));
+    }
+    std::vector<UOp> lanes;
+    for (int64_t j = 0; j < k_; ++j) {
+      int64_t e = s * j, c = std::min(e / k_, chunks - 1);
+      lanes.push_back(UOp::make(Ops::GEP, x.dtype(), {loads[c]}, Arg{std::vector<int64_t>{e - start(c)}}));
+    }
+    return UOp::make(Ops::VECTORIZE, x.dtype().vec(k_), lanes);
+  }
+
   UOp vector_index(const UOp& index, const UOp& base) {
     DType p = index.dtype();
     DType vp = p.base().vec(k_).ptr(p.ptr_size(), p.addrspace());
@@ -149,6 +191,7 @@ class Vectorizer {
         const UOp& index = x.src(0);
         if (x.nsrc() == 1 && contiguous(index, base))
           return UOp::make(Ops::LOAD, x.dtype().vec(k_), {vector_index(index, base)});
+        if (UOp strided = strided_load(x)) return strided;
         return gather(x);
       }
       case Ops::STORE: {
