@@ -68,7 +68,8 @@ sdk::Target CpuDevice::target() {
   // What the renderer in use handles; the core decomposes the rest (transcendentals, half types).
   uint64_t c_ops[2];
   c_dialect_caps(c_ops, t.dtypes);  // both renderers take the same dtypes
-  t.ops = (config_.compiler.in_process() ? llvm_ir_ops() : c_dialect_ops()).bits();
+  const bool avx512 = config_.isa.empty() ? cpu.has("avx512f") : isa_rank(config_.isa) >= 4;
+  t.ops = (config_.compiler.in_process() ? llvm_ir_ops(avx512) : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
   return t;
 }

@@ -334,6 +334,73 @@ class Renderer {
     def(i, "call " + type_ir(t) + " " + fn + "(" + TV(i, 0) + ")");
   }
 
+  // EXP2, advertised with AVX-512 (llvm_ir_ops): x clamped to [lo, hi] (NaN kept), n =
+  // roundeven(x), 2^(x - n) by its Taylor series in (x - n) * ln2 (degree 7 for float32, 13 for
+  // float64, as the core's), times 2^n by vscalef, which rounds into the subnormal range,
+  // overflows to inf at hi and keeps NaN by itself: 13 vector ops where the core's portable form
+  // (codegen/transcendental.cpp) takes 25. Any width is computed in one 512-bit register.
+  void emit_exp2(uint32_t i) {
+    const kiln_lir_type& t = T(i);
+    const bool dbl = t.scalar == KILN_LIR_DTYPE_FLOAT64;
+    if (!dbl && t.scalar != KILN_LIR_DTYPE_FLOAT32) unsupported("EXP2 of a type other than float32 and float64");
+    const int w = dbl ? 8 : 16;
+    if (t.count > w) unsupported("EXP2 wider than a 512-bit register");
+    kiln_lir_type wt = t;
+    wt.count = static_cast<uint16_t>(w);
+    const std::string ty = type_ir(wt), s = scalar_ir(t.scalar), mask_ty = "<" + std::to_string(w) + " x i32>";
+    auto splat = [&](double v) {
+      std::string r = "<";
+      for (int k = 0; k < w; ++k) r += (k ? ", " : "") + s + " " + float_literal(t.scalar, v);
+      return r + ">";
+    };
+    auto lanes = [&](int n) {
+      std::string r = "<";
+      for (int k = 0; k < w; ++k) r += (k ? ", i32 " : "i32 ") + (k < n ? std::to_string(k) : std::string("undef"));
+      return r + ">";
+    };
+    std::string x = V(i, 0);
+    if (t.count == 1) {
+      x = tmp();
+      line(x + " = insertelement " + ty + " poison, " + TV(i, 0) + ", i32 0");
+    } else if (t.count < w) {
+      x = tmp();
+      line(x + " = shufflevector " + TV(i, 0) + ", " + type_ir(t) + " poison, " + mask_ty + " " + lanes(t.count));
+    }
+    const double lo = dbl ? -1075 : -150, hi = dbl ? 1024 : 128;
+    std::string below = tmp(), x1 = tmp(), above = tmp(), xc = tmp(), n = tmp(), f = tmp(), g = tmp();
+    line(below + " = fcmp olt " + ty + " " + x + ", " + splat(lo));
+    line(x1 + " = select <" + std::to_string(w) + " x i1> " + below + ", " + ty + " " + splat(lo) + ", " + ty + " " + x);
+    line(above + " = fcmp olt " + ty + " " + splat(hi) + ", " + x1);
+    line(xc + " = select <" + std::to_string(w) + " x i1> " + above + ", " + ty + " " + splat(hi) + ", " + ty + " " + x1);
+    const std::string round = "@llvm.roundeven." + mangle(wt), fma = "@llvm.fmuladd." + mangle(wt);
+    need_intrinsic("declare " + ty + " " + round + "(" + ty + ")");
+    need_intrinsic("declare " + ty + " " + fma + "(" + ty + ", " + ty + ", " + ty + ")");
+    line(n + " = call " + ty + " " + round + "(" + ty + " " + xc + ")");
+    line(f + " = fsub " + ty + " " + xc + ", " + n);
+    line(g + " = fmul " + ty + " " + f + ", " + splat(M_LN2));
+    const int degree = dbl ? 13 : 7;
+    std::vector<double> coef{1.0};
+    for (int k = 1; k <= degree; ++k) coef.push_back(coef.back() / k);
+    std::string p = splat(coef[degree]);
+    for (int k = degree - 1; k >= 0; --k) {
+      std::string q = tmp();
+      line(q + " = call " + ty + " " + fma + "(" + ty + " " + p + ", " + ty + " " + g + ", " + ty + " " + splat(coef[k]) + ")");
+      p = q;
+    }
+    const std::string scalef = dbl ? "@llvm.x86.avx512.mask.scalef.pd.512" : "@llvm.x86.avx512.mask.scalef.ps.512";
+    const std::string mask = dbl ? "i8" : "i16";
+    need_intrinsic("declare " + ty + " " + scalef + "(" + ty + ", " + ty + ", " + ty + ", " + mask + ", i32)");
+    std::string r = tmp();
+    line(r + " = call " + ty + " " + scalef + "(" + ty + " " + p + ", " + ty + " " + n + ", " + ty + " zeroinitializer, " + mask + " -1, i32 4)");
+    if (t.count == 1) return def(i, "extractelement " + ty + " " + r + ", i32 0");
+    if (t.count < w) {
+      std::string keep = "<";
+      for (int k = 0; k < t.count; ++k) keep += (k ? ", i32 " : "i32 ") + std::to_string(k);
+      return def(i, "shufflevector " + ty + " " + r + ", " + ty + " poison, <" + std::to_string(t.count) + " x i32> " + keep + ">");
+    }
+    val_[i] = r;
+  }
+
   void emit(uint32_t i) {
     const kiln_lir_inst& in = l_[i];
     const kiln_lir_type& t = in.type;
@@ -460,8 +527,9 @@ class Renderer {
       case sdk::LirOp::XOR:
         emit_binary(i);
         break;
-      // not in llvm_ir_ops(): the core decomposes the transcendentals; the cpu has no workgroups
-      case sdk::LirOp::EXP2: case sdk::LirOp::LOG2: case sdk::LirOp::SIN: case sdk::LirOp::POW:
+      case sdk::LirOp::EXP2: emit_exp2(i); break;
+      // not in llvm_ir_ops(): the core decomposes these transcendentals; the cpu has no workgroups
+      case sdk::LirOp::LOG2: case sdk::LirOp::SIN: case sdk::LirOp::POW:
       case sdk::LirOp::BARRIER: case sdk::LirOp::DEFINE_LOCAL: case sdk::LirOp::CUSTOM: case sdk::LirOp::CUSTOMI:
         unsupported(std::string("LIR op ") + sdk::lir_op_name(in.op) + " (not advertised by the cpu target)");
     }
@@ -533,10 +601,10 @@ class Renderer {
 
 }  // namespace
 
-sdk::LirOpSet llvm_ir_ops() {
+sdk::LirOpSet llvm_ir_ops(bool avx512) {
   using enum sdk::LirOp;
   return sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions | sdk::lir_ops::kArithmetic |
-         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL};
+         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL} | (avx512 ? sdk::LirOpSet{EXP2} : sdk::LirOpSet{});
 }
 
 std::string render_llvm_ir(const kiln_lir& kernel, const LlvmRenderOptions& options) {

@@ -116,7 +116,8 @@ struct C : cpu::CDialect {
 std::vector<Renderer> renderers() {
   return {
       {"cpu C", cpu::c_dialect_ops(), [](const kiln_lir& l) { return C().render(l); }},
-      {"cpu LLVM IR", cpu::llvm_ir_ops(), [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
+      {"cpu LLVM IR", cpu::llvm_ir_ops(false), [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
+      {"cpu LLVM IR (AVX-512)", cpu::llvm_ir_ops(true), [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
       {"opencl", opencl::opencl_ops(), [](const kiln_lir& l) { return opencl::OpenclDialect().render_kernel(l); }},
       {"hip", hip::hip_ops(), [](const kiln_lir& l) { return hip::HipDialect().render_kernel(l); }},
   };
