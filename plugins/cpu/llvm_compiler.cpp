@@ -71,7 +71,7 @@ class LlvmCompiler final : public KernelCompiler {
 
   std::string cache_key() override {
     const Host& h = host();
-    return std::string("llvm ") + LLVM_VERSION_STRING + "|O2|" + h.triple + "|" + cpu_ + "|" + features_;
+    return std::string("llvm ") + LLVM_VERSION_STRING + "|O2+slp|" + h.triple + "|" + cpu_ + "|" + features_;
   }
 
   std::string compile(const std::string& source, const std::string& entry, const std::string& extra_options,

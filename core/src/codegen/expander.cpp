@@ -141,9 +141,10 @@ class Vectorizer {
     const UOp& index = x.src(0);
     int64_t s;
     if (x.nsrc() != 1 || !stride_of(index.src(1), v_, s) || s < 2 || s > kMaxShuffleStride) return {};
+    const int64_t span = s * (k_ - 1) + 1, chunks = (span + k_ - 1) / k_;
+    if (chunks * 4 > k_) return {};  // at least 4 lanes picked per load (not 3 loads for 4 lanes)
     UOp base = simplify(lane(index.src(1), 0));
     UOp valid = index.nsrc() > 2 ? vec(index.src(2)) : UOp();
-    const int64_t span = s * (k_ - 1) + 1, chunks = (span + k_ - 1) / k_;
     auto start = [&](int64_t c) { return c + 1 < chunks ? c * k_ : span - k_; };
     auto valid_at = [&](int64_t j) { return UOp::make(Ops::GEP, valid.dtype().scalar_type(), {valid}, Arg{std::vector<int64_t>{j}}); };
     DType p = index.dtype();
