@@ -378,7 +378,7 @@ TEST(Opt, GivenActionListsAreValidated) {
                 .find("one vector axis"),
             std::string::npos);
   EXPECT_NE(error_of([&] { apply_opts(k, std::vector<Opt>{{OptOp::UPCAST, 1, 32}, {OptOp::UPCAST, 0, 8}, {OptOp::UNROLL, 2, 64}}, t); })
-                .find("copies of its body"),
+                .find("copies of a value"),
             std::string::npos);
   EXPECT_EQ(opt_problem(k, Opt{OptOp::UPCAST, 1, 4, true}, &t), "");
 }

@@ -8,6 +8,7 @@
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
+#include "schedule/schedule.hpp"
 #include "simulated_cpu.hpp"
 
 using namespace kiln;
@@ -108,6 +109,19 @@ TEST(Heuristic, TransposedOperandIsStagedOrADotProductTile) {
   Target gpu_like = avx512();
   gpu_like.flags &= ~KILN_TARGET_HAS_THREADS;
   EXPECT_FALSE(main_kernel(in({512, 1024}).linear(in({1024, 1024})), gpu_like).has(OptOp::STAGE));
+}
+
+// A row kernel (schedule/kernelize.cpp's row fusion): vector lanes along the row it writes, and
+// along each reduce over the row (with an unroll), threads over the rows.
+TEST(Heuristic, RowKernelHasVectorsAlongItsRowAndItsReduces) {
+  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
+  clear_schedule_cache();
+  Chosen c = main_kernel(in({4096, 1024}).softmax(-1));
+  set_row_fusion_query(old);
+  clear_schedule_cache();
+  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+  EXPECT_EQ(std::count_if(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::UNROLL && o.vectorize; }), 2) << c.str();
+  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
 }
 
 // A batch-1 ResNet convolution (56 wide: not a multiple of 16 lanes) is a register tile over

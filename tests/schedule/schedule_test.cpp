@@ -167,6 +167,27 @@ TEST(Fusion, CostlyChainsReadByAReduceAreComputedOnce) {
   EXPECT_EQ(var[0].buffers.size(), 2u) << "out and x: no buffer for the mean";
 }
 
+// Row fusion (kernelize.cpp) on a device that runs a row per thread (the query says so here; "ref"
+// does not): softmax and layernorm are one kernel, a row's statistics computed before the loop
+// that writes it. Rows past the cache bound, reduces over a leading axis (the loop over the rows
+// would recompute them) and devices that do not run rows keep the reduce's own kernel.
+TEST(Fusion, RowKernelsComputeARowsReducesBeforeItsLoop) {
+  auto count = [](const Tensor& t) { return kernels_of(t.schedule()).size(); };
+  auto layernorm = [](const Tensor& x) { return (x - x.mean({-1}, true)) * (x.var({-1}, true, 0) + 1e-5).rsqrt(); };
+  clear_schedule_cache();
+  EXPECT_EQ(count(input({64, 100}).softmax(-1)), 2u);
+  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
+  clear_schedule_cache();
+  EXPECT_EQ(count(input({64, 100}).softmax(-1)), 1u);
+  EXPECT_EQ(count(input({2, 8, 16, 16}).softmax(-1)), 1u);
+  EXPECT_EQ(count(layernorm(input({64, 100}))), 1u);
+  EXPECT_EQ(count(input({4, 20000}).softmax(-1)), 2u) << "a row of 20000 does not stay in the caches";
+  Tensor y = input({64, 100});
+  EXPECT_EQ(count(y - y.max({0}, true)), 2u) << "a column's max would be recomputed for every row";
+  set_row_fusion_query(old);
+  clear_schedule_cache();
+}
+
 // Multi-output kernels (schedule/group.cpp): outputs in one iteration space are stored by one
 // kernel, which computes what they share once.
 TEST(Fusion, TwoOutputsShareTheirReduce) {

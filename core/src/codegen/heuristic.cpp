@@ -150,6 +150,16 @@ bool has_rows(const OptPlan& plan) {
                      [&](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize && o.axis != vector_axis; });
 }
 
+// Whether every reduce of the kernel sums over values that do not move along output axis j (a
+// row kernel computes them before its loop over j).
+bool row_reduces(const UOp& ast, const UOp& j) {
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::REDUCE && u.nsrc() > 1)
+      for (const UOp& x : toposort(u.src(0)))
+        if (x == j) return false;
+  return true;
+}
+
 // Small reduce windows (a pooling window, a depthwise filter's taps) are unrolled whole: the loop
 // and its counter go, and neighbouring taps' index math folds into constant offsets. Only where
 // the copies stay few (at most 4 per window, 16 in all), and not under a register tile with rows:
@@ -283,9 +293,26 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   std::optional<Opt> swap;  // applied last: THREAD still splits the outermost axis
-  const bool matmul_like = !k.reduce.empty() && contiguous && reused(k, contiguous) &&
+  // a row kernel (schedule/kernelize.cpp's row fusion: softmax, layernorm): its reduces run over
+  // a row before the loop that writes it, and none moves along the output's contiguous axis
+  const bool row_kernel = !k.reduce.empty() && contiguous && lanes > 1 && row_reduces(ast, contiguous);
+  const bool matmul_like = !row_kernel && !k.reduce.empty() && contiguous && reused(k, contiguous) &&
                            contiguous_loads(k, contiguous, across ? INT64_MAX : kMaxGatherStride) && lanes > 1;
   // a matmul's columns are padded for two vectors when that is cheap (1000 -> 1024), else for one
+  if (row_kernel) {
+    // the row's output a vector at a time; each reduce with vector lanes along the row (its loads
+    // walk it contiguously) and unrolled by 2 (a shorter chain through its accumulator)
+    elementwise(k, plan, vectors);
+    for (const UOp& u : toposort(ast)) {
+      if (u.op() != Ops::REDUCE || u.nsrc() < 2) continue;
+      const UOp& r = u.src(u.nsrc() - 1);
+      if (range_type(r) != AxisType::REDUCE) continue;
+      bool walks = true;
+      for (const UOp& idx : k.load_indices) walks &= has_stride(idx, r, 1) || has_stride(idx, r, 0);
+      if (int64_t v = walks ? vector_lanes(plan, r, vectors) : 1; v > 1) plan.add({OptOp::UNROLL, range_axis(r), v, true});
+      if (remaining(r, opts) >= 16) add_fitted(plan, OptOp::UNROLL, r, 2);
+    }
+  }
   if (matmul_like && vectors.masked) pad_to(plan, contiguous, lanes * 2);
   if (matmul_like && vector_lanes(plan, contiguous, vectors) > 1) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
@@ -305,7 +332,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
                       : plan_panels(k, *it, contiguous, vec * 2, remaining(*it, opts), plan);
         break;
       }
-  } else if (!k.reduce.empty()) {
+  } else if (!k.reduce.empty() && !row_kernel) {
     UOp red = k.reduce.back();
     // several reduces in turn (schedule/group.cpp): the one computed last consumes the others
     std::vector<UOp> reduces;

@@ -346,10 +346,12 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   }
   if (a.split == OptSplit::pad) return pad_problem(size, opt.amount);
   if (a.expands) {
+    // (ranges no value shares with r multiply nothing: a row kernel's reduces run one after the
+    // other, each unrolled on its own)
     int64_t copies = opt.amount;
     for (const UOp& x : ranges_of(ast))
-      if (expanded(range_type(x))) copies *= const_size(x);
-    if (copies > kMaxExpansion) return cat("the kernel would hold ", copies, " copies of its body (at most ", kMaxExpansion, ")");
+      if (expanded(range_type(x)) && !independent(ast, x, r)) copies *= const_size(x);
+    if (copies > kMaxExpansion) return cat("the kernel would hold ", copies, " copies of a value (at most ", kMaxExpansion, ")");
   }
   if (std::string why = target ? target_problem(ast, opt, *target) : std::string{}; !why.empty()) return why;
   return a.split == OptSplit::blocks ? block_problem(ast, r, opt) : std::string{};

@@ -111,8 +111,8 @@ std::vector<Opt> parse_opts(std::string_view text);
 inline constexpr int64_t kMaxVectorLanes = 64;
 // PADTO at most doubles an axis: past that, more than half of its iterations would be masked.
 inline constexpr int64_t kMaxPadFactor = 2;
-// At most this many copies of a kernel's body from UPCAST/UNROLL (lanes included): past it the
-// generated code only grows.
+// At most this many copies of one value from UPCAST/UNROLL (lanes included; ranges no value
+// shares do not multiply): past it the generated code only grows.
 inline constexpr int64_t kMaxExpansion = 1024;
 
 // Why `opt` does not apply to `ast` as it stands, or "" when it does. With a target, also the

@@ -12,6 +12,8 @@
 #include "codegen/lir.hpp"
 #include "plugin/device.hpp"
 #include "runtime/compile_cache.hpp"
+#include "runtime/device_alloc.hpp"
+#include "schedule/schedule.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/lru_map.hpp"
@@ -298,6 +300,7 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
 void set_target_override(const Target* target) {
   target_override.store(target);
   clear_program_cache();
+  clear_schedule_cache();  // row fusion follows the target
 }
 
 void set_opts_override(OptsOverride chooser) {
@@ -320,5 +323,22 @@ void clear_program_cache() {
 }
 
 uint64_t program_cache_generation() { return generation.load(std::memory_order_acquire); }
+
+namespace {
+
+// Row fusion (schedule/kernelize.cpp) on devices that run a row per thread: threads and no
+// workgroups (the cpu). set_target_override's target counts, as for compiling.
+bool runs_rows(const std::string& device) {
+  const Target* simulated = target_override.load();
+  try {
+    const Target& t = simulated ? *simulated : open_device(device)->target();
+    return t.has(KILN_TARGET_HAS_THREADS) && !t.has(KILN_TARGET_HAS_LOCAL);
+  } catch (const Error&) {
+    return false;
+  }
+}
+const bool row_fusion_installed = (set_row_fusion_query(runs_rows), true);
+
+}  // namespace
 
 }  // namespace kiln::runtime

@@ -1,6 +1,7 @@
 // schedule/create_schedule.cpp - ordering, memory planning, the schedule cache and the entry
 // points create_linear_with_vars / linear_to_schedule.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -176,6 +177,16 @@ UOp normalize_inputs(const UOp& sink, std::vector<UOp>& inputs) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<RowFusionQuery> row_fusion_query{nullptr};
+}  // namespace
+
+RowFusionQuery set_row_fusion_query(RowFusionQuery query) { return row_fusion_query.exchange(query); }
+bool row_fusion(const std::string& device) {
+  RowFusionQuery q = row_fusion_query.load();
+  return q && q(device);
+}
 
 LinearResult create_linear_with_vars(const UOp& big_sink) {
   auto t0 = std::chrono::steady_clock::now();

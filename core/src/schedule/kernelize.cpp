@@ -12,7 +12,11 @@
 //    it is expanded on the way to a consumer (x.sum() + y: the sum would be recomputed for every
 //    element of y), or feeds another reduce (nested reduce loops), or is used by several consumers,
 //    directly or through a shared elementwise/movement chain (two outputs realized together share
-//    it instead of computing it twice).
+//    it instead of computing it twice). Except row fusion (row_local), on devices that run a row
+//    per thread (schedule.hpp's row_fusion: the cpu): a reduce over the innermost axes, at most
+//    kMaxRow elements, that is only broadcast back over those axes (softmax's max and sum,
+//    layernorm's mean and variance) stays in its consumer's kernel, which computes it once per
+//    row before its loop over the row: one pass over memory instead of two.
 //  - Elementwise and movement chains fuse into every consumer (recomputing them is cheaper than a
 //    round trip through memory), except when a reduce reads them broadcast (EXPAND, then reduce)
 //    and they hold costly math (groups::Costly: exp, log, sqrt, reciprocal) or sit on a reduce:
@@ -37,6 +41,7 @@
 
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
+#include "schedule/schedule.hpp"
 #include "support/check.hpp"
 #include "symbolic/bounds.hpp"
 #include "symbolic/symbolic.hpp"
@@ -141,6 +146,7 @@ GraphInfo analyze(const UOp& sink) {
 namespace {
 
 struct Decider {
+  explicit Decider(const GraphInfo& info) : g(info) {}
   const GraphInfo& g;
   PtrMap<char> realize;
 
@@ -185,8 +191,75 @@ struct Decider {
     return false;
   }
 
+  // Row fusion: whether reduce (or elementwise chain over a reduce) n is used only broadcast back
+  // over exactly the axes it reduced, into the space it reduced from, and from there only by
+  // elementwise ops, by reduces over the same axes (softmax's sum after its max) and by realized
+  // nodes of that space. Then the consumer's kernel computes it per row, before its loop over the
+  // row (the linearizer hoists it out), and a row is read from memory once.
+  bool row_local(const UOp& n) const {
+    const UOpNode* red = nullptr;
+    for (std::vector<const UOpNode*> st{n.node()}; !st.empty() && !red;) {  // the reduce under a chain
+      const UOpNode* x = st.back();
+      st.pop_back();
+      if (x->op == Ops::REDUCE_AXIS) red = x;
+      else if (groups::Elementwise.has(x->op) && (x == n.node() || !realize.contains(x)))
+        for (uint32_t i = 0; i < x->nsrc; ++i) st.push_back(x->srcs()[i].node());
+    }
+    if (!red || !row_fusion(*g.device.find(red))) return false;
+    const UOp& r = UOpAccess::from_node(red);
+    const std::vector<UOp>& space = *g.shape.find(r.src(0).node());
+    const std::vector<UOp>& narrow = *g.shape.find(red);
+    std::vector<int64_t> axes(r.arg_ints().begin() + 1, r.arg_ints().end());
+    int64_t row = 1;
+    for (int64_t a : axes) row *= space[a].is_const() ? space[a].arg_int() : kMaxRow + 1;
+    if (row > kMaxRow) return false;
+    // the reduced axes are the innermost ones (a row): the kernel's loops run in axis order, and a
+    // reduce is hoisted out of the loops it does not depend on only if they are inside the others
+    for (size_t i = 0; i < space.size(); ++i)
+      if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(i)) == axes.end() &&
+          !(space[i].is_const() && space[i].arg_int() == 1) && static_cast<int64_t>(i) > *std::min_element(axes.begin(), axes.end()))
+        return false;
+    struct Item {
+      const UOpNode* x;
+      bool wide;  // in the reduce's source space (after the broadcast)
+    };
+    std::vector<Item> st{{n.node(), false}};
+    PtrMap<char> seen;
+    while (!st.empty()) {
+      Item it = st.back();
+      st.pop_back();
+      const auto* us = users_.find(it.x);
+      if (!us) return false;
+      for (const UOpNode* u : *us) {
+        const std::vector<UOp>& shape = *g.shape.find(u);
+        if (realize.contains(u)) {
+          if (!it.wide || shape != space) return false;
+          continue;
+        }
+        bool wide = it.wide;
+        if (u->op == Ops::EXPAND) {
+          if (wide || *g.shape.find(it.x) != narrow || shape != space) return false;
+          wide = true;
+        } else if (u->op == Ops::REDUCE_AXIS) {
+          const UOp& ur = UOpAccess::from_node(u);
+          if (!wide || std::vector<int64_t>(ur.arg_ints().begin() + 1, ur.arg_ints().end()) != axes) return false;
+          wide = false;
+        } else if (!groups::Elementwise.has(u->op)) {
+          return false;
+        }
+        if (!seen.contains(u)) {
+          seen[u] = 1;
+          st.push_back({u, wide});
+        }
+      }
+    }
+    return true;
+  }
+  static constexpr int64_t kMaxRow = 16384;
+  PtrMap<std::vector<const UOpNode*>> users_;
+
   void decide(const UOp& sink) {
-    PtrMap<std::vector<const UOpNode*>> users;
+    PtrMap<std::vector<const UOpNode*>>& users = users_;  // row_local reads them too
     for (const UOp& n : g.order)
       for (const UOp& s : n.src()) (*users.emplace(s.node()).first).push_back(n.node());
     for (const UOp& s : sink.src())
@@ -219,20 +292,22 @@ struct Decider {
             const auto& out = *g.shape.find(c);
             for (size_t d = 0; d < in.size(); ++d) base.expanded |= !(in[d] == out[d]);
           }
-          if (c->op == Ops::REDUCE_AXIS) base.in_reduce = true;
+          // (a row-fused reduce's result is broadcast, not the values it sums: they are read once)
+          if (c->op == Ops::REDUCE_AXIS) base.in_reduce = true, base.expanded = false;
           if (!realize.contains(c) && users_of(c) > 1) base.shared = true;
           f.expanded |= base.expanded;
           f.in_reduce |= base.in_reduce;
           f.shared |= base.shared;
         }
       flags[n.node()] = f;
-      if (groups::Elementwise.has(n.op()) && f.expanded && f.in_reduce && !realize.contains(n.node()) && worth_storing(n)) {
+      if (groups::Elementwise.has(n.op()) && f.expanded && f.in_reduce && !realize.contains(n.node()) && worth_storing(n) &&
+          !row_local(n)) {
         realize[n.node()] = 1;
         flags[n.node()] = Flags{};
       }
       if (n.op() == Ops::REDUCE_AXIS) realize_reread_pads(n);
       if (n.op() == Ops::REDUCE_AXIS && !realize.contains(n.node()) &&
-          (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1))
+          (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1) && !row_local(n))
         realize[n.node()] = 1;
     }
   }
@@ -256,7 +331,7 @@ static void unique_kernel_names(Template& t) {
 Template kernelize(const UOp& input_sink, size_t n_inputs) {
   UOp sink = split_reduce(input_sink);
   GraphInfo g = analyze(sink);
-  Decider d{g, {}};
+  Decider d(g);
   d.decide(sink);
 
   Template t;

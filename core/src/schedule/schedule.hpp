@@ -42,6 +42,14 @@ struct LinearResult {
 LinearResult create_linear_with_vars(const UOp& big_sink);
 std::vector<ExecItem> linear_to_schedule(const LinearResult& linear);
 
+// Whether a device runs row kernels (schedule/kernelize.cpp's row fusion: softmax or layernorm in
+// one pass, a row's reduces before its loop). A CPU does, a row per thread; a GPU spreads a row
+// over work items, each of which would redo the row's reduces. The runtime installs the query (it
+// knows the devices' targets); without one, nothing is row-fused.
+using RowFusionQuery = bool (*)(const std::string& device);
+RowFusionQuery set_row_fusion_query(RowFusionQuery query);  // returns the previous one
+bool row_fusion(const std::string& device);
+
 // Drops every cached schedule (tests).
 void clear_schedule_cache();
 size_t schedule_cache_size();
