@@ -150,6 +150,11 @@ bool has_rows(const OptPlan& plan) {
                      [&](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize && o.axis != vector_axis; });
 }
 
+// The target's vector width in the kernel's elements (max_vector_width counts 4-byte lanes).
+int64_t lanes_of(const Target& target, const KernelShape& k) {
+  return std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
+}
+
 // Whether every reduce of the kernel sums over values that do not move along output axis j (a
 // row kernel computes them before its loop over j).
 bool row_reduces(const UOp& ast, const UOp& j) {
@@ -287,7 +292,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
   KernelShape k = inspect_kernel(ast);
   if (!k.store_index) return plan;
   const std::vector<Opt>& opts = plan.opts();
-  int64_t lanes = std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
+  int64_t lanes = lanes_of(target, k);
   const UOp& contiguous = k.contiguous;
   const Vectors vectors{lanes, target.has(KILN_TARGET_HAS_MASKED_VECTORS), target.has(KILN_TARGET_HAS_THREADS)};
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
@@ -298,7 +303,6 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
   const bool row_kernel = !k.reduce.empty() && contiguous && lanes > 1 && row_reduces(ast, contiguous);
   const bool matmul_like = !row_kernel && !k.reduce.empty() && contiguous && reused(k, contiguous) &&
                            contiguous_loads(k, contiguous, across ? INT64_MAX : kMaxGatherStride) && lanes > 1;
-  // a matmul's columns are padded for two vectors when that is cheap (1000 -> 1024), else for one
   if (row_kernel) {
     // the row's output a vector at a time; each reduce with vector lanes along the row (its loads
     // walk it contiguously) and unrolled by 2 (a shorter chain through its accumulator)
@@ -313,6 +317,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
       if (remaining(r, opts) >= 16) add_fitted(plan, OptOp::UNROLL, r, 2);
     }
   }
+  // a matmul's columns are padded for two vectors when that is cheap (1000 -> 1024), else for one
   if (matmul_like && vectors.masked) pad_to(plan, contiguous, lanes * 2);
   if (matmul_like && vector_lanes(plan, contiguous, vectors) > 1) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
@@ -401,7 +406,7 @@ bool staged_across(const OptPlan& p) {
 OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   if (target.has(KILN_TARGET_HAS_THREADS)) {
     KernelShape k = inspect_kernel(ast);
-    int64_t rows = 1, lanes = static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize);
+    int64_t rows = 1, lanes = lanes_of(target, k);
     for (const UOp& r : k.out)
       if (!(r == k.contiguous)) rows *= std::max<int64_t>(1, const_size(r));
     // (with fewer columns than two vectors, a padded tile costs more than the lanes fold: a
