@@ -171,7 +171,8 @@ int run_bench(const std::vector<std::string>& args) {
   }
   double best_rate = 0;
   for (const bench::Result& r : results) best_rate = std::max(best_rate, r.rate);
-  auto best_pct = [&](const bench::Result& r) { return best_rate > 0 ? 100 * r.rate / best_rate : 0; };
+  // (rate / best first: the best size's share is exactly 100; 100 * rate / best could round to 99.99...)
+  auto best_pct = [&](const bench::Result& r) { return best_rate > 0 ? 100 * (r.rate / best_rate) : 0; };
   if (!json && sweep) {
     print_header();
     for (size_t i = 0; i < results.size(); i++) print_row(results[i], peak_pcts[i], best_pct(results[i]));

@@ -103,11 +103,13 @@ void estimate(const UOp& ast, ProgramSpec& p) {
         if (std::find(set.begin(), set.end(), r) == set.end()) set.push_back(r);
     if (n->op == Ops::RANGE) set.push_back(n);
     if (n->op == Ops::PARAM) p.bytes += static_cast<double>(std::max<int64_t>(0, n->dtype.ptr_size())) * n->dtype.base().itemsize();
-    if (groups::ALU.has(n->op) && n->dtype.is_float()) {
+    if ((groups::ALU.has(n->op) || n->op == Ops::REDUCE) && n->dtype.is_float()) {  // (a reduce's own op per term)
       double iters = 1;
       for (const UOpNode* r : set) iters *= static_cast<double>(std::max<int64_t>(1, vmax(UOpAccess::from_node(r).src(0))));
       p.flops += iters * n->dtype.count();
     }
+    if (n->op == Ops::REDUCE || n->op == Ops::END)  // what uses it runs outside the loops it closes
+      for (uint32_t i = 1; i < n->nsrc; ++i) std::erase(set, n->srcs()[i].node());
     loops[n] = std::move(set);
   }
 }
