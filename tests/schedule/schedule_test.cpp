@@ -169,8 +169,9 @@ TEST(Fusion, CostlyChainsReadByAReduceAreComputedOnce) {
 
 // Row fusion (kernelize.cpp) on a device that runs a row per thread (the query says so here; "ref"
 // does not): softmax and layernorm are one kernel, a row's statistics computed before the loop
-// that writes it. Rows past the cache bound, reduces over a leading axis (the loop over the rows
-// would recompute them) and devices that do not run rows keep the reduce's own kernel.
+// that writes it. Rows past the cache bound, a single row (one thread), reduces over a leading axis
+// (the loop over the rows would recompute them) and devices that do not run rows keep the
+// reduce's own kernel.
 TEST(Fusion, RowKernelsComputeARowsReducesBeforeItsLoop) {
   auto count = [](const Tensor& t) { return kernels_of(t.schedule()).size(); };
   auto layernorm = [](const Tensor& x) { return (x - x.mean({-1}, true)) * (x.var({-1}, true, 0) + 1e-5).rsqrt(); };
@@ -182,6 +183,7 @@ TEST(Fusion, RowKernelsComputeARowsReducesBeforeItsLoop) {
   EXPECT_EQ(count(input({2, 8, 16, 16}).softmax(-1)), 1u);
   EXPECT_EQ(count(layernorm(input({64, 100}))), 1u);
   EXPECT_EQ(count(input({4, 20000}).softmax(-1)), 2u) << "a row of 20000 does not stay in the caches";
+  EXPECT_EQ(count(input({1, 1000}).softmax(-1)), 2u) << "one row would run on one thread";
   Tensor y = input({64, 100});
   EXPECT_EQ(count(y - y.max({0}, true)), 2u) << "a column's max would be recomputed for every row";
   set_row_fusion_query(old);

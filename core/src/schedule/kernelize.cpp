@@ -14,7 +14,7 @@
 //    directly or through a shared elementwise/movement chain (two outputs realized together share
 //    it instead of computing it twice). Except row fusion (row_local), on devices that run a row
 //    per thread (schedule.hpp's row_fusion: the cpu): a reduce over the innermost axes, at most
-//    kMaxRow elements, that is only broadcast back over those axes (softmax's max and sum,
+//    kMaxRow elements and at least two rows, that is only broadcast back over those axes (softmax's max and sum,
 //    layernorm's mean and variance) stays in its consumer's kernel, which computes it once per
 //    row before its loop over the row: one pass over memory instead of two.
 //  - Elementwise and movement chains fuse into every consumer (recomputing them is cheaper than a
@@ -210,9 +210,11 @@ struct Decider {
     const std::vector<UOp>& space = *g.shape.find(r.src(0).node());
     const std::vector<UOp>& narrow = *g.shape.find(red);
     std::vector<int64_t> axes(r.arg_ints().begin() + 1, r.arg_ints().end());
-    int64_t row = 1;
+    int64_t row = 1, rows = 1;
     for (int64_t a : axes) row *= space[a].is_const() ? space[a].arg_int() : kMaxRow + 1;
-    if (row > kMaxRow) return false;
+    for (const UOp& d : space) rows *= d.is_const() ? d.arg_int() : 2;
+    // (one row would run on one thread; two kernels thread the normalising pass at least)
+    if (row > kMaxRow || rows / std::max<int64_t>(1, row) < 2) return false;
     // the reduced axes are the innermost ones (a row): the kernel's loops run in axis order, and a
     // reduce is hoisted out of the loops it does not depend on only if they are inside the others
     for (size_t i = 0; i < space.size(); ++i)
