@@ -71,6 +71,13 @@ TEST(Pipeline, MatmulIsARegisterTile) {
   EXPECT_GOLDEN("codegen/matmul_llvm", cpu::render_llvm_ir(p.lir.view()));
 }
 
+// The FLOP estimate behind GFLOP/s in debug lines and profiles: a reduce's own op counts once per
+// term, and what follows a reduce runs once per output, not once per term.
+TEST(Pipeline, FlopEstimateCountsEachOpAtItsOwnLoops) {
+  EXPECT_EQ(to_program(kernel_of(in({64, 256}).matmul(in({256, 128}))), cpu_target()).flops, 2.0 * 64 * 256 * 128);
+  EXPECT_EQ(to_program(kernel_of(in({64, 256}).sum({1}) + 1.0), cpu_target()).flops, 64.0 * 256 + 64);
+}
+
 TEST(Pipeline, SumReducesInVectorLanes) {
   ProgramSpec p = to_program(kernel_of(in({64, 256}).sum({1})), cpu_target());
   EXPECT_GOLDEN("codegen/sum_c", Render().render(p.lir.view()));
