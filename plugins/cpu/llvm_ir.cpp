@@ -488,6 +488,10 @@ class Renderer {
       }
       case sdk::LirOp::LOAD: emit_load(i); break;
       case sdk::LirOp::STORE: emit_store(i); break;
+      case sdk::LirOp::PREFETCH:  // read, keep in all cache levels, data
+        need_intrinsic("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)");
+        line("call void @llvm.prefetch.p0(ptr " + V(i, 0) + ", i32 0, i32 3, i32 1)");
+        break;
       case sdk::LirOp::VECTORIZE: emit_vectorize(i); break;
       case sdk::LirOp::GEP: emit_gep(i); break;
       case sdk::LirOp::CAST: val_[i] = convert(V(i, 0), T(src(i, 0)), t); break;
@@ -604,7 +608,7 @@ class Renderer {
 sdk::LirOpSet llvm_ir_ops(bool avx512) {
   using enum sdk::LirOp;
   return sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions | sdk::lir_ops::kArithmetic |
-         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL} | (avx512 ? sdk::LirOpSet{EXP2} : sdk::LirOpSet{});
+         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL, PREFETCH} | (avx512 ? sdk::LirOpSet{EXP2} : sdk::LirOpSet{});
 }
 
 std::string render_llvm_ir(const kiln_lir& kernel, const LlvmRenderOptions& options) {

@@ -25,7 +25,7 @@ namespace kiln::cpu {
 
 // The LIR ops render_llvm_ir handles (the cpu target's allow-list when it compiles in process): no
 // transcendental functions but SQRT and TRUNC, and EXP2 for AVX-512 targets (`avx512`: it is
-// rendered with vscalef), no workgroups, no CUSTOM/CUSTOMI (their text is C).
+// rendered with vscalef), PREFETCH, no workgroups, no CUSTOM/CUSTOMI (their text is C).
 sdk::LirOpSet llvm_ir_ops(bool avx512);
 
 // Throws sdk::Error{UNIMPLEMENTED} for an op the cpu target does not advertise (the core

@@ -325,6 +325,7 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
       case LirOp::SHL: case LirOp::SHR: case LirOp::AND: case LirOp::OR: case LirOp::XOR:
         declare(i, "(" + S(i, 0) + binary_op(in.op) + S(i, 1) + ")");
         break;
+      case LirOp::PREFETCH: break;  // a hint; the C family has no portable spelling (a dialect that lists it may)
     }
   }
   if (indent != 1) unsupported("unbalanced RANGE/END or IF/ENDIF");

@@ -80,6 +80,7 @@ std::string kernel_using(LirOp op) {
                    "%9 = STORE void (%8, %5)\n%10 = BARRIER void\n%11 = LOAD float32 (%8)\n", 11);
     case LirOp::CUSTOM: return store("%7 = CUSTOM void (%5) \"/* {0} */\"\n", 5);
     case LirOp::CUSTOMI: return store("%7 = CUSTOMI float32 (%5) \"({0})\"\n", 7);
+    case LirOp::PREFETCH: return store("%7 = PREFETCH void (%4)\n", 5);
     default: break;
   }
   const Ops o = core_op(static_cast<uint32_t>(op));
@@ -149,7 +150,8 @@ TEST(RendererOps, EveryClaimedOpRenders) {
 TEST(RendererOps, TheSdksNamedSetsAreFrozen) {
   using namespace sdk::lir_ops;
   EXPECT_EQ((kStructure | kVectors | kConversions | kArithmetic | kWorkgroup | kCustom |
-             sdk::LirOpSet{LirOp::EXP2, LirOp::LOG2, LirOp::SIN, LirOp::SQRT, LirOp::RECIPROCAL, LirOp::TRUNC, LirOp::POW}),
+             sdk::LirOpSet{LirOp::EXP2, LirOp::LOG2, LirOp::SIN, LirOp::SQRT, LirOp::RECIPROCAL, LirOp::TRUNC, LirOp::POW,
+                           LirOp::PREFETCH}),
             [] {
               sdk::LirOpSet all;
               for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) all.add(static_cast<LirOp>(op));

@@ -214,6 +214,7 @@ LirProgram to_lir(const std::vector<UOp>& program, const std::string& name) {
         continue;
       }
       case Ops::GEP: idx[u.node()] = b.add_ints(KILN_LIR_OP_GEP, u.dtype(), {at(u.src(0))}, u.arg_ints()); continue;
+      case Ops::PREFETCH: b.add(KILN_LIR_OP_PREFETCH, dtypes::void_, {at(u.src(0))}); continue;
       case Ops::BARRIER: idx[u.node()] = b.add(KILN_LIR_OP_BARRIER, dtypes::void_, {}); continue;  // sources: ordering only
       case Ops::CUSTOM: case Ops::CUSTOMI: {
         std::vector<uint32_t> src;

@@ -107,6 +107,10 @@ std::string verify_node(const UOp& u) {
       if (auto e = check_arity(u, 2, 3); !e.empty()) return e;
       return u.dtype().is_void() ? "" : "STORE has no value";
     case Ops::SINK: return u.dtype().is_void() ? "" : "SINK has no value";
+    case Ops::PREFETCH:
+      if (auto e = check_arity(u, 1, 1); !e.empty()) return e;
+      if (u.src(0).op() != Ops::INDEX) return "PREFETCH reads through an INDEX";
+      return u.dtype().is_void() ? "" : "PREFETCH has no value";
     case Ops::VECTORIZE:
       if (u.nsrc() < 1) return "VECTORIZE needs sources";
       for (const UOp& s : u.src())

@@ -110,7 +110,10 @@ typedef struct kiln_lir_type {
 /* escape hatches */
 #define KILN_LIR_OP_CUSTOM 44u      /* a statement: arg STRING with {0}, {1} for the sources */
 #define KILN_LIR_OP_CUSTOMI 45u     /* an inline expression: arg STRING with {0}, {1} */
-#define KILN_LIR_OP_COUNT 46u
+/* hints */
+#define KILN_LIR_OP_PREFETCH 46u    /* src (address): fetch it into the cache soon; no value, never faults
+                                       on an address the kernel could not read (a renderer may drop it) */
+#define KILN_LIR_OP_COUNT 47u
 /* Every op above in number order, X(NAME) for KILN_LIR_OP_NAME: for tables of names and enums
  * (the SDK's kiln::sdk::LirOp, the core's LIR text form, the CLI). A new op is appended to both;
  * the SDK fails to compile until they agree. */
@@ -118,7 +121,7 @@ typedef struct kiln_lir_type {
   X(PARAM) X(VAR) X(SPECIAL) X(RANGE) X(END) X(IF) X(ENDIF) X(BARRIER) X(DEFINE_LOCAL) X(DEFINE_REG) X(INDEX) \
   X(LOAD) X(STORE) X(CONST) X(VECTORIZE) X(GEP) X(CAST) X(BITCAST) X(NEG) X(EXP2) X(LOG2) X(SIN) X(SQRT)      \
   X(RECIPROCAL) X(TRUNC) X(ADD) X(SUB) X(MUL) X(IDIV) X(MOD) X(FDIV) X(MAX) X(POW) X(SHL) X(SHR) X(AND) X(OR)  \
-  X(XOR) X(CMPLT) X(CMPNE) X(CMPEQ) X(WHERE) X(MULACC) X(CUSTOM) X(CUSTOMI)
+  X(XOR) X(CMPLT) X(CMPNE) X(CMPEQ) X(WHERE) X(MULACC) X(CUSTOM) X(CUSTOMI) X(PREFETCH)
 
 /* ---- instruction arguments ---- */
 #define KILN_LIR_ARG_NONE 0u
