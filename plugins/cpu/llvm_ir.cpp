@@ -335,10 +335,13 @@ class Renderer {
   }
 
   // EXP2, advertised with AVX-512 (llvm_ir_ops): x clamped to [lo, hi] (NaN kept), n =
-  // roundeven(x), 2^(x - n) by its Taylor series in (x - n) * ln2 (degree 7 for float32, 13 for
-  // float64, as the core's), times 2^n by vscalef, which rounds into the subnormal range,
-  // overflows to inf at hi and keeps NaN by itself: 13 vector ops where the core's portable form
-  // (codegen/transcendental.cpp) takes 25. Any width is computed in one 512-bit register.
+  // roundeven(x), 2^f for f = x - n in [-1/2, 1/2] by a polynomial in f, times 2^n by vscalef,
+  // which rounds into the subnormal range, overflows to inf at hi and keeps NaN by itself: 12
+  // vector ops for float32 where the core's portable form (codegen/transcendental.cpp) takes 25.
+  // float32: the minimax polynomial of degree 6 for 2^f (relative error 1.9e-9 on [-1/2, 1/2],
+  // below float32's rounding; fitted by iteratively reweighted least squares on the relative
+  // error); float64: the Taylor series of e^(f ln2) to degree 13, its coefficients ln2^k / k!.
+  // Any width is computed in one 512-bit register.
   void emit_exp2(uint32_t i) {
     const kiln_lir_type& t = T(i);
     const bool dbl = t.scalar == KILN_LIR_DTYPE_FLOAT64;
@@ -367,7 +370,7 @@ class Renderer {
       line(x + " = shufflevector " + TV(i, 0) + ", " + type_ir(t) + " poison, " + mask_ty + " " + lanes(t.count));
     }
     const double lo = dbl ? -1075 : -150, hi = dbl ? 1024 : 128;
-    std::string below = tmp(), x1 = tmp(), above = tmp(), xc = tmp(), n = tmp(), f = tmp(), g = tmp();
+    std::string below = tmp(), x1 = tmp(), above = tmp(), xc = tmp(), n = tmp(), f = tmp();
     line(below + " = fcmp olt " + ty + " " + x + ", " + splat(lo));
     line(x1 + " = select <" + std::to_string(w) + " x i1> " + below + ", " + ty + " " + splat(lo) + ", " + ty + " " + x);
     line(above + " = fcmp olt " + ty + " " + splat(hi) + ", " + x1);
@@ -377,14 +380,17 @@ class Renderer {
     need_intrinsic("declare " + ty + " " + fma + "(" + ty + ", " + ty + ", " + ty + ")");
     line(n + " = call " + ty + " " + round + "(" + ty + " " + xc + ")");
     line(f + " = fsub " + ty + " " + xc + ", " + n);
-    line(g + " = fmul " + ty + " " + f + ", " + splat(M_LN2));
-    const int degree = dbl ? 13 : 7;
     std::vector<double> coef{1.0};
-    for (int k = 1; k <= degree; ++k) coef.push_back(coef.back() / k);
+    if (dbl)
+      for (int k = 1; k <= 13; ++k) coef.push_back(coef.back() * M_LN2 / k);
+    else
+      coef = {1.0, 0.69314720573726685, 0.24022646890630392, 0.055503287769671936, 0.0096184889574941288,
+              0.0013399931218457388, 0.0001534581189887663};
+    const int degree = static_cast<int>(coef.size()) - 1;
     std::string p = splat(coef[degree]);
     for (int k = degree - 1; k >= 0; --k) {
       std::string q = tmp();
-      line(q + " = call " + ty + " " + fma + "(" + ty + " " + p + ", " + ty + " " + g + ", " + ty + " " + splat(coef[k]) + ")");
+      line(q + " = call " + ty + " " + fma + "(" + ty + " " + p + ", " + ty + " " + f + ", " + ty + " " + splat(coef[k]) + ")");
       p = q;
     }
     const std::string scalef = dbl ? "@llvm.x86.avx512.mask.scalef.pd.512" : "@llvm.x86.avx512.mask.scalef.ps.512";
