@@ -231,6 +231,12 @@ class Vectorizer {
         for (const UOp& s : x.src()) src.push_back(vec(s));
         return x.replace_src(src);
       }
+      case Ops::PREFETCH: return lane(x, 0);  // the first lane's cache line (a hint: no gather)
+      case Ops::AFTER: {  // the value's lanes, after the vector forms of what it waits for
+        std::vector<UOp> src;
+        for (const UOp& s : x.src()) src.push_back(vec(s));
+        return UOp::make(Ops::AFTER, src[0].dtype(), src);
+      }
       default: break;
     }
     if (groups::Elementwise.has(x.op())) {

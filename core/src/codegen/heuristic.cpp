@@ -264,7 +264,7 @@ KernelShape inspect_kernel(const UOp& ast) {
     // (a kernel with several outputs stores them all under one END, at one index: schedule/group.cpp)
     if (u.op() == Ops::END && (u.src(0).op() == Ops::STORE || u.src(0).op() == Ops::GROUP))
       for (size_t i = 1; i < u.nsrc(); ++i) k.out.push_back(u.src(i));
-    if (u.op() == Ops::STORE) {
+    if (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::PARAM) {  // (not a row buffer: row_values.cpp)
       k.itemsize = k.store_index ? std::max(k.itemsize, u.src(1).dtype().scalar_size()) : u.src(1).dtype().scalar_size();
       k.store_index = u.src(0).src(1);
     }

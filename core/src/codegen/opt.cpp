@@ -178,13 +178,13 @@ bool has_stride(const UOp& idx, const UOp& r, int64_t want) {
   return idx && stride_of(idx, r, s) && s == want;
 }
 
-namespace {
-
 UOp find_axis(const UOp& ast, int64_t axis) {
   for (const UOp& x : ranges_of(ast))
     if (range_axis(x) == axis) return x;
   return {};
 }
+
+namespace {
 
 bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -242,18 +242,22 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   UOp padded = UOp::make(Ops::RANGE, r.dtype(), {UOp::cindex((n + amount - 1) / amount * amount)}, Arg{arg});
   UOp valid = padded.lt(UOp::cindex(n));
   UOp out = replace_range(ast, r, padded, {padded});
-  // which nodes move with the padded range
+  // the nodes that move with the padded range (inside its loop: what a REDUCE or END over it
+  // yields is outside) and their accesses gated, rebuilt bottom-up: an access whose address
+  // reads another (a gather's index, a row buffer after its reduce) holds the gated one
   PtrMap<char> dep;
-  std::vector<std::pair<UOp, UOp>> gated;
+  PtrMap<UOp> done;
   for (const UOp& u : toposort(out)) {
     bool d = u == padded;
     for (const UOp& s : u.src()) d |= dep.contains(s.node());
+    if ((u.op() == Ops::REDUCE || u.op() == Ops::END) && std::find(u.src().begin() + 1, u.src().end(), padded) != u.src().end())
+      d = false;
     if (d) dep[u.node()] = 1;
-    if (!d || u.op() != Ops::INDEX) continue;
-    std::vector<UOp> src{u.src(0), u.src(1), u.nsrc() > 2 ? u.src(2) & valid : valid};
-    gated.push_back({u, u.replace_src(src)});
+    UOp x = with_rebuilt_srcs(u.node(), done);
+    if (d && u.op() == Ops::INDEX) x = x.replace_src({x.src(0), x.src(1), x.nsrc() > 2 ? x.src(2) & valid : valid});
+    done[u.node()] = x;
   }
-  out = substitute(out, gated);
+  out = *done.find(out.node());
   std::vector<std::pair<UOp, UOp>> masked;
   for (const UOp& u : toposort(out)) {
     if (u.op() != Ops::REDUCE || std::find(u.src().begin() + 1, u.src().end(), padded) == u.src().end()) continue;
@@ -327,6 +331,8 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
     return stage_problem(ast, r, opt);
   }
   if (opt.amount <= 1) return "amount must be > 1";
+  if (a.expands)
+    if (std::string why = row_buffer_problem(ast, r); !why.empty()) return why;
   const UOp& size = r.src(0);
   if (a.split == OptSplit::blocks && size.is_const() && size.arg_int() == opt.amount)
     return cat("one block of ", opt.amount, " is the whole axis");

@@ -176,6 +176,11 @@ UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_ax
 // loop or move the loads it replaced).
 bool is_staged(const UOp& ast);
 
+// A row buffer (row_values.cpp, before the actions) holds one row's values: copies along an
+// output axis that does not index it (another row, a batch) would share it. Why expanding range
+// r does not apply for that reason, or "".
+std::string row_buffer_problem(const UOp& ast, const UOp& r);
+
 // BLOCK (block.cpp): why it does not apply to `ast` (r is the reduce range), or ""; applying it
 // (block_problem must be ""), the block loop getting axis id `block_axis`.
 std::string block_problem(const UOp& ast, const UOp& r, const Opt& opt);
@@ -188,6 +193,8 @@ void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& pla
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
 int64_t range_axis(const UOp& r);
+// The range of axis id `axis` in the kernel, or a null UOp.
+UOp find_axis(const UOp& ast, int64_t axis);
 AxisType range_type(const UOp& r);
 bool range_vectorized(const UOp& r);
 

@@ -10,12 +10,17 @@
 namespace kiln {
 
 struct Target;
+struct Opt;
 
 // Launch geometry: index expressions (constants, or over DEFINE_VARs for symbolic kernels).
 struct LaunchDims {
   UOp global[3], local[3];
 };
 
+// A costly value a row kernel sums and then writes again is computed once: the reduce stores it
+// in a per-thread row buffer the output reads back (row_values.cpp; cpu-like targets only). Not
+// when `given` actions expand an axis outside the row (they were chosen for the kernel as it is).
+UOp reuse_row_values(const UOp& ast, const Target& target, const std::vector<Opt>* given = nullptr);
 // UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
 UOp expand_ranges(const UOp& ast);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).

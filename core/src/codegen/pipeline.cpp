@@ -27,6 +27,8 @@ namespace {
 constexpr CodegenPass kPasses[] = {
     // early cleanup: the scheduler's index math, simplified once more on its own
     {"initial symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
+    // softmax's exp once per element: summed and stored in a row buffer, read back by the output
+    {"reuse row values", [](const UOp& s, PassContext& c) { return reuse_row_values(s, c.target, c.given); }},
     // optimisation actions work on RANGEs: they must see the kernel before anything is expanded
     {"apply opts", [](const UOp& s, PassContext& c) {
        if (!c.given) return apply_opts(s, c.target, c.opts);

@@ -94,7 +94,7 @@ std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Stagin
 
 bool is_staged(const UOp& ast) {
   for (const UOpNode* n : toposort_nodes(ast))
-    if (n->op == Ops::DEFINE_REG) return true;
+    if (const auto* id = std::get_if<int64_t>(&n->arg); n->op == Ops::DEFINE_REG && id && *id == kStageRegId) return true;
   return false;
 }
 
