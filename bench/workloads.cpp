@@ -16,6 +16,7 @@
 #include "schedule/schedule.hpp"
 #include "sets.hpp"
 #include "support/check.hpp"
+#include "support/env.hpp"
 
 namespace kiln::bench {
 
@@ -223,6 +224,27 @@ Result run(const Workload& w, const std::string& device, const Options& options)
   r.schedule_ms = median(sched);
   r.rate = w.amount / (r.steady_ms * 1e-3) / 1e9;
   return r;
+}
+
+void search(const Workload& w, const std::string& device, int width) {
+  manual_seed(1234);
+  std::vector<Tensor> inputs = w.inputs(device);
+  for (Tensor& t : inputs) t = t.contiguous();
+  Tensor::realize_all(inputs);
+  const int64_t before = knob(Knob::beam);
+  set_knob(Knob::beam, width);
+  runtime::clear_program_cache();
+  clear_schedule_cache();
+  try {
+    w.fn(inputs).realize();
+  } catch (...) {
+    set_knob(Knob::beam, before);
+    runtime::clear_program_cache();
+    throw;
+  }
+  set_knob(Knob::beam, before);
+  runtime::clear_program_cache();
+  runtime::open_device(device)->synchronize();
 }
 
 }  // namespace kiln::bench

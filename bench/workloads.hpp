@@ -81,4 +81,8 @@ struct Result {
 // Runs one workload on `device`. Throws kiln::Error when the program fails to build or run.
 Result run(const Workload& w, const std::string& device, const Options& options);
 
+// Realizes the workload's program once with KILN_BEAM=width (its inputs made with the heuristics),
+// so each of its kernels is beam-searched, or found in the search cache (runtime/beam.hpp).
+void search(const Workload& w, const std::string& device, int width);
+
 }  // namespace kiln::bench

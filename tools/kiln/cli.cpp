@@ -167,4 +167,16 @@ Json diagnostics_json(const std::vector<Diagnostic>& diagnostics) {
   return a;
 }
 
+std::string default_device_or_config_error() {
+  Registry registry(cli_settings());
+  StdoutToStderr quiet;
+  try {
+    return registry.default_device();
+  } catch (const Error& e) {
+    bool configured = !registry.settings().device.empty() || !registry.config().default_device.empty();
+    if (configured) throw Error(ErrorCode::config_error, e.what());
+    throw;
+  }
+}
+
 }  // namespace kiln::cli

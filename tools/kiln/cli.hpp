@@ -53,6 +53,11 @@ class StdoutToStderr {
   int saved_;
 };
 
+// The default device, chosen like every other command chooses it: each backend tried in a child
+// first, so a broken plugin elsewhere on the search path is a warning, not the end of the run. A
+// KILN_DEVICE or devices.default naming nothing usable is a configuration error (exit 3).
+std::string default_device_or_config_error();
+
 // Exit code for the backends' state: 1 when one crashed, exited or hung while being probed.
 int backends_exit(Registry& registry);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -20,7 +21,9 @@
 #include "kiln/tensor.hpp"
 #include "peak.hpp"
 #include "plugin/device.hpp"
+#include "runtime/beam.hpp"
 #include "runtime/device_alloc.hpp"
+#include "support/env.hpp"
 #include "workloads.hpp"
 
 namespace kiln::cli {
@@ -33,21 +36,6 @@ std::vector<std::string> split_list(const std::string& s) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-// The default device, chosen like every other command chooses it: each backend tried in a child
-// first, so a broken plugin elsewhere on the search path is a warning, not the end of the run. A
-// KILN_DEVICE or devices.default naming nothing usable is a configuration error (exit 3).
-std::string bench_default_device() {
-  Registry registry(cli_settings());
-  StdoutToStderr quiet;
-  try {
-    return registry.default_device();
-  } catch (const Error& e) {
-    bool configured = !registry.settings().device.empty() || !registry.config().default_device.empty();
-    if (configured) throw Error(ErrorCode::config_error, e.what());
-    throw;
-  }
 }
 
 // The roofs of the host CPU, for a CPU device only (a GPU's are not the host's): on the device's
@@ -77,15 +65,17 @@ int run_bench(const std::vector<std::string>& args) {
       "first-runs", po::value<int>()->default_value(3), "first calls from scratch (the median is reported)")(
       "keep-cache", "use the normal compile cache (first call may hit it)")(
       "no-check", "skip the float64 reference check")("no-peak", "do not measure the machine's roofs (no % of peak)")(
-      "remeasure-peak", "measure the roofs again instead of reading the cached ones");
+      "remeasure-peak", "measure the roofs again instead of reading the cached ones")(
+      "beam", po::value<int>(), "search each workload's kernels first (beam width N; the search cache keeps them), then time "
+      "them with the searched actions");
   po::variables_map vm;
   std::string about;
   for (const bench::WorkloadSet& set : bench::workload_sets()) {
     about += "\n" + set.name + " (" + set.about + "):\n  ";
     for (const bench::Workload& w : set.workloads) about += w.name + (&w == &set.workloads.back() ? "\n" : ", ");
   }
-  if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--sizes | --set S] [--only a,b] [--json]",
-                  "  kiln bench\n  kiln bench --sizes\n  kiln bench --set extra\n"
+  if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--sizes | --set S] [--only a,b] [--beam N] [--json]",
+                  "  kiln bench\n  kiln bench --sizes\n  kiln bench --set extra\n  kiln bench --beam 4 --only matmul1024\n"
                   "  kiln bench --device cpu:0 --only matmul512,softmax --json\n\nworkload sets:" + about))
     return kOk;
 
@@ -126,8 +116,23 @@ int run_bench(const std::vector<std::string>& args) {
   if (opt.fresh_cache) setenv("POCL_KERNEL_CACHE", "0", 0);
   opt.first_runs = vm["first-runs"].as<int>();
   if (opt.first_runs < 1) throw UsageError("--first-runs must be at least 1");
-  std::string device = vm.count("device") ? vm["device"].as<std::string>() : bench_default_device();
+  std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device_or_config_error();
   bool json = vm.count("json"), progress = isatty(STDERR_FILENO);
+
+  if (vm.count("beam")) {
+    const int width = vm["beam"].as<int>();
+    if (width < 1) throw UsageError("--beam must be at least 1");
+    const std::string dir = runtime::beam_cache_dir();
+    if (dir.empty()) throw UsageError("--beam needs the search cache, and KILN_CACHE_DIR (or KILN_BEAM_DIR) is off");
+    for (const bench::Workload* w : selected) {
+      if (progress) std::fprintf(stderr, "searching %s on %s (width %d)...\r", w->name.c_str(), device.c_str(), width);
+      bench::search(*w, device, width);
+    }
+    if (progress) std::fprintf(stderr, "\033[K");
+    // the first calls' fresh compile caches keep the searched lists: as a second process would
+    setenv("KILN_BEAM_DIR", std::filesystem::absolute(dir).c_str(), 1);
+    set_knob(Knob::beam, width);
+  }
 
   std::optional<bench::MachinePeak> peak;
   if (!vm.count("no-peak")) peak = device_peak(device, vm.count("remeasure-peak"));

@@ -11,6 +11,7 @@ int run_info(const std::vector<std::string>& args);
 int run_config(const std::vector<std::string>& args);
 int run_demo(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+int run_beam(const std::vector<std::string>& args);
 int run_compile(const std::vector<std::string>& args);
 int run_test(const std::vector<std::string>& args);
 

@@ -19,6 +19,7 @@ const Command kCommands[] = {
     {"config", "the effective configuration and where each value came from", &run_config},
     {"demo", "simplify a small index expression", &run_demo},
     {"bench", "workload sets (the eight peer workloads, --sizes, --set extra): times and % of peak", &run_bench},
+    {"beam", "beam-search the optimisation actions of a workload's kernels on a device (KILN_BEAM)", &run_beam},
     {"compile", "render and compile kernels for a device or an offline target", &run_compile},
     {"test", "the conformance kit on backend plugins (each in a child process)", &run_test},
 };
@@ -35,6 +36,7 @@ void usage(std::FILE* out) {
                "  kiln info cpu                   # why a backend is (not) usable\n"
                "  kiln bench --only matmul512     # time a workload against its reference\n"
                "  kiln bench --sizes              # matmul over sizes, %% of peak and of the best size\n"
+               "  kiln beam --width 4 matmul1024  # search the kernels' actions, remember the fastest\n"
                "  kiln test opencl --level 3      # conformance of a backend plugin\n"
                "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # offline AMDGPU code objects\n"
                "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"

@@ -71,19 +71,19 @@ std::vector<Opt> parse_opts(std::string_view text) {
   return out;
 }
 
+std::vector<UOp> ranges_of(const UOp& ast) {
+  std::vector<UOp> out;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::RANGE) out.push_back(u);
+  return out;
+}
+
 namespace {
 
 UOp make_range(const UOp& size, int64_t axis, AxisType t, bool vec = false) {
   std::vector<int64_t> arg{axis, static_cast<int64_t>(t)};
   if (vec) arg.push_back(1);
   return UOp::make(Ops::RANGE, dtypes::index, {size}, Arg{arg});
-}
-
-std::vector<UOp> ranges_of(const UOp& ast) {
-  std::vector<UOp> out;
-  for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::RANGE) out.push_back(u);
-  return out;
 }
 
 // No value depends on both ranges while both are open (a REDUCE or END closes the ranges it lists):

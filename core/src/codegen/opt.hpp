@@ -193,6 +193,8 @@ void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& pla
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
 int64_t range_axis(const UOp& r);
+// The kernel's ranges (toposort order).
+std::vector<UOp> ranges_of(const UOp& ast);
 // The range of axis id `axis` in the kernel, or a null UOp.
 UOp find_axis(const UOp& ast, int64_t axis);
 AxisType range_type(const UOp& r);

@@ -7,6 +7,7 @@
 #include "codegen/pipeline.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "ir/uop_access.hpp"
 #include "ir/traverse.hpp"
@@ -67,6 +68,17 @@ UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims,
   PassContext ctx{target, dims, opts, given};
   UOp sink = ast;
   for (const CodegenPass& pass : kPasses) sink = traced_step(pass.name, sink, [&](const UOp& s) { return pass.run(s, ctx); });
+  return sink;
+}
+
+UOp kernel_for_opts(const UOp& ast, const Target& target) {
+  LaunchDims dims;
+  PassContext ctx{target, dims, nullptr, nullptr};
+  UOp sink = ast;
+  for (const CodegenPass& pass : kPasses) {
+    if (std::string_view(pass.name) == "apply opts") break;
+    sink = pass.run(sink, ctx);
+  }
   return sink;
 }
 

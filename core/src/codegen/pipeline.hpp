@@ -48,6 +48,9 @@ std::span<const CodegenPass> codegen_passes();
 // not apply). `opts` receives the actions applied.
 UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts = nullptr,
                          const std::vector<Opt>* given = nullptr);
+// The kernel as the "apply opts" step sees it (the steps before it, untraced): what a given list
+// of actions is validated against, and what a search enumerates actions on.
+UOp kernel_for_opts(const UOp& ast, const Target& target);
 std::vector<UOp> do_linearize(const UOp& sink);
 // The plugin boundary's rule (docs/architecture.md §5): the renderer never sees an op or dtype
 // its target does not list.

@@ -91,6 +91,8 @@ bool read_entry(const std::string& path, std::string& out, bool& corrupt) {
 
 }  // namespace
 
+bool read_compile_cache_entry(const std::string& path, std::string& data, bool& corrupt) { return read_entry(path, data, corrupt); }
+
 bool write_compile_cache_entry(const std::string& path, const std::string& data) {
   static std::atomic<uint64_t> counter{0};
   std::string tmp = cat(path, ".tmp.", getpid(), ".", counter.fetch_add(1));

@@ -52,6 +52,9 @@ Key128 compile_cache_key(const std::string& backend, const std::string& plugin_v
 std::string compile_cache_path(const std::string& dir, const Key128& key);
 // Writes a disk entry (header, checksum, data) atomically, as the cache does; false if it could not.
 bool write_compile_cache_entry(const std::string& path, const std::string& binary);
+// Reads one: false when it is missing or corrupt (`corrupt` tells which; a corrupt entry is to be
+// rebuilt). The search cache (beam.cpp) stores its entries the same way.
+bool read_compile_cache_entry(const std::string& path, std::string& data, bool& corrupt);
 CompileStats compile_stats();
 void clear_compile_memory_cache();   // tests: forget in-memory binaries (disk stays)
 size_t compile_memory_cache_size();

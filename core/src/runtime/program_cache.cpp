@@ -11,12 +11,14 @@
 
 #include "codegen/lir.hpp"
 #include "plugin/device.hpp"
+#include "runtime/beam.hpp"
 #include "runtime/compile_cache.hpp"
 #include "runtime/device_alloc.hpp"
 #include "schedule/schedule.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/lru_map.hpp"
+#include "support/parallel.hpp"
 
 namespace kiln::runtime {
 
@@ -111,6 +113,8 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
       std::lock_guard<std::mutex> lock(opts_override_mu);
       if (opts_override) given = opts_override(ast, target);
     }
+    // KILN_BEAM=N: the searched list (from the search cache, or a search now)
+    if (!given && knob(Knob::beam) > 0 && knob(Knob::noopt) == 0) given = beam_opts(dev, ast, target, static_cast<int>(knob(Knob::beam)));
     k.spec = to_program(ast, target, given ? &*given : nullptr);
   } catch (const Error& e) {  // e.g. an op the target lacks and kiln cannot decompose: say which device
     fail(e.code(), dev->name(), ": ", e.what());
@@ -152,30 +156,6 @@ std::shared_ptr<Kernel> build(const std::shared_ptr<Device>& dev, const UOp& ast
   uint64_t compiles = compile_stats().compiles;
   std::string binary = naming(*p.k, [&] { return do_compile(*dev, p.k->source, p.k->spec.name, p.k->spec.lir.view()); });
   return finish(p, binary, compile_stats().compiles > compiles, ms_since(t));
-}
-
-// Runs f(0..n-1) on up to `hardware_concurrency` threads; the first exception is rethrown.
-template <typename F>
-void parallel_for(size_t n, F&& f) {
-  unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(n)));
-  std::atomic<size_t> next{0};
-  std::exception_ptr first_error;
-  std::mutex err_mu;
-  auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) {
-      try {
-        f(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(err_mu);
-        if (!first_error) first_error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace

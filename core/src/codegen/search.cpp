@@ -1,0 +1,157 @@
+// codegen/search.cpp - BEAM search over the optimisation actions (see search.hpp).
+#include "codegen/search.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+
+#include "codegen/target.hpp"
+#include "ir/traverse.hpp"
+#include "kiln/error.hpp"
+
+namespace kiln {
+
+std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
+  std::vector<Opt> out;
+  auto add = [&](const Opt& o) {
+    if (opt_problem(kernel, o, &target).empty()) out.push_back(o);
+  };
+  const int64_t lanes = std::max<int64_t>(4, target.max_vector_width);  // float lanes
+  std::vector<int64_t> inputs;  // PARAM slots the kernel loads (STAGE's amount)
+  for (const UOp& u : toposort(kernel))
+    if (u.op() == Ops::LOAD && u.src(0).op() == Ops::INDEX && u.src(0).src(0).op() == Ops::PARAM &&
+        std::find(inputs.begin(), inputs.end(), u.src(0).src(0).arg_int()) == inputs.end())
+      inputs.push_back(u.src(0).src(0).arg_int());
+  const std::vector<UOp> ranges = ranges_of(kernel);
+  for (const UOp& r : ranges) {
+    const AxisType type = range_type(r);
+    if (type != AxisType::LOOP && type != AxisType::REDUCE) continue;  // (split parts are not split again)
+    const int64_t axis = range_axis(r);
+    for (const OptAction& a : kOptActions) {
+      if (!(a.on & axis_bit(type))) continue;
+      switch (a.op) {
+        case OptOp::UPCAST: case OptOp::UNROLL:
+          for (int64_t n : {2, 3, 4, 8}) add({a.op, axis, n});
+          for (int64_t n = 4; n <= lanes; n *= 2) add({a.op, axis, n, true});
+          break;
+        case OptOp::LOCAL:
+          for (int64_t n : {2, 4, 8, 16, 32}) add({a.op, axis, n});
+          break;
+        case OptOp::GROUP:
+          for (int64_t n : {4, 8, 16, 32}) add({a.op, axis, n});
+          break;
+        case OptOp::THREAD:
+          add({a.op, axis, std::max<int64_t>(2, target.threads)});
+          if (target.threads > 2) add({a.op, axis, 2});
+          break;
+        case OptOp::PADTO:
+          for (int64_t n : {int64_t{8}, lanes, lanes * 2})
+            if (n != 8 || lanes != 8) add({a.op, axis, n});
+          break;
+        case OptOp::SWAP:
+          for (const UOp& o : ranges)
+            if (range_type(o) == AxisType::LOOP && range_axis(o) > axis) add({a.op, axis, range_axis(o)});
+          break;
+        case OptOp::STAGE:
+          for (int64_t slot : inputs) add({a.op, axis, slot});
+          break;
+        case OptOp::BLOCK:
+          for (int64_t n : {16, 32, 64}) add({a.op, axis, n});
+          break;
+        case OptOp::count_: break;
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+struct Entry {
+  std::vector<Opt> opts;
+  double seconds;
+};
+
+}  // namespace
+
+SearchResult beam_search(const UOp& kernel, const Target& target, const std::vector<Opt>& heuristic, const SearchLimits& limits,
+                         const CandidateTimer& time) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  SearchResult res;
+  std::unordered_set<Key128, Key128Hash> seen;
+  // the kernel a list leaves (its structural key), or nothing when the list does not apply
+  auto key_of = [&](const std::vector<Opt>& list) -> std::optional<Key128> {
+    try {
+      return apply_opts(kernel, list, target).key();
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+  };
+  double best = std::numeric_limits<double>::infinity();
+  auto run = [&](const std::vector<std::vector<Opt>>& lists) {
+    std::vector<std::optional<double>> times = time(lists, best);
+    std::vector<Entry> done;
+    for (size_t i = 0; i < lists.size(); ++i) {
+      ++res.timed;
+      if (i < times.size() && times[i] && std::isfinite(*times[i])) {
+        done.push_back({lists[i], *times[i]});
+        best = std::min(best, *times[i]);
+      } else {
+        ++res.failed;
+      }
+    }
+    return done;
+  };
+  // round 0: the kernel as it is and the heuristic's choice
+  std::vector<std::vector<Opt>> first{{}};
+  if (std::optional<Key128> k = key_of({})) seen.insert(*k);
+  std::optional<Key128> hk = key_of(heuristic);
+  const bool heuristic_differs = hk && seen.insert(*hk).second;
+  if (heuristic_differs) first.push_back(heuristic);
+  std::vector<Entry> beam = run(first);
+  for (const Entry& e : beam) (e.opts.empty() ? res.unoptimised : res.heuristic) = e.seconds;
+  if (!heuristic_differs) res.heuristic = res.unoptimised;  // (the heuristic chose nothing, or nothing that changes the kernel)
+  auto by_time = [](const Entry& a, const Entry& b) { return a.seconds < b.seconds; };
+  std::sort(beam.begin(), beam.end(), by_time);
+  if (beam.size() > static_cast<size_t>(limits.width)) beam.resize(static_cast<size_t>(limits.width));
+  for (int round = 1; round <= limits.max_rounds && !beam.empty() && elapsed() < limits.seconds; ++round) {
+    std::vector<std::vector<Opt>> lists;
+    for (const Entry& e : beam) {
+      const UOp state = apply_opts(kernel, e.opts, target);
+      for (const Opt& o : next_actions(state, target)) {
+        if (lists.size() >= limits.max_per_round) break;
+        std::vector<Opt> list = e.opts;
+        list.push_back(o);
+        std::optional<Key128> k = key_of(list);
+        if (!k) continue;  // (next_actions validated it against the same kernel)
+        if (!seen.insert(*k).second) {
+          ++res.duplicates;
+          continue;
+        }
+        lists.push_back(std::move(list));
+      }
+    }
+    if (lists.empty()) break;
+    const double before = beam.front().seconds;
+    std::vector<Entry> fresh = run(lists);
+    res.rounds = round;
+    if (limits.on_round) limits.on_round(round, std::min(best, before));
+    beam.insert(beam.end(), fresh.begin(), fresh.end());
+    std::stable_sort(beam.begin(), beam.end(), by_time);
+    if (beam.size() > static_cast<size_t>(limits.width)) beam.resize(static_cast<size_t>(limits.width));
+    if (!(beam.front().seconds < before * (1 - limits.min_gain))) break;
+  }
+  if (beam.empty()) {  // nothing ran: the heuristic's list, untimed
+    res.opts = heuristic;
+  } else {
+    res.opts = beam.front().opts;
+    res.seconds = beam.front().seconds;
+  }
+  res.search_seconds = elapsed();
+  return res;
+}
+
+}  // namespace kiln

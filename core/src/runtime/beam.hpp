@@ -1,0 +1,63 @@
+// runtime/beam.hpp - BEAM search on a real device, and the search cache.
+//
+// With KILN_BEAM=N (N > 0), every kernel the program cache lowers without a given action list
+// gets the list a beam search of width N found (codegen/search.hpp): from the search cache when an
+// entry exists, else by searching now and storing the result. Candidates are timed on the device
+// itself, on scratch buffers of the kernel's sizes (never the user's: inputs are filled with
+// deterministic random values), serialised with other searches so they do not time each other.
+//
+// Timing: every candidate runs once checked (its outputs against the first candidate's, the
+// kernel as scheduled, in the tolerance of float reassociation: a mismatch is an error naming the
+// action list), then 3 times; its time is the minimum (the first run pays cold caches; the
+// minimum of a few is what repeated runs converge to on a shared machine). A candidate whose first
+// timed run is over 3x the best so far stops there. A run past the timeout (10x the best time, at
+// least 1 s) is abandoned: the search ends with the best so far, and its scratch buffers are left
+// to the running kernel.
+//
+// The cache: <key>.opts in KILN_BEAM_DIR (default KILN_CACHE_DIR/beam; "off": none), written and checked like compile cache entries
+// (atomic, checksummed; a corrupt or inapplicable entry is searched again and replaced). The key
+// covers the kernel's structure, the device (name, backend, plugin version, compiler key: which
+// changes with the driver, the compiler and the ISA), the target's caps and the width.
+// KILN_BEAM_CACHE=0 does not read entries (it still writes them).
+// Not searched: kernels with symbolic sizes (their buffers have no size until launch).
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/search.hpp"
+
+namespace kiln {
+class Device;
+struct Target;
+}
+
+namespace kiln::runtime {
+
+struct BeamReport {
+  std::string kernel, device;
+  SearchResult result;   // seconds: the searched list's time; unoptimised/heuristic: round 0's
+  bool from_cache = false;
+};
+
+// The searched action list for `ast` on `dev` at beam `width` (nullopt: not searchable, the
+// heuristic applies). `report` (optional) receives what happened.
+std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, const UOp& ast, const Target& target, int width,
+                                          BeamReport* report = nullptr);
+
+// Called after every kernel's search or cache hit (kiln beam, KILN_DEBUG): empty to remove.
+void set_beam_observer(std::function<void(const BeamReport&)> observer);
+
+// Called after each round of a search with the kernel's name, the round and the best time so far
+// (kiln beam's progress line); empty to remove.
+void set_beam_progress(std::function<void(const std::string& kernel, int round, double best)> progress);
+
+// Where the search cache lives ("" when off).
+std::string beam_cache_dir();
+
+// Tests: the timeout of one run in seconds (0: the default rule above).
+void set_beam_timeout(double seconds);
+
+}  // namespace kiln::runtime

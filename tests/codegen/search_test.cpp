@@ -1,0 +1,149 @@
+// tests/codegen/search_test.cpp - the beam search (codegen/search.hpp) with injected timing
+// functions (deterministic): it finds the known best, never returns something slower than the
+// heuristic's choice, times no kernel twice (dropping duplicates), survives candidates that fail, and stops on its
+// limits. The device side (scratch buffers, checks, the search cache) is tests/e2e/beam_test.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "codegen/opt.hpp"
+#include "codegen/pipeline.hpp"
+#include "codegen/search.hpp"
+#include "kiln/kiln.hpp"
+#include "simulated_cpu.hpp"
+
+using namespace kiln;
+using kiln::testing::simulated_cpu;
+
+namespace {
+
+UOp matmul_kernel(const Target& t) {
+  Tensor a = Tensor::empty({64, 96}, dtypes::float32, "ref"), b = Tensor::empty({96, 128}, dtypes::float32, "ref");
+  for (const ExecItem& e : (a.matmul(b)).schedule())
+    if (!e.is_copy) return kernel_for_opts(e.ast, t);
+  return {};
+}
+
+bool has(const std::vector<Opt>& l, OptOp op, int64_t axis, int64_t amount) {
+  return std::any_of(l.begin(), l.end(), [&](const Opt& o) { return o.op == op && o.axis == axis && o.amount == amount; });
+}
+
+// A synthetic machine: every action costs, except two that pay: UPCAST(1, 4) and THREAD(0, 8).
+// (each pays once; any other action, or a repeat, costs)
+double synthetic(const std::vector<Opt>& l) {
+  double t = 10;
+  bool up = false, thread = false;
+  for (const Opt& o : l) {
+    if (o.op == OptOp::UPCAST && o.axis == 1 && o.amount == 4 && !o.vectorize && !up) up = true, t -= 3;
+    else if (o.op == OptOp::THREAD && o.axis == 0 && o.amount == 8 && !thread) thread = true, t -= 2;
+    else t += 1;
+  }
+  return t;
+}
+
+CandidateTimer timer(double (*f)(const std::vector<Opt>&), std::vector<std::vector<Opt>>* seen = nullptr) {
+  return [f, seen](const std::vector<std::vector<Opt>>& lists, double) {
+    std::vector<std::optional<double>> out;
+    for (const auto& l : lists) {
+      out.push_back(f(l));
+      if (seen) seen->push_back(l);
+    }
+    return out;
+  };
+}
+
+}  // namespace
+
+TEST(Search, FindsTheKnownBestAndTimesNoKernelTwice) {
+  const Target t = simulated_cpu(8, 8);
+  UOp k = matmul_kernel(t);
+  std::vector<std::vector<Opt>> timed;
+  SearchLimits lim;
+  lim.width = 2;
+  SearchResult r = beam_search(k, t, {}, lim, timer(synthetic, &timed));
+  EXPECT_EQ(r.seconds, 5);
+  EXPECT_TRUE(has(r.opts, OptOp::UPCAST, 1, 4)) << r.opts.size();
+  EXPECT_TRUE(has(r.opts, OptOp::THREAD, 0, 8));
+  EXPECT_EQ(r.unoptimised, 10);
+  EXPECT_GE(r.rounds, 2);
+  // no two timed lists leave the same kernel, and duplicates were met (and skipped)
+  std::set<std::pair<uint64_t, uint64_t>> keys;
+  for (const auto& l : timed) {
+    Key128 key = apply_opts(k, l, t).key();
+    EXPECT_TRUE(keys.insert({key.hi, key.lo}).second);
+  }
+  EXPECT_EQ(static_cast<int64_t>(timed.size()), r.timed);
+  // a swap pays: swapping back leaves the kernel as it was, which is not timed again
+  auto swaps = [](const std::vector<Opt>& l) {
+    double t = 10;
+    for (const Opt& o : l) t += o.op == OptOp::SWAP ? -1 : 1;
+    return t;
+  };
+  SearchResult s = beam_search(k, t, {}, lim, timer(swaps));
+  EXPECT_GT(s.duplicates, 0);
+  EXPECT_EQ(s.seconds, 9);
+}
+
+TEST(Search, NeverReturnsSomethingSlowerThanTheHeuristic) {
+  const Target t = simulated_cpu(8, 8);
+  UOp k = matmul_kernel(t);
+  const std::vector<Opt> heuristic{{OptOp::UPCAST, 1, 8, true}, {OptOp::THREAD, 0, 8}};
+  // every list is slower than the heuristic's (1 s) but the heuristic itself
+  auto slow = [](const std::vector<Opt>& l) {
+    return l.size() == 2 && l[0].op == OptOp::UPCAST && l[0].vectorize && l[1].op == OptOp::THREAD ? 1.0 : 2.0 + static_cast<double>(l.size());
+  };
+  SearchResult r = beam_search(k, t, heuristic, SearchLimits{}, timer(slow));
+  EXPECT_EQ(r.seconds, 1.0);
+  EXPECT_EQ(r.heuristic, 1.0);
+  ASSERT_EQ(r.opts.size(), 2u);
+  EXPECT_TRUE(r.opts[0].vectorize);
+  EXPECT_EQ(r.rounds, 1) << "a round with no gain ends the search";
+}
+
+// Candidates that fail to build or run (nullopt) are dropped, not errors; a search where nothing
+// runs returns the heuristic's list; the time limit ends it after round 0.
+TEST(Search, DropsFailedCandidatesAndStopsOnItsLimits) {
+  const Target t = simulated_cpu(8, 8);
+  UOp k = matmul_kernel(t);
+  CandidateTimer odd_fail = [](const std::vector<std::vector<Opt>>& lists, double) {
+    std::vector<std::optional<double>> out;
+    for (const auto& l : lists) out.push_back(l.size() % 2 ? std::nullopt : std::optional<double>(synthetic(l)));
+    return out;
+  };
+  SearchLimits lim;
+  lim.max_rounds = 2;
+  SearchResult r = beam_search(k, t, {}, lim, odd_fail);
+  EXPECT_GT(r.failed, 0);
+  EXPECT_EQ(r.opts.size() % 2, 0u);
+  CandidateTimer none = [](const std::vector<std::vector<Opt>>& lists, double) { return std::vector<std::optional<double>>(lists.size()); };
+  const std::vector<Opt> heuristic{{OptOp::THREAD, 0, 8}};
+  SearchResult nothing = beam_search(k, t, heuristic, SearchLimits{}, none);
+  EXPECT_EQ(nothing.opts.size(), 1u);
+  EXPECT_EQ(nothing.seconds, 0);
+  lim.seconds = 0;
+  lim.max_rounds = 6;
+  EXPECT_EQ(beam_search(k, t, {}, lim, timer(synthetic)).rounds, 0);
+}
+
+// The actions a search tries all apply, on CPU-like and GPU-like targets, and cover the table.
+TEST(Search, NextActionsAllApply) {
+  Target gpu = simulated_cpu(4, 1);
+  gpu.flags = KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED;
+  gpu.shared_max = 65536;
+  for (int d = 0; d < 3; ++d) gpu.local_max[d] = 1024;
+  gpu.local_prod_max = 1024;
+  for (const Target& t : {simulated_cpu(16, 8), gpu}) {
+    UOp k = matmul_kernel(t);
+    std::vector<Opt> acts = next_actions(k, t);
+    std::set<OptOp> ops;
+    for (const Opt& o : acts) {
+      EXPECT_EQ(opt_problem(k, o, &t), "") << o.str();
+      ops.insert(o.op);
+    }
+    EXPECT_TRUE(ops.count(OptOp::UPCAST) && ops.count(OptOp::UNROLL) && ops.count(OptOp::SWAP));
+    EXPECT_EQ(ops.count(OptOp::THREAD), t.has(KILN_TARGET_HAS_THREADS) ? 1u : 0u);
+    EXPECT_EQ(ops.count(OptOp::LOCAL), t.has(KILN_TARGET_HAS_LOCAL) ? 1u : 0u);
+  }
+}

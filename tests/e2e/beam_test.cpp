@@ -1,0 +1,129 @@
+// tests/e2e/beam_test.cpp - the beam search on the cpu device (runtime/beam.hpp): a searched
+// kernel is never slower than the heuristic's in the same search, computes what the heuristic's
+// does, is stored in the search cache and found there by the next search, a corrupt entry is
+// searched again and replaced, and a run past the timeout is abandoned without hanging. Small
+// kernels and width 1 keep it fast; the search itself is tests/codegen/search_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/kiln.hpp"
+#include "plugin/device.hpp"
+#include "runtime/beam.hpp"
+#include "runtime/device_alloc.hpp"
+#include "runtime/program_cache.hpp"
+#include "schedule/schedule.hpp"
+#include "support/env.hpp"
+
+using namespace kiln;
+
+namespace {
+
+const char* kDevice = "cpu:0";
+
+// KILN_CACHE_DIR pointed at a fresh directory for one test.
+struct TempCacheDir {
+  std::string path, old;
+  TempCacheDir() {
+    path = (std::filesystem::temp_directory_path() / ("kiln-beam-test-" + std::to_string(::getpid()))).string();
+    std::filesystem::remove_all(path);
+    if (const char* o = std::getenv("KILN_CACHE_DIR")) old = o;
+    ::setenv("KILN_CACHE_DIR", path.c_str(), 1);
+  }
+  ~TempCacheDir() {
+    if (old.empty()) ::unsetenv("KILN_CACHE_DIR");
+    else ::setenv("KILN_CACHE_DIR", old.c_str(), 1);
+    std::filesystem::remove_all(path);
+  }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    if (std::filesystem::exists(path + "/beam"))
+      for (const auto& e : std::filesystem::directory_iterator(path + "/beam")) out.push_back(e.path().string());
+    return out;
+  }
+};
+
+UOp kernel_of(const Tensor& t) {
+  for (const ExecItem& e : t.schedule())
+    if (!e.is_copy) return e.ast;
+  return {};
+}
+
+std::string text(const std::vector<Opt>& opts) {
+  std::string s;
+  for (const Opt& o : opts) s += o.str() + " ";
+  return s;
+}
+
+}  // namespace
+
+TEST(Beam, SearchesStoresAndReusesAndComputesTheSame) {
+  TempCacheDir dir;
+  manual_seed(5);
+  Tensor a = Tensor::rand({48, 40}, dtypes::float32, kDevice), b = Tensor::rand({40, 56}, dtypes::float32, kDevice);
+  a.realize();
+  b.realize();
+  const UOp ast = kernel_of(a.matmul(b));
+  auto dev = runtime::open_device(kDevice);
+  runtime::BeamReport first;
+  std::optional<std::vector<Opt>> opts = runtime::beam_opts(dev, ast, dev->target(), 1, &first);
+  ASSERT_TRUE(opts);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_GT(first.result.timed, 2);
+  EXPECT_GT(first.result.heuristic, 0);
+  EXPECT_LE(first.result.seconds, first.result.heuristic) << "the heuristic's list is a candidate";
+  ASSERT_EQ(dir.entries().size(), 1u);
+  runtime::BeamReport again;
+  EXPECT_EQ(text(*runtime::beam_opts(dev, ast, dev->target(), 1, &again)), text(*opts));
+  EXPECT_TRUE(again.from_cache);
+  // a corrupt entry is searched again and replaced by a readable one
+  { std::ofstream(dir.entries()[0], std::ios::trunc) << "not an entry"; }
+  runtime::BeamReport rebuilt;
+  runtime::beam_opts(dev, ast, dev->target(), 1, &rebuilt);
+  EXPECT_FALSE(rebuilt.from_cache);
+  runtime::BeamReport reread;
+  runtime::beam_opts(dev, ast, dev->target(), 1, &reread);
+  EXPECT_TRUE(reread.from_cache);
+  // KILN_BEAM=1 on a whole program: the same values as without
+  std::vector<float> plain = a.matmul(b).relu().sum({1}).to_vector<float>();
+  set_knob(Knob::beam, 1);
+  runtime::clear_program_cache();
+  clear_schedule_cache();
+  std::vector<float> searched = a.matmul(b).relu().sum({1}).to_vector<float>();
+  set_knob(Knob::beam, 0);
+  runtime::clear_program_cache();
+  ASSERT_EQ(plain.size(), searched.size());
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(plain[i], searched[i], 1e-3 * std::max(1.0f, std::fabs(plain[i]))) << i;
+}
+
+// A candidate that runs past the timeout ends the search with what it had (here nothing: the
+// heuristic's list); the process goes on.
+TEST(Beam, ARunPastTheTimeoutIsAbandoned) {
+  TempCacheDir dir;
+  Tensor a = Tensor::rand({256, 256}, dtypes::float32, kDevice);
+  a.realize();
+  const UOp ast = kernel_of(a.matmul(a));
+  auto dev = runtime::open_device(kDevice);
+  runtime::set_beam_timeout(1e-9);
+  runtime::BeamReport r;
+  std::optional<std::vector<Opt>> opts = runtime::beam_opts(dev, ast, dev->target(), 2, &r);
+  runtime::set_beam_timeout(0);
+  ASSERT_TRUE(opts);
+  EXPECT_EQ(r.result.seconds, 0);
+  EXPECT_EQ(text(*opts), text(to_program(ast, dev->target()).opts));
+  EXPECT_TRUE(dir.entries().empty()) << "nothing measured, nothing stored";
+  dev->synchronize();
+}
+
+// Kernels with symbolic sizes are not searched (their buffers have no size before a launch).
+TEST(Beam, SymbolicKernelsAreNotSearched) {
+  Variable n("n", 1, 64);
+  Tensor x = Tensor::rand({64}, dtypes::float32, kDevice);
+  x.realize();
+  const UOp ast = kernel_of(x.shrink(0, n.bind(10)) * 2.0);
+  auto dev = runtime::open_device(kDevice);
+  EXPECT_FALSE(runtime::beam_opts(dev, ast, dev->target(), 2));
+}
