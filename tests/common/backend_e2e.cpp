@@ -6,8 +6,11 @@
 #include <cmath>
 #include <thread>
 
+#include "runtime/beam.hpp"
 #include "runtime/prepared.hpp"
+#include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
+#include "support/env.hpp"
 
 namespace kiln::testing {
 
@@ -21,6 +24,29 @@ void expect_matches_reference(const OpCase& c, const std::string& device, double
   // the reference, hence twice the tolerance)
   HostArray cpu = run_case(c, "cpu:0");
   EXPECT_EQ(compare(got, cpu, 2 * rtol, 2 * atol), "") << c.name << " on " << device << " vs cpu:0";
+}
+
+void check_beam_matches_reference(const std::string& device, size_t stride) {
+  const char* old_dir = std::getenv("KILN_BEAM_DIR");
+  const std::string saved = old_dir ? old_dir : "";
+  ::setenv("KILN_BEAM_DIR", "off", 1);
+  SearchLimits short_search;
+  short_search.max_rounds = 1;
+  short_search.max_per_round = 6;
+  runtime::set_beam_limits(short_search);
+  set_knob(Knob::beam, 1);
+  runtime::clear_program_cache();
+  const std::vector<OpCase> cases = op_corpus();
+  for (size_t i = 0; i < cases.size(); i += stride) {
+    SCOPED_TRACE("KILN_BEAM=1: " + cases[i].name);
+    HostArray got = run_case(cases[i], device), want = run_case(cases[i], "ref");
+    EXPECT_EQ(compare(got, want, std::max(cases[i].rtol, 2e-6), std::max(cases[i].atol, 1e-6)), "") << cases[i].name;
+  }
+  set_knob(Knob::beam, 0);
+  runtime::set_beam_limits({});
+  runtime::clear_program_cache();
+  if (old_dir) ::setenv("KILN_BEAM_DIR", saved.c_str(), 1);
+  else ::unsetenv("KILN_BEAM_DIR");
 }
 
 void check_odd_sizes(const std::string& device) {

@@ -57,6 +57,10 @@ void check_concurrent_reads(const std::string& device, int iterations);
 // `symbolic_sizes`: the target's launch sizes must depend on the variable (GPU targets).
 void check_variable_launches(const std::string& device, int64_t max, bool symbolic_sizes);
 
+// Every `stride`-th op-corpus case with KILN_BEAM=1 (short searches, no search cache): the
+// searched kernels compute what the reference does.
+void check_beam_matches_reference(const std::string& device, size_t stride);
+
 }  // namespace kiln::testing
 
 // One test per op-corpus case, named after the case, on `device`.

@@ -43,6 +43,8 @@ KILN_OP_CORPUS_SUITE(CpuCorpus, kDevice);
 
 TEST(CpuSweep, OddSizes) { check_odd_sizes(kDevice); }
 
+TEST(CpuBeam, SearchedKernelsMatchTheReference) { check_beam_matches_reference(kDevice, 5); }
+
 TEST(CpuFusion, MultiOutputAndFusedReduceKernels) { check_fused_kernels(kDevice); }
 
 TEST(CpuSweep, LongReductions) { check_long_reductions(kDevice); }

@@ -17,6 +17,8 @@ KILN_OP_CORPUS_SUITE(OpenclCorpus, kDevice);
 
 TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
 
+TEST(OpenclBeam, SearchedKernelsMatchTheReference) { check_beam_matches_reference(kDevice, 15); }
+
 TEST(OpenclFusion, MultiOutputAndFusedReduceKernels) { check_fused_kernels(kDevice); }
 
 TEST(OpenclSweep, EmptyTensorsAreReadable) { check_empty_tensors(kDevice); }

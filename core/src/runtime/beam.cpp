@@ -34,6 +34,7 @@ std::mutex observer_mu;
 std::function<void(const BeamReport&)> observer;
 std::function<void(const std::string&, int, double)> progress;
 std::atomic<double> timeout_override{0};
+SearchLimits limits_override;  // under observer_mu
 
 constexpr int kTimedRuns = 3;
 constexpr double kDropFactor = 3;  // a first timed run this much slower than the best stops there
@@ -345,6 +346,10 @@ std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, co
   Scratch scratch(dev, params);
   const std::vector<Opt> heuristic = to_program(ast, target).opts;
   SearchLimits limits;
+  {
+    std::lock_guard<std::mutex> guard(observer_mu);
+    limits = limits_override;
+  }
   limits.width = width;
   limits.on_round = [&](int round, double best) {
     std::lock_guard<std::mutex> lock(observer_mu);
@@ -377,6 +382,11 @@ void set_beam_progress(std::function<void(const std::string&, int, double)> f) {
 void set_beam_observer(std::function<void(const BeamReport&)> f) {
   std::lock_guard<std::mutex> lock(observer_mu);
   observer = std::move(f);
+}
+
+void set_beam_limits(const SearchLimits& limits) {
+  std::lock_guard<std::mutex> lock(observer_mu);
+  limits_override = limits;
 }
 
 void set_beam_timeout(double seconds) { timeout_override.store(seconds); }

@@ -57,6 +57,10 @@ void set_beam_progress(std::function<void(const std::string& kernel, int round, 
 // Where the search cache lives ("" when off).
 std::string beam_cache_dir();
 
+// The search's limits (width aside: beam_opts' argument); tests keep searches short with fewer
+// rounds and candidates. Restored by set_beam_limits({}).
+void set_beam_limits(const SearchLimits& limits);
+
 // Tests: the timeout of one run in seconds (0: the default rule above).
 void set_beam_timeout(double seconds);
 
