@@ -1,7 +1,7 @@
 // tests/e2e/beam_test.cpp - the beam search on the cpu device (runtime/beam.hpp): a searched
 // kernel is never slower than the heuristic's in the same search, computes what the heuristic's
 // does, is stored in the search cache and found there by the next search, a corrupt entry is
-// searched again and replaced, and a run past the timeout is abandoned without hanging. Small
+// searched again and replaced, and a run past the timeout is dropped without hanging. Small
 // kernels and width 1 keep it fast; the search itself is tests/codegen/search_test.cpp.
 #include <gtest/gtest.h>
 
@@ -99,9 +99,9 @@ TEST(Beam, SearchesStoresAndReusesAndComputesTheSame) {
   for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(plain[i], searched[i], 1e-3 * std::max(1.0f, std::fabs(plain[i]))) << i;
 }
 
-// A candidate that runs past the timeout ends the search with what it had (here nothing: the
-// heuristic's list); the process goes on.
-TEST(Beam, ARunPastTheTimeoutIsAbandoned) {
+// A candidate that runs past the timeout is dropped and the search goes on (here every one is:
+// the heuristic's list comes back, and nothing is stored).
+TEST(Beam, ARunPastTheTimeoutIsDropped) {
   TempCacheDir dir;
   Tensor a = Tensor::rand({256, 256}, dtypes::float32, kDevice);
   a.realize();

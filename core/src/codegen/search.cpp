@@ -105,15 +105,20 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
     }
     return done;
   };
-  // round 0: the kernel as it is and the heuristic's choice
-  std::vector<std::vector<Opt>> first{{}};
-  if (std::optional<Key128> k = key_of({})) seen.insert(*k);
+  // round 0: the heuristic's choice (first: it sets the pace the others' early exits follow) and
+  // the kernel as it is
+  std::vector<std::vector<Opt>> first;
   std::optional<Key128> hk = key_of(heuristic);
-  const bool heuristic_differs = hk && seen.insert(*hk).second;
-  if (heuristic_differs) first.push_back(heuristic);
+  if (hk) {
+    seen.insert(*hk);
+    first.push_back(heuristic);
+  }
+  std::optional<Key128> plain = key_of({});
+  const bool heuristic_differs = hk && plain && !(*hk == *plain);
+  if (plain && seen.insert(*plain).second) first.push_back({});
   std::vector<Entry> beam = run(first);
   for (const Entry& e : beam) (e.opts.empty() ? res.unoptimised : res.heuristic) = e.seconds;
-  if (!heuristic_differs) res.heuristic = res.unoptimised;  // (the heuristic chose nothing, or nothing that changes the kernel)
+  if (!heuristic_differs) res.unoptimised = res.heuristic = std::max(res.unoptimised, res.heuristic);  // (one kernel)
   auto by_time = [](const Entry& a, const Entry& b) { return a.seconds < b.seconds; };
   std::sort(beam.begin(), beam.end(), by_time);
   if (beam.size() > static_cast<size_t>(limits.width)) beam.resize(static_cast<size_t>(limits.width));

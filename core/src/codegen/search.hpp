@@ -5,7 +5,7 @@
 // applied to the kernel from scratch, so a candidate is exactly what a given list does in the
 // pipeline (apply_opts validates it; an invalid one is never timed).
 //
-//   round 0   the unoptimised kernel and the heuristic's list (always candidates: the search never
+//   round 0   the heuristic's list and the unoptimised kernel (always candidates: the search never
 //             returns something slower than what would run without it)
 //   round r   every beam entry extended by every action that applies to the kernel it leaves
 //             (next_actions), minus lists whose kernel is one already seen (the structural key of

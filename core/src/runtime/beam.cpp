@@ -37,7 +37,8 @@ std::atomic<double> timeout_override{0};
 SearchLimits limits_override;  // under observer_mu
 
 constexpr int kTimedRuns = 3;
-constexpr double kDropFactor = 3;  // a first timed run this much slower than the best stops there
+constexpr double kDropFactor = 3;  // a first run this much slower than the best stops there
+constexpr double kAbandonAfter = 60;  // seconds a late run is waited for before the search gives up
 
 struct Param {
   int64_t slot;
@@ -190,8 +191,14 @@ struct DeviceTimer {
     return std::isfinite(best) ? std::max(1.0, 10 * best) : 10.0;
   }
 
-  // One launch on a thread of its own, waited for up to `limit` seconds (nullopt: abandoned).
-  std::optional<double> launch(const std::shared_ptr<Program>& program, const uint32_t* g, const uint32_t* l, double limit) {
+  // One launch on a thread of its own, waited for up to `limit` seconds. Past it the candidate is
+  // dropped (`late`) and the launch waited for up to kAbandonAfter more seconds before the search
+  // goes on; a launch still running then is abandoned with the scratch buffers (`lost`).
+  struct Run {
+    std::optional<double> seconds;
+    bool late = false, lost = false;
+  };
+  Run launch(const std::shared_ptr<Program>& program, const uint32_t* g, const uint32_t* l, double limit) {
     auto done = std::make_shared<std::promise<double>>();
     std::future<double> result = done->get_future();
     std::array<uint32_t, 6> dims{g[0], g[1], g[2], l[0], l[1], l[2]};
@@ -202,8 +209,13 @@ struct DeviceTimer {
         done->set_exception(std::current_exception());
       }
     }).detach();
-    if (result.wait_for(std::chrono::duration<double>(limit)) != std::future_status::ready) return std::nullopt;
-    return result.get();
+    if (result.wait_for(std::chrono::duration<double>(limit)) == std::future_status::ready) {
+      const double seconds = result.get();
+      if (seconds <= limit) return {seconds};
+      return {std::nullopt, true, false};  // (done by the time we looked, but past the limit all the same)
+    }
+    const bool finished = result.wait_for(std::chrono::duration<double>(kAbandonAfter)) == std::future_status::ready;
+    return {std::nullopt, true, !finished};
   }
 
   std::vector<std::optional<double>> operator()(const std::vector<std::vector<Opt>>& lists, double best) {
@@ -237,28 +249,30 @@ struct DeviceTimer {
       }
       const uint32_t* g = built[i].spec.lir.global;
       const uint32_t* l = built[i].spec.lir.local;
+      // the first run is checked against the first candidate's outputs, then timed like the others
       scratch.reset();
-      std::optional<double> first = launch(program, g, l, timeout(best));
-      if (!first) {
-        log_line(cat("beam: ", name, " [", list_text(lists[i]), "] ran past ", timeout(best), " s; the search of this kernel stops"));
-        scratch.abandon();
-        return times;
-      }
-      std::vector<std::string> out = scratch.outputs();
-      if (!reference) reference = out;
-      else if (std::string why = scratch.compare(*reference, out); !why.empty())
-        fail(ErrorCode::internal, "beam search of kernel ", name, " on ", dev->name(), ": the actions [", list_text(lists[i]),
-             "] compute another result than the kernel as scheduled (", why, "); please report this kernel (KILN_DEBUG=3)");
       double t = std::numeric_limits<double>::infinity();
       for (int run = 0; run < kTimedRuns; ++run) {
-        std::optional<double> s = launch(program, g, l, timeout(best));
-        if (!s) {
-          scratch.abandon();
-          return times;
+        Run r = launch(program, g, l, timeout(best));
+        if (r.late) {
+          log_line(cat("beam: ", name, " [", list_text(lists[i]), "] ran past ", timeout(best), " s and is dropped",
+                       r.lost ? "; it still runs, so the search of this kernel stops" : ""));
+          if (r.lost) {
+            scratch.abandon();
+            return times;
+          }
+          break;
         }
-        t = std::min(t, *s);
-        if (run == 0 && t > kDropFactor * best) break;
+        t = std::min(t, *r.seconds);
+        if (run > 0) continue;
+        std::vector<std::string> out = scratch.outputs();
+        if (!reference) reference = out;
+        else if (std::string why = scratch.compare(*reference, out); !why.empty())
+          fail(ErrorCode::internal, "beam search of kernel ", name, " on ", dev->name(), ": the actions [", list_text(lists[i]),
+               "] compute another result than the first candidate (", why, "); please report this kernel (KILN_DEBUG=3)");
+        if (t > kDropFactor * best) break;
       }
+      if (!std::isfinite(t)) continue;
       times[i] = t;
       best = std::min(best, t);
     }

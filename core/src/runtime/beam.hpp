@@ -6,13 +6,13 @@
 // itself, on scratch buffers of the kernel's sizes (never the user's: inputs are filled with
 // deterministic random values), serialised with other searches so they do not time each other.
 //
-// Timing: every candidate runs once checked (its outputs against the first candidate's, the
-// kernel as scheduled, in the tolerance of float reassociation: a mismatch is an error naming the
-// action list), then 3 times; its time is the minimum (the first run pays cold caches; the
-// minimum of a few is what repeated runs converge to on a shared machine). A candidate whose first
-// timed run is over 3x the best so far stops there. A run past the timeout (10x the best time, at
-// least 1 s) is abandoned: the search ends with the best so far, and its scratch buffers are left
-// to the running kernel.
+// Timing: every candidate runs 3 times and its time is the minimum (the first run pays cold
+// caches; the minimum of a few is what repeated runs converge to on a shared machine). The first
+// run's outputs are checked against the first candidate's (the heuristic's kernel), in the
+// tolerance of float reassociation: a mismatch is an error naming the action list. A candidate
+// whose first run is over 3x the best so far stops there. A run past the timeout (10x the best
+// time, at least 1 s) drops the candidate; if it is still running a minute later, the search ends
+// with the best so far and leaves its scratch buffers to the running kernel.
 //
 // The cache: <key>.opts in KILN_BEAM_DIR (default KILN_CACHE_DIR/beam; "off": none), written and checked like compile cache entries
 // (atomic, checksummed; a corrupt or inapplicable entry is searched again and replaced). The key
