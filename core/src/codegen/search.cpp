@@ -116,8 +116,17 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
   std::optional<Key128> plain = key_of({});
   const bool heuristic_differs = hk && plain && !(*hk == *plain);
   if (plain && seen.insert(*plain).second) first.push_back({});
+  // and the heuristic's partial plans: a complete plan (a STAGE is the last action) has no
+  // extension, and the bare kernel's are far from it; its prefixes branch where it chose
+  for (size_t n = heuristic.size(); n-- > 1;) {
+    std::vector<Opt> prefix(heuristic.begin(), heuristic.begin() + static_cast<std::ptrdiff_t>(n));
+    if (std::optional<Key128> k = key_of(prefix); k && seen.insert(*k).second) first.push_back(std::move(prefix));
+  }
   std::vector<Entry> beam = run(first);
-  for (const Entry& e : beam) (e.opts.empty() ? res.unoptimised : res.heuristic) = e.seconds;
+  for (const Entry& e : beam) {
+    if (e.opts.empty()) res.unoptimised = e.seconds;
+    else if (e.opts.size() == heuristic.size()) res.heuristic = e.seconds;
+  }
   if (!heuristic_differs) res.unoptimised = res.heuristic = std::max(res.unoptimised, res.heuristic);  // (one kernel)
   auto by_time = [](const Entry& a, const Entry& b) { return a.seconds < b.seconds; };
   std::sort(beam.begin(), beam.end(), by_time);

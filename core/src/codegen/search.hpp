@@ -6,7 +6,8 @@
 // pipeline (apply_opts validates it; an invalid one is never timed).
 //
 //   round 0   the heuristic's list and the unoptimised kernel (always candidates: the search never
-//             returns something slower than what would run without it)
+//             returns something slower than what would run without it), and the heuristic's
+//             prefixes (its partial plans: the beam branches where it chose)
 //   round r   every beam entry extended by every action that applies to the kernel it leaves
 //             (next_actions), minus lists whose kernel is one already seen (the structural key of
 //             the kernel after the actions: UPCAST(0,4) UPCAST(0,2) and UPCAST(0,8) are one)
