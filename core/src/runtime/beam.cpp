@@ -193,7 +193,8 @@ struct DeviceTimer {
 
   // One launch on a thread of its own, waited for up to `limit` seconds. Past it the candidate is
   // dropped (`late`) and the launch waited for up to kAbandonAfter more seconds before the search
-  // goes on; a launch still running then is abandoned with the scratch buffers (`lost`).
+  // goes on; a launch still running then is abandoned with the scratch buffers (`lost`). A launch
+  // the device refuses yields no time and is not late.
   struct Run {
     std::optional<double> seconds;
     bool late = false, lost = false;
@@ -210,7 +211,13 @@ struct DeviceTimer {
       }
     }).detach();
     if (result.wait_for(std::chrono::duration<double>(limit)) == std::future_status::ready) {
-      const double seconds = result.get();
+      double seconds;
+      try {
+        seconds = result.get();
+      } catch (const Error& e) {  // the device refused the launch (resources): the candidate is dropped
+        if (debug_level() >= 3) log_line(cat("beam: ", name, ": a launch failed: ", e.what()));
+        return {};
+      }
       if (seconds <= limit) return {seconds};
       return {std::nullopt, true, false};  // (done by the time we looked, but past the limit all the same)
     }
@@ -263,6 +270,7 @@ struct DeviceTimer {
           }
           break;
         }
+        if (!r.seconds) break;
         t = std::min(t, *r.seconds);
         if (run > 0) continue;
         std::vector<std::string> out = scratch.outputs();
