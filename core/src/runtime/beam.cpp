@@ -233,15 +233,43 @@ struct DeviceTimer {
       std::string binary, error;
     };
     std::vector<Built> built(lists.size());
-    parallel_for(lists.size(), [&](size_t i) {  // lower, render and compile in parallel
+    // A device that builds many kernels in one call (OpenCL) gets the candidates together, each
+    // under a name of its own (a program's entries differ); the others compile in parallel.
+    const bool together = dev->has_compile_many() && lists.size() > 1;
+    std::vector<std::string> sources(lists.size());
+    parallel_for(lists.size(), [&](size_t i) {  // lower and render (and compile) in parallel
       try {
-        built[i].spec = to_program(ast, target, &lists[i]);
+        const UOp named = together ? ast.replace_arg(Arg{cat(name, "_beam", i)}) : ast;
+        built[i].spec = to_program(named, target, &lists[i]);
         const kiln_lir lir = built[i].spec.lir.view();
-        built[i].binary = compile_cached(*dev, dev->render(lir), built[i].spec.name, lir_key(lir));
+        sources[i] = dev->render(lir);
+        if (!together) built[i].binary = compile_cached(*dev, sources[i], built[i].spec.name, lir_key(lir));
       } catch (const Error& e) {
         built[i].error = e.what();
       }
     });
+    if (together) {
+      std::vector<CompileJob> jobs;
+      std::vector<size_t> of;
+      for (size_t i = 0; i < lists.size(); ++i)
+        if (built[i].error.empty()) {
+          jobs.push_back({sources[i], built[i].spec.name, lir_key(built[i].spec.lir.view())});
+          of.push_back(i);
+        }
+      try {
+        std::vector<std::string> binaries = compile_cached_many(*dev, jobs);
+        for (size_t j = 0; j < of.size(); ++j) built[of[j]].binary = std::move(binaries[j]);
+      } catch (const Error&) {  // one candidate that does not compile: build them one by one
+        parallel_for(of.size(), [&](size_t j) {
+          Built& b = built[of[j]];
+          try {
+            b.binary = compile_cached(*dev, jobs[j].source, b.spec.name, jobs[j].lir_key);
+          } catch (const Error& e) {
+            b.error = e.what();
+          }
+        });
+      }
+    }
     for (size_t i = 0; i < lists.size(); ++i) {
       if (!built[i].error.empty()) {
         if (debug_level() >= 3) log_line(cat("beam: ", name, " [", list_text(lists[i]), "] does not build: ", built[i].error));
