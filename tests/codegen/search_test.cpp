@@ -69,12 +69,13 @@ TEST(Search, FindsTheKnownBestAndTimesNoKernelTwice) {
   EXPECT_EQ(r.unoptimised, 10);
   EXPECT_GE(r.rounds, 2);
   // no two timed lists leave the same kernel, and duplicates were met (and skipped)
+  // (the final times the beam and the heuristic's list again: the lists after r.timed)
+  ASSERT_GT(timed.size(), static_cast<size_t>(r.timed));
   std::set<std::pair<uint64_t, uint64_t>> keys;
-  for (const auto& l : timed) {
-    Key128 key = apply_opts(k, l, t).key();
+  for (size_t i = 0; i < static_cast<size_t>(r.timed); ++i) {
+    Key128 key = apply_opts(k, timed[i], t).key();
     EXPECT_TRUE(keys.insert({key.hi, key.lo}).second);
   }
-  EXPECT_EQ(static_cast<int64_t>(timed.size()), r.timed);
   // a swap pays: swapping back leaves the kernel as it was, which is not timed again
   auto swaps = [](const std::vector<Opt>& l) {
     double t = 10;
@@ -100,6 +101,28 @@ TEST(Search, NeverReturnsSomethingSlowerThanTheHeuristic) {
   ASSERT_EQ(r.opts.size(), 2u);
   EXPECT_TRUE(r.opts[0].vectorize);
   EXPECT_EQ(r.rounds, 1) << "a round with no gain ends the search";
+}
+
+// A candidate that won on one lucky measurement meets the heuristic's list again in the final:
+// measured anew, it loses, and the heuristic's list is returned.
+TEST(Search, ALuckyMeasurementLosesTheFinal) {
+  const Target t = simulated_cpu(8, 8);
+  UOp k = matmul_kernel(t);
+  const std::vector<Opt> heuristic{{OptOp::UPCAST, 1, 8, true}, {OptOp::THREAD, 0, 8}};
+  int lucky_runs = 0;
+  CandidateTimer noisy = [&](const std::vector<std::vector<Opt>>& lists, double) {
+    std::vector<std::optional<double>> out;
+    for (const auto& l : lists) {
+      const bool lucky = l.size() == 1 && l[0].op == OptOp::UPCAST && l[0].axis == 1 && l[0].amount == 4 && !l[0].vectorize;
+      out.push_back(lucky ? (lucky_runs++ == 0 ? 1.0 : 20.0) : l.size() == 2 && l[0].vectorize ? 5.0 : 10.0);
+    }
+    return out;
+  };
+  SearchResult r = beam_search(k, t, heuristic, SearchLimits{}, noisy);
+  EXPECT_EQ(lucky_runs, 2) << "timed in its round and again in the final";
+  EXPECT_EQ(r.seconds, 5.0);
+  ASSERT_EQ(r.opts.size(), 2u);
+  EXPECT_TRUE(r.opts[0].vectorize);
 }
 
 // Candidates that fail to build or run (nullopt) are dropped, not errors; a search where nothing

@@ -14,7 +14,9 @@
 //   keep      the `width` fastest of everything timed so far
 //   stop      when a round's best is not faster than the best before it by more than `min_gain`
 //             (2%: a shared machine's timing noise is about that between repeated minimums),
-//             after `max_rounds`, or past `seconds` of searching (the best so far is returned)
+//             after `max_rounds`, or past `seconds` of searching
+//   final     the beam and the heuristic's list timed again side by side; the fastest is returned
+//             (the heuristic's on a tie: a noise winner meets it under the same conditions)
 #pragma once
 #include <functional>
 #include <optional>
