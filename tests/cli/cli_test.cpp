@@ -288,6 +288,35 @@ TEST(Cli, BenchSetsSweepAndPeak) {
   EXPECT_CONTAINS(two_sets.err, "--sizes and --set extra name two sets; give one");
 }
 
+// kiln beam (issue 16): the workload's kernels searched, a row per kernel (heuristic ms, searched
+// ms, actions), the search cache used by the next run; bench --beam times with the searched lists.
+TEST(Cli, BeamSearchesAWorkloadsKernelsAndRemembersThem) {
+  std::string cache = (std::filesystem::temp_directory_path() / ("kiln-cli-beam-" + std::to_string(getpid()))).string();
+  std::filesystem::remove_all(cache);
+  const std::map<std::string, std::string> env = {{"KILN_CACHE_DIR", cache}};
+  CliResult r = run_kiln({"beam", "--device", "cpu:0", "--width", "1", "--json", "sum"}, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_JSON(r.out);
+  EXPECT_CONTAINS(r.out, "\"workload\": \"sum\"");
+  EXPECT_CONTAINS(r.out, "\"cached\": false");
+  for (const char* key : {"heuristic_ms", "searched_ms", "actions", "candidates", "search_s"})
+    EXPECT_CONTAINS(r.out, std::string("\"") + key + "\": ");
+  CliResult again = run_kiln({"beam", "--device", "cpu:0", "--width", "1", "sum"}, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_CONTAINS(again.out, "heuristic ms");
+  EXPECT_CONTAINS(again.out, "cached");
+  CliResult bench = run_kiln({"bench", "--device", "cpu:0", "--only", "sum", "--beam", "1", "--iters", "1", "--warmup", "0",
+                              "--first-runs", "1", "--no-peak", "--json"}, env);
+  EXPECT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_EQ(bench.out.find("\"ok\": false"), std::string::npos) << bench.out;
+  std::filesystem::remove_all(cache);
+  CliResult bad = run_kiln({"beam", "--device", "cpu:0", "matmul3"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_CONTAINS(bad.err, "unknown workload 'matmul3'");
+  EXPECT_EQ(run_kiln({"beam", "--device", "cpu:0"}).exit_code, 2) << "no workload named";
+  EXPECT_EQ(run_kiln({"beam", "--width", "0", "sum"}).exit_code, 2);
+}
+
 TEST(Cli, Demo) {
   CliResult r = run_kiln({"demo"});
   EXPECT_EQ(r.exit_code, 0);
