@@ -4,7 +4,7 @@
 // property test runs such kernels against the reference.
 #include <gtest/gtest.h>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"

@@ -3,7 +3,7 @@
 // themselves are checked end to end (tests/common/fusion_e2e.cpp, the shape sweep).
 #include <gtest/gtest.h>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"

@@ -1,4 +1,4 @@
-// tests/codegen/search_test.cpp - the beam search (codegen/search.hpp) with injected timing
+// tests/codegen/search_test.cpp - the beam search (codegen/opt/search.hpp) with injected timing
 // functions (deterministic): it finds the known best, never returns something slower than the
 // heuristic's choice, times no kernel twice (dropping duplicates), survives candidates that fail, and stops on its
 // limits. The device side (scratch buffers, checks, the search cache) is tests/e2e/beam_test.cpp.
@@ -8,9 +8,9 @@
 #include <limits>
 #include <set>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/pipeline.hpp"
-#include "codegen/search.hpp"
+#include "codegen/opt/search.hpp"
 #include "kiln/kiln.hpp"
 #include "simulated_cpu.hpp"
 

@@ -15,7 +15,7 @@
 //    ops cost a dot-product kernel (x @ w.T, lanes along K) a third of its time.
 #include "codegen/passes.hpp"
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
 #include "support/check.hpp"

@@ -5,7 +5,7 @@
 // index) and LOCAL ranges split from them lidx0..2 (the index within the workgroup); GROUP_REDUCE
 // ranges (grouped reductions) take the first dimensions as lidx, one workgroup wide. Other
 // output ranges stay loops inside each work item.
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/passes.hpp"
 #include "ir/traverse.hpp"
 #include "codegen/target.hpp"

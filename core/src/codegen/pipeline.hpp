@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "codegen/lir.hpp"
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/passes.hpp"
 
 namespace kiln {

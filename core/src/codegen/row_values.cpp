@@ -20,7 +20,7 @@
 // (PREFETCH, on targets that list it).
 #include <algorithm>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/passes.hpp"
 #include "codegen/target.hpp"
 #include "ir/traverse.hpp"

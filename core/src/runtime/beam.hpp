@@ -1,7 +1,7 @@
 // runtime/beam.hpp - BEAM search on a real device, and the search cache.
 //
 // With KILN_BEAM=N (N > 0), every kernel the program cache lowers without a given action list
-// gets the list a beam search of width N found (codegen/search.hpp): from the search cache when an
+// gets the list a beam search of width N found (codegen/opt/search.hpp): from the search cache when an
 // entry exists, else by searching now and storing the result. Candidates are timed on the device
 // itself, on scratch buffers of the kernel's sizes (never the user's: inputs are filled with
 // deterministic random values), serialised with other searches so they do not time each other.
@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/search.hpp"
+#include "codegen/opt/search.hpp"
 
 namespace kiln {
 class Device;

@@ -1,4 +1,4 @@
-// codegen/stage.cpp - STAGE: an input's panel copied into a per-thread buffer before a loop opens.
+// codegen/opt/stage.cpp - STAGE: an input's panel copied into a per-thread buffer before a loop opens.
 //
 // STAGE(axis, slot): the load of input `slot` (a PARAM) does not move along output axis `axis`:
 // each iteration of `axis` reads the same panel again (in a matmul walking column panels outside
@@ -18,7 +18,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "ir/traverse.hpp"
 #include "support/check.hpp"
 

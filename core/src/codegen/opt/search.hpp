@@ -1,4 +1,4 @@
-// codegen/search.hpp - BEAM search over the optimisation actions, timed by a caller's function.
+// codegen/opt/search.hpp - BEAM search over the optimisation actions, timed by a caller's function.
 //
 // The search knows kernels and actions, not devices: a caller (runtime/beam.cpp on a real device,
 // tests with an injected function) times lists of actions. Every candidate is an action list
@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 
 namespace kiln {
 

@@ -1,5 +1,5 @@
-// codegen/search.cpp - BEAM search over the optimisation actions (see search.hpp).
-#include "codegen/search.hpp"
+// codegen/opt/search.cpp - BEAM search over the optimisation actions (see search.hpp).
+#include "codegen/opt/search.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
-// codegen/opt.cpp - optimisation actions: whether one applies to a kernel, and applying it.
-#include "codegen/opt.hpp"
+// codegen/opt/opt.cpp - optimisation actions: whether one applies to a kernel, and applying it.
+#include "codegen/opt/opt.hpp"
 
 #include <algorithm>
 #include <cstdlib>

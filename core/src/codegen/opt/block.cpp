@@ -1,4 +1,4 @@
-// codegen/block.cpp - BLOCK: a reduce axis cut into blocks, the loop over blocks outermost.
+// codegen/opt/block.cpp - BLOCK: a reduce axis cut into blocks, the loop over blocks outermost.
 //
 // BLOCK(axis, amount) on a kernel that stores one ADD reduce, C[i] = sum_k body(i, k):
 //   C[i] = (kb == 0 ? 0 : C[i]) + sum_{k' < amount} body(i, kb * amount + k')
@@ -14,7 +14,7 @@
 // nothing else in the kernel reads the output.
 #include <algorithm>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "ir/traverse.hpp"
 #include "support/check.hpp"
 

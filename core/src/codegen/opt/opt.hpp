@@ -1,4 +1,4 @@
-// codegen/opt.hpp - optimisation actions on a kernel AST's ranges, and the heuristic that picks them.
+// codegen/opt/opt.hpp - optimisation actions on a kernel AST's ranges, and the heuristic that picks them.
 //
 // An action splits one range (by axis id) into an outer part that keeps the axis and an inner
 // part of `amount`:

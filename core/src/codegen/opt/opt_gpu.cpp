@@ -1,7 +1,7 @@
-// codegen/opt_gpu.cpp - workgroup actions for targets with local memory (OpenCL, HIP).
+// codegen/opt/opt_gpu.cpp - workgroup actions for targets with local memory (OpenCL, HIP).
 #include <algorithm>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/target.hpp"
 
 namespace kiln {

@@ -1,4 +1,4 @@
-// codegen/heuristic.cpp - the hand-coded heuristic: which actions a kernel gets on a target.
+// codegen/opt/heuristic.cpp - the hand-coded heuristic: which actions a kernel gets on a target.
 //
 // It reads the kernel as the scheduler made it (KernelShape) and proposes actions in order; each
 // goes through OptPlan, which applies it only when it validates against the kernel as the
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "codegen/opt.hpp"
+#include "codegen/opt/opt.hpp"
 #include "ir/traverse.hpp"
 #include "codegen/target.hpp"
 #include "support/env.hpp"
