@@ -165,6 +165,12 @@ TEST(Search, NextActionsAllApply) {
       EXPECT_EQ(opt_problem(k, o, &t), "") << o.str();
       ops.insert(o.op);
     }
+    // a tile of 8 x 16 copies grows by at most 2 more: 256 copies of a value in all
+    const UOp tiled = apply_opts(k, std::vector<Opt>{{OptOp::UPCAST, 1, 16}, {OptOp::UPCAST, 0, 8}}, t);
+    for (const Opt& o : next_actions(tiled, t))
+      if (opt_action(o.op).expands) {
+        EXPECT_LE(copies_after(tiled, find_axis(tiled, o.axis), o.amount), 256) << o.str();
+      }
     EXPECT_TRUE(ops.count(OptOp::UPCAST) && ops.count(OptOp::UNROLL) && ops.count(OptOp::SWAP));
     EXPECT_EQ(ops.count(OptOp::THREAD), t.has(KILN_TARGET_HAS_THREADS) ? 1u : 0u);
     EXPECT_EQ(ops.count(OptOp::LOCAL), t.has(KILN_TARGET_HAS_LOCAL) ? 1u : 0u);

@@ -315,6 +315,15 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
 
 }  // namespace
 
+// (ranges no value shares with r multiply nothing: a row kernel's reduces run one after the
+// other, each unrolled on its own)
+int64_t copies_after(const UOp& ast, const UOp& r, int64_t amount) {
+  int64_t copies = amount;
+  for (const UOp& x : ranges_of(ast))
+    if (expanded(range_type(x)) && !independent(ast, x, r)) copies *= const_size(x);
+  return copies;
+}
+
 std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (!r) return cat("the kernel has no axis ", opt.axis);
@@ -351,14 +360,9 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
         return "the kernel has vector lanes already, and some value depends on both axes (one vector axis per value)";
   }
   if (a.split == OptSplit::pad) return pad_problem(size, opt.amount);
-  if (a.expands) {
-    // (ranges no value shares with r multiply nothing: a row kernel's reduces run one after the
-    // other, each unrolled on its own)
-    int64_t copies = opt.amount;
-    for (const UOp& x : ranges_of(ast))
-      if (expanded(range_type(x)) && !independent(ast, x, r)) copies *= const_size(x);
-    if (copies > kMaxExpansion) return cat("the kernel would hold ", copies, " copies of a value (at most ", kMaxExpansion, ")");
-  }
+  if (a.expands)
+    if (int64_t copies = copies_after(ast, r, opt.amount); copies > kMaxExpansion)
+      return cat("the kernel would hold ", copies, " copies of a value (at most ", kMaxExpansion, ")");
   if (std::string why = target ? target_problem(ast, opt, *target) : std::string{}; !why.empty()) return why;
   return a.split == OptSplit::blocks ? block_problem(ast, r, opt) : std::string{};
 }

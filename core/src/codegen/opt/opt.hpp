@@ -115,6 +115,10 @@ inline constexpr int64_t kMaxPadFactor = 2;
 // shares do not multiply): past it the generated code only grows.
 inline constexpr int64_t kMaxExpansion = 1024;
 
+// How many copies of a value expanding range r of `ast` by `amount` (UPCAST/UNROLL) would make,
+// with the expansions already there (the kMaxExpansion check; the search keeps a lower bound).
+int64_t copies_after(const UOp& ast, const UOp& r, int64_t amount);
+
 // Why `opt` does not apply to `ast` as it stands, or "" when it does. With a target, also the
 // target's limits (threads, workgroup sizes, shared memory); without, only the kernel's structure.
 std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target = nullptr);

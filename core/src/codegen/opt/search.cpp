@@ -13,9 +13,16 @@
 
 namespace kiln {
 
+// The search expands a value into at most this many copies (the validator allows kMaxExpansion):
+// past it a kernel compiles for tens of milliseconds more (a 1024-copy sum made kiln bench's
+// first call 4x slower) for gains the timing cannot tell from noise. tinygrad's BEAM_UPCAST_MAX
+// is 256 too.
+constexpr int64_t kSearchMaxCopies = 256;
+
 std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
   std::vector<Opt> out;
   auto add = [&](const Opt& o) {
+    if (opt_action(o.op).expands && copies_after(kernel, find_axis(kernel, o.axis), o.amount) > kSearchMaxCopies) return;
     if (opt_problem(kernel, o, &target).empty()) out.push_back(o);
   };
   const int64_t lanes = std::max<int64_t>(4, target.max_vector_width);  // float lanes
