@@ -24,11 +24,7 @@ struct Row {
   runtime::BeamReport report;
 };
 
-std::string actions(const std::vector<Opt>& opts) {
-  std::string s;
-  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + o.str();
-  return s.empty() ? "(none)" : s;
-}
+std::string actions(const std::vector<Opt>& opts) { return opts.empty() ? "(none)" : opts_text(opts); }
 
 }  // namespace
 

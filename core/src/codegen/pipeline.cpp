@@ -146,11 +146,8 @@ ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<O
     p.lir.global[d] = g.is_const() ? static_cast<uint32_t>(g.arg_int()) : 0;
     p.lir.local[d] = l.is_const() ? static_cast<uint32_t>(l.arg_int()) : 0;
   }
-  if (debug_level() >= 3) {  // the AST itself is printed by the scheduler
-    std::string opts;
-    for (const Opt& o : p.opts) opts += " " + o.str();
-    log_line(cat("kernel ", p.name, ":", opts.empty() ? " (no opts)" : opts));
-  }
+  if (debug_level() >= 3)  // the AST itself is printed by the scheduler
+    log_line(cat("kernel ", p.name, ": ", p.opts.empty() ? "(no opts)" : opts_text(p.opts)));
   return p;
 }
 

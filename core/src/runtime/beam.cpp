@@ -171,11 +171,7 @@ class Scratch {
   bool abandoned_ = false;
 };
 
-std::string list_text(const std::vector<Opt>& opts) {
-  std::string s;
-  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + o.str();
-  return s.empty() ? "(none)" : s;
-}
+std::string list_text(const std::vector<Opt>& opts) { return opts.empty() ? "(none)" : opts_text(opts); }
 
 // Times candidate lists of one kernel on the device (CandidateTimer).
 struct DeviceTimer {
@@ -409,7 +405,7 @@ std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, co
   if (!path.empty() && r.result.seconds > 0) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    write_compile_cache_entry(path, cat("kiln beam search\nkernel: ", r.kernel, "\nopts: ", list_text(r.result.opts) == "(none)" ? "" : list_text(r.result.opts),
+    write_compile_cache_entry(path, cat("kiln beam search\nkernel: ", r.kernel, "\nopts: ", opts_text(r.result.opts),
                                         "\nseconds: ", r.result.seconds, "\nheuristic: ", r.result.heuristic, "\nwidth: ", width, "\n"));
   }
   notify(r);

@@ -144,13 +144,10 @@ std::shared_ptr<Kernel> finish(Pending& p, const std::string& binary, bool compi
       return k.device->load(fresh, k.spec.name);
     }
   });
-  if (debug_level() >= 2) {
-    std::string opts;
-    for (const Opt& o : k.spec.opts) opts += " " + o.str();
+  if (debug_level() >= 2)
     log_line(cat(k.device->name(), "  built ", k.spec.name, ": codegen ", p.codegen_ms, " ms, render ", p.render_ms, " ms, ",
-                 compiled ? "compile " : "cached binary ", compile_ms, " ms, load ", ms_since(t), " ms; actions:",
-                 opts.empty() ? " (none)" : opts));
-  }
+                 compiled ? "compile " : "cached binary ", compile_ms, " ms, load ", ms_since(t), " ms; actions: ",
+                 k.spec.opts.empty() ? "(none)" : opts_text(k.spec.opts)));
   return p.k;
 }
 

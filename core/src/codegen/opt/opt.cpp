@@ -55,6 +55,12 @@ Opt parse_opt(std::string_view text) {
   return o;
 }
 
+std::string opts_text(std::span<const Opt> opts) {
+  std::string s;
+  for (const Opt& o : opts) s += (s.empty() ? "" : " ") + o.str();
+  return s;
+}
+
 std::vector<Opt> parse_opts(std::string_view text) {
   std::vector<Opt> out;
   size_t i = 0;

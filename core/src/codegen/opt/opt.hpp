@@ -106,6 +106,8 @@ struct Opt {
 // kiln::Error(invalid_argument) naming the text and the expected form.
 Opt parse_opt(std::string_view text);
 std::vector<Opt> parse_opts(std::string_view text);
+// A list as parse_opts reads it back, the actions separated by spaces ("" when empty).
+std::string opts_text(std::span<const Opt> opts);
 
 // At most this many vector lanes on one axis (wider vectors are split to the target's width).
 inline constexpr int64_t kMaxVectorLanes = 64;
