@@ -6,6 +6,7 @@
 #include <cmath>
 #include <thread>
 
+#include "error_check.hpp"
 #include "runtime/beam.hpp"
 #include "runtime/prepared.hpp"
 #include "runtime/program_cache.hpp"
@@ -47,6 +48,41 @@ void check_beam_matches_reference(const std::string& device, size_t stride) {
   runtime::clear_program_cache();
   if (old_dir) ::setenv("KILN_BEAM_DIR", saved.c_str(), 1);
   else ::unsetenv("KILN_BEAM_DIR");
+}
+
+void check_jit_matches_eager(const std::string& device, size_t stride) {
+  const std::vector<OpCase> cases = op_corpus();
+  size_t replayed = 0;
+  for (size_t i = 0; i < cases.size(); i += stride) {
+    const OpCase& c = cases[i];
+    SCOPED_TRACE("jit: " + c.name);
+    Jit jit([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{c.build(in)}; });
+    for (int call = 1; call <= 4; ++call) {
+      std::vector<HostArray> inputs = c.inputs;
+      if (call >= 3)  // other values in new buffers (floats only: integer inputs may be indices)
+        for (HostArray& a : inputs)
+          if (a.dtype.is_float())
+            for (double& v : a.v) v = v * 0.5 + 0.125 * call;
+      std::vector<Tensor> eager_in, jit_in;
+      for (const HostArray& a : inputs) {
+        eager_in.push_back(upload(a, device));
+        jit_in.push_back(upload(a, device));
+      }
+      Tensor::realize_all(eager_in);  // (uploads are copies; a Jit realizes its inputs before it captures)
+      Tensor eager = c.build(eager_in);
+      if (call == 2 && eager.schedule().empty()) {
+        EXPECT_NE(kiln::testing::error_of([&] { jit(jit_in); }).find("ran no kernel"), std::string::npos);
+        break;
+      }
+      HostArray want = download(eager), got = download(jit(jit_in)[0]);
+      EXPECT_EQ(compare(got, want, 0, 0), "") << "call " << call;
+      if (call == 4) {
+        EXPECT_TRUE(jit.captured());
+        ++replayed;
+      }
+    }
+  }
+  EXPECT_GT(replayed, 0u);
 }
 
 void check_odd_sizes(const std::string& device) {

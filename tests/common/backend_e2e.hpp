@@ -60,6 +60,10 @@ void check_variable_launches(const std::string& device, int64_t max, bool symbol
 // Every `stride`-th op-corpus case with KILN_BEAM=1 (short searches, no search cache): the
 // searched kernels compute what the reference does.
 void check_beam_matches_reference(const std::string& device, size_t stride);
+// Every `stride`-th op-corpus case through a kiln::Jit: four calls (the last two replays, on new
+// buffers with other values), each bit for bit what an eager realize of the same inputs gives. A
+// case that runs no kernel (its result is a view of an input) must be refused at capture.
+void check_jit_matches_eager(const std::string& device, size_t stride);
 
 }  // namespace kiln::testing
 

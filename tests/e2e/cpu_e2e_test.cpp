@@ -44,6 +44,7 @@ KILN_OP_CORPUS_SUITE(CpuCorpus, kDevice);
 TEST(CpuSweep, OddSizes) { check_odd_sizes(kDevice); }
 
 TEST(CpuBeam, SearchedKernelsMatchTheReference) { check_beam_matches_reference(kDevice, 5); }
+TEST(CpuJit, ReplayEqualsEagerBitForBit) { check_jit_matches_eager(kDevice, 2); }
 
 TEST(CpuFusion, MultiOutputAndFusedReduceKernels) { check_fused_kernels(kDevice); }
 

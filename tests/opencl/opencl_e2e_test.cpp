@@ -18,6 +18,7 @@ KILN_OP_CORPUS_SUITE(OpenclCorpus, kDevice);
 TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
 
 TEST(OpenclBeam, SearchedKernelsMatchTheReference) { check_beam_matches_reference(kDevice, 15); }
+TEST(OpenclJit, ReplayEqualsEagerBitForBit) { check_jit_matches_eager(kDevice, 3); }
 
 TEST(OpenclFusion, MultiOutputAndFusedReduceKernels) { check_fused_kernels(kDevice); }
 

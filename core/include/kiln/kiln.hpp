@@ -2,5 +2,6 @@
 #pragma once
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
+#include "kiln/jit.hpp"
 #include "kiln/profile.hpp"
 #include "kiln/tensor.hpp"

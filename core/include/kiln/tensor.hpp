@@ -153,6 +153,7 @@ class Tensor {
   Tensor& realize();
   static void realize_all(std::vector<Tensor>& tensors);
   Tensor contiguous() const;
+  Tensor clone() const;  // a new buffer with a copy of the value (contiguous() of a buffer is itself)
   Tensor to(const std::string& device) const;
   // Writes value (broadcast and cast to this tensor's shape and dtype) into this tensor's buffer
   // when realized; readers scheduled before see the old contents.

@@ -143,31 +143,41 @@ PreparedItem bind_call(std::shared_ptr<const PreparedKernel> kernel, std::span<c
     }
     case CallKind::reference:
       for (size_t i = 0; i < buffers.size(); ++i) it.host.push_back({it.storages[i]->host_ptr(), buffer_bytes(buffers[i])});
-      it.named = vals;
       break;
     case CallKind::kernel: {
       for (auto& s : it.storages) {
         s->ensure_allocated(p.device);
         it.handles.push_back(s->device_buffer());
       }
-      for (uint32_t slot : p.var_slots) it.values.push_back(vals[slot].second);
-      const ProgramSpec& spec = p.kernel->spec;
-      for (int d = 0; d < 3; ++d) {
-        if (p.static_dims) {
-          it.global[d] = p.global[d];
-          it.local[d] = p.local[d];
-          continue;
-        }
-        int64_t g = eval_dim(p, spec.dims.global[d], vals), l = eval_dim(p, spec.dims.local[d], vals);
-        check_launch_size(p.device->target(), p.name, d, g, l);
-        it.global[d] = static_cast<uint32_t>(g);
-        it.local[d] = static_cast<uint32_t>(l);
-      }
       break;
     }
   }
   it.kernel = std::move(kernel);
+  bind_values(it, vals);
   return it;
+}
+
+void bind_values(PreparedItem& it, const VarVals& vals) {
+  const PreparedKernel& p = *it.kernel;
+  if (p.kind == CallKind::reference) {
+    it.named = vals;
+    return;
+  }
+  if (p.kind != CallKind::kernel) return;
+  it.values.clear();  // (keeps its capacity: a replay allocates nothing)
+  for (uint32_t slot : p.var_slots) it.values.push_back(vals[slot].second);
+  const ProgramSpec& spec = p.kernel->spec;
+  for (int d = 0; d < 3; ++d) {
+    if (p.static_dims) {
+      it.global[d] = p.global[d];
+      it.local[d] = p.local[d];
+      continue;
+    }
+    int64_t g = eval_dim(p, spec.dims.global[d], vals), l = eval_dim(p, spec.dims.local[d], vals);
+    check_launch_size(p.device->target(), p.name, d, g, l);
+    it.global[d] = static_cast<uint32_t>(g);
+    it.local[d] = static_cast<uint32_t>(l);
+  }
 }
 
 void PreparedItem::run() const {

@@ -103,6 +103,11 @@ std::vector<std::shared_ptr<const PreparedKernel>> prepare_kernels(std::span<con
 // the buffers' storages and allocates them on the prepared device handles.
 PreparedItem bind_call(std::shared_ptr<const PreparedKernel> kernel, std::span<const UOp> buffers, const VarVals& vals);
 
+// Sets an item's variable values and launch dims (checked) from `vals`, the values of the schedule
+// it was prepared for (same names, same order): the part of bind_call a JIT replay redoes when only
+// the values changed.
+void bind_values(PreparedItem& item, const VarVals& vals);
+
 // The prepared kernels of one cached schedule, in call order, filled on its first run (and again
 // when stale). Thread-safe; one lock per prepare(), none per item.
 class PreparedKernels {

@@ -9,6 +9,7 @@
 
 #include "ir/traverse.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/jit.hpp"
 #include "runtime/prepared.hpp"
 #include "schedule/schedule.hpp"
 #include "support/flat_map.hpp"
@@ -29,26 +30,6 @@ struct LiveTensors {
 LiveTensors& live_tensors() {
   static LiveTensors* r = new LiveTensors;
   return *r;
-}
-
-bool is_view(const UOp& u) {
-  const UOp* x = &u;
-  while (x->op() == Ops::RESHAPE || (x->op() == Ops::SHRINK && x->arg_ints()[0] == 0 && x->arg_ints().size() == 2)) x = &x->src(0);
-  return x->op() == Ops::BUFFER;
-}
-const UOp& view_buffer(const UOp& u) {
-  const UOp* x = &u;
-  while (x->op() != Ops::BUFFER) x = &x->src(0);
-  return *x;
-}
-
-// A concrete view of `buffer` (whose first numel_of(shape) elements hold the value) as `shape`.
-UOp buffer_view(const UOp& buffer, const Shape& shape) {
-  int64_t n = numel_of(shape), size = buffer.arg_ints()[1];
-  UOp v = buffer;
-  if (n != size) v = UOp::make(Ops::SHRINK, buffer.dtype(), {v}, Arg{std::vector<int64_t>{0, n}});
-  if (shape.size() != 1 || n != size) v = UOp::make(Ops::RESHAPE, buffer.dtype(), {v}, Arg{std::vector<int64_t>(shape.begin(), shape.end())});
-  return v;
 }
 
 // One tensor to realize: its state and the graph read from it.
@@ -72,13 +53,6 @@ UOp sink_of(const std::vector<Pending>& states) {
   std::vector<UOp> src;
   for (const Pending& p : states) src.push_back(p.uop);
   return UOp::sink(src);
-}
-
-// Realizes run one at a time: two threads reading one lazy tensor must not both schedule it, and
-// the rewrite of live graphs after a realize must see every buffer the realize made.
-std::mutex& realize_mutex() {
-  static std::mutex* m = new std::mutex;  // never destroyed: tensors may be realized at exit
-  return *m;
 }
 
 void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
@@ -115,6 +89,30 @@ void read_into(const Tensor& t, void* dst, uint64_t bytes) {
 }  // namespace
 
 namespace detail {
+bool is_view(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() == Ops::RESHAPE || (x->op() == Ops::SHRINK && x->arg_ints()[0] == 0 && x->arg_ints().size() == 2)) x = &x->src(0);
+  return x->op() == Ops::BUFFER;
+}
+const UOp& view_buffer(const UOp& u) {
+  const UOp* x = &u;
+  while (x->op() != Ops::BUFFER) x = &x->src(0);
+  return *x;
+}
+
+UOp buffer_view(const UOp& buffer, const Shape& shape) {
+  int64_t n = numel_of(shape), size = buffer.arg_ints()[1];
+  UOp v = buffer;
+  if (n != size) v = UOp::make(Ops::SHRINK, buffer.dtype(), {v}, Arg{std::vector<int64_t>{0, n}});
+  if (shape.size() != 1 || n != size) v = UOp::make(Ops::RESHAPE, buffer.dtype(), {v}, Arg{std::vector<int64_t>(shape.begin(), shape.end())});
+  return v;
+}
+
+std::mutex& realize_mutex() {
+  static std::mutex* m = new std::mutex;  // never destroyed: tensors may be realized at exit
+  return *m;
+}
+
 void register_state(const std::shared_ptr<TensorState>& s) {
   LiveTensors& r = live_tensors();
   std::lock_guard<std::mutex> lock(r.mu);
@@ -145,7 +143,9 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
   auto states = pending(tensors);  // under the lock: what another thread realized is a view now
   if (states.empty()) return;
   LinearResult lr = create_linear_with_vars(sink_of(states));
-  runtime::run_items(lr.prepared->prepare(lr.linear, lr.var_vals));
+  std::vector<runtime::PreparedItem> items = lr.prepared->prepare(lr.linear, lr.var_vals);
+  if (runtime::Capture* c = runtime::Capture::active()) c->record(items, lr.var_vals);  // a Jit's call 2
+  runtime::run_items(items);
   std::vector<std::pair<UOp, UOp>> becomes;
   for (size_t i = 0; i < states.size(); ++i) {
     UOp view = buffer_view(lr.outputs[i], states[i].state->shape);
@@ -167,6 +167,12 @@ Tensor Tensor::contiguous() const {
   TensorGraph g = s_->graph();
   if (is_view(g.uop)) return *this;
   return make(UOp::make(Ops::CONTIGUOUS, dtype(), {g.uop}), s_->shape, s_->device, g.vars);
+}
+
+Tensor Tensor::clone() const {
+  Tensor copy = Tensor::empty(shape(), dtype(), device());
+  copy.assign(*this);
+  return copy;
 }
 
 Tensor Tensor::to(const std::string& device) const {

@@ -78,6 +78,17 @@ inline StateView st(const Tensor& t) {
   return {std::move(g.uop), std::move(g.vars), s.shape, s.device};
 }
 
+// A tensor whose graph is a BUFFER seen whole from its element 0 (RESHAPE, SHRINK from 0): its
+// value is in memory, and view_buffer() is that BUFFER; buffer_view() makes such a view of a buffer
+// whose first numel_of(shape) elements hold the value.
+bool is_view(const UOp& u);
+const UOp& view_buffer(const UOp& u);
+UOp buffer_view(const UOp& buffer, const Shape& shape);
+
+// Realizes run one at a time (and Jit replays with them): two threads reading one lazy tensor must
+// not both schedule it, and the rewrite of live graphs after a realize must see every buffer it made.
+std::mutex& realize_mutex();
+
 // Canonical device name for a user string ("" = default device); throws for unknown devices.
 std::string canonical_device(const std::string& device);
 

@@ -1,0 +1,150 @@
+// runtime/jit.cpp - capturing the items a call runs, and replaying them (see jit.hpp).
+#include "runtime/jit.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "plugin/device.hpp"
+#include "runtime/buffer.hpp"
+#include "support/check.hpp"
+
+namespace kiln::runtime {
+
+namespace {
+thread_local Capture* active_capture = nullptr;
+}  // namespace
+
+Capture::Capture() : previous_(active_capture) { active_capture = this; }
+Capture::~Capture() { stop(); }
+void Capture::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  active_capture = previous_;
+}
+Capture* Capture::active() { return active_capture; }
+
+void Capture::record(const std::vector<PreparedItem>& items, const VarVals& v) {
+  vals.push_back(v);
+  for (const PreparedItem& it : items) steps.push_back({it, vals.size() - 1});
+}
+
+namespace {
+
+// Points position `j` of `it` at storage `s` (its handle or host memory, as the item's kind needs).
+void point_at(PreparedItem& it, size_t j, const std::shared_ptr<Storage>& s) {
+  it.storages[j] = s;
+  switch (it.kernel->kind) {
+    case CallKind::kernel: it.handles[j] = s->device_buffer(); break;
+    case CallKind::reference: it.host[j].data = s->host_ptr(); break;
+    case CallKind::copy: break;  // a copy reads its storages when it runs
+  }
+}
+
+}  // namespace
+
+Plan::Plan(Capture&& capture, std::vector<std::shared_ptr<Storage>> inputs, std::vector<std::string> var_names)
+    : vals_(std::move(capture.vals)) {
+  for (Capture::Step& s : capture.steps) {
+    items_.push_back(std::move(s.item));
+    item_vals_.push_back(s.vals);
+  }
+  capture.steps.clear();
+
+  // input slots: every position that held an input's storage (the first input with that storage)
+  for (uint32_t i = 0; i < items_.size(); ++i)
+    for (uint32_t j = 0; j < items_[i].storages.size(); ++j)
+      for (uint32_t k = 0; k < inputs.size(); ++k)
+        if (items_[i].storages[j] == inputs[k]) {
+          slots_.push_back({i, j, k});
+          break;
+        }
+
+  // variables: where each of the call's variables sits in each captured value set, and which items
+  // read any (a variable bound inside the function, not passed, keeps its captured value)
+  for (uint32_t set = 0; set < vals_.size(); ++set)
+    for (uint32_t e = 0; e < vals_[set].size(); ++e)
+      for (uint32_t v = 0; v < var_names.size(); ++v)
+        if (vals_[set][e].first == var_names[v]) var_uses_.push_back({set, e, v});
+  for (uint32_t i = 0; i < items_.size(); ++i) {
+    const PreparedKernel& p = *items_[i].kernel;
+    if (!p.var_slots.empty() || !p.static_dims || (p.kind == CallKind::reference && !vals_[item_vals_[i]].empty()))
+      var_items_.push_back(i);
+  }
+  plan_intermediates(inputs);
+}
+
+void Plan::plan_intermediates(const std::vector<std::shared_ptr<Storage>>& inputs) {
+  // A storage only the plan holds (every reference to it is one of the items') is an intermediate:
+  // no tensor can read it, so its memory may be shared with another whose life does not overlap.
+  struct Life {
+    std::shared_ptr<Storage> storage;
+    long refs = 0;
+    size_t first = 0, last = 0;
+  };
+  std::vector<Life> lives;
+  std::unordered_map<const Storage*, size_t> index;
+  for (size_t i = 0; i < items_.size(); ++i)
+    for (const auto& s : items_[i].storages) {
+      auto [it, fresh] = index.try_emplace(s.get(), lives.size());
+      if (fresh) lives.push_back({s, 0, i, i});
+      Life& l = lives[it->second];
+      l.refs++;
+      l.last = i;
+    }
+  std::vector<Life*> internal;
+  for (Life& l : lives) {
+    const bool is_input = std::find(inputs.begin(), inputs.end(), l.storage) != inputs.end();
+    // the references: the items' and `lives`' own
+    if (!is_input && l.storage.use_count() == l.refs + 1) internal.push_back(&l);
+  }
+  for (const Life* l : internal) unplanned_bytes_ += l->storage->bytes();
+
+  // Greedy in order of first use: take the smallest free storage of the same device that is large
+  // enough; a storage is free after its last use.
+  std::vector<std::shared_ptr<Storage>> replacement(internal.size());
+  std::vector<std::pair<size_t, Life*>> busy;  // (last use, owner) of the storages in use
+  std::vector<Life*> free_list;
+  for (size_t n = 0; n < internal.size(); ++n) {
+    Life* l = internal[n];
+    for (auto it = busy.begin(); it != busy.end();) {
+      if (it->first < l->first) {
+        free_list.push_back(it->second);
+        it = busy.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    Life* best = nullptr;
+    for (Life* f : free_list)
+      if (f->storage->device() == l->storage->device() && f->storage->bytes() >= l->storage->bytes() &&
+          (!best || f->storage->bytes() < best->storage->bytes()))
+        best = f;
+    if (best) {
+      free_list.erase(std::find(free_list.begin(), free_list.end(), best));
+      replacement[n] = best->storage;
+      best->last = std::max(best->last, l->last);  // the lender is busy until the borrower is done
+      busy.push_back({best->last, best});
+    } else {
+      planned_bytes_ += l->storage->bytes();
+      busy.push_back({l->last, l});
+    }
+  }
+  for (size_t n = 0; n < internal.size(); ++n) {
+    if (!replacement[n]) continue;
+    const Storage* old = internal[n]->storage.get();
+    for (PreparedItem& it : items_)
+      for (size_t j = 0; j < it.storages.size(); ++j)
+        if (it.storages[j].get() == old) point_at(it, j, replacement[n]);
+  }
+}
+
+void Plan::replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<const int64_t> values) {
+  for (const Slot& s : slots_) point_at(items_[s.item], s.position, inputs[s.input]);
+  if (!var_uses_.empty()) {
+    for (const VarUse& u : var_uses_) vals_[u.set][u.entry].second = values[u.var];
+    for (uint32_t i : var_items_) bind_values(items_[i], vals_[item_vals_[i]]);
+  }
+  for (const PreparedItem& it : items_) it.run();
+}
+
+}  // namespace kiln::runtime

@@ -1,0 +1,90 @@
+// runtime/jit.hpp - a captured plan: the items one call of a function ran, replayed on new buffers.
+//
+// kiln::Jit (tensor/jit.cpp) captures its second call: while a Capture is active on a thread, every
+// realize on that thread records the prepared items it runs (runtime/prepared.hpp: device handles,
+// loaded programs, launch dims, buffers) with the variable values it bound. A Plan is made from
+// them once:
+//
+//   input slots    a buffer position of an item that held one of the call's inputs; replay puts
+//                  that call's input storage there (the handle, for a kernel; the host pointer for
+//                  the reference device).
+//   variables      an item whose kernel reads a variable, or whose launch dims depend on one, gets
+//                  the new values (and dims, evaluated and checked) from replay's values.
+//   everything else stays as captured: weights (buffers the function read but was not given) by
+//                  reference, so an assign to them between calls is seen; outputs and
+//                  intermediates are owned by the plan. Intermediates that no tensor outside the
+//                  plan can see are planned once over the whole plan: a buffer whose last use came
+//                  before another one's first use lends it its memory (same device, large enough),
+//                  so a plan made of several realizes needs no more memory than one schedule would.
+//
+// Replay runs the items in order with no graph, schedule, hash or allocation: a few pointer stores
+// per input slot, then the launches. Like realize, replays are serialised by the caller.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/prepared.hpp"
+
+namespace kiln::runtime {
+
+// Records the items that realizes on this thread run while it is alive (one at a time per thread).
+class Capture {
+ public:
+  Capture();
+  ~Capture();
+  Capture(const Capture&) = delete;
+  Capture& operator=(const Capture&) = delete;
+
+  static Capture* active();  // this thread's, or null
+  void stop();               // no longer records (the destructor stops too)
+  void record(const std::vector<PreparedItem>& items, const VarVals& vals);
+
+  struct Step {
+    PreparedItem item;
+    size_t vals;  // index into `vals` (the values of the realize that ran it)
+  };
+  std::vector<Step> steps;
+  std::vector<VarVals> vals;
+
+ private:
+  Capture* previous_;
+  bool stopped_ = false;
+};
+
+class Plan {
+ public:
+  // `inputs`: the storages of the captured call's inputs, in order (one storage may be given twice:
+  // its slots go to the first); `var_names`: the names of the call's variables, in order.
+  Plan(Capture&& capture, std::vector<std::shared_ptr<Storage>> inputs, std::vector<std::string> var_names);
+
+  size_t size() const { return items_.size(); }
+  size_t input_slots() const { return slots_.size(); }
+  uint64_t planned_bytes() const { return planned_bytes_; }      // intermediates after planning
+  uint64_t unplanned_bytes() const { return unplanned_bytes_; }  // ... and as captured
+
+  // Binds this call's inputs (as many and in the order of the capture's; allocated) and variable
+  // values (in var_names order), then runs every item in order.
+  void replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<const int64_t> values);
+
+ private:
+  struct Slot {
+    uint32_t item, position, input;
+  };
+  struct VarUse {  // variable `var` of the call is entry `entry` of vals_[set]
+    uint32_t set, entry, var;
+  };
+  void plan_intermediates(const std::vector<std::shared_ptr<Storage>>& inputs);
+
+  std::vector<PreparedItem> items_;
+  std::vector<size_t> item_vals_;     // items_[i] ran with vals_[item_vals_[i]]
+  std::vector<VarVals> vals_;         // as captured; replay writes the new values in place
+  std::vector<uint32_t> var_items_;   // items that read a variable (values or launch dims)
+  std::vector<VarUse> var_uses_;
+  std::vector<Slot> slots_;
+  uint64_t planned_bytes_ = 0, unplanned_bytes_ = 0;
+};
+
+}  // namespace kiln::runtime

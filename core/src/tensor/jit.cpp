@@ -1,0 +1,228 @@
+// tensor/jit.cpp - kiln::Jit: counting calls, checking inputs, capturing, replaying (runtime/jit.hpp
+// holds the plan itself).
+#include "kiln/jit.hpp"
+
+#include <mutex>
+
+#include "runtime/buffer.hpp"
+#include "runtime/jit.hpp"
+#include "support/env.hpp"
+#include "tensor/tensor_state.hpp"
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+const std::string& var_name(const UOp& bind) { return std::get<NamedInts>(bind.src(0).arg()).name; }
+
+}  // namespace
+
+struct Jit::Impl {
+  Fn fn;
+  int calls = 0;  // calls before the capture (0, 1), or 2 once captured
+
+  // what the captured call was given
+  struct Input {
+    Shape shape;
+    DType dtype;
+    std::string device;
+    size_t alias;  // the first input with the same buffer (itself when none)
+  };
+  std::vector<Input> inputs;
+  std::vector<std::string> var_names;
+
+  // what it returned: an input, or a buffer of the plan (or a weight) seen as `shape`, where a
+  // dimension d with dim_vars[d] >= 0 takes that variable's value
+  struct Output {
+    long input = -1;
+    UOp buffer, view;  // view: of buffer as `shape`, when no dimension is a variable
+    Shape shape;
+    std::string device;
+    std::vector<long> dim_vars;
+  };
+  std::vector<Output> outputs;
+  std::unique_ptr<runtime::Plan> plan;
+
+  // reused by every replay
+  std::vector<std::shared_ptr<runtime::Storage>> bound;
+  std::vector<int64_t> values;
+
+  std::vector<Tensor> run(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
+  std::vector<Tensor> capture(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
+  std::vector<Tensor> replay(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
+  void check(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
+};
+
+std::vector<Tensor> Jit::Impl::run(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
+  std::vector<Tensor> outs = fn(ins, vars);
+  Tensor::realize_all(outs);
+  return outs;
+}
+
+std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
+  std::vector<Tensor> outs;
+  std::vector<std::vector<UOp>> out_vars;  // each output's symbolic dimensions (BINDs), before it is realized
+  runtime::Capture recorded;
+  outs = fn(ins, vars);
+  for (const Tensor& t : outs) out_vars.push_back(t.state()->graph().vars);
+  Tensor::realize_all(outs);
+  recorded.stop();
+  if (recorded.steps.empty())
+    fail(ErrorCode::invalid_argument, "Jit: the function ran no kernel and no copy, so there is nothing to capture (its ",
+         outs.size(), " outputs are its inputs or views of them); call it directly instead of through a Jit");
+
+  inputs.clear();
+  std::vector<std::shared_ptr<runtime::Storage>> storages;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    storages.push_back(runtime::storage_of(view_buffer(ins[i].state()->uop())));
+    size_t alias = i;
+    for (size_t k = 0; k < i; ++k)
+      if (storages[k] == storages[i]) {
+        alias = k;
+        break;
+      }
+    inputs.push_back({ins[i].shape(), ins[i].dtype(), ins[i].device(), alias});
+  }
+  var_names.clear();
+  for (const BoundVariable& v : vars) var_names.push_back(var_name(v.uop()));
+
+  outputs.clear();
+  for (size_t o = 0; o < outs.size(); ++o) {
+    Output out;
+    out.buffer = view_buffer(outs[o].state()->uop());
+    out.shape = outs[o].shape();
+    out.device = outs[o].device();
+    const auto storage = runtime::storage_of(out.buffer);
+    for (size_t k = 0; k < ins.size() && out.input < 0; ++k)
+      if (storages[k] == storage) out.input = static_cast<long>(k);
+    bool symbolic = false;
+    for (size_t d = 0; d < out.shape.size(); ++d) {
+      long v = -1;
+      if (d < out_vars[o].size() && out_vars[o][d])
+        for (size_t k = 0; k < var_names.size(); ++k)
+          if (var_names[k] == var_name(out_vars[o][d])) v = static_cast<long>(k);
+      out.dim_vars.push_back(v);
+      symbolic |= v >= 0;
+    }
+    if (!symbolic) out.view = outs[o].state()->uop();
+    outputs.push_back(std::move(out));
+  }
+  plan = std::make_unique<runtime::Plan>(std::move(recorded), storages, var_names);
+  bound.assign(ins.size(), nullptr);
+  values.assign(vars.size(), 0);
+  if (debug_level() >= 1)
+    log_line(cat("jit: captured ", plan->size(), " items (", ins.size(), " inputs in ", plan->input_slots(), " slots, ",
+                 vars.size(), " variables); intermediates ", plan->planned_bytes(), " bytes (", plan->unplanned_bytes(),
+                 " as captured)"));
+  return outs;
+}
+
+void Jit::Impl::check(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
+  if (ins.size() != inputs.size())
+    fail(ErrorCode::invalid_argument, "Jit: called with ", ins.size(), " inputs, captured with ", inputs.size(),
+         "; a Jit replays one signature (reset() to capture again)");
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const Input& want = inputs[i];
+    const Tensor& t = ins[i];
+    if (t.shape() != want.shape)
+      fail(ErrorCode::invalid_argument, "Jit: input ", i, " has shape ", shape_str(t.shape()), ", captured with ",
+           shape_str(want.shape), "; a Jit replays one shape (a BoundVariable makes a dimension vary; reset() captures again)");
+    if (!(t.dtype() == want.dtype))
+      fail(ErrorCode::invalid_argument, "Jit: input ", i, " has dtype ", t.dtype().name(), ", captured with ",
+           want.dtype.name(), " (reset() to capture again)");
+    if (t.device() != want.device)
+      fail(ErrorCode::invalid_argument, "Jit: input ", i, " is on ", t.device(), ", captured on ", want.device,
+           " (move it with .to(\"", want.device, "\"), or reset() to capture again)");
+  }
+  if (vars.size() != var_names.size())
+    fail(ErrorCode::invalid_argument, "Jit: called with ", vars.size(), " variables, captured with ", var_names.size());
+  for (size_t k = 0; k < vars.size(); ++k)
+    if (var_name(vars[k].uop()) != var_names[k])
+      fail(ErrorCode::invalid_argument, "Jit: variable ", k, " is '", var_name(vars[k].uop()), "', captured as '",
+           var_names[k], "'");
+}
+
+std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
+  check(ins, vars);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    bound[i] = runtime::storage_of(view_buffer(ins[i].state()->uop()));
+    size_t alias = i;
+    for (size_t k = 0; k < i; ++k)
+      if (bound[k] == bound[i]) {
+        alias = k;
+        break;
+      }
+    if (alias != inputs[i].alias) {
+      size_t other = alias != i ? alias : inputs[i].alias;
+      fail(ErrorCode::invalid_argument, "Jit: inputs ", other, " and ", i, " are ", alias != i ? "one buffer" : "two buffers",
+           " now but were ", alias != i ? "two buffers" : "one buffer", " when captured; pass the same arrangement (reset() to capture again)");
+    }
+    bound[i]->ensure_allocated();
+  }
+  for (size_t k = 0; k < vars.size(); ++k) values[k] = vars[k].value();
+  {
+    std::lock_guard<std::mutex> lock(realize_mutex());
+    plan->replay(bound, values);
+  }
+  std::vector<Tensor> outs;
+  outs.reserve(outputs.size());
+  for (const Output& o : outputs) {
+    if (o.input >= 0) {
+      outs.push_back(ins[static_cast<size_t>(o.input)]);
+      continue;
+    }
+    if (o.view) {
+      outs.push_back(make(o.view, o.shape, o.device));
+      continue;
+    }
+    Shape shape = o.shape;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (o.dim_vars[d] >= 0) shape[d] = values[static_cast<size_t>(o.dim_vars[d])];
+    outs.push_back(make(buffer_view(o.buffer, shape), shape, o.device));
+  }
+  for (auto& b : bound) b.reset();  // the plan does not keep this call's inputs alive
+  return outs;
+}
+
+Jit::Jit(Fn fn) : impl_(std::make_unique<Impl>()) {
+  if (!fn) fail(ErrorCode::invalid_argument, "Jit: the function is empty");
+  impl_->fn = std::move(fn);
+}
+Jit::~Jit() = default;
+Jit::Jit(Jit&&) noexcept = default;
+Jit& Jit::operator=(Jit&&) noexcept = default;
+
+std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs, const std::vector<BoundVariable>& vars) {
+  if (!impl_) fail(ErrorCode::invalid_argument, "Jit: used after it was moved from");
+  std::vector<Tensor> ins = inputs;
+  Tensor::realize_all(ins);  // views of a buffer stay; anything else becomes one
+  Impl& j = *impl_;
+  if (j.plan) return j.replay(ins, vars);
+  if (j.calls == 0) {
+    j.calls = 1;
+    return j.run(ins, vars);
+  }
+  try {
+    std::vector<Tensor> outs = j.capture(ins, vars);
+    j.calls = 2;
+    return outs;
+  } catch (...) {
+    j.calls = 0;
+    j.plan.reset();
+    throw;
+  }
+}
+
+bool Jit::captured() const { return impl_ && impl_->plan != nullptr; }
+size_t Jit::kernel_count() const { return captured() ? impl_->plan->size() : 0; }
+void Jit::reset() {
+  if (!impl_) return;
+  impl_->calls = 0;
+  impl_->plan.reset();
+  impl_->outputs.clear();
+  impl_->inputs.clear();
+}
+
+}  // namespace kiln
