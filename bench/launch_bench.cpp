@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/jit.hpp"
 #include "kiln/tensor.hpp"
 #include "plugin/registry.hpp"
 #include "runtime/prepared.hpp"
@@ -166,5 +167,19 @@ void BM_RunPrepared32(benchmark::State& state, const char* device) {
 }
 BENCHMARK_CAPTURE(BM_RunPrepared32, cpu, "cpu:0");
 BENCHMARK_CAPTURE(BM_RunPrepared32, ref, "ref");
+
+// The same 32 kernels through a kiln::Jit: each iteration is one replay on the input buffer
+// (checks, binding, 32 launches, the output tensor). Compare with BM_RealizeCached32 (eager) and
+// BM_RunPrepared32 (launches alone): their difference is the replay's own cost.
+void BM_JitReplay32(benchmark::State& state, const char* device) {
+  setup();
+  Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
+  Jit jit([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{chain32(in[0])}; });
+  jit({x});
+  jit({x});  // captured
+  for (auto _ : state) benchmark::DoNotOptimize(jit({x}));
+  state.SetItemsProcessed(state.iterations() * 32);
+}
+BENCHMARK_CAPTURE(BM_JitReplay32, cpu, "cpu:0");
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "kiln/jit.hpp"
 #include "plugin/device.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/compile_cache.hpp"
@@ -208,6 +209,19 @@ Result run(const Workload& w, const std::string& device, const Options& options)
     dev->synchronize();
     steady.push_back(ms_since(t0));
   }
+  if (options.jit) {
+    Jit jit([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{w.fn(in)}; });
+    for (int i = 0; i < std::max(2, options.warmup); i++) jit(inputs);  // the second call captures
+    std::vector<double> replays;
+    for (int i = 0; i < std::max(1, options.iters); i++) {
+      auto t0 = std::chrono::steady_clock::now();
+      jit(inputs);
+      dev->synchronize();
+      replays.push_back(ms_since(t0));
+    }
+    r.jit_ms = median(replays);
+    r.jit_same = jit(inputs)[0].to_vector<float>() == w.fn(inputs).to_vector<float>();
+  }
   std::vector<double> miss;
   for (int i = 0; i < 3; i++) {  // building the graph + scheduling, schedule cache cold and warm
     clear_schedule_cache();
@@ -224,6 +238,30 @@ Result run(const Workload& w, const std::string& device, const Options& options)
   r.schedule_ms = median(sched);
   r.rate = w.amount / (r.steady_ms * 1e-3) / 1e9;
   return r;
+}
+
+JitOverhead jit_overhead(const std::string& device) {
+  auto chain = [](const Tensor& x) {
+    Tensor y = x;
+    for (int i = 0; i < 32; ++i) y = (y * 1.5 - 0.25).contiguous();
+    return y;
+  };
+  Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
+  Jit jit([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{chain(in[0])}; });
+  jit({x});
+  jit({x});
+  chain(x).realize();
+  constexpr int kCalls = 200, kRounds = 5;  // a round's mean, the median round (a shared machine)
+  std::vector<double> replay, eager;
+  for (int round = 0; round < kRounds; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) jit({x});
+    replay.push_back(ms_since(t0) * 1e3 / kCalls / 32);
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kCalls; ++i) chain(x).realize();
+    eager.push_back(ms_since(t0) * 1e3 / kCalls / 32);
+  }
+  return {median(replay), median(eager)};
 }
 
 void search(const Workload& w, const std::string& device, int width) {

@@ -66,6 +66,7 @@ struct Options {
   int iters = 10;
   bool check = true;         // compare the first result with the reference
   double tolerance = 1e-4;   // max |got - want| / max(1, max |want|)
+  bool jit = false;          // also time the steady calls through a kiln::Jit (Result::jit_ms)
 };
 
 struct Result {
@@ -76,7 +77,18 @@ struct Result {
   size_t kernels = 0;                            // kernels launched by one call
   bool checked = false, ok = false;
   double error = 0;  // the relative error above, when checked
+  // with Options::jit: the steady calls replayed by a kiln::Jit (captured on its second call), and
+  // whether a replay's output equals an eager call's bit for bit
+  double jit_ms = 0;
+  bool jit_same = false;
 };
+
+// Replay cost of a kiln::Jit on `device`: 32 chained kernels of 16 elements each (launch overhead
+// dominates), timed as replays and as eager realizes of the same graph; microseconds per kernel.
+struct JitOverhead {
+  double replay_us = 0, eager_us = 0;
+};
+JitOverhead jit_overhead(const std::string& device);
 
 // Runs one workload on `device`. Throws kiln::Error when the program fails to build or run.
 Result run(const Workload& w, const std::string& device, const Options& options);

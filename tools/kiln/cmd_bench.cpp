@@ -67,15 +67,16 @@ int run_bench(const std::vector<std::string>& args) {
       "no-check", "skip the float64 reference check")("no-peak", "do not measure the machine's roofs (no % of peak)")(
       "remeasure-peak", "measure the roofs again instead of reading the cached ones")(
       "beam", po::value<int>(), "search each workload's kernels first (beam width N; the search cache keeps them), then time "
-      "them with the searched actions");
+      "them with the searched actions")(
+      "jit", "also time the steady calls replayed by a kiln::Jit (jit ms), and the replay cost per kernel");
   po::variables_map vm;
   std::string about;
   for (const bench::WorkloadSet& set : bench::workload_sets()) {
     about += "\n" + set.name + " (" + set.about + "):\n  ";
     for (const bench::Workload& w : set.workloads) about += w.name + (&w == &set.workloads.back() ? "\n" : ", ");
   }
-  if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--sizes | --set S] [--only a,b] [--beam N] [--json]",
-                  "  kiln bench\n  kiln bench --sizes\n  kiln bench --set extra\n  kiln bench --beam 4 --only matmul1024\n"
+  if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--sizes | --set S] [--only a,b] [--beam N] [--jit] [--json]",
+                  "  kiln bench\n  kiln bench --sizes\n  kiln bench --set extra\n  kiln bench --beam 4 --only matmul1024\n  kiln bench --jit\n"
                   "  kiln bench --device cpu:0 --only matmul512,softmax --json\n\nworkload sets:" + about))
     return kOk;
 
@@ -108,6 +109,7 @@ int run_bench(const std::vector<std::string>& args) {
   opt.warmup = vm["warmup"].as<int>();
   if (opt.iters < 1 || opt.warmup < 0) throw UsageError("--iters must be at least 1 and --warmup at least 0");
   opt.check = !vm.count("no-check");
+  opt.jit = vm.count("jit") > 0;
 
   opt.fresh_cache = !vm.count("keep-cache");
   // tinygrad's `first` is measured with an empty PoCL kernel cache too: a driver's own cache of
@@ -141,9 +143,17 @@ int run_bench(const std::vector<std::string>& args) {
                 peak->from_cache ? "cached" : "measured", peak->threads, peak->isa.c_str(), peak->gflops, peak->copy_gbs,
                 peak->read_gbs);
 
+  std::optional<bench::JitOverhead> overhead;
+  if (opt.jit) {
+    overhead = bench::jit_overhead(device);
+    if (!json)
+      std::printf("# jit overhead (32 kernels of 16 elements): replay %.3f us per kernel, eager realize %.3f us (%.1fx)\n",
+                  overhead->replay_us, overhead->eager_us, overhead->eager_us / overhead->replay_us);
+  }
+
   auto print_header = [&] {
-    std::printf("%-14s %10s %10s %8s %16s %6s%s %17s  %s\n", "workload", "first ms", "steady ms", "kernels", "rate",
-                "%peak", sweep ? "   %best" : "", "sched miss/hit ms", "check");
+    std::printf("%-14s %10s %10s%s %8s %16s %6s%s %17s  %s\n", "workload", "first ms", "steady ms", opt.jit ? "     jit ms" : "",
+                "kernels", "rate", "%peak", sweep ? "   %best" : "", "sched miss/hit ms", "check");
   };
   auto print_row = [&](const bench::Result& r, double peak_pct, double best_pct) {
     char rate[32], check[48], sched[32], pct[16] = "-", best[16] = "";
@@ -155,7 +165,9 @@ int run_bench(const std::vector<std::string>& args) {
     std::snprintf(sched, sizeof sched, "%.2f/%.3f", r.schedule_miss_ms, r.schedule_ms);
     if (peak_pct > 0) std::snprintf(pct, sizeof pct, "%.0f%%", peak_pct);
     if (sweep) std::snprintf(best, sizeof best, " %6.0f%%", best_pct);
-    std::printf("%-14s %10.1f %10.2f %8zu %16s %6s%s %17s  %s\n", r.name.c_str(), r.first_ms, r.steady_ms, r.kernels,
+    char jit[32] = "";
+    if (opt.jit) std::snprintf(jit, sizeof jit, " %10.2f%s", r.jit_ms, r.jit_same ? "" : "!");  // ! = replay differs
+    std::printf("%-14s %10.1f %10.2f%s %8zu %16s %6s%s %17s  %s\n", r.name.c_str(), r.first_ms, r.steady_ms, jit, r.kernels,
                 rate, pct, best, sched, check);
     std::fflush(stdout);
   };
@@ -168,7 +180,7 @@ int run_bench(const std::vector<std::string>& args) {
     if (progress) std::fprintf(stderr, "running %s on %s...\r", w->name.c_str(), device.c_str());
     bench::Result r = bench::run(*w, device, opt);
     if (progress) std::fprintf(stderr, "\033[K");
-    all_ok = all_ok && (!r.checked || r.ok);
+    all_ok = all_ok && (!r.checked || r.ok) && (!opt.jit || r.jit_same);
     double pct = peak ? 100 * r.rate / roof_of(*peak, w->roof) : 0;
     if (!json && !sweep) print_row(r, pct, 0);  // a sweep's rows wait for its best rate
     results.push_back(r);
@@ -192,6 +204,7 @@ int run_bench(const std::vector<std::string>& args) {
       o.set("peak_pct", peak ? Json(peak_pcts[i]) : Json()).set("best_pct", sweep ? Json(best_pct(r)) : Json());
       o.set("ok", r.checked ? Json(r.ok) : Json()).set("error", r.checked ? Json(r.error) : Json());
       o.set("schedule_miss_ms", r.schedule_miss_ms).set("schedule_hit_ms", r.schedule_ms);
+      o.set("jit_ms", opt.jit ? Json(r.jit_ms) : Json()).set("jit_same", opt.jit ? Json(r.jit_same) : Json());
       list.push(o);
     }
     Json doc = Json::object();
@@ -203,6 +216,13 @@ int run_bench(const std::vector<std::string>& args) {
       doc.set("peak", p);
     } else {
       doc.set("peak", Json());
+    }
+    if (overhead) {
+      Json j = Json::object();
+      j.set("replay_us_per_kernel", overhead->replay_us).set("eager_us_per_kernel", overhead->eager_us);
+      doc.set("jit_overhead", j);
+    } else {
+      doc.set("jit_overhead", Json());
     }
     doc.set("workloads", list);
     std::printf("%s\n", doc.dump().c_str());
