@@ -5,7 +5,7 @@
 // one plan. Later calls do not run fn: they replay the plan with this call's input buffers and
 // variable values swapped in (no graph, schedule or allocation).
 //
-// Contract (docs/jit.md has the why of each rule):
+// Contract (docs/architecture.md, "The JIT", says why):
 //  - Inputs are realized first. After capture, a call whose inputs differ in count, shape, dtype or
 //    device, whose inputs alias one another differently, or whose variables differ in count or
 //    name throws kiln::Error naming the input and both values.
