@@ -31,6 +31,9 @@ class CpuDevice final : public sdk::Device {
 
   std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
   double launch(sdk::Program& program, const sdk::Launch& launch) override;
+  // A captured plan's kernels in one call: each is still one hand-off to the pool, whose workers
+  // spin between runs, so a kernel that depends on the previous one starts without a wake-up.
+  bool has_launch_many() const override { return true; }
 
   // LLVM IR (compiler = "llvm") or C (a clang). Defined in render.cpp.
   bool has_renderer() const override;

@@ -90,6 +90,10 @@ class OpenclDevice final : public sdk::Device {
   std::string compile_many(std::span<const sdk::CompileRequest> requests, std::string& log) override;
   std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
   double launch(sdk::Program& program, const sdk::Launch& launch) override;
+  // Enqueues every launch of a captured plan's run, then flushes once: the driver starts on the
+  // first kernel while the host returns (the in-order queue keeps their order).
+  bool has_launch_many() const override { return true; }
+  void launch_many(std::span<sdk::Program* const> programs, std::span<const sdk::Launch> launches) override;
 
   bool has_renderer() const override { return true; }
   std::string render(const kiln_lir& kernel) override;

@@ -266,4 +266,9 @@ double OpenclDevice::launch(sdk::Program& program, const sdk::Launch& l) {
   return std::max(1e-9, static_cast<double>(end - start) * 1e-9);  // a finished kernel took some time
 }
 
+void OpenclDevice::launch_many(std::span<sdk::Program* const> programs, std::span<const sdk::Launch> launches) {
+  for (size_t i = 0; i < launches.size(); ++i) launch(*programs[i], launches[i]);
+  cl_check(cl().clFlush(queue_), "clFlush");
+}
+
 }  // namespace kiln::opencl

@@ -35,6 +35,8 @@ function(_kiln_read_abi_version)
   if(NOT EXISTS "${header}")
     message(FATAL_ERROR "kiln_add_backend_plugin: cannot find kiln/plugin.h (looked at ${header})")
   endif()
+  # a new ABI version in the header configures again, so no manifest keeps the old one
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${header}")
   file(STRINGS "${header}" lines REGEX "^#define KILN_ABI_(MAJOR|MINOR) ")
   string(REGEX MATCH "MAJOR ([0-9]+)" _ "${lines}")
   set(major ${CMAKE_MATCH_1})

@@ -10,10 +10,14 @@
 #include <map>
 #include <string>
 
+#include "kiln/plugin.h"
 #include "run_cli.hpp"
 
 namespace kiln::test {
 namespace {
+
+// This build's plugin ABI, as kiln prints it (MAJOR.MINOR).
+const std::string kAbi = std::to_string(KILN_ABI_MAJOR) + "." + std::to_string(KILN_ABI_MINOR);
 
 TEST(JsonCheck, AcceptsJsonAndRejectsNearMisses) {
   EXPECT_TRUE(is_valid_json(R"({"a": [1, -2.5e3, true, null, "x\n\u00e9"], "b": {}})"));
@@ -24,7 +28,7 @@ TEST(JsonCheck, AcceptsJsonAndRejectsNearMisses) {
 TEST(Cli, VersionHelpAndUsageErrors) {
   CliResult v = run_kiln({"--version"});
   EXPECT_EQ(v.exit_code, 0);
-  EXPECT_EQ(v.out, "kiln 0.1.0 (plugin ABI 0.1)\n");
+  EXPECT_EQ(v.out, "kiln 0.1.0 (plugin ABI " + kAbi + ")\n");
   CliResult h = run_kiln({"--help"});
   EXPECT_EQ(h.exit_code, 0);
   for (const char* c : {"list", "devices", "info", "config", "examples:", "exit codes"}) EXPECT_CONTAINS(h.out, c);
@@ -90,12 +94,12 @@ TEST(Cli, EveryBadManifestIsReportedAndTheGoodOneStillWorks) {
   row("missing_key", "config-error", "missing required key backend.library");
   row("schema_newer", "config-error", "manifest schema 2 is newer than this kiln supports (1)");
   row("missing_library", "load-error", "does not exist");
-  row("abi_major", "abi-mismatch", "plugin built for ABI 1.0; this core supports 0.1");
+  row("abi_major", "abi-mismatch", "plugin built for ABI 1.0; this core supports " + kAbi);
   row("no_entry", "load-error", "does not export kiln_plugin_entry");
   row("unresolved", "load-error", "undefined symbol: kiln_fixture_function_nobody_defines");
   row("unavailable", "unavailable", "no fixture hardware here");
   row("probe_error", "unavailable", "probe failed: the probe exploded");
-  row("good", "ok", "9.8.7    abi 0.1");
+  row("good", "ok", "9.8.7    abi " + kAbi);
   row("throwing", "ok", "libfixture_throwing.so");
   EXPECT_CONTAINS(r.out, "\n  good:0 ");
   EXPECT_CONTAINS(r.out, "\n  throwing:1 ");
@@ -172,8 +176,10 @@ TEST(Cli, DevicesAndMergedOptionsReachThePlugin) {
 TEST(Cli, InfoExplainsOneBackend) {
   CliResult cpu = run_kiln({"info", "cpu"});
   EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
-  for (const char* s : {"status:         ok", "resolved:       /", "abi:            manifest 0.1, plugin 0.1, core 0.1",
-                        "probe:          score 1:", "device cpu:0:", "source:       llvm-ir", "LIR ops:"})
+  for (const std::string& s : {std::string("status:         ok"), std::string("resolved:       /"),
+                               "abi:            manifest " + kAbi + ", plugin " + kAbi + ", core " + kAbi,
+                               std::string("probe:          score 1:"), std::string("device cpu:0:"),
+                               std::string("source:       llvm-ir"), std::string("LIR ops:")})
     EXPECT_CONTAINS(cpu.out, s);
   CliResult j = run_kiln({"info", "cpu:0", "--json"});
   EXPECT_EQ(j.exit_code, 0);

@@ -9,6 +9,8 @@
 #include "error_check.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/jit.hpp"
+#include "tensor/tensor_state.hpp"
 
 using namespace kiln;
 using kiln::testing::expect_error;
@@ -263,4 +265,35 @@ TEST(Jit, IntermediatesArePlannedOverTheWholePlan) {
   Tensor y = Tensor::ones({n}, dtypes::float32, kDevice).realize();
   EXPECT_EQ(f({y})[0].item<float>(), 127.f * n);
   EXPECT_GE(f.kernel_count(), 7u);  // six, and the sum (split in two on some targets)
+}
+
+// The plan under kiln::Jit: a run of consecutive kernels on a device with launch_many goes to the
+// plugin in one call, and gives what the items run one by one give.
+TEST(JitPlan, RunsOfKernelsGoToThePluginInOneCall) {
+  auto chain = [](const Tensor& x) {
+    Tensor y = x;
+    for (int i = 0; i < 8; ++i) y = (y * 1.5 - 0.25).contiguous();
+    return y;
+  };
+  auto expected = [](std::vector<float> v) {
+    for (float& f : v)
+      for (int i = 0; i < 8; ++i) f = f * 1.5f - 0.25f;
+    return v;
+  };
+  auto storage = [](const Tensor& t) { return runtime::storage_of(detail::view_buffer(t.state()->uop())); };
+  Tensor x = vec(iota(16, 0)).realize();
+  chain(x).realize();  // compiles
+  runtime::Capture capture;
+  Tensor y = chain(x).realize();
+  capture.stop();
+  runtime::Plan plan(std::move(capture), {storage(x)}, {});
+  ASSERT_EQ(plan.size(), 8u);
+  EXPECT_EQ(plan.input_slots(), 1u);
+  EXPECT_EQ(plan.batches(), 1u) << "the cpu plugin has launch_many: the eight kernels are one batch";
+  for (bool batched : {true, false}) {
+    plan.set_batched(batched);
+    Tensor other = vec(iota(16, 5, -0.5f)).realize();
+    plan.replay(std::vector<std::shared_ptr<runtime::Storage>>{storage(other)}, {});
+    EXPECT_EQ(y.to_vector<float>(), expected(iota(16, 5, -0.5f))) << (batched ? "batched" : "one by one");
+  }
 }

@@ -21,7 +21,8 @@ run("${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
 
 run("${CMAKE_COMMAND}" -E env ${clean_env} "KILN_BACKENDS=${WORK_DIR}/build/share/kiln/backends.d/null.toml"
     "${prefix}/bin/kiln" list)
-if(NOT out MATCHES "null +ok +0\\.1\\.0 +abi 0\\.1" OR NOT out MATCHES "null:0 +null device \\(hello from the manifest\\)")
+string(REPLACE "." "\\." abi_regex "${ABI}")  # this build's plugin ABI (MAJOR.MINOR)
+if(NOT out MATCHES "null +ok +0\\.1\\.0 +abi ${abi_regex}" OR NOT out MATCHES "null:0 +null device \\(hello from the manifest\\)")
   message(FATAL_ERROR "kiln list (KILN_BACKENDS) did not show the null backend as ok:\n${out}")
 endif()
 

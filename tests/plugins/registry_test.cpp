@@ -50,8 +50,8 @@ TEST(Registry, GoodPluginLoadsProbesAndCountsDevices) {
   const BackendRecord& b = record(r, "good");
   EXPECT_EQ(b.status, BackendStatus::ok) << b.reason;
   EXPECT_EQ(b.version, "9.8.7");
-  EXPECT_EQ(b.plugin_abi, "0.1");
-  EXPECT_EQ(b.abi, "0.1");
+  EXPECT_EQ(b.plugin_abi, "0.2");
+  EXPECT_EQ(b.abi, "0.2");
   EXPECT_EQ(b.device_count, 2u);
   EXPECT_EQ(b.probe_score, 5);
   EXPECT_EQ(b.probe_reason, "fixture ready");
@@ -89,7 +89,7 @@ std::vector<BadBackend> bad_backends() {
        }},
       {"missing_soname.toml", "missing_soname", BackendStatus::load_error,
        {"libkiln_fixture_does_not_exist.so.7: cannot open shared object file"}},
-      {"abi_major.toml", "abi_major", BackendStatus::abi_mismatch, {"plugin built for ABI 1.0; this core supports 0.1"},
+      {"abi_major.toml", "abi_major", BackendStatus::abi_mismatch, {"plugin built for ABI 1.0; this core supports 0.2"},
        false, [](Registry&, const BackendRecord& b) { EXPECT_EQ(b.plugin_abi, "1.0"); }},
       {"no_entry.toml", "no_entry", BackendStatus::load_error, {"does not export kiln_plugin_entry"}},
       {"unresolved.toml", "unresolved", BackendStatus::load_error, {"undefined symbol: kiln_fixture_function_nobody_defines"}},

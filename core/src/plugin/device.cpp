@@ -238,6 +238,23 @@ double Device::launch(Program& program, std::span<kiln_buffer* const> buffers, s
   return wait ? elapsed : 0.0;
 }
 
+bool Device::has_launch_many() const { return KILN_HAS_SLOT(runtime_, kiln_runtime_api, launch_many); }
+
+void Device::launch_many(std::span<kiln_program* const> programs, std::span<const kiln_launch_params* const> params) {
+  if (!has_launch_many()) unsupported("launch_many");
+  if (programs.size() != params.size())
+    fail(ErrorCode::invalid_argument, name_, ": launch_many of ", programs.size(), " programs with ", params.size(), " parameter packs");
+  if (programs.empty()) return;
+  kiln_error* e;
+  {
+    Guard g(*this);
+    e = plugin_call("launch_many", [&] {
+      return runtime_->launch_many(dev_, programs.data(), params.data(), static_cast<uint32_t>(programs.size()));
+    });
+  }
+  if (e) throw_if_error(e, name_ + ": launching " + std::to_string(programs.size()) + " kernels");
+}
+
 std::string Device::render(const kiln_lir& kernel) {
   if (!renderer_) unsupported("renderer");
   StringSink source;

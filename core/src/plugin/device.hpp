@@ -88,6 +88,11 @@ class Device : public std::enable_shared_from_this<Device> {
   // Allocates nothing; the hot path is a lock (unless threadsafe) and one plugin call.
   double launch(Program& program, std::span<kiln_buffer* const> buffers, std::span<const uint64_t> offsets,
                 std::span<const int64_t> values, const uint32_t global[3], const uint32_t local[3], bool wait);
+  // Whether the plugin runs several launches in one call (kiln_runtime_api.launch_many, ABI 0.2),
+  // and that call: programs[i] (loaded on this device) with *params[i], in order, none waiting.
+  // The caller fills the parameter packs (struct_size and all); a replay keeps them between calls.
+  bool has_launch_many() const;
+  void launch_many(std::span<kiln_program* const> programs, std::span<const kiln_launch_params* const> params);
 
   // -- renderer (optional)
   bool has_renderer() const { return renderer_ != nullptr; }

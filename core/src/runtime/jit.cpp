@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "kiln/profile.hpp"
 #include "plugin/device.hpp"
+#include "runtime/program_cache.hpp"
 #include "runtime/buffer.hpp"
 #include "support/check.hpp"
+#include "support/env.hpp"
 
 namespace kiln::runtime {
 
@@ -71,6 +74,51 @@ Plan::Plan(Capture&& capture, std::vector<std::shared_ptr<Storage>> inputs, std:
       var_items_.push_back(i);
   }
   plan_intermediates(inputs);
+  plan_batches();
+}
+
+void Plan::plan_batches() {
+  for (uint32_t i = 0; i < items_.size();) {
+    const PreparedKernel& p = *items_[i].kernel;
+    uint32_t end = i + 1;
+    if (p.kind == CallKind::kernel && p.device->has_launch_many())
+      while (end < items_.size() && items_[end].kernel->kind == CallKind::kernel && items_[end].kernel->device == p.device) ++end;
+    if (end - i >= 2) {
+      Batch b{i, end, p.device.get(), {}, {}, {}};
+      for (uint32_t k = i; k < end; ++k) b.programs.push_back(items_[k].kernel->kernel->program->handle());
+      b.params.resize(end - i);
+      for (const kiln_launch_params& lp : b.params) b.pointers.push_back(&lp);
+      batches_.push_back(std::move(b));
+    }
+    i = end;
+  }
+}
+
+void Plan::run_batched() {
+  size_t next = 0;  // the next batch
+  for (uint32_t i = 0; i < items_.size();) {
+    if (next == batches_.size() || batches_[next].begin != i) {
+      items_[i++].run();
+      continue;
+    }
+    Batch& b = batches_[next++];
+    for (uint32_t k = b.begin; k < b.end; ++k) {
+      const PreparedItem& it = items_[k];
+      b.params[k - b.begin] = {sizeof(kiln_launch_params),
+                               it.handles.data(),
+                               nullptr,
+                               static_cast<uint32_t>(it.handles.size()),
+                               static_cast<uint32_t>(it.values.size()),
+                               it.values.data(),
+                               {it.global[0], it.global[1], it.global[2]},
+                               {it.local[0], it.local[1], it.local[2]},
+                               0,
+                               0,
+                               nullptr};
+    }
+    b.device->launch_many(b.programs, b.pointers);
+    i = b.end;
+  }
 }
 
 void Plan::plan_intermediates(const std::vector<std::shared_ptr<Storage>>& inputs) {
@@ -143,6 +191,10 @@ void Plan::replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<co
   if (!var_uses_.empty()) {
     for (const VarUse& u : var_uses_) vals_[u.set][u.entry].second = values[u.var];
     for (uint32_t i : var_items_) bind_values(items_[i], vals_[item_vals_[i]]);
+  }
+  if (batched_ && !batches_.empty() && debug_level() < 2 && !Profile::active()) {
+    run_batched();
+    return;
   }
   for (const PreparedItem& it : items_) it.run();
 }

@@ -18,7 +18,9 @@
 //                  so a plan made of several realizes needs no more memory than one schedule would.
 //
 // Replay runs the items in order with no graph, schedule, hash or allocation: a few pointer stores
-// per input slot, then the launches. Like realize, replays are serialised by the caller.
+// per input slot, then the launches, where a device offers it a run of consecutive kernels in one
+// plugin call (launch_many: OpenCL enqueues them all and flushes once). Like realize, replays are
+// serialised by the caller.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/plugin.h"
 #include "runtime/prepared.hpp"
 
 namespace kiln::runtime {
@@ -69,6 +72,12 @@ class Plan {
   // values (in var_names order), then runs every item in order.
   void replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<const int64_t> values);
 
+  // Whether replay hands runs of consecutive kernels on one device to the plugin in one call
+  // (kiln_runtime_api.launch_many, where the plugin has it; on by default). Off, or with
+  // KILN_DEBUG >= 2 or a Profile active (launches are timed one by one), items run one by one.
+  void set_batched(bool on) { batched_ = on; }
+  size_t batches() const { return batches_.size(); }  // runs of two or more kernels sent together
+
  private:
   struct Slot {
     uint32_t item, position, input;
@@ -76,7 +85,18 @@ class Plan {
   struct VarUse {  // variable `var` of the call is entry `entry` of vals_[set]
     uint32_t set, entry, var;
   };
+  // Consecutive kernel items [begin, end) on a device with launch_many, and their parameter packs
+  // (filled again from the items at each replay: the slots' handles may have changed).
+  struct Batch {
+    uint32_t begin, end;
+    Device* device;
+    std::vector<kiln_program*> programs;
+    std::vector<kiln_launch_params> params;
+    std::vector<const kiln_launch_params*> pointers;
+  };
   void plan_intermediates(const std::vector<std::shared_ptr<Storage>>& inputs);
+  void plan_batches();
+  void run_batched();
 
   std::vector<PreparedItem> items_;
   std::vector<size_t> item_vals_;     // items_[i] ran with vals_[item_vals_[i]]
@@ -84,6 +104,8 @@ class Plan {
   std::vector<uint32_t> var_items_;   // items that read a variable (values or launch dims)
   std::vector<VarUse> var_uses_;
   std::vector<Slot> slots_;
+  std::vector<Batch> batches_;
+  bool batched_ = true;
   uint64_t planned_bytes_ = 0, unplanned_bytes_ = 0;
 };
 

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define KILN_ABI_MAJOR 0u
-#define KILN_ABI_MINOR 1u
+#define KILN_ABI_MINOR 2u
 #define KILN_ENTRY_SYMBOL "kiln_plugin_entry"
 
 #if defined(_WIN32)
@@ -242,6 +242,15 @@ typedef struct kiln_runtime_api {
   /* Runs a program. Argument counts that do not match the kernel are KILN_STATUS_INVALID_ARGUMENT. */
   kiln_error* (*launch)(kiln_device* dev, kiln_program* program, const kiln_launch_params* params);
   void (*unload)(kiln_device* dev, kiln_program* program);
+  /* (optional: NULL, or absent from an older plugin's smaller struct_size; ABI 0.2) Runs n >= 1
+   * launches in order, with the effect of calling launch() for each in turn: programs[i] with
+   * *params[i] (each checked as launch() checks it). None waits: KILN_LAUNCH_WAIT is ignored and
+   * out_elapsed_s is not written. For a captured plan's consecutive kernels (kiln::Jit replays):
+   * a device may submit them together (OpenCL: enqueue all, one flush; a CPU: no sleep between
+   * dependent kernels). On an error, the launches before the failing one were submitted and the
+   * message names the failing kernel. */
+  kiln_error* (*launch_many)(kiln_device* dev, kiln_program* const* programs, const kiln_launch_params* const* params,
+                             uint32_t n);
 } kiln_runtime_api;
 
 /* ---- renderer: LIR -> source text ---- */

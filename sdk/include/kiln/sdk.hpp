@@ -174,6 +174,14 @@ class Device : public ::kiln_device {
   // -- runtime. launch() returns the elapsed seconds when launch.wait (else anything, e.g. 0).
   virtual std::unique_ptr<Program> load(std::string_view binary, std::string_view entry) = 0;
   virtual double launch(Program& program, const Launch& launch) = 0;
+  // (optional) launches[i] of programs[i], in order, none waiting (launch.wait is false): the slot
+  // is NULL unless has_launch_many() is true. Worth it when a device can submit several kernels
+  // at once (one flush) or run them back to back cheaper than one call each. The default runs
+  // them one by one, which a plugin may keep and extend (submit, then flush once).
+  virtual bool has_launch_many() const { return false; }
+  virtual void launch_many(std::span<Program* const> programs, std::span<const Launch> launches) {
+    for (size_t i = 0; i < launches.size(); ++i) launch(*programs[i], launches[i]);
+  }
 
   // -- renderer (optional): the slot is NULL unless has_renderer() is true.
   virtual bool has_renderer() const { return false; }
@@ -404,21 +412,38 @@ struct Slots {
       *out = p.release();
     });
   }
+  // A launch's parameters, checked (`slot` names the caller in errors).
+  static Launch launch_of(const kiln_program* program, const kiln_launch_params* p, const char* slot) {
+    KILN_SDK_REQUIRE(p, kiln_launch_params, out_elapsed_s);
+    if (!program) throw Error{KILN_STATUS_INVALID_ARGUMENT, std::string(slot) + ": program is NULL"};
+    if ((p->n_buffers && !p->buffers) || (p->n_values && !p->values))
+      throw Error{KILN_STATUS_INVALID_ARGUMENT, std::string(slot) + ": NULL buffer or value array with a non-zero count"};
+    Launch l;
+    l.buffers = {p->buffers, p->n_buffers};
+    if (p->offsets) l.offsets = {p->offsets, p->n_buffers};
+    l.values = {p->values, p->n_values};
+    l.global = {p->global[0], p->global[1], p->global[2]};
+    l.local = {p->local[0], p->local[1], p->local[2]};
+    l.wait = (p->flags & KILN_LAUNCH_WAIT) != 0;
+    return l;
+  }
   static kiln_error* launch(kiln_device* d, kiln_program* program, const kiln_launch_params* p) noexcept {
     return guard([&] {
-      KILN_SDK_REQUIRE(p, kiln_launch_params, out_elapsed_s);
-      if (!program) throw Error{KILN_STATUS_INVALID_ARGUMENT, "launch: program is NULL"};
-      if ((p->n_buffers && !p->buffers) || (p->n_values && !p->values))
-        throw Error{KILN_STATUS_INVALID_ARGUMENT, "launch: NULL buffer or value array with a non-zero count"};
-      Launch l;
-      l.buffers = {p->buffers, p->n_buffers};
-      if (p->offsets) l.offsets = {p->offsets, p->n_buffers};
-      l.values = {p->values, p->n_values};
-      l.global = {p->global[0], p->global[1], p->global[2]};
-      l.local = {p->local[0], p->local[1], p->local[2]};
-      l.wait = (p->flags & KILN_LAUNCH_WAIT) != 0;
+      Launch l = launch_of(program, p, "launch");
       double elapsed = dev(d).launch(*program, l);
       if (l.wait && p->out_elapsed_s) *p->out_elapsed_s = elapsed;
+    });
+  }
+  static kiln_error* launch_many(kiln_device* d, kiln_program* const* programs, const kiln_launch_params* const* ps,
+                                 uint32_t n) noexcept {
+    return guard([&] {
+      if (n && (!programs || !ps)) throw Error{KILN_STATUS_INVALID_ARGUMENT, "launch_many: NULL programs or params"};
+      std::vector<Launch> launches(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        launches[i] = launch_of(programs[i], ps[i], "launch_many");
+        launches[i].wait = false;
+      }
+      dev(d).launch_many({programs, n}, launches);
     });
   }
   static void unload(kiln_device*, kiln_program* program) noexcept { delete program; }
@@ -435,12 +460,13 @@ struct Slots {
 template <bool WithMany>
 inline constexpr kiln_compiler_api compiler_table{sizeof(kiln_compiler_api), &Slots::cache_key, &Slots::compile,
                                                   WithMany ? &Slots::compile_many : nullptr};
-inline constexpr kiln_runtime_api runtime_table{sizeof(kiln_runtime_api), &Slots::load, &Slots::launch,
-                                                &Slots::unload};
+template <bool WithBatch>
+inline constexpr kiln_runtime_api runtime_table{sizeof(kiln_runtime_api), &Slots::load, &Slots::launch, &Slots::unload,
+                                                WithBatch ? &Slots::launch_many : nullptr};
 inline constexpr kiln_renderer_api renderer_table{sizeof(kiln_renderer_api), &Slots::render};
 
 // One static device table per combination of optional slots, so unimplemented slots are NULL.
-template <bool WithRenderer, bool WithCopy, bool WithMany>
+template <bool WithRenderer, bool WithCopy, bool WithMany, bool WithBatch>
 struct DeviceTables {
   static constexpr kiln_allocator_api allocator{sizeof(kiln_allocator_api), &Slots::alloc,    &Slots::free,
                                                 &Slots::copy_in,            &Slots::copy_out,
@@ -450,20 +476,24 @@ struct DeviceTables {
                                           &Slots::get_target,
                                           &allocator,
                                           &compiler_table<WithMany>,
-                                          &runtime_table,
+                                          &runtime_table<WithBatch>,
                                           WithRenderer ? &renderer_table : nullptr,
                                           &Slots::synchronize,
                                           &Slots::close};
 };
 
+template <bool R, bool C, bool M>
+const kiln_device_api* device_table_with(bool batch) {
+  return batch ? &DeviceTables<R, C, M, true>::device : &DeviceTables<R, C, M, false>::device;
+}
 template <bool R, bool C>
-const kiln_device_api* device_table_with(bool many) {
-  return many ? &DeviceTables<R, C, true>::device : &DeviceTables<R, C, false>::device;
+const kiln_device_api* device_table_with(bool many, bool batch) {
+  return many ? device_table_with<R, C, true>(batch) : device_table_with<R, C, false>(batch);
 }
 inline const kiln_device_api* device_table(const Device& d) {
-  bool r = d.has_renderer(), c = d.has_device_copy(), m = d.has_compile_many();
-  if (r) return c ? device_table_with<true, true>(m) : device_table_with<true, false>(m);
-  return c ? device_table_with<false, true>(m) : device_table_with<false, false>(m);
+  bool r = d.has_renderer(), c = d.has_device_copy(), m = d.has_compile_many(), b = d.has_launch_many();
+  if (r) return c ? device_table_with<true, true>(m, b) : device_table_with<true, false>(m, b);
+  return c ? device_table_with<false, true>(m, b) : device_table_with<false, false>(m, b);
 }
 
 template <typename P>
