@@ -127,3 +127,39 @@ TEST(Beam, SymbolicKernelsAreNotSearched) {
   auto dev = runtime::open_device(kDevice);
   EXPECT_FALSE(runtime::beam_opts(dev, ast, dev->target(), 2));
 }
+
+// With KILN_BEAM set, a jitted function's kernels are searched when they are first built (call 1),
+// and never again: the capture and the replays build nothing.
+TEST(Beam, AJittedFunctionIsSearchedOnceNotOnReplay) {
+  TempCacheDir dir;
+  SearchLimits short_search;
+  short_search.max_rounds = 1;
+  short_search.max_per_round = 4;
+  runtime::set_beam_limits(short_search);
+  int searches = 0;
+  runtime::set_beam_observer([&](const runtime::BeamReport&) { ++searches; });
+  set_knob(Knob::beam, 1);
+  runtime::clear_program_cache();
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    return std::vector<Tensor>{(in[0].matmul(in[0]) + 1).relu()};
+  });
+  Tensor a = Tensor::rand({48, 48}, dtypes::float32, kDevice).realize();
+  std::vector<float> want = (a.matmul(a) + 1).relu().to_vector<float>();  // searched here
+  const int after_eager = searches;
+  EXPECT_GE(after_eager, 1);
+  for (int call = 0; call < 5; ++call) EXPECT_EQ(f({a})[0].to_vector<float>(), want);
+  EXPECT_TRUE(f.captured());
+  EXPECT_EQ(searches, after_eager) << "the Jit's calls found every kernel built (and searched) already";
+  runtime::clear_program_cache();
+  Tensor b = Tensor::rand({48, 48}, dtypes::float32, kDevice).realize();
+  Jit g([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{in[0] * 2 - in[0].exp()}; });
+  g({b});
+  const int after_first = searches;
+  EXPECT_GT(after_first, after_eager) << "call 1 builds, so it searches (or reads the search cache)";
+  for (int call = 0; call < 4; ++call) g({b});
+  EXPECT_EQ(searches, after_first) << "capture and replays search nothing";
+  set_knob(Knob::beam, 0);
+  runtime::set_beam_observer({});
+  runtime::set_beam_limits({});
+  runtime::clear_program_cache();
+}
