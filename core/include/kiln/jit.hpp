@@ -20,8 +20,9 @@
 //  - Not replayed: what fn does on the host (reading values with to_vector/item, branching on
 //    them, printing), and rand/randn inside fn, which draw their numbers when the graph is built:
 //    every replay repeats the capture call's numbers (pass random tensors in as inputs instead).
-//  - Calls are serialised with realizes (one at a time in the process); several Jits may be alive
-//    and used in any order.
+//  - Calls are serialised with realizes (one at a time in the process), and calls of one Jit from
+//    several threads one after another; several Jits may be alive and used in any order. fn must
+//    not call the Jit that runs it.
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -20,6 +20,7 @@ const std::string& var_name(const UOp& bind) { return std::get<NamedInts>(bind.s
 }  // namespace
 
 struct Jit::Impl {
+  std::mutex mu;  // one call of this Jit at a time (replay rebinds the plan's slots)
   Fn fn;
   int calls = 0;  // calls before the capture (0, 1), or 2 once captured
 
@@ -196,9 +197,10 @@ Jit& Jit::operator=(Jit&&) noexcept = default;
 
 std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs, const std::vector<BoundVariable>& vars) {
   if (!impl_) fail(ErrorCode::invalid_argument, "Jit: used after it was moved from");
+  Impl& j = *impl_;
+  std::lock_guard<std::mutex> lock(j.mu);
   std::vector<Tensor> ins = inputs;
   Tensor::realize_all(ins);  // views of a buffer stay; anything else becomes one
-  Impl& j = *impl_;
   if (j.plan) return j.replay(ins, vars);
   if (j.calls == 0) {
     j.calls = 1;
@@ -219,6 +221,7 @@ bool Jit::captured() const { return impl_ && impl_->plan != nullptr; }
 size_t Jit::kernel_count() const { return captured() ? impl_->plan->size() : 0; }
 void Jit::reset() {
   if (!impl_) return;
+  std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->calls = 0;
   impl_->plan.reset();
   impl_->outputs.clear();
