@@ -59,6 +59,10 @@ class HipDevice final : public sdk::Device {
   std::string compile_many(std::span<const sdk::CompileRequest> requests, std::string& log) override;
   std::unique_ptr<sdk::Program> load(std::string_view binary, std::string_view entry) override;
   double launch(sdk::Program& program, const sdk::Launch& launch) override;
+  // A captured plan's kernels in one call: the SDK's loop, each launch queued on the device's
+  // stream with no wait between them (a HIP graph would also save the per-launch driver cost; not
+  // done while no machine here has an AMD GPU to test it on).
+  bool has_launch_many() const override { return true; }
 
   bool has_renderer() const override { return true; }
   std::string render(const kiln_lir& kernel) override;
