@@ -151,16 +151,18 @@ TEST(Jit, OutputsStayValidUntilTheNextCallOfTheSameJit) {
 
 TEST(Jit, SeveralOutputsAndAnInputReturnedUnchanged) {
   Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
-    return std::vector<Tensor>{in[0].max(), in[1], (in[0] - 1).exp2()};
+    return std::vector<Tensor>{in[0].max(), in[1], (in[0] - 1).exp2(), in[1].reshape({2, 1})};
   });
   for (int call = 1; call <= 4; ++call) {
-    Tensor x = vec({0, float(call), 2}), y = vec({7, 8});
+    Tensor x = vec({0, float(call), 2}), y = vec({7, float(call) + 7});
     std::vector<Tensor> out = f({x, y});
-    ASSERT_EQ(out.size(), 3u);
+    ASSERT_EQ(out.size(), 4u);
     EXPECT_EQ(out[0].item<float>(), std::max(2.f, float(call)));
-    EXPECT_EQ(out[1].to_vector<float>(), (std::vector<float>{7, 8}));
+    EXPECT_EQ(out[1].to_vector<float>(), (std::vector<float>{7, float(call) + 7}));
     EXPECT_EQ(out[1].state(), y.state()) << "call " << call << ": an input returned unchanged is this call's input";
     EXPECT_EQ(out[2].to_vector<float>(), (std::vector<float>{0.5f, std::exp2(float(call) - 1), 2}));
+    EXPECT_EQ(out[3].shape(), (Shape{2, 1})) << "call " << call << ": a view of an input keeps its shape";
+    EXPECT_EQ(out[3].to_vector<float>(), (std::vector<float>{7, float(call) + 7}));
   }
 }
 

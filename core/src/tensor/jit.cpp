@@ -17,6 +17,13 @@ namespace {
 
 const std::string& var_name(const UOp& bind) { return std::get<NamedInts>(bind.src(0).arg()).name; }
 
+// An output that is (a view of) input `in`: the input itself when the shapes agree, else the same
+// view of this call's input buffer.
+Tensor input_view(const Tensor& in, const Shape& shape) {
+  if (in.shape() == shape) return in;
+  return make(buffer_view(view_buffer(in.state()->uop()), shape), shape, in.device());
+}
+
 }  // namespace
 
 struct Jit::Impl {
@@ -34,8 +41,8 @@ struct Jit::Impl {
   std::vector<Input> inputs;
   std::vector<std::string> var_names;
 
-  // what it returned: an input, or a buffer of the plan (or a weight) seen as `shape`, where a
-  // dimension d with dim_vars[d] >= 0 takes that variable's value
+  // what it returned: (a view of) an input, or a buffer of the plan (or a weight) seen as `shape`,
+  // where a dimension d with dim_vars[d] >= 0 takes that variable's value
   struct Output {
     long input = -1;
     UOp buffer, view;  // view: of buffer as `shape`, when no dimension is a variable
@@ -170,18 +177,15 @@ std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std:
   std::vector<Tensor> outs;
   outs.reserve(outputs.size());
   for (const Output& o : outputs) {
-    if (o.input >= 0) {
-      outs.push_back(ins[static_cast<size_t>(o.input)]);
-      continue;
-    }
     if (o.view) {
-      outs.push_back(make(o.view, o.shape, o.device));
+      outs.push_back(o.input >= 0 ? input_view(ins[static_cast<size_t>(o.input)], o.shape) : make(o.view, o.shape, o.device));
       continue;
     }
     Shape shape = o.shape;
     for (size_t d = 0; d < shape.size(); ++d)
       if (o.dim_vars[d] >= 0) shape[d] = values[static_cast<size_t>(o.dim_vars[d])];
-    outs.push_back(make(buffer_view(o.buffer, shape), shape, o.device));
+    outs.push_back(o.input >= 0 ? input_view(ins[static_cast<size_t>(o.input)], shape)
+                                : make(buffer_view(o.buffer, shape), shape, o.device));
   }
   for (auto& b : bound) b.reset();  // the plan does not keep this call's inputs alive
   return outs;
