@@ -267,7 +267,12 @@ double OpenclDevice::launch(sdk::Program& program, const sdk::Launch& l) {
 }
 
 void OpenclDevice::launch_many(std::span<sdk::Program* const> programs, std::span<const sdk::Launch> launches) {
-  for (size_t i = 0; i < launches.size(); ++i) launch(*programs[i], launches[i]);
+  try {
+    for (size_t i = 0; i < launches.size(); ++i) launch(*programs[i], launches[i]);
+  } catch (...) {
+    cl().clFlush(queue_);  // the launches before the failing one were submitted (plugin.h)
+    throw;
+  }
   cl_check(cl().clFlush(queue_), "clFlush");
 }
 

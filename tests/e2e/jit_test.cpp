@@ -235,7 +235,7 @@ TEST(Jit, VariablesAreReboundOnEveryCall) {
   }
   EXPECT_TRUE(f.captured());
   Variable m("m", 1, 8);
-  expect_error([&] { f({x}, {m.bind(2)}); }, ErrorCode::invalid_argument, "variable 0 is 'm', captured as 'n'");
+  expect_error([&] { f({x}, {m.bind(2)}); }, ErrorCode::invalid_argument, "variable 0 is 'm' in [1, 8], captured as 'n' in [1, 8]");
 }
 
 TEST(Jit, AMovedFromJitSaysSo) {
@@ -298,4 +298,73 @@ TEST(JitPlan, RunsOfKernelsGoToThePluginInOneCall) {
     plan.replay(std::vector<std::shared_ptr<runtime::Storage>>{storage(other)}, {});
     EXPECT_EQ(y.to_vector<float>(), expected(iota(16, 5, -0.5f))) << (batched ? "batched" : "one by one");
   }
+}
+
+// Regression (review): constants built inside the function live in host memory, written once when
+// built, and are read by the copies the plan replays; they must never lend their memory to another.
+TEST(Jit, ConstantsMadeInsideTheFunctionKeepTheirValues) {
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    Tensor a = (in[0] + vec({1, 2, 3, 4})).contiguous().realize();
+    return std::vector<Tensor>{a * vec({10, 20, 30, 40})};
+  });
+  for (int call = 1; call <= 4; ++call)
+    EXPECT_EQ(f({vec({float(call), 0, 0, 0})})[0].to_vector<float>(), (std::vector<float>{10.f * (1 + call), 40, 90, 160}))
+        << "call " << call;
+}
+
+// Regression (review): the previous call's output passed back as the input (a recurrence). The
+// plan writes that buffer, so its kernels must read a copy: a matmul reading and writing one buffer
+// would read values it already overwrote.
+TEST(Jit, AnOutputPassedBackAsTheInputIsReadAsACopy) {
+  const int64_t n = 96;  // several vectors of outputs: one buffer read and written would be seen
+  std::vector<float> w(n * n), h0(n);
+  for (int64_t i = 0; i < n * n; ++i) w[i] = 0.02f * static_cast<float>((i * 7) % 11) - 0.1f;
+  for (int64_t i = 0; i < n; ++i) h0[i] = 0.02f * static_cast<float>(i % 13) - 0.1f;
+  Tensor W = Tensor::from_vector<float>(w, {n, n}, kDevice).realize();
+  Jit step([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{in[0].matmul(W).tanh()}; });
+  Tensor h = Tensor::from_vector<float>(h0, {1, n}, kDevice).realize();
+  std::vector<double> want(h0.begin(), h0.end());
+  for (int t = 0; t < 6; ++t) {
+    h = step({h})[0];
+    std::vector<double> next(n, 0);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < n; ++i) next[j] += want[i] * w[i * n + j];
+      next[j] = std::tanh(next[j]);
+    }
+    want = next;
+    std::vector<float> got = h.to_vector<float>();
+    for (int64_t j = 0; j < n; ++j) EXPECT_NEAR(got[j], want[j], 1e-5) << "step " << t << " element " << j;
+  }
+  EXPECT_TRUE(step.captured());
+}
+
+// Regression (review): a variable of the same name but another range would make the kernels write
+// past buffers sized for the captured range.
+TEST(Jit, AVariableWithAnotherRangeThrows) {
+  Variable n("n", 1, 8);
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>& vars) {
+    return std::vector<Tensor>{in[0].shrink(0, vars[0]) * 2};
+  });
+  Tensor x = vec(iota(8, 0)).realize();
+  f({x}, {n.bind(3)});
+  f({x}, {n.bind(4)});
+  Variable wider("n", 1, 100);
+  expect_error([&] { f({x}, {wider.bind(5)}); }, ErrorCode::invalid_argument,
+               "variable 0 is 'n' in [1, 100], captured as 'n' in [1, 8]");
+  EXPECT_EQ(f({x}, {n.bind(5)})[0].to_vector<float>(), (std::vector<float>{0, 2, 4, 6, 8}));
+}
+
+// Regression (review): a Jit replayed inside another Jit's capture ran no realize, so the outer
+// plan missed its kernels and replayed stale values.
+TEST(Jit, AJitCalledInsideAnotherJitsCaptureIsRecordedByIt) {
+  Jit inner([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{in[0] * 2}; });
+  Jit outer([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    return std::vector<Tensor>{inner({in[0] + 1})[0] + 100};
+  });
+  for (int i = 0; i < 3; ++i) inner({vec({0})});  // the inner one is captured already
+  ASSERT_TRUE(inner.captured());
+  for (int call = 1; call <= 5; ++call)
+    EXPECT_EQ(outer({vec({float(call)})})[0].item<float>(), 2.f * (call + 1) + 100) << "call " << call;
+  EXPECT_TRUE(outer.captured());
+  EXPECT_EQ(inner({vec({5})})[0].item<float>(), 10.f) << "the inner Jit still replays on its own";
 }

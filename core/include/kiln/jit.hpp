@@ -7,10 +7,14 @@
 //
 // Contract (docs/architecture.md, "The JIT", says why):
 //  - Inputs are realized first. After capture, a call whose inputs differ in count, shape, dtype or
-//    device, whose inputs alias one another differently, or whose variables differ in count or
-//    name throws kiln::Error naming the input and both values.
+//    device, whose inputs alias one another differently, or whose variables differ in count, name
+//    or range throws kiln::Error naming the input and both values.
 //  - Buffers fn reads but was not given (weights) are captured by reference: an assign to them
-//    between calls is seen. An input fn writes in place (assign) is written on every replay.
+//    between calls is seen once it is realized (an optimizer's step realizes its updates). An
+//    input fn writes in place (assign) is written on every replay. An input may be a buffer the
+//    plan holds (the previous call's output passed back, `h = f({h})[0]`): the kernels read a copy.
+//    Pass a weight either as an input or by reference, not both on the capture call: its reads
+//    would all become the input's.
 //  - The outputs of a call view the plan's output buffers: they stay valid until the next call of
 //    the same Jit, which overwrites them (keep a copy with `out.clone()`, or read it). An output
 //    that is an input unchanged is this call's input.
@@ -22,7 +26,8 @@
 //    every replay repeats the capture call's numbers (pass random tensors in as inputs instead).
 //  - Calls are serialised with realizes (one at a time in the process), and calls of one Jit from
 //    several threads one after another; several Jits may be alive and used in any order. fn must
-//    not call the Jit that runs it.
+//    not call the Jit that runs it; another Jit called inside fn while fn is being captured runs its
+//    function, so the outer plan holds its kernels.
 #pragma once
 #include <cstddef>
 #include <functional>

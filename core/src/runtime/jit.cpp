@@ -8,6 +8,7 @@
 #include "plugin/device.hpp"
 #include "runtime/program_cache.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/runtime.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 
@@ -75,6 +76,24 @@ Plan::Plan(Capture&& capture, std::vector<std::shared_ptr<Storage>> inputs, std:
   }
   plan_intermediates(inputs);
   plan_batches();
+  for (const PreparedItem& it : items_)
+    for (const auto& st : it.storages)
+      if (std::find(inputs.begin(), inputs.end(), st) == inputs.end()) held_.push_back(st.get());
+  std::sort(held_.begin(), held_.end());
+  held_.erase(std::unique(held_.begin(), held_.end()), held_.end());
+  scratch_.resize(inputs.size());
+  binding_.resize(inputs.size());
+  unbind_inputs();
+}
+
+void Plan::unbind_inputs() {
+  for (auto& b : binding_) b.reset();
+  for (const Slot& s : slots_) {
+    PreparedItem& it = items_[s.item];
+    it.storages[s.position].reset();
+    if (it.kernel->kind == CallKind::kernel) it.handles[s.position] = nullptr;
+    if (it.kernel->kind == CallKind::reference) it.host[s.position].data = nullptr;
+  }
 }
 
 void Plan::plan_batches() {
@@ -122,19 +141,25 @@ void Plan::run_batched() {
 }
 
 void Plan::plan_intermediates(const std::vector<std::shared_ptr<Storage>>& inputs) {
-  // A storage only the plan holds (every reference to it is one of the items') is an intermediate:
-  // no tensor can read it, so its memory may be shared with another whose life does not overlap.
+  // A storage only the plan holds (every reference to it is one of the items') and that the plan
+  // writes before it reads it (its first use is an item's first buffer: a kernel's output, a
+  // copy's destination) is an intermediate: no tensor can read it and no replay needs what it held
+  // before, so its memory may be shared with another whose life does not overlap. Host memory is
+  // never one: a constant made inside the function lives there, written once when it was built.
+  // (A multi-output kernel's second output is left out: safe, only less sharing.)
   struct Life {
     std::shared_ptr<Storage> storage;
     long refs = 0;
     size_t first = 0, last = 0;
+    bool written_first = false;
   };
   std::vector<Life> lives;
   std::unordered_map<const Storage*, size_t> index;
   for (size_t i = 0; i < items_.size(); ++i)
-    for (const auto& s : items_[i].storages) {
+    for (size_t j = 0; j < items_[i].storages.size(); ++j) {
+      const auto& s = items_[i].storages[j];
       auto [it, fresh] = index.try_emplace(s.get(), lives.size());
-      if (fresh) lives.push_back({s, 0, i, i});
+      if (fresh) lives.push_back({s, 0, i, i, j == 0});
       Life& l = lives[it->second];
       l.refs++;
       l.last = i;
@@ -143,7 +168,8 @@ void Plan::plan_intermediates(const std::vector<std::shared_ptr<Storage>>& input
   for (Life& l : lives) {
     const bool is_input = std::find(inputs.begin(), inputs.end(), l.storage) != inputs.end();
     // the references: the items' and `lives`' own
-    if (!is_input && l.storage.use_count() == l.refs + 1) internal.push_back(&l);
+    if (!is_input && l.written_first && !l.storage->is_host() && l.storage.use_count() == l.refs + 1)
+      internal.push_back(&l);
   }
   for (const Life* l : internal) unplanned_bytes_ += l->storage->bytes();
 
@@ -187,7 +213,23 @@ void Plan::plan_intermediates(const std::vector<std::shared_ptr<Storage>>& input
 }
 
 void Plan::replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<const int64_t> values) {
-  for (const Slot& s : slots_) point_at(items_[s.item], s.position, inputs[s.input]);
+  struct Unbind {  // the plan keeps no input alive, also when a launch throws
+    Plan& plan;
+    ~Unbind() { plan.unbind_inputs(); }
+  } unbind{*this};
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    binding_[k] = inputs[k];
+    if (!std::binary_search(held_.begin(), held_.end(), inputs[k].get())) continue;
+    // a buffer the plan writes or reads on its own (the previous call's output passed back, a
+    // weight): the kernels get a copy of it, so none reads a buffer that it or an earlier item writes
+    std::shared_ptr<Storage>& copy = scratch_[k];
+    if (!copy || copy->bytes() != inputs[k]->bytes() || copy->device() != inputs[k]->device())
+      copy = std::make_shared<Storage>(inputs[k]->device(), inputs[k]->bytes());
+    copy->ensure_allocated();
+    copy_between_devices(*copy, *inputs[k], inputs[k]->bytes());
+    binding_[k] = copy;
+  }
+  for (const Slot& s : slots_) point_at(items_[s.item], s.position, binding_[s.input]);
   if (!var_uses_.empty()) {
     for (const VarUse& u : var_uses_) vals_[u.set][u.entry].second = values[u.var];
     for (uint32_t i : var_items_) bind_values(items_[i], vals_[item_vals_[i]]);

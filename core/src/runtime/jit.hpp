@@ -62,6 +62,8 @@ class Plan {
   // `inputs`: the storages of the captured call's inputs, in order (one storage may be given twice:
   // its slots go to the first); `var_names`: the names of the call's variables, in order.
   Plan(Capture&& capture, std::vector<std::shared_ptr<Storage>> inputs, std::vector<std::string> var_names);
+  Plan(const Plan&) = delete;  // (a Batch points into itself)
+  Plan& operator=(const Plan&) = delete;
 
   size_t size() const { return items_.size(); }
   size_t input_slots() const { return slots_.size(); }
@@ -69,7 +71,10 @@ class Plan {
   uint64_t unplanned_bytes() const { return unplanned_bytes_; }  // ... and as captured
 
   // Binds this call's inputs (as many and in the order of the capture's; allocated) and variable
-  // values (in var_names order), then runs every item in order.
+  // values (in var_names order), then runs every item in order. An input that is a buffer the plan
+  // itself holds (an output of the previous replay passed back, a weight) is first copied to a
+  // scratch buffer of the plan's, so no kernel reads a buffer it or an earlier item writes. The
+  // plan keeps no reference to the inputs after the call.
   void replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<const int64_t> values);
 
   // Whether replay hands runs of consecutive kernels on one device to the plugin in one call
@@ -104,6 +109,10 @@ class Plan {
   std::vector<uint32_t> var_items_;   // items that read a variable (values or launch dims)
   std::vector<VarUse> var_uses_;
   std::vector<Slot> slots_;
+  std::vector<const Storage*> held_;                 // every storage the items hold, sorted
+  std::vector<std::shared_ptr<Storage>> scratch_;    // per input: its copy when it is one of held_
+  std::vector<std::shared_ptr<Storage>> binding_;    // per input, during a replay: what its slots get
+  void unbind_inputs();
   std::vector<Batch> batches_;
   bool batched_ = true;
   uint64_t planned_bytes_ = 0, unplanned_bytes_ = 0;

@@ -2,6 +2,7 @@
 // holds the plan itself).
 #include "kiln/jit.hpp"
 
+#include <atomic>
 #include <mutex>
 
 #include "runtime/buffer.hpp"
@@ -15,7 +16,10 @@ using namespace detail;
 
 namespace {
 
-const std::string& var_name(const UOp& bind) { return std::get<NamedInts>(bind.src(0).arg()).name; }
+const std::string& var_name_of(const UOp& def) { return std::get<NamedInts>(def.arg()).name; }
+int64_t vmin_of(const UOp& def) { return std::get<NamedInts>(def.arg()).ints[0]; }
+int64_t vmax_of(const UOp& def) { return std::get<NamedInts>(def.arg()).ints[1]; }
+const std::string& var_name(const UOp& bind) { return var_name_of(bind.src(0)); }
 
 // An output that is (a view of) input `in`: the input itself when the shapes agree, else the same
 // view of this call's input buffer.
@@ -40,11 +44,12 @@ struct Jit::Impl {
   };
   std::vector<Input> inputs;
   std::vector<std::string> var_names;
+  std::vector<UOp> var_defs;  // their DEFINE_VARs (name and range: buffers are sized by the range)
 
   // what it returned: (a view of) an input, or a buffer of the plan (or a weight) seen as `shape`,
   // where a dimension d with dim_vars[d] >= 0 takes that variable's value
   struct Output {
-    long input = -1;
+    long input = -1;   // (then buffer and view are null: the plan keeps no input alive)
     UOp buffer, view;  // view: of buffer as `shape`, when no dimension is a variable
     Shape shape;
     std::string device;
@@ -52,6 +57,7 @@ struct Jit::Impl {
   };
   std::vector<Output> outputs;
   std::unique_ptr<runtime::Plan> plan;
+  std::atomic<size_t> items{0};  // plan->size(), readable while a call runs (captured(), kernel_count())
 
   // reused by every replay
   std::vector<std::shared_ptr<runtime::Storage>> bound;
@@ -94,7 +100,11 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
     inputs.push_back({ins[i].shape(), ins[i].dtype(), ins[i].device(), alias});
   }
   var_names.clear();
-  for (const BoundVariable& v : vars) var_names.push_back(var_name(v.uop()));
+  var_defs.clear();
+  for (const BoundVariable& v : vars) {
+    var_names.push_back(var_name(v.uop()));
+    var_defs.push_back(v.uop().src(0));
+  }
 
   outputs.clear();
   for (size_t o = 0; o < outs.size(); ++o) {
@@ -115,6 +125,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
       symbolic |= v >= 0;
     }
     if (!symbolic) out.view = outs[o].state()->uop();
+    if (out.input >= 0) out.buffer = out.view = UOp();
     outputs.push_back(std::move(out));
   }
   plan = std::make_unique<runtime::Plan>(std::move(recorded), storages, var_names);
@@ -146,10 +157,13 @@ void Jit::Impl::check(const std::vector<Tensor>& ins, const std::vector<BoundVar
   }
   if (vars.size() != var_names.size())
     fail(ErrorCode::invalid_argument, "Jit: called with ", vars.size(), " variables, captured with ", var_names.size());
-  for (size_t k = 0; k < vars.size(); ++k)
-    if (var_name(vars[k].uop()) != var_names[k])
-      fail(ErrorCode::invalid_argument, "Jit: variable ", k, " is '", var_name(vars[k].uop()), "', captured as '",
-           var_names[k], "'");
+  for (size_t k = 0; k < vars.size(); ++k) {
+    const UOp& def = vars[k].uop().src(0);
+    if (def == var_defs[k]) continue;
+    auto range = [](const UOp& d) { return cat("'", var_name_of(d), "' in [", vmin_of(d), ", ", vmax_of(d), "]"); };
+    fail(ErrorCode::invalid_argument, "Jit: variable ", k, " is ", range(def), ", captured as ", range(var_defs[k]),
+         " (buffers are sized for the captured range; reset() to capture again)");
+  }
 }
 
 std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
@@ -177,8 +191,8 @@ std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std:
   std::vector<Tensor> outs;
   outs.reserve(outputs.size());
   for (const Output& o : outputs) {
-    if (o.view) {
-      outs.push_back(o.input >= 0 ? input_view(ins[static_cast<size_t>(o.input)], o.shape) : make(o.view, o.shape, o.device));
+    if (o.input < 0 && o.view) {
+      outs.push_back(make(o.view, o.shape, o.device));
       continue;
     }
     Shape shape = o.shape;
@@ -187,7 +201,7 @@ std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std:
     outs.push_back(o.input >= 0 ? input_view(ins[static_cast<size_t>(o.input)], shape)
                                 : make(buffer_view(o.buffer, shape), shape, o.device));
   }
-  for (auto& b : bound) b.reset();  // the plan does not keep this call's inputs alive
+  for (auto& b : bound) b.reset();  // (nor does the plan: see Plan::replay)
   return outs;
 }
 
@@ -205,14 +219,19 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs, const std
   std::lock_guard<std::mutex> lock(j.mu);
   std::vector<Tensor> ins = inputs;
   Tensor::realize_all(ins);  // views of a buffer stay; anything else becomes one
+  // Called inside another Jit's capture: run the function, so that the outer plan records its
+  // kernels (a replay would run none through a realize); this call does not count.
+  if (runtime::Capture::active()) return j.run(ins, vars);
   if (j.plan) return j.replay(ins, vars);
   if (j.calls == 0) {
+    std::vector<Tensor> outs = j.run(ins, vars);
     j.calls = 1;
-    return j.run(ins, vars);
+    return outs;
   }
   try {
     std::vector<Tensor> outs = j.capture(ins, vars);
     j.calls = 2;
+    j.items = j.plan->size();
     return outs;
   } catch (...) {
     j.calls = 0;
@@ -221,12 +240,13 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs, const std
   }
 }
 
-bool Jit::captured() const { return impl_ && impl_->plan != nullptr; }
-size_t Jit::kernel_count() const { return captured() ? impl_->plan->size() : 0; }
+bool Jit::captured() const { return kernel_count() > 0; }  // (a plan has at least one item)
+size_t Jit::kernel_count() const { return impl_ ? impl_->items.load() : 0; }
 void Jit::reset() {
   if (!impl_) return;
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->calls = 0;
+  impl_->items = 0;
   impl_->plan.reset();
   impl_->outputs.clear();
   impl_->inputs.clear();

@@ -438,12 +438,13 @@ struct Slots {
                                  uint32_t n) noexcept {
     return guard([&] {
       if (n && (!programs || !ps)) throw Error{KILN_STATUS_INVALID_ARGUMENT, "launch_many: NULL programs or params"};
-      std::vector<Launch> launches(n);
+      thread_local std::vector<Launch> launches;  // reused: a replay allocates nothing here
+      launches.resize(n);
       for (uint32_t i = 0; i < n; ++i) {
         launches[i] = launch_of(programs[i], ps[i], "launch_many");
         launches[i].wait = false;
       }
-      dev(d).launch_many({programs, n}, launches);
+      dev(d).launch_many({programs, n}, {launches.data(), n});
     });
   }
   static void unload(kiln_device*, kiln_program* program) noexcept { delete program; }
