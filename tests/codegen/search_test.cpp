@@ -125,6 +125,25 @@ TEST(Search, ALuckyMeasurementLosesTheFinal) {
   EXPECT_TRUE(r.opts[0].vectorize);
 }
 
+// A candidate faster than the heuristic's list by less than min_gain in the final is within the
+// noise: the heuristic's list is returned (with 2.5% it wins).
+TEST(Search, AGainWithinTheNoiseKeepsTheHeuristic) {
+  const Target t = simulated_cpu(8, 8);
+  UOp k = matmul_kernel(t);
+  const std::vector<Opt> heuristic{{OptOp::UPCAST, 1, 8, true}, {OptOp::THREAD, 0, 8}};
+  for (double gain : {0.01, 0.025}) {
+    CandidateTimer timer = [&](const std::vector<std::vector<Opt>>& lists, double) {
+      std::vector<std::optional<double>> out;
+      for (const auto& l : lists) out.push_back(opts_text(l) == opts_text(heuristic) ? 10.0 : l.size() == 3 && l[0].vectorize ? 10.0 * (1 - gain) : 12.0);
+      return out;
+    };
+    SearchResult r = beam_search(k, t, heuristic, SearchLimits{}, timer);
+    EXPECT_EQ(r.opts.size(), gain < 0.02 ? 2u : 3u) << "gain " << gain;
+    EXPECT_EQ(r.seconds, gain < 0.02 ? 10.0 : 10.0 * (1 - gain));
+    EXPECT_EQ(r.heuristic, 10.0);
+  }
+}
+
 // Candidates that fail to build or run (nullopt) are dropped, not errors; a search where nothing
 // runs returns the heuristic's list; the time limit ends it after round 0.
 TEST(Search, DropsFailedCandidatesAndStopsOnItsLimits) {

@@ -167,7 +167,7 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
   }
   // The final: the beam and the heuristic's list timed again side by side. A candidate that won
   // on one lucky measurement (a quiet moment of a shared machine) meets the heuristic's list
-  // under the same conditions; the heuristic wins ties.
+  // under the same conditions, and must beat it by more than min_gain (the noise) to be chosen.
   if (!beam.empty() && hk && !(beam.size() == 1 && beam.front().opts.size() == heuristic.size() && key_of(beam.front().opts) == hk)) {
     std::vector<std::vector<Opt>> finalists{heuristic};
     for (const Entry& e : beam)
@@ -176,8 +176,12 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
     std::vector<Entry> final;
     for (size_t i = 0; i < finalists.size() && i < times.size(); ++i)
       if (times[i] && std::isfinite(*times[i])) final.push_back({finalists[i], *times[i]});
-    if (!final.empty() && final.front().opts.size() == heuristic.size() && times[0]) res.heuristic = *times[0];
+    const bool heuristic_ran = !final.empty() && times[0] && key_of(final.front().opts) == hk;
+    if (heuristic_ran) res.heuristic = *times[0];
     std::stable_sort(final.begin(), final.end(), by_time);
+    // a winner within the noise of the heuristic's list is no winner: the heuristic's stays
+    if (heuristic_ran && !(final.front().seconds < res.heuristic * (1 - limits.min_gain)))
+      std::stable_partition(final.begin(), final.end(), [&](const Entry& e) { return key_of(e.opts) == hk; });
     if (!final.empty()) beam = std::move(final);
   }
   if (beam.empty()) {  // nothing ran: the heuristic's list, untimed

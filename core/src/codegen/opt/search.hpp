@@ -16,7 +16,8 @@
 //             (2%: a shared machine's timing noise is about that between repeated minimums),
 //             after `max_rounds`, or past `seconds` of searching
 //   final     the beam and the heuristic's list timed again side by side; the fastest is returned
-//             (the heuristic's on a tie: a noise winner meets it under the same conditions)
+//             if it beats the heuristic's by more than `min_gain`, else the heuristic's (a noise
+//             winner meets it under the same conditions, and a gain within the noise is none)
 #pragma once
 #include <functional>
 #include <optional>
