@@ -1,19 +1,26 @@
 // plugins/cpu/config.cpp - validating the cpu backend's options.
 #include "config.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace kiln::cpu {
 
 CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
   CpuConfig c;
-  for (const std::string& key : o.unknown_keys({"threads", "compiler", "flags", "binary", "isa", "offline_arch"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: threads, compiler, flags, binary, isa, offline_arch)");
+  for (const std::string& key : o.unknown_keys({"devices", "threads", "compiler", "flags", "binary", "isa", "offline_arch"}))
+    sdk::log(KILN_LOG_WARNING,
+             "unknown option '" + key + "' (known: devices, threads, compiler, flags, binary, isa, offline_arch)");
+  int64_t devices = o.get_int("devices", 1);
+  if (devices < 1 || devices > 64)
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'devices' must be between 1 and 64, got " + std::to_string(devices)};
+  c.devices = static_cast<unsigned>(devices);
   int64_t threads = o.get_int("threads", 0);
   if (threads < 0 || threads > 4096)
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
-                     "option 'threads' must be between 0 (all cores) and 4096, got " + std::to_string(threads)};
-  c.threads = threads == 0 ? cpu.cores : static_cast<unsigned>(threads);
+                     "option 'threads' must be between 0 (the cores, split between the devices) and 4096, got " +
+                         std::to_string(threads)};
+  c.threads = threads == 0 ? std::max(1u, cpu.cores / c.devices) : static_cast<unsigned>(threads);
   c.compiler.compiler = o.get_string("compiler", kInProcessLlvm);
   if (c.compiler.compiler.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "option 'compiler' is empty"};
   const sdk::OptionValue* flags = o.find("flags");

@@ -1,6 +1,9 @@
 // plugins/cpu/config.hpp - the cpu backend's [backend.options].
 //
-//   threads  = 0                   worker threads per launch, 0 = every core this process may use
+//   devices  = 1                   how many devices cpu:0 ... cpu:N-1 the backend shows, each with
+//                                  its own allocator and threads (multi-device work on one machine)
+//   threads  = 0                   worker threads per launch and device; 0 = the cores this process
+//                                  may use, split evenly between the devices (at least 1 each)
 //   compiler = "llvm"              "llvm": LLVM IR compiled inside the process (fast first call);
 //                                  else a C compiler (looked up in PATH), e.g. "clang-15"
 //   flags    = "-O2 -march=native -ffreestanding -fno-builtin -fno-math-errno -fPIC -nostdlib -fstack-clash-protection"
@@ -20,6 +23,7 @@
 namespace kiln::cpu {
 
 struct CpuConfig {
+  unsigned devices = 1;
   unsigned threads = 1;
   CompilerConfig compiler;
   std::string isa;  // "" = native, else one of kIsaLevels

@@ -66,14 +66,14 @@ class CpuPlugin final : public sdk::Plugin {
                                      "kernels (install clang-15 or set [backends.cpu.options] compiler)");
   }
 
-  // cpu:0 (option isa), then one device per offline level
-  uint32_t device_count() override { return 1 + static_cast<uint32_t>(offline_.size()); }
+  // cpu:0 ... cpu:N-1 (options devices and isa), then one device per offline level
+  uint32_t device_count() override { return config_.devices + static_cast<uint32_t>(offline_.size()); }
 
   std::unique_ptr<sdk::Device> open(uint32_t index) override {
-    if (index > offline_.size())
+    if (index >= device_count())
       throw sdk::Error{KILN_STATUS_NOT_FOUND, "the cpu backend has " + std::to_string(device_count()) + " device(s)"};
     CpuConfig c = config_;
-    if (index > 0) c.isa = offline_[index - 1];
+    if (index >= config_.devices) c.isa = offline_[index - config_.devices];
     return std::make_unique<CpuDevice>(c);
   }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler.hpp"
+#include "config.hpp"
 #include "image.hpp"
 #include "kiln/sdk.hpp"
 #include "thread_pool.hpp"
@@ -155,5 +156,32 @@ TEST(CpuThreadPool, ConcurrentCallersAreSerialised) {
   EXPECT_EQ(sum.load(), 3u * 200u * 64u);
 }
 
+// devices = N: the cores are split between the devices unless threads is given; bad values are
+// INVALID_ARGUMENT naming the option (the host's CpuInfo is simulated: no host's core count counts).
+TEST(CpuConfig, DevicesSplitTheCoresUnlessThreadsIsGiven) {
+  auto config = [](const std::string& toml, unsigned cores) {
+    CpuInfo cpu;
+    cpu.cores = cores;
+    return read_config(sdk::Options::parse(toml), cpu);
+  };
+  EXPECT_EQ(config("", 8).devices, 1u);
+  EXPECT_EQ(config("", 8).threads, 8u);
+  EXPECT_EQ(config("devices = 4", 8).threads, 2u);
+  EXPECT_EQ(config("devices = 3", 8).threads, 2u);
+  EXPECT_EQ(config("devices = 4", 2).threads, 1u);
+  EXPECT_EQ(config("devices = 2\nthreads = 3", 2).threads, 3u);
+  EXPECT_EQ(config("devices = 2", 2).devices, 2u);
+  for (const char* bad : {"devices = 0", "devices = 65", "devices = -1"}) {
+    try {
+      config(bad, 2);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const sdk::Error& e) {
+      EXPECT_EQ(e.code, KILN_STATUS_INVALID_ARGUMENT) << bad;
+      EXPECT_NE(e.message.find("option 'devices' must be between 1 and 64"), std::string::npos) << e.message;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln::cpu
+

@@ -1,0 +1,65 @@
+// tests/e2e/cpu_devices_test.cpp - the cpu backend as several devices (option devices = 2, one
+// thread each; run by test_e2e_cpu_devices with tests/e2e/cpu_two_devices.toml): both are listed,
+// each computes on its own memory and threads, tensors move between them, and a Jit captures work
+// on both.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "error_check.hpp"
+#include "kiln/kiln.hpp"
+#include "plugin/device.hpp"
+#include "runtime/device_alloc.hpp"
+
+using namespace kiln;
+
+namespace {
+// Skips unless the cpu backend shows two devices (the ctest entry's config); the other entries run
+// this executable with one.
+class CpuDevices : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<std::string> all = devices();
+    if (std::find(all.begin(), all.end(), "cpu:1") == all.end())
+      GTEST_SKIP() << "needs [backends.cpu.options] devices = 2 (ctest runs it as test_e2e_cpu_devices)";
+  }
+};
+}  // namespace
+
+TEST_F(CpuDevices, TwoDevicesAreListedWithTheirOwnThreads) {
+  std::vector<std::string> all = devices();
+  EXPECT_NE(std::find(all.begin(), all.end(), "cpu:0"), all.end());
+  EXPECT_NE(std::find(all.begin(), all.end(), "cpu:1"), all.end());
+  EXPECT_EQ(std::find(all.begin(), all.end(), "cpu:2"), all.end());
+  for (const char* name : {"cpu:0", "cpu:1"}) EXPECT_EQ(runtime::open_device(name)->target().threads, 1u) << name;
+  EXPECT_NE(runtime::open_device("cpu:0").get(), runtime::open_device("cpu:1").get());
+}
+
+TEST_F(CpuDevices, EachComputesAndTensorsMoveBetweenThem) {
+  std::vector<float> a(1000), b(1000);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = 0.5f * static_cast<float>(i % 17), b[i] = static_cast<float>(i % 5) - 2;
+  Tensor x0 = Tensor::from_vector<float>(a, {10, 100}, "cpu:0"), y1 = Tensor::from_vector<float>(b, {10, 100}, "cpu:1");
+  Tensor s1 = (x0.to("cpu:1") * y1).sum({1});
+  EXPECT_EQ(s1.device(), "cpu:1");
+  std::vector<float> got = s1.to("cpu:0").to_vector<float>();
+  for (int r = 0; r < 10; ++r) {
+    float want = 0;
+    for (int c = 0; c < 100; ++c) want += a[r * 100 + c] * b[r * 100 + c];
+    EXPECT_FLOAT_EQ(got[r], want) << "row " << r;
+  }
+  kiln::testing::expect_error([&] { (x0 + y1).realize(); }, ErrorCode::invalid_argument, "cpu:1");
+}
+
+TEST_F(CpuDevices, AJitCapturesWorkOnBothDevices) {
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    Tensor half = (in[0] * 2).to("cpu:1");
+    return std::vector<Tensor>{(half + 1).to("cpu:0")};
+  });
+  for (int call = 1; call <= 4; ++call) {
+    std::vector<Tensor> out = f({Tensor::from_vector<float>({float(call), 3}, {2}, "cpu:0")});
+    EXPECT_EQ(out[0].device(), "cpu:0");
+    EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{2.f * call + 1, 7})) << "call " << call;
+  }
+  EXPECT_TRUE(f.captured());
+  EXPECT_EQ(f.kernel_count(), 4u);  // kernel on cpu:0, copy, kernel on cpu:1, copy
+}
