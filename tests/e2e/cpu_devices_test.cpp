@@ -10,6 +10,7 @@
 #include "kiln/kiln.hpp"
 #include "plugin/device.hpp"
 #include "runtime/device_alloc.hpp"
+#include "runtime/runtime.hpp"
 
 using namespace kiln;
 
@@ -62,4 +63,15 @@ TEST_F(CpuDevices, AJitCapturesWorkOnBothDevices) {
   }
   EXPECT_TRUE(f.captured());
   EXPECT_EQ(f.kernel_count(), 4u);  // kernel on cpu:0, copy, kernel on cpu:1, copy
+}
+
+// A copy between two devices larger than the host staging chunk goes through host memory in
+// pieces; every byte arrives (two full chunks and a remainder).
+TEST_F(CpuDevices, ALargeCopyIsStagedInChunks) {
+  const int64_t n = static_cast<int64_t>(2 * runtime::kStagingChunk / 4 + 12345);
+  Tensor x = Tensor::arange(0, static_cast<double>(n), 1, dtypes::int32, "cpu:0").realize();
+  std::vector<int32_t> got = x.to("cpu:1").to_vector<int32_t>();
+  ASSERT_EQ(static_cast<int64_t>(got.size()), n);
+  for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(got[i], i) << "element " << i;
+  EXPECT_EQ(got[n - 1], n - 1);
 }

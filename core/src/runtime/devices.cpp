@@ -1,5 +1,6 @@
 // runtime/devices.cpp - plugin devices for the runtime: names, memory (with a cache of freed
 // allocations) and copies between devices.
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -134,9 +135,17 @@ void copy_between_devices(Storage& dst, Storage& src, uint64_t n) {
     dst.plugin_device()->copy(dst.device_buffer(), 0, src.device_buffer(), 0, n);
     return;
   }
-  std::vector<char> bounce(n);  // different devices: through host memory
-  src.plugin_device()->copy_out(bounce.data(), src.device_buffer(), 0, n);
-  dst.plugin_device()->copy_in(dst.device_buffer(), 0, bounce.data(), n);
+  // Different devices: through host memory, a chunk at a time, so a large tensor is not held twice
+  // in host memory; the staging buffer is the thread's own and stays, so a JIT replay of a copy
+  // allocates nothing.
+  thread_local std::vector<char> staging;
+  const uint64_t chunk = std::min<uint64_t>(n, kStagingChunk);
+  if (staging.size() < chunk) staging.resize(chunk);
+  for (uint64_t at = 0; at < n; at += chunk) {
+    const uint64_t len = std::min(chunk, n - at);
+    src.plugin_device()->copy_out(staging.data(), src.device_buffer(), at, len);
+    dst.plugin_device()->copy_in(dst.device_buffer(), at, staging.data(), len);
+  }
 }
 
 }  // namespace kiln::runtime
