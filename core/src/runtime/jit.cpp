@@ -6,8 +6,8 @@
 
 #include "kiln/profile.hpp"
 #include "plugin/device.hpp"
-#include "runtime/program_cache.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/program_cache.hpp"
 #include "runtime/runtime.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"

@@ -168,6 +168,12 @@ void Jit::Impl::check(const std::vector<Tensor>& ins, const std::vector<BoundVar
 
 std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
   check(ins, vars);
+  struct Release {  // this call's inputs are not kept, also when something below throws
+    std::vector<std::shared_ptr<runtime::Storage>>& bound;
+    ~Release() {
+      for (auto& b : bound) b.reset();
+    }
+  } release{bound};
   for (size_t i = 0; i < ins.size(); ++i) {
     bound[i] = runtime::storage_of(view_buffer(ins[i].state()->uop()));
     size_t alias = i;
@@ -201,7 +207,6 @@ std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std:
     outs.push_back(o.input >= 0 ? input_view(ins[static_cast<size_t>(o.input)], shape)
                                 : make(buffer_view(o.buffer, shape), shape, o.device));
   }
-  for (auto& b : bound) b.reset();  // (nor does the plan: see Plan::replay)
   return outs;
 }
 
