@@ -63,7 +63,7 @@ case "$cmd" in
     "$here/scripts/setup-deps.sh"
     configure && compile --target main_job
     "$build/tools/kiln/kiln" devices
-    "$build/examples/mlp"        # an MLP forward pass, checked against plain C++, with per-kernel times
+    "$build/examples/mlp"        # an MLP classifying batches through a kiln::Jit, checked against plain C++, with per-kernel times
     "$build/examples/softmax"
     ;;
   test)
