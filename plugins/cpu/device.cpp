@@ -88,6 +88,13 @@ void CpuDevice::copy_out(std::span<std::byte> dst, const sdk::Buffer& src, uint6
   if (!dst.empty()) std::memcpy(dst.data(), b.data + offset, dst.size());
 }
 
+void CpuDevice::copy_from_peer(sdk::Buffer& dst, uint64_t dst_offset, sdk::Device& src_device, const sdk::Buffer& src,
+                               uint64_t src_offset, uint64_t n) {
+  if (!dynamic_cast<CpuDevice*>(&src_device))
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "copy_peer: the source device is not a cpu device"};
+  copy(dst, dst_offset, src, src_offset, n);
+}
+
 void CpuDevice::copy(sdk::Buffer& dst, uint64_t dst_offset, const sdk::Buffer& src, uint64_t src_offset, uint64_t n) {
   auto& d = static_cast<CpuBuffer&>(dst);
   const auto& s = static_cast<const CpuBuffer&>(src);

@@ -25,6 +25,10 @@ class CpuDevice final : public sdk::Device {
   void copy_out(std::span<std::byte> dst, const sdk::Buffer& src, uint64_t offset) override;
   bool has_device_copy() const override { return true; }
   void copy(sdk::Buffer& dst, uint64_t dst_offset, const sdk::Buffer& src, uint64_t src_offset, uint64_t n) override;
+  // Between two cpu devices (option devices): both are host memory, so a memcpy.
+  bool has_peer_copy() const override { return true; }
+  void copy_from_peer(sdk::Buffer& dst, uint64_t dst_offset, sdk::Device& src_device, const sdk::Buffer& src,
+                      uint64_t src_offset, uint64_t n) override;
 
   std::string cache_key() override;
   std::string compile(const sdk::CompileRequest& request, std::string& log) override;

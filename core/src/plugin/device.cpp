@@ -1,6 +1,9 @@
 // plugin/device.cpp - the host side of a plugin device: error conversion, locking, ownership.
 #include "plugin/device.hpp"
 
+#include <algorithm>
+#include <functional>
+
 #include "plugin/host.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
@@ -147,6 +150,22 @@ void Device::copy_out(void* dst, const kiln_buffer* src, uint64_t offset, uint64
 }
 
 bool Device::has_device_copy() const { return KILN_HAS_SLOT(allocator_, kiln_allocator_api, copy); }
+bool Device::has_peer_copy() const { return KILN_HAS_SLOT(allocator_, kiln_allocator_api, copy_peer); }
+
+void Device::copy_from_peer(kiln_buffer* dst, uint64_t dst_off, Device& src_device, const kiln_buffer* src, uint64_t src_off,
+                            uint64_t n) {
+  if (!has_peer_copy()) unsupported("copies between devices (copy_peer)");
+  if (src_device.backend_ != backend_ || &src_device == this)
+    fail(ErrorCode::invalid_argument, name_, ": copy_peer from ", src_device.name_,
+         ", which is not another device of the same backend; copy through the host instead");
+  // both devices are in use: locked in address order, so two copies in opposite directions cannot
+  // each hold one and wait for the other
+  Device* first = std::min(this, &src_device, std::less<Device*>());
+  Device* second = first == this ? &src_device : this;
+  Guard g1(*first), g2(*second);
+  throw_if_error(plugin_call("copy_peer", [&] { return allocator_->copy_peer(dev_, dst, dst_off, src_device.dev_, src, src_off, n); }),
+                 name_ + ": copy from " + src_device.name_);
+}
 
 void Device::copy(kiln_buffer* dst, uint64_t dst_off, const kiln_buffer* src, uint64_t src_off, uint64_t n) {
   if (!has_device_copy()) unsupported("device-to-device copy");

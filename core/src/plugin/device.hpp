@@ -72,6 +72,12 @@ class Device : public std::enable_shared_from_this<Device> {
   void copy_out(void* dst, const kiln_buffer* src, uint64_t offset, uint64_t n);
   bool has_device_copy() const;
   void copy(kiln_buffer* dst, uint64_t dst_off, const kiln_buffer* src, uint64_t src_off, uint64_t n);
+  // Whether the plugin copies between two of its devices without the host (allocator copy_peer,
+  // ABI 0.2), and that copy into `dst` on this device from `src` on `src_device`, which must be
+  // another device of the same backend (else invalid_argument).
+  bool has_peer_copy() const;
+  void copy_from_peer(kiln_buffer* dst, uint64_t dst_off, Device& src_device, const kiln_buffer* src, uint64_t src_off,
+                      uint64_t n);
 
   // -- compiler. The key is asked once and cached. compile() throws a kiln::Error whose message
   // carries the full compiler log on a compile error (code invalid_argument).

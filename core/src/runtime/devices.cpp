@@ -131,8 +131,14 @@ void copy_between_devices(Storage& dst, Storage& src, uint64_t n) {
   }
   dst.ensure_allocated();
   src.ensure_allocated();
-  if (src.plugin_device() == dst.plugin_device() && src.plugin_device()->has_device_copy()) {
-    dst.plugin_device()->copy(dst.device_buffer(), 0, src.device_buffer(), 0, n);
+  Device& to = *dst.plugin_device();
+  Device& from = *src.plugin_device();
+  if (&from == &to && to.has_device_copy()) {
+    to.copy(dst.device_buffer(), 0, src.device_buffer(), 0, n);
+    return;
+  }
+  if (&from != &to && from.backend() == to.backend() && to.has_peer_copy()) {  // two devices of one plugin
+    to.copy_from_peer(dst.device_buffer(), 0, from, src.device_buffer(), 0, n);
     return;
   }
   // Different devices: through host memory, a chunk at a time, so a large tensor is not held twice

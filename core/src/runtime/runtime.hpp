@@ -19,8 +19,9 @@ void run_schedule(const std::vector<ExecItem>& items);
 
 class Storage;
 // Copies n bytes between storages on different devices (at least one a plugin device): the
-// plugin's own copy when both are one device that has it, else through host memory in chunks of
-// kStagingChunk bytes (a large tensor is never held twice in host memory).
+// plugin's own copy when both are one device that has it, its copy_peer when they are two devices
+// of one plugin that has that, else through host memory in chunks of kStagingChunk bytes (a large
+// tensor is never held twice in host memory).
 inline constexpr uint64_t kStagingChunk = uint64_t{8} << 20;
 void copy_between_devices(Storage& dst, Storage& src, uint64_t n);
 

@@ -4,6 +4,7 @@
 
 #include "kit.hpp"
 #include "plugin/device.hpp"
+#include "plugin/registry.hpp"
 
 namespace kiln::conformance {
 
@@ -121,6 +122,28 @@ void device_copy(Kit& k) {
   require(back[0] == 0 && back[n - 1] == 0, "device copy wrote outside its range");
 }
 
+// copy_peer (optional): bytes from a buffer of device 1 land in a buffer of device 0, in range.
+void peer_copy(Kit& k) {
+  Device& d = k.memory_device();
+  if (!d.has_peer_copy()) throw Skip{"the allocator has no copy_peer slot (optional)"};
+  std::shared_ptr<Device> other;
+  try {
+    other = Registry::get().open(k.backend + ":1");
+  } catch (const Error&) {
+    throw Skip{"the plugin shows one device here; copy_peer needs two (the cpu backend: option devices = 2)"};
+  }
+  const size_t n = 5000;
+  Buf a(*other, n), b(d, n);
+  std::vector<unsigned char> data = random_bytes(n, 10), back(n, 0);
+  other->copy_in(a.b, 0, data.data(), n);
+  d.copy_in(b.b, 0, back.data(), n);
+  d.copy_from_peer(b.b, 3, *other, a.b, 1, n - 10);
+  d.copy_out(back.data(), b.b, 0, n);
+  for (size_t i = 0; i < n - 10; ++i)
+    require(back[i + 3] == data[i + 1], "copy_peer: byte " + std::to_string(i + 3) + " differs");
+  require(back[0] == 0 && back[n - 1] == 0, "copy_peer wrote outside its range");
+}
+
 }  // namespace
 
 void add_memory_tests(std::vector<TestCase>& t) {
@@ -130,6 +153,7 @@ void add_memory_tests(std::vector<TestCase>& t) {
   t.push_back({2, "L2.out_of_range", out_of_range});
   t.push_back({2, "L2.out_of_memory", out_of_memory});
   t.push_back({2, "L2.device_copy", device_copy});
+  t.push_back({2, "L2.peer_copy", peer_copy});
 }
 
 }  // namespace kiln::conformance

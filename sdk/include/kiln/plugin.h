@@ -189,6 +189,12 @@ typedef struct kiln_allocator_api {
   /* (optional) device -> device within this device. */
   kiln_error* (*copy)(kiln_device* dev, kiln_buffer* dst, uint64_t dst_offset, const kiln_buffer* src,
                       uint64_t src_offset, uint64_t n);
+  /* (optional: NULL, or absent from an older plugin's smaller struct_size; ABI 0.2) Copies n bytes
+   * from `src` at src_offset, a buffer of `src_dev` — another device opened from this same plugin
+   * — to `dst` at dst_offset on `dev`, without staging through the host. Complete before any later
+   * use of either buffer on either device. The host calls it on the destination's table. */
+  kiln_error* (*copy_peer)(kiln_device* dev, kiln_buffer* dst, uint64_t dst_offset, kiln_device* src_dev,
+                           const kiln_buffer* src, uint64_t src_offset, uint64_t n);
 } kiln_allocator_api;
 
 /* ---- compiler: source -> binary ---- */

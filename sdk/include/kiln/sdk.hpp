@@ -157,6 +157,13 @@ class Device : public ::kiln_device {
                     uint64_t /*n*/) {
     throw Error{KILN_STATUS_UNIMPLEMENTED, "device-to-device copy is not implemented"};
   }
+  // (optional) a copy from a buffer of another device of this plugin (`src_device`) into one of
+  // this device's, without the host staging it; the slot is NULL unless has_peer_copy() is true.
+  virtual bool has_peer_copy() const { return false; }
+  virtual void copy_from_peer(Buffer& /*dst*/, uint64_t /*dst_offset*/, Device& /*src_device*/, const Buffer& /*src*/,
+                              uint64_t /*src_offset*/, uint64_t /*n*/) {
+    throw Error{KILN_STATUS_UNIMPLEMENTED, "copies between devices are not implemented"};
+  }
 
   // -- compiler. cache_key() changes whenever the same source could compile differently.
   // compile() returns the binary; warnings may go to `log`. A compile error throws
@@ -354,6 +361,13 @@ struct Slots {
       dev(d).copy(*dst, dst_offset, *src, src_offset, n);
     });
   }
+  static kiln_error* copy_peer(kiln_device* d, kiln_buffer* dst, uint64_t dst_offset, kiln_device* src_dev,
+                               const kiln_buffer* src, uint64_t src_offset, uint64_t n) noexcept {
+    return guard([&] {
+      if (!dst || !src || !src_dev) throw Error{KILN_STATUS_INVALID_ARGUMENT, "copy_peer: NULL buffer or source device"};
+      dev(d).copy_from_peer(*dst, dst_offset, dev(src_dev), *src, src_offset, n);
+    });
+  }
 
   // ---- compiler ----
   static kiln_error* cache_key(kiln_device* d, kiln_sink* out) noexcept {
@@ -467,11 +481,15 @@ inline constexpr kiln_runtime_api runtime_table{sizeof(kiln_runtime_api), &Slots
 inline constexpr kiln_renderer_api renderer_table{sizeof(kiln_renderer_api), &Slots::render};
 
 // One static device table per combination of optional slots, so unimplemented slots are NULL.
-template <bool WithRenderer, bool WithCopy, bool WithMany, bool WithBatch>
+template <bool WithRenderer, bool WithCopy, bool WithMany, bool WithBatch, bool WithPeer>
 struct DeviceTables {
-  static constexpr kiln_allocator_api allocator{sizeof(kiln_allocator_api), &Slots::alloc,    &Slots::free,
-                                                &Slots::copy_in,            &Slots::copy_out,
-                                                WithCopy ? &Slots::copy : nullptr};
+  static constexpr kiln_allocator_api allocator{sizeof(kiln_allocator_api),
+                                                &Slots::alloc,
+                                                &Slots::free,
+                                                &Slots::copy_in,
+                                                &Slots::copy_out,
+                                                WithCopy ? &Slots::copy : nullptr,
+                                                WithPeer ? &Slots::copy_peer : nullptr};
   static constexpr kiln_device_api device{sizeof(kiln_device_api),
                                           &Slots::get_props,
                                           &Slots::get_target,
@@ -483,18 +501,20 @@ struct DeviceTables {
                                           &Slots::close};
 };
 
-template <bool R, bool C, bool M>
-const kiln_device_api* device_table_with(bool batch) {
-  return batch ? &DeviceTables<R, C, M, true>::device : &DeviceTables<R, C, M, false>::device;
-}
-template <bool R, bool C>
-const kiln_device_api* device_table_with(bool many, bool batch) {
-  return many ? device_table_with<R, C, true>(batch) : device_table_with<R, C, false>(batch);
+// The table of DeviceTables<flags...>: each optional slot's flag fixed in turn.
+template <bool... Fixed>
+const kiln_device_api* device_table_of(const bool* flags) {
+  if constexpr (sizeof...(Fixed) == 5) {
+    (void)flags;
+    return &DeviceTables<Fixed...>::device;
+  } else {
+    return flags[0] ? device_table_of<Fixed..., true>(flags + 1) : device_table_of<Fixed..., false>(flags + 1);
+  }
 }
 inline const kiln_device_api* device_table(const Device& d) {
-  bool r = d.has_renderer(), c = d.has_device_copy(), m = d.has_compile_many(), b = d.has_launch_many();
-  if (r) return c ? device_table_with<true, true>(m, b) : device_table_with<true, false>(m, b);
-  return c ? device_table_with<false, true>(m, b) : device_table_with<false, false>(m, b);
+  const bool flags[5] = {d.has_renderer(), d.has_device_copy(), d.has_compile_many(), d.has_launch_many(),
+                         d.has_peer_copy()};
+  return device_table_of<>(flags);
 }
 
 template <typename P>
