@@ -75,3 +75,22 @@ TEST_F(CpuDevices, ALargeCopyIsStagedInChunks) {
   for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(got[i], i) << "element " << i;
   EXPECT_EQ(got[n - 1], n - 1);
 }
+
+// copy_peer between the two devices lands every byte; a "peer" copy from the device itself is
+// refused with an error naming both ends (the host checks before calling the plugin).
+TEST_F(CpuDevices, APeerCopyMovesBytesAndRefusesItself) {
+  auto d0 = runtime::open_device("cpu:0"), d1 = runtime::open_device("cpu:1");
+  ASSERT_TRUE(d0->has_peer_copy());
+  std::vector<int32_t> data(1000), back(1000, 0);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<int32_t>(i * 7);
+  kiln_buffer* src = d1->alloc(4000, 0);
+  kiln_buffer* dst = d0->alloc(4000, KILN_ALLOC_ZERO);
+  d1->copy_in(src, 0, data.data(), 4000);
+  d0->copy_from_peer(dst, 0, *d1, src, 0, 4000);
+  d0->copy_out(back.data(), dst, 0, 4000);
+  EXPECT_EQ(back, data);
+  kiln::testing::expect_error([&] { d0->copy_from_peer(dst, 0, *d0, dst, 0, 4); }, ErrorCode::invalid_argument,
+                              "not another device of the same backend");
+  d0->free(dst);
+  d1->free(src);
+}
