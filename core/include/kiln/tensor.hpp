@@ -154,7 +154,20 @@ class Tensor {
   static void realize_all(std::vector<Tensor>& tensors);
   Tensor contiguous() const;
   Tensor clone() const;  // a new buffer with a copy of the value (contiguous() of a buffer is itself)
-  Tensor to(const std::string& device) const;
+  Tensor to(const std::string& device) const;  // a placement "cpu:0,cpu:1" replicates; a sharded tensor is gathered
+
+  // multi-device: one logical tensor whose data lives on several devices. Operations on tensors of
+  // one placement run on each device; a replicated operand mixes with a sharded one; a reduction
+  // over the shard axis combines the devices' partial results (all-reduce) into a replicated
+  // tensor. device() of such a tensor is its placement joined by ','; to(device) and to_vector
+  // gather it. Mixing placements that cannot combine throws kiln::Error naming both.
+  // axis: split along it into contiguous parts, one per device in order (a size that does not
+  // divide evenly gives the first n % devices parts one more row, as torch.tensor_split; fewer
+  // rows than devices is an error); nullopt: a full copy on each device. One device: to(device).
+  Tensor shard(const std::vector<std::string>& devices, std::optional<int> axis = std::nullopt) const;
+  std::vector<std::string> placement() const;  // devices holding it, in shard order (one for a plain tensor)
+  std::optional<int> shard_axis() const;       // nullopt when replicated or on one device
+
   // Writes value (broadcast and cast to this tensor's shape and dtype) into this tensor's buffer
   // when realized; readers scheduled before see the old contents.
   Tensor& assign(const Tensor& value);

@@ -59,7 +59,8 @@ constexpr std::array<KnobDef, kKnobs> kDefs{{{"KILN_DEBUG", 0},
                                              {"KILN_BEAM", 0},
                                              {"KILN_CACHE_ENTRIES", 4096},
                                              {"KILN_CACHE_MAX", int64_t{1} << 30, true},
-                                             {"KILN_CHECK_BOUNDS", 0}}};
+                                             {"KILN_CHECK_BOUNDS", 0},
+                                             {"KILN_RING", -1}}};
 std::array<std::atomic<int64_t>, kKnobs> g_values;
 std::array<std::atomic<bool>, kKnobs> g_loaded;
 }  // namespace

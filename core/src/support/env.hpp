@@ -23,7 +23,8 @@ int64_t getenv_bytes(const char* name, int64_t def);
 // binaries; least recently used dropped first; 0 = unbounded). cache_max: KILN_CACHE_MAX, bytes
 // of the disk compile cache (oldest entries by mtime evicted; 0 = unbounded; suffixes as above).
 // check_bounds: KILN_CHECK_BOUNDS=1 makes an out-of-range gather index an error.
-enum class Knob : int { debug, noopt, scache, beam, cache_entries, cache_max, check_bounds, count_ };
+// ring: KILN_RING, the all-reduce algorithm: 0 naive, 1 ring, unset (-1) chosen by size and devices.
+enum class Knob : int { debug, noopt, scache, beam, cache_entries, cache_max, check_bounds, ring, count_ };
 int64_t knob(Knob k);               // cached value (KILN_DEBUG, KILN_NOOPT, KILN_SCACHE=1, KILN_BEAM, ...)
 void set_knob(Knob k, int64_t v);   // override (tests)
 inline int64_t debug_level() { return knob(Knob::debug); }

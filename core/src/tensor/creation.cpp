@@ -5,6 +5,7 @@
 
 #include "runtime/buffer.hpp"
 #include "support/hash.hpp"
+#include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
 
 namespace kiln {
@@ -52,6 +53,16 @@ Tensor uniform(const Shape& shape, DType dtype, const std::string& dev) {
   return v.cast(dtype).reshape(shape);
 }
 
+// A placement ("cpu:0,cpu:1") gets the tensor `make_on(device)` builds on each of its devices
+// (replicated); a device gets it once.
+template <typename F>
+Tensor on_each(const std::string& dev, F&& make_on) {
+  if (!is_placement(dev)) return make_on(dev);
+  std::vector<Tensor> parts;
+  for (const std::string& d : split_placement(dev)) parts.push_back(make_on(d));
+  return make_multi(std::move(parts), std::nullopt);
+}
+
 }  // namespace
 
 void manual_seed(uint64_t seed) {
@@ -79,9 +90,9 @@ int64_t BoundVariable::value() const { return bind_.src(1).arg_int(); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
   check_size(shape, dtype, "empty");
-  std::string dev = canonical_device(device);
-  Tensor t = make(runtime::new_buffer(dev, dtype, numel_of(shape)), {numel_of(shape)}, dev);
-  return t.reshape(shape);
+  return on_each(canonical_device(device), [&](const std::string& dev) {
+    return make(runtime::new_buffer(dev, dtype, numel_of(shape)), {numel_of(shape)}, dev).reshape(shape);
+  });
 }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, const std::string& device) {
@@ -101,23 +112,27 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype, const
          ") does not fit in a 64-bit signed integer (use a larger step or a smaller range)");
   int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   check_size({n}, dtype, "arange");
-  std::string dev = canonical_device(device);
-  Tensor i = make(UOp::make(Ops::IOTA, dtype, {device_node(dev)}, Arg{n}), {n}, dev);
-  if (step != 1) i = i * const_tensor(step, dtype, {n}, dev);
-  if (start != 0) i = i + const_tensor(start, dtype, {n}, dev);
-  return i;
+  return on_each(canonical_device(device), [&](const std::string& dev) {
+    Tensor i = make(UOp::make(Ops::IOTA, dtype, {device_node(dev)}, Arg{n}), {n}, dev);
+    if (step != 1) i = i * const_tensor(step, dtype, {n}, dev);
+    if (start != 0) i = i + const_tensor(start, dtype, {n}, dev);
+    return i;
+  });
 }
 
 Tensor Tensor::rand(const Shape& shape, DType dtype, const std::string& device) {
   check_size(shape, dtype, "rand");
   if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "rand: dtype must be a float type, got ", dtype.name());
-  return uniform(shape, dtype, canonical_device(device));
+  std::string dev = canonical_device(device);
+  if (is_placement(dev)) return rand(shape, dtype, split_placement(dev)[0]).to(dev);  // the same numbers on each device
+  return uniform(shape, dtype, dev);
 }
 
 Tensor Tensor::randn(const Shape& shape, DType dtype, const std::string& device) {
   check_size(shape, dtype, "randn");
   if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "randn: dtype must be a float type, got ", dtype.name());
   std::string dev = canonical_device(device);
+  if (is_placement(dev)) return randn(shape, dtype, split_placement(dev)[0]).to(dev);
   DType compute = dtype.scalar() == Scalar::float64 ? dtypes::float64 : dtypes::float32;
   // Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2); 1 - u1 is in (0, 1] so the log is finite
   Tensor u1 = uniform(shape, compute, dev), u2 = uniform(shape, compute, dev);

@@ -13,6 +13,7 @@
 #include "runtime/prepared.hpp"
 #include "schedule/schedule.hpp"
 #include "support/flat_map.hpp"
+#include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
 
 namespace kiln {
@@ -38,10 +39,16 @@ struct Pending {
   UOp uop;
 };
 
-// The states to realize (lazy, deduplicated by node) for these tensors.
+// The states to realize (lazy, deduplicated by node) for these tensors (a multi-device tensor's
+// parts: one schedule realizes them all).
 std::vector<Pending> pending(const std::vector<Tensor>& ts) {
   std::vector<Pending> out;
+  std::vector<Tensor> flat;
   for (const Tensor& t : ts) {
+    if (const Multi* m = multi_of(t)) flat.insert(flat.end(), m->parts.begin(), m->parts.end());
+    else flat.push_back(t);
+  }
+  for (const Tensor& t : flat) {
     UOp u = t.state()->uop();
     if (is_view(u)) continue;
     if (std::none_of(out.begin(), out.end(), [&](const Pending& o) { return o.uop == u; })) out.push_back({t.state(), u});
@@ -68,6 +75,7 @@ void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
   PtrMap<char> targets;
   for (const auto& [from, to] : becomes) targets[from.node()] = 1;
   for (const auto& s : live) {
+    if (s->multi) continue;  // its graph is read from its parts
     UOp u = s->uop();
     if (is_view(u)) continue;
     bool touches = false;
@@ -164,12 +172,14 @@ Tensor& Tensor::realize() {
 }
 
 Tensor Tensor::contiguous() const {
+  if (multi_of(*this)) return map_parts(*this, [](const Tensor& p) { return p.contiguous(); });
   TensorGraph g = s_->graph();
   if (is_view(g.uop)) return *this;
   return make(UOp::make(Ops::CONTIGUOUS, dtype(), {g.uop}), s_->shape, s_->device, g.vars);
 }
 
 Tensor Tensor::clone() const {
+  if (multi_of(*this)) return map_parts(*this, [](const Tensor& p) { return p.clone(); });
   Tensor copy = Tensor::empty(shape(), dtype(), device());
   copy.assign(*this);
   return copy;
@@ -178,12 +188,23 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(const std::string& device) const {
   std::string dev = canonical_device(device);
   if (dev == s_->device) return *this;
+  if (is_placement(dev)) return shard(split_placement(dev));  // a copy on each device
+  if (multi_of(*this)) return gather_to(*this, dev);
   TensorGraph g = s_->graph();
   UOp c = UOp::make(Ops::COPY, dtype(), {g.uop, device_node(dev)});
   return make(c, s_->shape, dev, g.vars);
 }
 
 Tensor& Tensor::assign(const Tensor& value) {
+  if (const Multi* m = multi_of(*this)) {  // each part takes its piece of the value
+    Tensor v = value;
+    if (v.shape() != shape()) v = v.expand(shape());
+    if (!multi_of(v)) v = v.shard(m->devices, m->axis);
+    v = match_layout(v, *this, "assign");
+    const Multi& vm = *multi_of(v);
+    for (size_t i = 0; i < m->parts.size(); ++i) Tensor(m->parts[i]).assign(vm.parts[i]);
+    return *this;
+  }
   if (!is_view(s_->uop())) realize();
   Tensor v = value;
   if (v.device() != device())
@@ -207,6 +228,10 @@ template <typename T>
 std::vector<T> Tensor::to_vector() const {
   DType want = dtype_of<T>();
   Tensor self = *this;  // shares the state: reading a lazy tensor realizes it, so later uses reuse the result
+  if (const Multi* m = multi_of(self)) {  // gathered on its first device
+    self.realize();
+    return gather_to(self, m->devices[0]).to_vector<T>();
+  }
   if (!is_view(self.state()->uop())) self.realize();
   Tensor t = want == dtype() ? self : self.cast(want);
   if (!is_view(t.state()->uop())) t = t.contiguous().realize();  // views of a buffer start at its element 0

@@ -29,17 +29,11 @@ std::vector<int> norm_axes(const std::vector<int>& axes, const Shape& shape, con
 
 // REDUCE_AXIS over `axes` (normalised), then drop them unless keepdim.
 Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, bool keepdim) {
-  const StateView s = st(x);
   if (axes.empty()) return x;
-  Shape shape = s.shape;
-  std::vector<UOp> vars = s.vars;
-  std::vector<int64_t> arg{static_cast<int64_t>(op)};
-  for (int a : axes) {
-    arg.push_back(a);
-    shape[a] = 1;
-    if (!vars.empty()) vars[a] = UOp();
-  }
-  Tensor r = make(UOp::make(Ops::REDUCE_AXIS, s.uop.dtype(), {s.uop}, Arg{arg}), shape, s.device, vars);
+  Tensor r = reduce_axis(x, op, axes);
+  const StateView s = st(r);
+  const Shape& shape = s.shape;
+  const std::vector<UOp>& vars = s.vars;
   if (keepdim) return r;
   Shape out;
   std::vector<UOp> out_vars;

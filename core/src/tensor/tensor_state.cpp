@@ -1,7 +1,10 @@
 // tensor/tensor_state.cpp - shared graph-building helpers of the frontend.
 #include "tensor/tensor_state.hpp"
 
+#include <algorithm>
+
 #include "runtime/runtime.hpp"
+#include "tensor/multi.hpp"
 
 namespace kiln::detail {
 
@@ -15,7 +18,18 @@ Tensor make(UOp uop, Shape shape, std::string device, std::vector<UOp> vars) {
   return Tensor(std::move(s));
 }
 
-std::string canonical_device(const std::string& device) { return runtime::canonical_device(device); }
+std::string canonical_device(const std::string& device) {
+  if (!is_placement(device)) return runtime::canonical_device(device);
+  std::vector<std::string> devs;
+  for (const std::string& d : split_placement(device)) devs.push_back(runtime::canonical_device(d));
+  return join_placement(devs);
+}
+
+UOp TensorState::mstack() const {
+  std::vector<UOp> src;
+  for (const Tensor& p : multi->parts) src.push_back(p.state()->uop());
+  return UOp::make(Ops::MSTACK, dtype, src, Arg{static_cast<int64_t>(multi->axis ? *multi->axis : -1)});
+}
 
 UOp device_node(const std::string& device) { return UOp::make(Ops::DEVICE, dtypes::void_, {}, Arg{device}); }
 
@@ -80,6 +94,11 @@ std::string ints_str(const std::vector<int>& v) {
 }
 
 Tensor const_tensor(double value, DType dtype, const Shape& shape, const std::string& device) {
+  if (is_placement(device)) {  // the same constant on each device (replicated)
+    std::vector<Tensor> parts;
+    for (const std::string& d : split_placement(device)) parts.push_back(const_tensor(value, dtype, shape, d));
+    return make_multi(std::move(parts), std::nullopt);
+  }
   UOp c = UOp::make(Ops::CONST, dtype, {device_node(device)},
                     dtype.is_float() ? Arg{Float(value)} : dtype.is_bool() ? Arg{value != 0} : Arg{static_cast<int64_t>(value)});
   Tensor t = make(c, {}, device);
@@ -101,6 +120,8 @@ Tensor const_like(const Tensor& like, double value) { return const_like(like, va
 
 Tensor movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, const Shape& new_shape,
                 const std::vector<UOp>& new_vars, const std::vector<UOp>& arg_vars) {
+  if (multi_of(x))
+    return multi_movement(x, op, arg, !arg_vars.empty() || std::any_of(new_vars.begin(), new_vars.end(), [](const UOp& v) { return static_cast<bool>(v); }));
   const StateView s = st(x);
   std::vector<UOp> src{s.uop};
   src.insert(src.end(), arg_vars.begin(), arg_vars.end());
@@ -120,6 +141,7 @@ Tensor shaped(const Tensor& x, Ops op, const Shape& dims, const std::vector<UOp>
 }
 
 Tensor alu(Ops op, const std::vector<Tensor>& srcs, DType out) {
+  if (std::any_of(srcs.begin(), srcs.end(), [](const Tensor& t) { return multi_of(t) != nullptr; })) return multi_alu(op, srcs, out);
   std::vector<UOp> u, vars;
   const TensorState& s = *srcs[0].state();
   // a symbolic dimension of any operand is the result's
@@ -129,6 +151,20 @@ Tensor alu(Ops op, const std::vector<Tensor>& srcs, DType out) {
     if (!v.vars.empty()) vars = std::move(v.vars);
   }
   return make(UOp::make(op, out, u), s.shape, s.device, vars);
+}
+
+Tensor reduce_axis(const Tensor& x, Ops op, const std::vector<int>& axes) {
+  if (multi_of(x)) return multi_reduce(x, op, axes);
+  const StateView s = st(x);
+  Shape shape = s.shape;
+  std::vector<UOp> vars = s.vars;
+  std::vector<int64_t> arg{static_cast<int64_t>(op)};
+  for (int a : axes) {
+    arg.push_back(a);
+    shape[a] = 1;
+    if (!vars.empty()) vars[a] = UOp();
+  }
+  return make(UOp::make(Ops::REDUCE_AXIS, s.uop.dtype(), {s.uop}, Arg{arg}), shape, s.device, vars);
 }
 
 namespace {

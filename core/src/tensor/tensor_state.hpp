@@ -11,6 +11,7 @@
 #pragma once
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,25 +27,37 @@ struct TensorGraph {
   std::vector<UOp> vars;  // empty, or one entry per dimension: the BIND of a symbolic dimension
 };
 
+// A tensor on several devices (tensor/multi.hpp): one single-device tensor per device, in shard
+// order. Sharded: the parts are contiguous pieces along `axis`; replicated (no axis): each part is
+// the whole tensor.
+struct Multi {
+  std::vector<Tensor> parts;
+  std::optional<int> axis;
+  std::vector<std::string> devices;  // parts[i].device()
+};
+
 // Shared by every handle of one tensor, and by several threads: shape, dtype and device never
 // change; the graph is guarded by the state's own lock (a realize on one thread rewrites the
-// states of lazy tensors other threads are building on).
+// states of lazy tensors other threads are building on). A multi-device tensor's state holds its
+// parts; its graph is MSTACK of the parts' graphs, read afresh (the parts are realized and
+// assigned through their own states).
 class TensorState {
  public:
   TensorState(TensorGraph g, Shape shape, std::string device)
       : shape(std::move(shape)), device(std::move(device)), dtype(g.uop.dtype()), g_(std::move(g)) {}
+  TensorState(std::shared_ptr<const Multi> m, Shape shape, std::string placement, DType dtype)
+      : shape(std::move(shape)), device(std::move(placement)), dtype(dtype), multi(std::move(m)) {}
   const Shape shape;         // concrete sizes (a symbolic dimension shows its bound value)
-  const std::string device;  // canonical device name
+  const std::string device;  // canonical device name; for a multi-device tensor the placement, joined by ','
   const DType dtype;
+  const std::shared_ptr<const Multi> multi;  // null for a tensor on one device
 
   TensorGraph graph() const {
     std::lock_guard<std::mutex> lock(mu_);
+    if (multi) g_ = {mstack(), {}};
     return g_;
   }
-  UOp uop() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return g_.uop;
-  }
+  UOp uop() const { return graph().uop; }
   // Applies f to the graph under the lock: a change that depends on the current graph (assign
   // reads it; realize replaces it only if no other thread changed it since it was read).
   template <typename F>
@@ -53,11 +66,15 @@ class TensorState {
     f(g_);
   }
   // Tensor::uop() hands out a reference; valid until the graph is next replaced.
-  const UOp& uop_ref() const { return g_.uop; }
+  const UOp& uop_ref() const {
+    if (multi) graph();
+    return g_.uop;
+  }
 
  private:
+  UOp mstack() const;
   mutable std::mutex mu_;
-  TensorGraph g_;
+  mutable TensorGraph g_;
 };
 
 // A consistent copy of a tensor's graph with its (immutable) shape and device, for building on.
@@ -119,6 +136,8 @@ Tensor movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, const 
 Tensor shaped(const Tensor& x, Ops op, const Shape& dims, const std::vector<UOp>& vars);
 // Elementwise op over same-shaped, same-device operands (after broadcast/promotion).
 Tensor alu(Ops op, const std::vector<Tensor>& srcs, DType out);
+// REDUCE_AXIS of `op` over `axes` (normalised, sorted); the reduced dimensions stay, as size 1.
+Tensor reduce_axis(const Tensor& x, Ops op, const std::vector<int>& axes);
 // Broadcasts a and b to a common shape (numpy rules); throws naming `op`.
 std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char* op);
 // Brings a and b to a common dtype (least_upper_dtype) and shape.
