@@ -7,6 +7,8 @@
 #include <cmath>
 
 #include "kiln/kiln.hpp"
+#include "runtime/lanes.hpp"
+#include "schedule/schedule.hpp"
 #include "support/env.hpp"
 #include "tensor/multi.hpp"
 
@@ -280,4 +282,54 @@ TEST_F(Multi, PlacementErrorsNameTheTensorsAndTheFix) {
   expect_error([&] { (void)(x.shard(devs, 0) + x.shard(reversed, 0)); }, {detail::join_placement(devs), detail::join_placement(reversed)});
   // a reshard is explicit and then works
   EXPECT_EQ((x.shard(devs, 0) + x.shard(devs, 1).shard(devs, 0)).to_vector<float>(), (x + x).to_vector<float>());
+}
+
+TEST_F(Multi, DevicesRunAtOnceAndWaitOnlyForWhatTheyRead) {
+  Tensor x = host({64, 32}).shard(devs, 0).contiguous().realize(), w = host({16, 32}, 0.0625f).shard(devs).contiguous().realize();
+  Tensor y = x.linear(w).relu().sum();  // a kernel per device, then the all-reduce's copies and adds
+  const detail::Multi& m = *detail::multi_of(y);
+  std::vector<UOp> outs;
+  for (const Tensor& p : m.parts) outs.push_back(p.state()->uop());
+  LinearResult lr = create_linear_with_vars(UOp::sink(outs));
+  std::vector<runtime::PreparedItem> items = lr.prepared->prepare(lr.linear, lr.var_vals);
+  runtime::LanePlan plan = runtime::plan_lanes(items);
+  EXPECT_EQ(plan.lanes, devs.size());
+  size_t free_items = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (uint32_t j : plan.waits[i]) {
+      EXPECT_LT(j, i);
+      EXPECT_NE(plan.lane[j], plan.lane[i]);
+      bool shares = false;  // an item waits only for one that touched one of its buffers
+      for (const auto& a : items[i].storages)
+        for (const auto& b : items[j].storages) shares |= a == b;
+      EXPECT_TRUE(shares) << "item " << i << " waits for " << j;
+    }
+    free_items += plan.waits[i].empty();
+  }
+  EXPECT_GE(free_items, devs.size());  // each device's first kernel starts at once
+  EXPECT_NEAR(y.item<float>(), host({64, 32}).linear(host({16, 32}, 0.0625f)).relu().sum().item<float>(), 1e-3f);
+}
+
+TEST_F(Multi, AJitCapturesAndReplaysADataParallelStep) {
+  Tensor w = host({8, 12}, 0.0625f).shard(devs).contiguous().realize();
+  int runs = 0;
+  Jit step([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    ++runs;
+    Tensor h = in[0].linear(w).relu();
+    return std::vector<Tensor>{h, h.sum()};
+  });
+  for (int call = 0; call < 4; ++call) {
+    Tensor x = host({16, 12}, 0.125f * static_cast<float>(call + 1));
+    std::vector<Tensor> out = step({x.shard(devs, 0)});
+    EXPECT_EQ(out[0].shard_axis(), std::optional<int>(0)) << call;
+    EXPECT_EQ(out[0].placement(), devs);
+    EXPECT_FALSE(out[1].shard_axis());
+    Tensor want = x.linear(host({8, 12}, 0.0625f)).relu();
+    expect_near(out[0].to_vector<float>(), want.to_vector<float>(), 1e-5f, "call " + std::to_string(call));
+    expect_near({out[1].item<float>()}, {want.sum().item<float>()}, 1e-5f, "sum, call " + std::to_string(call));
+  }
+  EXPECT_EQ(runs, 2);
+  EXPECT_TRUE(step.captured());
+  // another layout is refused, naming both
+  expect_error([&] { (void)step({host({16, 12}).shard(devs)}); }, {"Jit: input 0", "captured", "sharded on axis 0"});
 }

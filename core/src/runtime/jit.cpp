@@ -76,6 +76,7 @@ Plan::Plan(Capture&& capture, std::vector<std::shared_ptr<Storage>> inputs, std:
   }
   plan_intermediates(inputs);
   plan_batches();
+  lanes_ = plan_lanes(items_);  // on the planned buffers, inputs bound
   for (const PreparedItem& it : items_)
     for (const auto& st : it.storages)
       if (std::find(inputs.begin(), inputs.end(), st) == inputs.end()) held_.push_back(st.get());
@@ -233,6 +234,10 @@ void Plan::replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<co
   if (!var_uses_.empty()) {
     for (const VarUse& u : var_uses_) vals_[u.set][u.entry].second = values[u.var];
     for (uint32_t i : var_items_) bind_values(items_[i], vals_[item_vals_[i]]);
+  }
+  if (lanes_.lanes > 1) {  // several devices: each on its own thread
+    run_lanes(items_, lanes_);
+    return;
   }
   if (batched_ && !batches_.empty() && debug_level() < 2 && !Profile::active()) {
     run_batched();

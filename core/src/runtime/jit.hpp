@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kiln/plugin.h"
+#include "runtime/lanes.hpp"
 #include "runtime/prepared.hpp"
 
 namespace kiln::runtime {
@@ -115,6 +116,7 @@ class Plan {
   void unbind_inputs();
   std::vector<Batch> batches_;
   bool batched_ = true;
+  LanePlan lanes_;  // several devices: which items wait for which
   uint64_t planned_bytes_ = 0, unplanned_bytes_ = 0;
 };
 

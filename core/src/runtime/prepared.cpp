@@ -239,10 +239,6 @@ std::vector<PreparedItem> PreparedKernels::prepare(const UOp& linear, const VarV
   return items;
 }
 
-void run_items(const std::vector<PreparedItem>& items) {
-  for (const PreparedItem& it : items) it.run();
-}
-
 void run_schedule(const std::vector<ExecItem>& items) {
   std::vector<CallRef> refs;
   for (const ExecItem& e : items) refs.push_back({e.ast, e.buffers, &e.var_vals});

@@ -18,7 +18,7 @@
 // still serialises its own calls, plugin/device.hpp); profiling and KILN_DEBUG timing are two
 // atomic reads when off. An item keeps its storages, device and program alive, so it may be run
 // again and again (the same buffers, the same values); other buffers or values need bind_call() again.
-// Items of one schedule run in order; like realize, running is serialised by the caller.
+// Items of one device run in schedule order (run_items); like realize, running is serialised by the caller.
 //
 // A PreparedKernel is stale once the program cache was cleared (clear_program_cache,
 // set_target_override) or KILN_NOOPT changed; PreparedKernels re-prepares stale entries.
@@ -121,7 +121,8 @@ class PreparedKernels {
   std::vector<std::string> names_;  // the values' names kernels_ was prepared for, in order
 };
 
-// Runs items in order.
+// Runs items: in order on one device, each device on its own thread when there are several
+// (runtime/lanes.hpp).
 void run_items(const std::vector<PreparedItem>& items);
 
 }  // namespace kiln::runtime

@@ -8,6 +8,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/jit.hpp"
 #include "support/env.hpp"
+#include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
 
 namespace kiln {
@@ -28,6 +29,40 @@ Tensor input_view(const Tensor& in, const Shape& shape) {
   return make(buffer_view(view_buffer(in.state()->uop()), shape), shape, in.device());
 }
 
+// How a list of tensors maps to the single-device tensors the plan sees: a multi-device tensor is
+// its parts, in order.
+struct Layout {
+  size_t count = 1;         // parts (1: a single-device tensor)
+  std::optional<int> axis;  // the shard axis of a multi-device tensor
+  bool operator==(const Layout&) const = default;
+};
+
+std::vector<Tensor> flatten(const std::vector<Tensor>& ts, std::vector<Layout>& layouts) {
+  std::vector<Tensor> flat;
+  layouts.clear();
+  for (const Tensor& t : ts) {
+    if (const Multi* m = multi_of(t)) {
+      flat.insert(flat.end(), m->parts.begin(), m->parts.end());
+      layouts.push_back({m->parts.size(), m->axis});
+    } else {
+      flat.push_back(t);
+      layouts.push_back({});
+    }
+  }
+  return flat;
+}
+
+std::vector<Tensor> regroup(std::vector<Tensor> flat, const std::vector<Layout>& layouts) {
+  std::vector<Tensor> out;
+  size_t at = 0;
+  for (const Layout& l : layouts) {
+    if (l.count == 1) out.push_back(std::move(flat[at]));
+    else out.push_back(make_multi(std::vector<Tensor>(flat.begin() + static_cast<long>(at), flat.begin() + static_cast<long>(at + l.count)), l.axis));
+    at += l.count;
+  }
+  return out;
+}
+
 }  // namespace
 
 struct Jit::Impl {
@@ -42,7 +77,8 @@ struct Jit::Impl {
     std::string device;
     size_t alias;  // the first input with the same buffer (itself when none)
   };
-  std::vector<Input> inputs;
+  std::vector<Input> inputs;  // single-device tensors (a multi-device input's parts)
+  std::vector<Layout> in_layouts, out_layouts;
   std::vector<std::string> var_names;
   std::vector<UOp> var_defs;  // their DEFINE_VARs (name and range: buffers are sized by the range)
 
@@ -66,7 +102,8 @@ struct Jit::Impl {
   std::vector<Tensor> run(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
   std::vector<Tensor> capture(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
   std::vector<Tensor> replay(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
-  void check(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
+  // user: the inputs as given; ins: flattened (a multi-device input's parts)
+  void check(const std::vector<Tensor>& user, const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars);
 };
 
 std::vector<Tensor> Jit::Impl::run(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
@@ -80,7 +117,8 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
   std::vector<std::vector<UOp>> out_vars;  // each output's symbolic dimensions (BINDs), before it is realized
   runtime::Capture recorded;
   outs = fn(ins, vars);
-  for (const Tensor& t : outs) out_vars.push_back(t.state()->graph().vars);
+  std::vector<Tensor> flat_outs = flatten(outs, out_layouts);
+  for (const Tensor& t : flat_outs) out_vars.push_back(t.state()->graph().vars);
   Tensor::realize_all(outs);
   recorded.stop();
   if (recorded.steps.empty())
@@ -89,15 +127,16 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
 
   inputs.clear();
   std::vector<std::shared_ptr<runtime::Storage>> storages;
-  for (size_t i = 0; i < ins.size(); ++i) {
-    storages.push_back(runtime::storage_of(view_buffer(ins[i].state()->uop())));
+  std::vector<Tensor> flat_ins = flatten(ins, in_layouts);
+  for (size_t i = 0; i < flat_ins.size(); ++i) {
+    storages.push_back(runtime::storage_of(view_buffer(flat_ins[i].state()->uop())));
     size_t alias = i;
     for (size_t k = 0; k < i; ++k)
       if (storages[k] == storages[i]) {
         alias = k;
         break;
       }
-    inputs.push_back({ins[i].shape(), ins[i].dtype(), ins[i].device(), alias});
+    inputs.push_back({flat_ins[i].shape(), flat_ins[i].dtype(), flat_ins[i].device(), alias});
   }
   var_names.clear();
   var_defs.clear();
@@ -107,13 +146,13 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
   }
 
   outputs.clear();
-  for (size_t o = 0; o < outs.size(); ++o) {
+  for (size_t o = 0; o < flat_outs.size(); ++o) {
     Output out;
-    out.buffer = view_buffer(outs[o].state()->uop());
-    out.shape = outs[o].shape();
-    out.device = outs[o].device();
+    out.buffer = view_buffer(flat_outs[o].state()->uop());
+    out.shape = flat_outs[o].shape();
+    out.device = flat_outs[o].device();
     const auto storage = runtime::storage_of(out.buffer);
-    for (size_t k = 0; k < ins.size() && out.input < 0; ++k)
+    for (size_t k = 0; k < flat_ins.size() && out.input < 0; ++k)
       if (storages[k] == storage) out.input = static_cast<long>(k);
     bool symbolic = false;
     for (size_t d = 0; d < out.shape.size(); ++d) {
@@ -124,21 +163,28 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
       out.dim_vars.push_back(v);
       symbolic |= v >= 0;
     }
-    if (!symbolic) out.view = outs[o].state()->uop();
+    if (!symbolic) out.view = flat_outs[o].state()->uop();
     if (out.input >= 0) out.buffer = out.view = UOp();
     outputs.push_back(std::move(out));
   }
   plan = std::make_unique<runtime::Plan>(std::move(recorded), storages, var_names);
-  bound.assign(ins.size(), nullptr);
+  bound.assign(flat_ins.size(), nullptr);
   values.assign(vars.size(), 0);
   if (debug_level() >= 1)
-    log_line(cat("jit: captured ", plan->size(), " items (", ins.size(), " inputs in ", plan->input_slots(), " slots, ",
+    log_line(cat("jit: captured ", plan->size(), " items (", flat_ins.size(), " inputs in ", plan->input_slots(), " slots, ",
                  vars.size(), " variables); intermediates ", plan->planned_bytes(), " bytes (", plan->unplanned_bytes(),
                  " as captured)"));
   return outs;
 }
 
-void Jit::Impl::check(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
+void Jit::Impl::check(const std::vector<Tensor>& user, const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
+  std::vector<Layout> layouts;
+  flatten(user, layouts);
+  for (size_t i = 0; i < std::min(layouts.size(), in_layouts.size()); ++i)
+    if (!(layouts[i] == in_layouts[i]))
+      fail(ErrorCode::invalid_argument, "Jit: input ", i, " is on ", user[i].device(), layouts[i].axis ? cat(" sharded on axis ", *layouts[i].axis) : std::string(),
+           ", captured ", in_layouts[i].count == 1 ? std::string("on one device") : cat("on ", in_layouts[i].count, " devices"),
+           in_layouts[i].axis ? cat(" sharded on axis ", *in_layouts[i].axis) : std::string(), " (reset() to capture again)");
   if (ins.size() != inputs.size())
     fail(ErrorCode::invalid_argument, "Jit: called with ", ins.size(), " inputs, captured with ", inputs.size(),
          "; a Jit replays one signature (reset() to capture again)");
@@ -166,8 +212,10 @@ void Jit::Impl::check(const std::vector<Tensor>& ins, const std::vector<BoundVar
   }
 }
 
-std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
-  check(ins, vars);
+std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& user, const std::vector<BoundVariable>& vars) {
+  std::vector<Layout> layouts;
+  std::vector<Tensor> ins = flatten(user, layouts);
+  check(user, ins, vars);
   struct Release {  // this call's inputs are not kept, also when something below throws
     std::vector<std::shared_ptr<runtime::Storage>>& bound;
     ~Release() {
@@ -207,7 +255,7 @@ std::vector<Tensor> Jit::Impl::replay(const std::vector<Tensor>& ins, const std:
     outs.push_back(o.input >= 0 ? input_view(ins[static_cast<size_t>(o.input)], shape)
                                 : make(buffer_view(o.buffer, shape), shape, o.device));
   }
-  return outs;
+  return regroup(std::move(outs), out_layouts);
 }
 
 Jit::Jit(Fn fn) : impl_(std::make_unique<Impl>()) {

@@ -1,0 +1,30 @@
+// runtime/lanes.hpp - running the items of one schedule on several devices at once.
+//
+// Each device is a lane: its items run in schedule order on one thread (the caller's for the
+// first lane, a parked worker for each other), and an item waits only for the earlier items of
+// other lanes that touch one of its buffers (every access counts as a write, so the RAW, WAR and
+// WAW edges are all kept). A copy runs on its destination's lane (the source's when the destination
+// is host memory); host work (reference kernels, host-to-host copies) on a lane of its own. A
+// schedule on one device runs in order on the caller's thread, as before.
+//
+// An item that throws stops its lane and every item that depends on it; the first error is
+// rethrown once every lane has stopped.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/prepared.hpp"
+
+namespace kiln::runtime {
+
+struct LanePlan {
+  uint32_t lanes = 1;
+  std::vector<uint32_t> lane;                // per item
+  std::vector<std::vector<uint32_t>> waits;  // per item: earlier items of other lanes it needs
+};
+
+LanePlan plan_lanes(const std::vector<PreparedItem>& items);
+// Runs the items as `plan` says (plan_lanes of these items, or of items with the same buffers).
+void run_lanes(const std::vector<PreparedItem>& items, const LanePlan& plan);
+
+}  // namespace kiln::runtime
