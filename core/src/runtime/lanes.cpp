@@ -84,16 +84,31 @@ LanePlan plan_lanes(const std::vector<PreparedItem>& items) {
   plan.lanes = static_cast<uint32_t>(std::max<size_t>(1, keys.size()));
   if (plan.lanes == 1) return plan;
   plan.waits.resize(items.size());
-  std::unordered_map<const Storage*, uint32_t> last;  // the last item that touched each buffer
-  for (size_t i = 0; i < items.size(); ++i)
-    for (const auto& s : items[i].storages) {
-      auto [it, fresh] = last.try_emplace(s.get(), static_cast<uint32_t>(i));
-      if (fresh) continue;
-      uint32_t j = it->second;
-      auto& w = plan.waits[i];
-      if (plan.lane[j] != plan.lane[i] && std::find(w.begin(), w.end(), j) == w.end()) w.push_back(j);
-      it->second = static_cast<uint32_t>(i);
+  // per buffer: its last writer, and the items that read it since (RAW: wait for the writer; WAR
+  // and WAW: a writer waits for the readers since the last write, or that writer)
+  struct Uses {
+    int64_t writer = -1;
+    std::vector<uint32_t> readers;
+  };
+  std::unordered_map<const Storage*, Uses> uses;
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto& w = plan.waits[i];
+    auto wait = [&](int64_t j) {
+      if (j >= 0 && plan.lane[j] != plan.lane[i] && std::find(w.begin(), w.end(), j) == w.end()) w.push_back(static_cast<uint32_t>(j));
+    };
+    const uint64_t written = items[i].kernel->written;
+    for (size_t b = 0; b < items[i].storages.size(); ++b) {
+      Uses& u = uses[items[i].storages[b].get()];
+      wait(u.writer);
+      if (b < 64 && (written >> b & 1)) {
+        for (uint32_t r : u.readers) wait(r);
+        u.writer = static_cast<int64_t>(i);
+        u.readers.clear();
+      } else {
+        u.readers.push_back(static_cast<uint32_t>(i));
+      }
     }
+  }
   return plan;
 }
 

@@ -2,8 +2,8 @@
 //
 // Each device is a lane: its items run in schedule order on one thread (the caller's for the
 // first lane, a parked worker for each other), and an item waits only for the earlier items of
-// other lanes that touch one of its buffers (every access counts as a write, so the RAW, WAR and
-// WAW edges are all kept). A copy runs on its destination's lane (the source's when the destination
+// other lanes it conflicts with: the last writer of a buffer it reads or writes (RAW, WAW), and
+// the readers since then of a buffer it writes (WAR). A copy runs on its destination's lane (the source's when the destination
 // is host memory); host work (reference kernels, host-to-host copies) on a lane of its own. A
 // schedule on one device runs in order on the caller's thread, as before.
 //

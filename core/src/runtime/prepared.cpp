@@ -108,6 +108,11 @@ std::vector<std::shared_ptr<const PreparedKernel>> prepare_kernels(std::span<con
       p->src_device = names.handle(buffer_device(c.buffers[1]));
     } else {
       p->name = c.body.arg_string();
+      p->written = 0;
+      for (const UOp& u : toposort(c.body))
+        if (u.op() == Ops::STORE && u.src(0).op() == Ops::INDEX && u.src(0).src(0).op() == Ops::PARAM)
+          p->written |= uint64_t{1} << u.src(0).src(0).arg_int();
+      if (!p->written) p->written = ~uint64_t{0};  // not a plain store to a parameter: take every buffer as written
       if (device == kRefDevice) {
         p->kind = CallKind::reference;
       } else {

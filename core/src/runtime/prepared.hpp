@@ -61,6 +61,7 @@ struct PreparedKernel {
   // host memory); reference: null
   std::shared_ptr<Device> device;
   std::shared_ptr<Device> src_device;  // copy: the source's device (null when host memory)
+  uint64_t written = 1;                // bit i: the call writes buffer i (others it only reads); a copy writes its first
   std::shared_ptr<Kernel> kernel;      // kernel: the loaded program and its spec
   std::vector<uint32_t> var_slots;     // kernel: its variable i is the schedule's value var_slots[i]
   size_t n_values = 0;                 // how many values the schedule binds (checked by bind_call)
