@@ -45,7 +45,7 @@ sdk::DeviceProps CpuDevice::props() {
                   (runnable() ? "" : "; compiles only: this host is " + runnable_isa_level());
   p.features = config_.isa.empty() ? cpu.features() : config_.isa;
   p.kind = KILN_DEVICE_KIND_CPU;
-  p.flags = KILN_DEVICE_THREADSAFE;
+  p.flags = KILN_DEVICE_THREADSAFE | KILN_DEVICE_PEER_BUFFERS;  // every device's buffers are host memory
   p.memory_total = cpu.memory_total;
   p.memory_free = memory_available();
   p.compute_units = cpu.cores;

@@ -233,15 +233,16 @@ TEST_F(Multi, AllReduceNaiveAndRingGiveTheSumOnEveryDevice) {
       for (size_t i = 0; i < v.size(); ++i) want[i] += v[i], want_max[i] = std::max(want_max[i], v[i]);
       parts.push_back(Tensor::from_vector<float>(v, {n}, devs[d]));
     }
-    for (auto* algo : {&detail::all_reduce_naive, &detail::all_reduce_ring}) {
+    for (auto* algo : {&detail::all_reduce_naive, &detail::all_reduce_ring, &detail::all_reduce_peer}) {
       std::vector<Tensor> out = algo(Ops::ADD, parts);
       ASSERT_EQ(out.size(), devs.size());
       for (size_t d = 0; d < devs.size(); ++d) {
         EXPECT_EQ(out[d].device(), devs[d]);
-        EXPECT_EQ(out[d].to_vector<float>(), want) << "n " << n << " device " << d << (algo == &detail::all_reduce_ring ? " ring" : " naive");
+        EXPECT_EQ(out[d].to_vector<float>(), want) << "n " << n << " device " << d << (algo == &detail::all_reduce_ring ? " ring" : algo == &detail::all_reduce_peer ? " peer" : " naive");
       }
     }
     EXPECT_EQ(detail::all_reduce_ring(Ops::MAX, parts).back().to_vector<float>(), want_max);
+    EXPECT_EQ(detail::all_reduce_peer(Ops::MAX, parts).front().to_vector<float>(), want_max);
   }
 }
 
@@ -262,6 +263,7 @@ TEST_F(Multi, TheBuiltInCollectiveFollowsKilnRingAndCanBeReplaced) {
   EXPECT_EQ(c->calls, 1);
   EXPECT_NEAR(got, x.sum().item<float>(), 1e-5f);
   EXPECT_EQ(detail::collective()->name(), "builtin");
+  EXPECT_TRUE(detail::peer_readable(detail::multi_of(x.shard(devs, 0))->parts));  // the cpu devices share host memory
   for (int64_t ring : {0, 1}) {
     set_knob(Knob::ring, ring);
     EXPECT_NEAR(x.shard(devs, 0).sum().item<float>(), x.sum().item<float>(), 1e-5f) << "KILN_RING=" << ring;

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <mutex>
 
+#include "plugin/device.hpp"
+#include "runtime/buffer.hpp"
+#include "runtime/device_alloc.hpp"
 #include "support/env.hpp"
 
 namespace kiln {
@@ -325,6 +328,33 @@ std::vector<Tensor> all_reduce_ring(Ops op, const std::vector<Tensor>& parts) {
   return out;
 }
 
+bool peer_readable(const std::vector<Tensor>& parts) {
+  for (const Tensor& p : parts)
+    if (p.device() == runtime::kRefDevice) return false;  // the reference executor's host memory
+  std::shared_ptr<Device> first = runtime::open_device(parts[0].device());
+  for (const Tensor& p : parts) {
+    std::shared_ptr<Device> d = runtime::open_device(p.device());
+    if (!d || d->backend() != first->backend() || !(d->props().flags & KILN_DEVICE_PEER_BUFFERS)) return false;
+  }
+  return true;
+}
+
+std::vector<Tensor> all_reduce_peer(Ops op, const std::vector<Tensor>& parts) {
+  // each part becomes a buffer of its own device (its kernel runs there), which every device's
+  // kernel then reads in place: the graph claims it on the reader's device, which only the
+  // collective may do (the frontend refuses operands on two devices)
+  std::vector<UOp> done;
+  for (const Tensor& p : parts) done.push_back(p.contiguous().state()->uop());
+  std::vector<Tensor> out;
+  for (const Tensor& mine : parts) {
+    auto on_mine = [&](size_t j) { return make(done[j], mine.shape(), mine.device()); };
+    Tensor acc = on_mine(0);
+    for (size_t j = 1; j < parts.size(); ++j) acc = alu(op, {acc, on_mine(j)}, acc.dtype());
+    out.push_back(acc);
+  }
+  return out;
+}
+
 namespace {
 
 class BuiltinCollective final : public Collective {
@@ -332,6 +362,7 @@ class BuiltinCollective final : public Collective {
   std::string name() const override { return "builtin"; }
   std::vector<Tensor> all_reduce(Ops op, const std::vector<Tensor>& parts) const override {
     int64_t ring = knob(Knob::ring);
+    if (ring < 0 && peer_readable(parts)) return all_reduce_peer(op, parts);
     int64_t bytes = parts[0].numel() * static_cast<int64_t>(parts[0].dtype().itemsize());
     bool use_ring = ring == 1 || (ring < 0 && (parts.size() > 2 || bytes >= kRingBytes));
     return use_ring ? all_reduce_ring(op, parts) : all_reduce_naive(op, parts);

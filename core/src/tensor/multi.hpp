@@ -73,10 +73,15 @@ void set_collective(std::shared_ptr<const Collective> c);  // null restores the 
 
 // The built-in algorithms. naive: every device receives every other part and combines them in
 // device order. ring: reduce-scatter then all-gather over n chunks, 2(n-1)/n of the data sent per
-// device instead of (n-1). The built-in collective uses the ring past 2 devices or 1 MiB per part
-// (KILN_RING=0/1 forces naive/ring), and naive when a part has fewer elements than devices.
+// device instead of (n-1). peer: no copies; every device's kernel reads the parts where they are
+// (devices of one plugin that set KILN_DEVICE_PEER_BUFFERS, such as the cpu backend's).
+// The built-in collective takes peer where it can, else the ring past 2 devices or 1 MiB per
+// part, else naive; the ring falls back to naive when a part has fewer elements than devices.
+// KILN_RING=0/1 forces naive/ring.
 std::vector<Tensor> all_reduce_naive(Ops op, const std::vector<Tensor>& parts);
 std::vector<Tensor> all_reduce_ring(Ops op, const std::vector<Tensor>& parts);
+std::vector<Tensor> all_reduce_peer(Ops op, const std::vector<Tensor>& parts);
+bool peer_readable(const std::vector<Tensor>& parts);  // every part's device reads the others' buffers
 constexpr int64_t kRingBytes = int64_t{1} << 20;
 
 }  // namespace kiln::detail

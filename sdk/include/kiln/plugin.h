@@ -124,6 +124,8 @@ KILN_EXPORT kiln_status kiln_plugin_entry(kiln_entry_args* args);
 #define KILN_DEVICE_KIND_ACCELERATOR 2u
 
 #define KILN_DEVICE_THREADSAFE (1u << 0) /* calls on this device may come from several threads */
+#define KILN_DEVICE_PEER_BUFFERS (1u << 1) /* its kernels may take buffers of this plugin's other devices
+                                             that set it too (one address space, e.g. cpu devices) */
 
 /* Filled by the plugin into a host-allocated struct; the plugin writes only fields within
  * struct_size. Strings stay valid until the device is closed. */
