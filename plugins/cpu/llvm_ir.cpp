@@ -197,11 +197,15 @@ class Renderer {
     }
     const kiln_lir_type& gate = T(src(i, 2));
     if (gate.count > 1) {  // per-lane gate: a masked load reads only the enabled lanes
-      if (is_bool(t.scalar)) unsupported("a masked load of bools");
-      need_intrinsic("declare " + type_ir(t) + " @llvm.masked.load." + mangle(t) + ".p0(ptr, i32, " + type_ir(gate) + ", " +
-                     type_ir(t) + ")");
-      def(i, "call " + type_ir(t) + " @llvm.masked.load." + mangle(t) + ".p0(ptr " + addr + ", i32 " +
-                 std::to_string(lir_scalar_size(t.scalar)) + ", " + TV(i, 2) + ", " + TV(i, 1) + ")");
+      // bools are bytes in memory: load bytes (the disabled lanes take the alternative, widened)
+      kiln_lir_type m = t;
+      if (is_bool(t.scalar)) m.scalar = KILN_LIR_DTYPE_UINT8;
+      need_intrinsic("declare " + type_ir(m) + " @llvm.masked.load." + mangle(m) + ".p0(ptr, i32, " + type_ir(gate) + ", " +
+                     type_ir(m) + ")");
+      std::string raw = tmp();
+      line(raw + " = call " + type_ir(m) + " @llvm.masked.load." + mangle(m) + ".p0(ptr " + addr + ", i32 " +
+           std::to_string(lir_scalar_size(t.scalar)) + ", " + TV(i, 2) + ", " + type_ir(m) + " " + to_memory(V(i, 1), t) + ")");
+      val_[i] = from_memory(raw, t);
       return;
     }
     std::string id = std::to_string(i), from = cur_;
@@ -230,9 +234,11 @@ class Renderer {
     if (l_[i].n_src != 3) return line(st);
     const kiln_lir_type& gate = T(src(i, 2));
     if (gate.count > 1) {
-      need_intrinsic("declare void @llvm.masked.store." + mangle(t) + ".p0(" + type_ir(t, true) + ", ptr, i32, " +
+      kiln_lir_type m = t;  // bools are stored as bytes
+      if (is_bool(t.scalar)) m.scalar = KILN_LIR_DTYPE_UINT8;
+      need_intrinsic("declare void @llvm.masked.store." + mangle(m) + ".p0(" + type_ir(t, true) + ", ptr, i32, " +
                      type_ir(gate) + ")");
-      return line("call void @llvm.masked.store." + mangle(t) + ".p0(" + type_ir(t, true) + " " + value + ", ptr " + V(i, 0) +
+      return line("call void @llvm.masked.store." + mangle(m) + ".p0(" + type_ir(t, true) + " " + value + ", ptr " + V(i, 0) +
                   ", i32 " + std::to_string(lir_scalar_size(t.scalar)) + ", " + TV(i, 2) + ")");
     }
     std::string id = std::to_string(i);

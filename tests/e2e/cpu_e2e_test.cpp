@@ -266,3 +266,23 @@ TEST(Profile, RecordsEveryLaunchWhileAlive) {
   x.sum().realize();
   EXPECT_EQ(outer.runs().size(), 2u);  // the inner launch and the sum
 }
+
+// Regression: a vectorized kernel with a masked tail that loads bools (bool -> float64 over 7
+// elements) failed to render ("a masked load of bools"); bools are bytes in memory, so the masked
+// load and store go through byte vectors.
+TEST(CpuE2E, MaskedTailsLoadAndStoreBools) {
+  for (int64_t n : {int64_t{7}, int64_t{13}, int64_t{1003}}) {
+    std::vector<bool> b(static_cast<size_t>(n));
+    std::vector<float> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) b[static_cast<size_t>(i)] = (i * 5) % 3 == 0, x[static_cast<size_t>(i)] = static_cast<float>(i % 4) - 1.5f;
+    Tensor bt = Tensor::from_vector<bool>(b, {n}, "cpu:0");
+    std::vector<double> as_f64 = bt.cast(dtypes::float64).to_vector<double>();
+    std::vector<bool> both = (bt | bt.logical_not()).to_vector<bool>(), lt = Tensor::from_vector<float>(x, {n}, "cpu:0").lt(Tensor::zeros({n}, dtypes::float32, "cpu:0")).to_vector<bool>();
+    for (int64_t i = 0; i < n; ++i) {
+      size_t k = static_cast<size_t>(i);
+      EXPECT_EQ(as_f64[k], b[k] ? 1.0 : 0.0) << n << " at " << i;
+      EXPECT_TRUE(both[k]) << n << " at " << i;
+      EXPECT_EQ(lt[k], x[k] < 0) << n << " at " << i;
+    }
+  }
+}
