@@ -21,8 +21,9 @@ class Multi : public ::testing::Test {
   void SetUp() override {
     for (const std::string& d : kiln::devices())
       if (d.rfind("cpu:", 0) == 0) devs.push_back(d);
-    if (devs.size() < 2) GTEST_SKIP() << "needs [backends.cpu.options] devices = 2 or more (ctest runs it as test_e2e_multi_2/4)";
+    if (devs.size() < 2) GTEST_SKIP() << "needs [backends.cpu.options] devices = 2 or more (ctest: test_e2e_cpu_devices, test_e2e_multi_4)";
   }
+  void check_mlp(int64_t batch);
   std::vector<std::string> devs;
 };
 
@@ -83,6 +84,9 @@ TEST_F(Multi, ShardAndGatherRoundTripOnEveryAxisIncludingUnevenSizes) {
   Tensor r = x.to(detail::join_placement(devs));
   EXPECT_EQ(r.placement(), devs);
   EXPECT_FALSE(r.shard_axis());
+  Tensor r2 = x.shard(devs, 0).to(detail::join_placement(devs));  // a sharded tensor replicated
+  EXPECT_FALSE(r2.shard_axis());
+  EXPECT_EQ(r2.to_vector<float>(), want);
 }
 
 TEST_F(Multi, ElementwiseMixesShardedReplicatedAndScalarOperands) {
@@ -211,14 +215,19 @@ TEST_F(Multi, SoftmaxConvCatStackAndAssign) {
 }
 
 TEST_F(Multi, ADataParallelMlpForwardEqualsOneDevice) {
-  Tensor x = host({16, 20}), w1 = host({32, 20}, 0.05f), b1 = host({32}), w2 = host({4, 32}, 0.03f), b2 = host({4});
+  for (int64_t batch : {16, 10})  // 10 rows split unevenly over 4 devices (3, 3, 2, 2)
+    check_mlp(batch);
+}
+
+void Multi::check_mlp(int64_t batch) {
+  Tensor x = host({batch, 20}), w1 = host({32, 20}, 0.05f), b1 = host({32}), w2 = host({4, 32}, 0.03f), b2 = host({4});
   auto mlp = [](const Tensor& in, const Tensor& a, const Tensor& ab, const Tensor& b, const Tensor& bb) {
     return in.linear(a, ab).relu().linear(b, bb).log_softmax(1);
   };
   std::vector<float> want = mlp(x, w1, b1, w2, b2).to_vector<float>();
   Tensor y = mlp(x.shard(devs, 0), w1.shard(devs), b1.shard(devs), w2.shard(devs), b2.shard(devs));
   EXPECT_EQ(y.shard_axis(), std::optional<int>(0));
-  expect_near(y.to_vector<float>(), want, 1e-5f, "mlp");
+  expect_near(y.to_vector<float>(), want, 1e-5f, "mlp, batch " + std::to_string(batch));
   // the loss over the whole batch: a reduction over the shard axis
   expect_near({y.mean().item<float>()}, {mlp(x, w1, b1, w2, b2).mean().item<float>()}, 1e-5f, "loss");
 }

@@ -187,8 +187,8 @@ Tensor Tensor::clone() const {
 
 Tensor Tensor::to(const std::string& device) const {
   std::string dev = canonical_device(device);
-  if (dev == s_->device) return *this;
   if (is_placement(dev)) return shard(split_placement(dev));  // a copy on each device
+  if (dev == s_->device) return *this;
   if (multi_of(*this)) return gather_to(*this, dev);
   TensorGraph g = s_->graph();
   UOp c = UOp::make(Ops::COPY, dtype(), {g.uop, device_node(dev)});
