@@ -39,8 +39,8 @@ sanitized_conformance() {
 
 # The tests that use threads under ThreadSanitizer, in a third tree: interning (test_ir), the
 # cpu thread pool and concurrent launches (test_plugin_cpu, test_cpu_internals), the runtime's
-# caches, realizing tensors from several threads on the reference device and on cpu:0, and
-# backends loading on first use from several threads (only those cases of test_tensor,
+# caches, realizing tensors from several threads on the reference device and on cpu:0, two cpu
+# devices running at once, and backends loading on first use from several threads (only those cases of test_tensor,
 # test_e2e_cpu and test_plugins: the rest of them takes minutes under TSan).
 thread_sanitized_tests() {
   local tsan="${build}-tsan"
@@ -55,6 +55,7 @@ thread_sanitized_tests() {
   GTEST_FILTER='Threads.*' "${run[@]}" -R '^test_tensor$'
   GTEST_FILTER='CpuSweep.ConcurrentReads' "${run[@]}" -R '^test_e2e_cpu$'
   GTEST_FILTER='Threads.*' "${run[@]}" -R '^test_plugins$'
+  "${run[@]}" -R '^test_e2e_cpu_devices$'  # two cpu devices: lanes on their own threads, all-reduces
 }
 
 cmd="${1:-}"

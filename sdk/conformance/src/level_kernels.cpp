@@ -8,6 +8,7 @@
 #include "kit.hpp"
 #include "op_corpus.hpp"
 #include "plugin/device.hpp"
+#include "plugin/registry.hpp"
 #include "runtime/program_cache.hpp"
 
 namespace kiln::conformance {
@@ -220,6 +221,47 @@ void launch_many(Kit& k) {
   require(problem.empty(), problem);
 }
 
+// KILN_DEVICE_PEER_BUFFERS (optional): a kernel on device 0 reads a buffer of device 1 and writes
+// one of device 1, and the bytes are right (the all-reduce reads the other devices' parts in place).
+void peer_buffers(Kit& k) {
+  Device& d = k.kernel_device();
+  if (!(d.props().flags & KILN_DEVICE_PEER_BUFFERS)) throw Skip{"the device does not set KILN_DEVICE_PEER_BUFFERS (optional)"};
+  std::shared_ptr<Device> other;
+  try {
+    other = Registry::get().open(k.backend + ":1");
+  } catch (const Error&) {
+    throw Skip{"the plugin shows one device here; peer buffers need two (the cpu backend: option devices = 2)"};
+  }
+  if (!(other->props().flags & KILN_DEVICE_PEER_BUFFERS)) throw Skip{k.backend + ":1 does not set KILN_DEVICE_PEER_BUFFERS"};
+  auto kernel = simple_kernel(k);
+  require(kernel->spec.lir.n_buffers == 2, "the kernel of x * 3 + 1 does not take two buffers");
+  constexpr uint64_t kBytes = 256 * 4;
+  std::vector<float> x(256), got(256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i) - 7.0f;
+  uint32_t global[3], local[3];
+  for (int i = 0; i < 3; ++i) global[i] = kernel->spec.lir.global[i], local[i] = kernel->spec.lir.local[i];
+  kiln_buffer *mine = d.alloc(kBytes, KILN_ALLOC_ZERO), *theirs = other->alloc(kBytes, KILN_ALLOC_ZERO),
+              *theirs_out = other->alloc(kBytes, KILN_ALLOC_ZERO);
+  std::string problem;
+  try {
+    other->copy_in(theirs, 0, x.data(), kBytes);
+    d.launch(*kernel->program, std::array<kiln_buffer*, 2>{mine, theirs}, {}, {}, global, local, true);
+    d.copy_out(got.data(), mine, 0, kBytes);
+    for (size_t i = 0; i < x.size() && problem.empty(); ++i)
+      if (got[i] != x[i] * 3.0f + 1.0f) problem = "reading a buffer of device 1: element " + std::to_string(i) + " is wrong";
+    d.launch(*kernel->program, std::array<kiln_buffer*, 2>{theirs_out, mine}, {}, {}, global, local, true);
+    other->copy_out(got.data(), theirs_out, 0, kBytes);
+    for (size_t i = 0; i < x.size() && problem.empty(); ++i)
+      if (got[i] != (x[i] * 3.0f + 1.0f) * 3.0f + 1.0f) problem = "writing a buffer of device 1: element " + std::to_string(i) + " is wrong";
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  d.free(mine);
+  other->free(theirs);
+  other->free(theirs_out);
+  require(problem.empty(), problem);
+}
+
 }  // namespace
 
 void add_kernel_tests(std::vector<TestCase>& t) {
@@ -233,6 +275,7 @@ void add_kernel_tests(std::vector<TestCase>& t) {
   t.push_back({3, "L3.softmax", softmax});
   t.push_back({3, "L3.launches", launches});
   t.push_back({3, "L3.launch_many", launch_many});
+  t.push_back({3, "L3.peer_buffers", peer_buffers});
 }
 
 }  // namespace kiln::conformance
