@@ -12,6 +12,7 @@
 #include "backend_e2e.hpp"
 #include "fusion_e2e.hpp"
 #include "error_check.hpp"
+#include "ir/traverse.hpp"
 #include "plugin/device.hpp"
 #include "runtime/compile_cache.hpp"
 #include "runtime/device_alloc.hpp"
@@ -285,4 +286,30 @@ TEST(CpuE2E, MaskedTailsLoadAndStoreBools) {
       EXPECT_EQ(lt[k], x[k] < 0) << n << " at " << i;
     }
   }
+}
+
+// Regression: a kernel over part of a concatenation never reads the pieces outside its rows (the
+// simplifier drops those loads), but its call still passed their buffers, so the kernel took
+// fewer buffers than its launch passed ("takes 4 buffers, the launch passed 5"). Found sharding a
+// concatenation over two devices; the unread buffers are now dropped from the call.
+TEST(CpuE2E, AKernelTakesOnlyTheBuffersItReads) {
+  auto ramp = [](int64_t rows, float scale) {
+    std::vector<float> v(static_cast<size_t>(rows * 3));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>((i * 7) % 23) - 2;
+    return Tensor::from_vector<float>(v, {rows, 3}, "cpu:0").realize();
+  };
+  Tensor a = ramp(4, 0.25f), b = ramp(6, 0.5f);
+  Tensor a1 = a.shrink({{2, 4}, {0, 3}}).contiguous().realize(), b1 = b.shrink({{3, 6}, {0, 3}}).contiguous().realize();
+  Tensor c = Tensor::cat({a.shrink({{0, 2}, {0, 3}}), a1, b.shrink({{0, 3}, {0, 3}}), b1}, 0);
+  std::vector<Tensor> halves{c.shrink({{0, 5}, {0, 3}}).contiguous(), c.shrink({{5, 10}, {0, 3}}).contiguous()};
+  for (const ExecItem& e : Tensor::schedule_all(halves)) {
+    if (e.is_copy) continue;
+    size_t params = 0;
+    for (const UOp& u : toposort(e.ast)) params += u.op() == Ops::PARAM && u.dtype().is_ptr();
+    EXPECT_EQ(params, e.buffers.size()) << e.ast.arg_string();
+  }
+  Tensor::realize_all(halves);
+  std::vector<float> want = Tensor::cat({a, b}, 0).to_vector<float>(), top = halves[0].to_vector<float>(), bottom = halves[1].to_vector<float>();
+  top.insert(top.end(), bottom.begin(), bottom.end());
+  EXPECT_EQ(top, want);
 }

@@ -368,6 +368,23 @@ UOp rangeify_kernel(const GraphInfo& g, const std::vector<KernelRoot>& roots, co
                     std::vector<BufRef>& params) {
   Builder b(g, roots, realized, params);
   UOp ast = graph_rewrite(b.build(), symbolic(), nullptr, "rangeify symbolic");
+  // The simplifier can prove a buffer is never read (a concat's piece outside the rows this kernel
+  // stores): drop it from the call and number the parameters that remain densely, so the kernel
+  // takes exactly the buffers its call passes.
+  std::vector<UOp> used(params.size());
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::PARAM && u.dtype().is_ptr()) used[static_cast<size_t>(u.arg_int())] = u;
+  std::vector<std::pair<UOp, UOp>> renumber;
+  std::vector<BufRef> kept;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!used[i] && i >= roots.size()) continue;  // (the outputs, first, always stay)
+    if (kept.size() != i && used[i]) renumber.push_back({used[i], used[i].replace_arg(Arg{static_cast<int64_t>(kept.size())})});
+    kept.push_back(params[i]);
+  }
+  if (kept.size() != params.size()) {
+    params = std::move(kept);
+    ast = substitute(ast, renumber);
+  }
   return ast.replace_arg(Arg{kernel_name(ast)});
 }
 
