@@ -200,6 +200,10 @@ TEST_F(Multi, SoftmaxConvCatStackAndAssign) {
   Tensor c = Tensor::cat({a.shard(devs, 0), b.shard(devs, 0)}, 1);
   EXPECT_EQ(c.shard_axis(), std::optional<int>(0));
   EXPECT_EQ(c.to_vector<float>(), Tensor::cat({a, b}, 1).to_vector<float>());
+  Tensor along = Tensor::cat({a.shard(devs, 0), host({6, 3}, 0.5f).shard(devs, 0)}, 0);  // along the shard axis
+  EXPECT_EQ(along.shard_axis(), std::optional<int>(0));
+  EXPECT_EQ(along.placement(), devs);
+  EXPECT_EQ(along.to_vector<float>(), Tensor::cat({a, host({6, 3}, 0.5f)}, 0).to_vector<float>());
   Tensor st = Tensor::stack({a.shard(devs, 0), a.shard(devs, 0) * 2.0f}, 2);
   EXPECT_EQ(st.to_vector<float>(), Tensor::stack({a, a * 2.0f}, 2).to_vector<float>());
   // assign into a sharded tensor: from a sharded value, a replicated one and a single-device one

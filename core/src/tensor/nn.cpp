@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "support/env.hpp"
+#include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
 
 namespace kiln {
@@ -198,6 +199,13 @@ Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {
     d = least_upper_dtype(d, t.dtype());
   }
   if (ts.size() == 1) return ts[0].cast(d);
+  if (const Multi* m = multi_of(ts[0]); m && m->axis == a) {
+    // along the shard axis the pieces would land on other devices than their rows: gather on the
+    // first device, concatenate, shard the result the same way
+    std::vector<Tensor> whole;
+    for (const Tensor& t : ts) whole.push_back(t.to(m->devices[0]));
+    return cat(whole, a).shard(m->devices, a);
+  }
   std::optional<Tensor> out;
   int64_t offset = 0;
   for (const Tensor& t : ts) {
