@@ -288,6 +288,7 @@ TEST_F(Multi, PlacementErrorsNameTheTensorsAndTheFix) {
   Tensor x = host({4, 6});
   expect_error([&] { (void)x.shard({devs[0], "cpu:99"}, 0); }, {"cpu:99"});
   expect_error([&] { (void)x.shard({devs[0], devs[0]}, 0); }, {"shard", devs[0], "twice"});
+  expect_error([&] { (void)Tensor::zeros({2}, dtypes::float32, devs[1] + "," + devs[1]); }, {"placement", devs[1], "twice"});
   expect_error([&] { (void)x.shard(devs, 2); }, {"shard", "axis 2", "out of range"});
   expect_error([&] { (void)x.shard({}, 0); }, {"shard", "no devices"});
   expect_error([&] { (void)host({1, 6}).shard(devs, 0); }, {"shard", "1 rows", "fewer than"});

@@ -21,7 +21,12 @@ Tensor make(UOp uop, Shape shape, std::string device, std::vector<UOp> vars) {
 std::string canonical_device(const std::string& device) {
   if (!is_placement(device)) return runtime::canonical_device(device);
   std::vector<std::string> devs;
-  for (const std::string& d : split_placement(device)) devs.push_back(runtime::canonical_device(d));
+  for (const std::string& d : split_placement(device)) {
+    std::string c = runtime::canonical_device(d);
+    if (std::find(devs.begin(), devs.end(), c) != devs.end())
+      fail(ErrorCode::invalid_argument, "placement \"", device, "\" names ", c, " twice; each device holds one part, so name each once");
+    devs.push_back(c);
+  }
   return join_placement(devs);
 }
 
