@@ -168,6 +168,16 @@ class Tensor {
   std::vector<std::string> placement() const;  // devices holding it, in shard order (one for a plain tensor)
   std::optional<int> shard_axis() const;       // nullopt when replicated or on one device
 
+  // autograd (reverse mode over the lazy graph; the backward pass fuses like any other graph).
+  // Only float tensors take gradients. Take gradients before realizing the loss: a realized
+  // tensor's graph is gone (realize the loss and the gradients together).
+  Tensor& requires_grad_(bool on = true);      // mark a leaf; backward() accumulates into its grad
+  bool requires_grad() const;
+  Tensor& backward();                          // this must have one element (a loss)
+  std::optional<Tensor> grad() const;          // the accumulated gradient of a leaf, if any
+  std::vector<Tensor> gradient(const std::vector<Tensor>& wrt) const;  // d(this)/d(each), no accumulation
+  Tensor detach() const;                       // the same value, through which no gradient flows
+
   // Writes value (broadcast and cast to this tensor's shape and dtype) into this tensor's buffer
   // when realized; readers scheduled before see the old contents.
   Tensor& assign(const Tensor& value);

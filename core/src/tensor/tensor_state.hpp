@@ -9,6 +9,7 @@
 //  - Movement args hold the shape; a symbolic dimension is stored as -1-k, meaning "source 1+k",
 //    a BIND node (RESHAPE/EXPAND dims, SHRINK ends).
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,10 @@ class TensorState {
   const std::string device;  // canonical device name; for a multi-device tensor the placement, joined by ','
   const DType dtype;
   const std::shared_ptr<const Multi> multi;  // null for a tensor on one device
+  // autograd (tensor/gradient.cpp): a leaf's flag and its accumulated gradient
+  std::atomic<bool> requires_grad{false};
+  std::mutex grad_mu;
+  std::optional<Tensor> grad;
 
   TensorGraph graph() const {
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,0 +1,347 @@
+// tensor/gradient.cpp - reverse-mode gradients over the lazy graph.
+//
+// The backward pass is built from the same Tensor ops as the forward one, so it fuses and
+// schedules like any other graph. `gradient_rules` is one PatternMatcher with one rule per
+// differentiable op: given the gradient of a node (ctx.g), a rule sets the gradient of each of
+// its sources (none for sources that take no gradient) and returns the node to say it fired. Ops
+// without a rule (comparisons, bitwise ops, integer division, random bits, DETACH) pass no gradient.
+//
+// Ties: elementwise maximum gives each side half the gradient where they are equal (torch); a max
+// reduction splits the gradient evenly among the elements equal to the maximum (tinygrad; torch
+// gives it all to one).
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+
+#include "ir/traverse.hpp"
+#include "rewrite/pattern_matcher.hpp"
+#include "support/flat_map.hpp"
+#include "tensor/multi.hpp"
+#include "tensor/tensor_state.hpp"
+
+namespace kiln {
+
+using namespace detail;
+
+namespace {
+
+// The shape and device of a tensor-level node, from its sources (memoised over one backward).
+class NodeInfo {
+ public:
+  // (by value: the memo grows while callers hold results)
+  Shape shape(const UOp& u) { return info(u).shape; }
+  std::string device(const UOp& u) { return info(u).device; }
+  Tensor wrap(const UOp& u) {
+    Info i = info(u);
+    return make(u, i.shape, i.device);
+  }
+
+ private:
+  struct Info {
+    Shape shape;
+    std::string device;
+  };
+  Info info(const UOp& u) {
+    if (const Info* i = memo_.find(u.node())) return *i;
+    Info out;
+    auto ints = [&]() -> const std::vector<int64_t>& { return u.arg_ints(); };
+    switch (u.op()) {
+      case Ops::BUFFER: out = {{ints()[1]}, u.src(0).arg_string()}; break;
+      case Ops::CONST: out = {{}, u.src(0).arg_string()}; break;
+      case Ops::IOTA: out = {{u.arg_int()}, u.src(0).arg_string()}; break;
+      case Ops::COPY: out = {info(u.src(0)).shape, u.src(1).arg_string()}; break;
+      case Ops::RESHAPE:
+      case Ops::EXPAND: {
+        out = {Shape(ints().begin(), ints().end()), info(u.src(0)).device};
+        if (u.nsrc() > 1 || std::any_of(out.shape.begin(), out.shape.end(), [](int64_t d) { return d < 0; }))
+          fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated (", op_name(u.op()),
+               "); bind the variable first");
+        break;
+      }
+      case Ops::PERMUTE: {
+        Info s = info(u.src(0));
+        out.device = s.device;
+        for (int64_t a : ints()) out.shape.push_back(s.shape[static_cast<size_t>(a)]);
+        break;
+      }
+      case Ops::PAD:
+      case Ops::SHRINK: {
+        Info s = info(u.src(0));
+        out = s;
+        for (size_t i = 0; i < s.shape.size(); ++i)
+          out.shape[i] = u.op() == Ops::PAD ? s.shape[i] + ints()[2 * i] + ints()[2 * i + 1] : ints()[2 * i + 1] - ints()[2 * i];
+        if (u.nsrc() > 1) fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated; bind the variable first");
+        break;
+      }
+      case Ops::REDUCE_AXIS:
+        out = info(u.src(0));
+        for (size_t i = 1; i < ints().size(); ++i) out.shape[static_cast<size_t>(ints()[i])] = 1;
+        break;
+      case Ops::BIND: out = {{}, ""}; break;
+      case Ops::MSTACK: fail(ErrorCode::unimplemented, "gradient: a multi-device node inside a graph");
+      default: {
+        // elementwise, CAST, CONTIGUOUS, DETACH, ASSIGN: the shape of the (first tensor) source
+        const UOp& s = u.op() == Ops::WHERE ? u.src(1) : u.src(0);
+        out = info(s);
+      }
+    }
+    memo_[u.node()] = out;
+    return out;
+  }
+  PtrMap<Info> memo_;
+};
+
+struct GradCtx {
+  NodeInfo& nodes;
+  UOp node;                          // the node whose sources get gradients
+  Tensor g;                          // its gradient
+  std::vector<std::optional<Tensor>> out;  // per source
+  Tensor src(size_t i) { return nodes.wrap(node.src(i)); }
+  Tensor self() { return nodes.wrap(node); }
+  UOp set(std::vector<std::optional<Tensor>> grads) {
+    out = std::move(grads);
+    return node;
+  }
+};
+
+using pat::x;
+using pat::y;
+constexpr double kLn2 = 0.69314718055994530942;
+
+Tensor zeros_like(const Tensor& t) { return const_like(t, 0); }
+
+// torch's rule for elementwise max: the larger side takes the gradient, ties split it evenly.
+Tensor max_share(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return Tensor::where(a.gt(b), g, Tensor::where(a.eq(b), g * 0.5, zeros_like(g)));
+}
+
+// The axes EXPAND broadcast (size 1 in the source, larger in the result).
+std::vector<int> expanded_axes(const Shape& from, const Shape& to) {
+  std::vector<int> axes;
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != to[i]) axes.push_back(static_cast<int>(i));
+  return axes;
+}
+
+std::vector<int> reduced_axes(const UOp& r) {
+  std::vector<int> axes;
+  for (size_t i = 1; i < r.arg_ints().size(); ++i) axes.push_back(static_cast<int>(r.arg_ints()[i]));
+  return axes;
+}
+
+Pads pairs(const std::vector<int64_t>& arg) {
+  Pads p;
+  for (size_t i = 0; i + 1 < arg.size(); i += 2) p.push_back({arg[i], arg[i + 1]});
+  return p;
+}
+
+const PatternMatcher& gradient_rules() {
+  using O = Ops;
+  static const PatternMatcher pm{
+      rule(UPat::op(O::ADD, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g, c.g}); }),
+      rule(UPat::op(O::SUB, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g, -c.g}); }),
+      rule(UPat::op(O::MUL, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g * c.src(1), c.g * c.src(0)}); }),
+      rule(UPat::op(O::FDIV, {x, y}), [](const Match&, GradCtx& c) {
+        return c.set({c.g / c.src(1), -c.g * c.src(0) / (c.src(1) * c.src(1))});
+      }),
+      rule(UPat::op(O::NEG, {x}), [](const Match&, GradCtx& c) { return c.set({-c.g}); }),
+      rule(UPat::op(O::MAX, {x, y}), [](const Match&, GradCtx& c) {
+        return c.set({max_share(c.g, c.src(0), c.src(1)), max_share(c.g, c.src(1), c.src(0))});
+      }),
+      rule(UPat::op(O::POW, {x, y}), [](const Match&, GradCtx& c) {
+        return c.set({c.g * c.src(1) * c.src(0).pow(c.src(1) - 1.0), c.g * c.self() * c.src(0).log()});
+      }),
+      rule(UPat::op(O::EXP2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g * c.self() * kLn2}); }),
+      rule(UPat::op(O::LOG2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g / (c.src(0) * kLn2)}); }),
+      rule(UPat::op(O::SQRT, {x}), [](const Match&, GradCtx& c) { return c.set({c.g / (c.self() * 2.0)}); }),
+      rule(UPat::op(O::SIN, {x}), [](const Match&, GradCtx& c) { return c.set({c.g * c.src(0).cos()}); }),
+      rule(UPat::op(O::RECIPROCAL, {x}), [](const Match&, GradCtx& c) { return c.set({-c.g * c.self() * c.self()}); }),
+      rule(UPat::op(O::WHERE, {x, y, pat::z}), [](const Match&, GradCtx& c) {
+        Tensor cond = c.src(0), zero = zeros_like(c.g);
+        return c.set({std::nullopt, Tensor::where(cond, c.g, zero), Tensor::where(cond, zero, c.g)});
+      }),
+      rule(UPat::op(O::CAST, {x}), [](const Match&, GradCtx& c) {
+        DType from = c.node.src(0).dtype();
+        return c.set({from.is_float() ? std::optional<Tensor>(c.g.cast(from)) : std::nullopt});
+      }),
+      rule(UPat::op(O::CONTIGUOUS, {x}), [](const Match&, GradCtx& c) { return c.set({c.g}); }),
+      rule(UPat::op(O::COPY, {x, y}), [](const Match&, GradCtx& c) {
+        return c.set({c.g.to(c.nodes.device(c.node.src(0))), std::nullopt});
+      }),
+      rule(UPat::op(O::RESHAPE, {x}, true), [](const Match&, GradCtx& c) { return c.set({c.g.reshape(c.nodes.shape(c.node.src(0)))}); }),
+      rule(UPat::op(O::EXPAND, {x}, true), [](const Match&, GradCtx& c) {
+        return c.set({c.g.sum(expanded_axes(c.nodes.shape(c.node.src(0)), c.g.shape()), true)});
+      }),
+      rule(UPat::op(O::PERMUTE, {x}), [](const Match&, GradCtx& c) {
+        const auto& order = c.node.arg_ints();
+        std::vector<int> inverse(order.size());
+        for (size_t i = 0; i < order.size(); ++i) inverse[static_cast<size_t>(order[i])] = static_cast<int>(i);
+        return c.set({c.g.permute(inverse)});
+      }),
+      rule(UPat::op(O::PAD, {x}, true), [](const Match&, GradCtx& c) {
+        Pads p = pairs(c.node.arg_ints());
+        Shape from = c.nodes.shape(c.node.src(0));
+        for (size_t i = 0; i < p.size(); ++i) p[i] = {p[i].first, p[i].first + from[i]};
+        return c.set({c.g.shrink(p)});
+      }),
+      rule(UPat::op(O::SHRINK, {x}, true), [](const Match&, GradCtx& c) {
+        Pads p = pairs(c.node.arg_ints());
+        Shape from = c.nodes.shape(c.node.src(0));
+        for (size_t i = 0; i < p.size(); ++i) p[i] = {p[i].first, from[i] - p[i].second};
+        return c.set({c.g.pad(p)});
+      }),
+      rule(UPat::op(O::FLIP, {x}), [](const Match&, GradCtx& c) {
+        std::vector<int> axes;
+        for (size_t i = 0; i < c.node.arg_ints().size(); ++i)
+          if (c.node.arg_ints()[i]) axes.push_back(static_cast<int>(i));
+        return c.set({c.g.flip(axes)});
+      }),
+      rule(UPat::op(O::REDUCE_AXIS, {x}), [](const Match&, GradCtx& c) {
+        Tensor in = c.src(0);
+        Ops op = static_cast<Ops>(c.node.arg_ints()[0]);
+        if (op == Ops::ADD) return c.set({c.g.expand(in.shape())});
+        if (op == Ops::MUL) return c.set({(c.g * c.self()).expand(in.shape()) / in});
+        // MAX: the gradient is split evenly among the elements equal to the maximum
+        Tensor hit = in.eq(c.self().expand(in.shape())).cast(c.g.dtype());
+        return c.set({c.g.expand(in.shape()) * hit / hit.sum(reduced_axes(c.node), true).expand(in.shape())});
+      }),
+  };
+  return pm;
+}
+
+// Every live tensor marked with requires_grad_ (backward finds the leaves of a graph among them).
+struct Leaves {
+  std::mutex mu;
+  std::vector<std::weak_ptr<TensorState>> all;
+};
+Leaves& leaves() {
+  static Leaves* l = new Leaves;
+  return *l;
+}
+
+// d(root)/d(targets) with the gradient of root being root_grad; nullopt for a target root does not
+// depend on (through ops that pass gradients).
+std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root_grad, const std::vector<UOp>& targets) {
+  NodeInfo nodes;
+  PtrMap<char> is_target, leads;  // leads: the node reaches a target
+  for (const UOp& t : targets) is_target[t.node()] = 1;
+  std::vector<UOp> order = toposort(root);  // sources first
+  for (const UOp& u : order) {
+    bool any = is_target.contains(u.node());
+    if (!any && u.op() != Ops::DETACH)
+      for (const UOp& s : u.src()) any |= leads.contains(s.node());
+    if (any) leads[u.node()] = 1;
+  }
+  std::vector<Tensor> grads{root_grad};  // grads[at[node]]: the gradient reaching a node so far
+  PtrMap<size_t> at;
+  at[root.node()] = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const UOp& u = *it;
+    const size_t* gi = at.find(u.node());
+    if (!gi || !leads.contains(u.node())) continue;
+    GradCtx ctx{nodes, u, grads[*gi], {}};
+    gradient_rules().rewrite(u, &ctx);
+    if (ctx.out.empty()) continue;  // no rule: no gradient through it
+    for (size_t i = 0; i < ctx.out.size() && i < u.nsrc(); ++i) {
+      const UOp& s = u.src(i);
+      if (!ctx.out[i] || !leads.contains(s.node())) continue;
+      Tensor g = *ctx.out[i];
+      if (const size_t* have = at.find(s.node())) {
+        grads[*have] = grads[*have] + g;
+      } else {
+        at[s.node()] = grads.size();
+        grads.push_back(g);
+      }
+    }
+  }
+  std::vector<std::optional<Tensor>> out;
+  for (const UOp& t : targets) {
+    const size_t* g = at.find(t.node());
+    out.push_back(g ? std::optional<Tensor>(grads[*g]) : std::nullopt);
+  }
+  return out;
+}
+
+void check_differentiable(const Tensor& t, const char* op) {
+  if (!t.dtype().is_float())
+    fail(ErrorCode::invalid_argument, op, ": a tensor of dtype ", t.dtype().name(),
+         " does not take gradients (only float tensors do; cast it first)");
+  if (multi_of(t)) fail(ErrorCode::unimplemented, op, ": gradients of multi-device tensors are not supported yet");
+}
+
+}  // namespace
+
+Tensor& Tensor::requires_grad_(bool on) {
+  if (on) check_differentiable(*this, "requires_grad_");
+  bool was = s_->requires_grad.exchange(on);
+  if (on && !was) {
+    std::lock_guard<std::mutex> lock(leaves().mu);
+    auto& all = leaves().all;
+    all.erase(std::remove_if(all.begin(), all.end(), [](const auto& w) { return w.expired(); }), all.end());
+    all.push_back(s_);
+  }
+  return *this;
+}
+
+bool Tensor::requires_grad() const { return s_->requires_grad.load(); }
+
+std::optional<Tensor> Tensor::grad() const {
+  std::lock_guard<std::mutex> lock(s_->grad_mu);
+  return s_->grad;
+}
+
+Tensor Tensor::detach() const {
+  if (multi_of(*this)) return map_parts(*this, [](const Tensor& p) { return p.detach(); });
+  TensorGraph g = s_->graph();
+  return make(UOp::make(Ops::DETACH, dtype(), {g.uop}), s_->shape, s_->device, g.vars);
+}
+
+std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
+  if (numel() != 1)
+    fail(ErrorCode::invalid_argument, "gradient: the tensor has ", numel(), " elements (shape ", shape_str(shape()),
+         "); differentiate a scalar (e.g. .sum() or .mean())");
+  check_differentiable(*this, "gradient");
+  std::vector<UOp> targets;
+  for (const Tensor& t : wrt) {
+    check_differentiable(t, "gradient");
+    targets.push_back(t.state()->uop());
+  }
+  UOp root = s_->uop();
+  if (is_view(root) && std::none_of(targets.begin(), targets.end(), [&](const UOp& t) { return t == root; }))
+    fail(ErrorCode::failed_precondition, "gradient: this tensor was already realized, so the graph that computed it is gone; "
+         "take gradients before realizing it (realize the loss and the gradients together)");
+  std::vector<std::optional<Tensor>> g = gradients(root, const_like(*this, 1.0), targets);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < wrt.size(); ++i) out.push_back(g[i] ? *g[i] : const_like(wrt[i], 0.0));
+  return out;
+}
+
+Tensor& Tensor::backward() {
+  if (is_view(s_->uop()) && !requires_grad())
+    fail(ErrorCode::failed_precondition, "backward: this tensor was already realized, so the graph that computed it is gone; "
+         "call backward() before realizing the loss (or realize the loss and the gradients together)");
+  std::vector<Tensor> wrt;
+  {
+    std::lock_guard<std::mutex> lock(leaves().mu);
+    for (const auto& w : leaves().all)
+      if (auto s = w.lock(); s && s->requires_grad.load()) wrt.push_back(Tensor(s));
+  }
+  // only the leaves this graph reads
+  PtrMap<char> in_graph;
+  for (const UOp& u : toposort(s_->uop())) in_graph[u.node()] = 1;
+  std::vector<Tensor> used;
+  for (const Tensor& t : wrt)
+    if (in_graph.contains(t.state()->uop().node())) used.push_back(t);
+  if (used.empty())
+    fail(ErrorCode::invalid_argument, "backward: no tensor this ", shape_str(shape()),
+         " tensor depends on requires grad; mark the parameters with requires_grad_() before building the loss");
+  std::vector<Tensor> grads = gradient(used);
+  for (size_t i = 0; i < used.size(); ++i) {
+    TensorState& s = *used[i].state();
+    std::lock_guard<std::mutex> lock(s.grad_mu);
+    s.grad = s.grad ? *s.grad + grads[i] : grads[i];  // accumulates across backward calls, as torch does
+  }
+  return *this;
+}
+
+}  // namespace kiln
