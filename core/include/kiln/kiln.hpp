@@ -3,5 +3,6 @@
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
 #include "kiln/jit.hpp"
+#include "kiln/optim.hpp"
 #include "kiln/profile.hpp"
 #include "kiln/tensor.hpp"

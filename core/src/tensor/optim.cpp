@@ -1,0 +1,115 @@
+// tensor/optim.cpp - SGD and Adam over lazy assigns (one schedule per step).
+#include "kiln/optim.hpp"
+
+#include <cmath>
+
+#include "tensor/multi.hpp"
+#include "tensor/tensor_state.hpp"
+
+namespace kiln::optim {
+
+namespace {
+// A zero-filled buffer shaped, typed and placed like p (optimizer state; a sharded parameter's is
+// sharded the same way).
+Tensor state_like(const Tensor& p) {
+  if (detail::multi_of(p)) return detail::map_parts(p, state_like);
+  return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize();
+}
+}  // namespace
+
+Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].requires_grad())
+      fail(ErrorCode::invalid_argument, "optimizer: parameter ", i, " of shape ", detail::shape_str(params_[i].shape()),
+           " does not require grad; mark it with requires_grad_() (its gradient would never be set)");
+    params_[i].realize();  // a buffer, so assigns update it in place
+  }
+}
+Optimizer::~Optimizer() = default;
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : params_) {
+    std::lock_guard<std::mutex> lock(p.state()->grad_mu);
+    p.state()->grad.reset();
+  }
+}
+
+const std::vector<Tensor>& Optimizer::params() const { return params_; }
+
+std::vector<Tensor> Optimizer::step_tensors() {
+  fail(ErrorCode::unimplemented, "optimizer: this optimizer has no step_tensors(); call step()");
+}
+
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov)
+    : Optimizer(std::move(params)), lr_(lr), momentum_(momentum), weight_decay_(weight_decay), nesterov_(nesterov) {
+  if (lr < 0 || momentum < 0 || weight_decay < 0)
+    fail(ErrorCode::invalid_argument, "SGD: lr, momentum and weight_decay must be >= 0 (got ", lr, ", ", momentum, ", ", weight_decay, ")");
+  if (nesterov && momentum == 0) fail(ErrorCode::invalid_argument, "SGD: nesterov needs a momentum > 0");
+  started_.assign(params_.size(), false);
+  if (momentum_ != 0)
+    for (const Tensor& p : params_) buf_.push_back(state_like(p));
+}
+
+std::vector<Tensor> SGD::step_tensors() {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    std::optional<Tensor> grad = p.grad();
+    if (!grad) continue;
+    Tensor g = *grad;
+    if (weight_decay_ != 0) g = g + p * weight_decay_;
+    if (momentum_ != 0) {
+      // torch: the first step's buffer is the gradient. The parameter's update reads the buffer
+      // as assigned (not the expression again), so the buffer is written before and no kernel
+      // has to read its old value after it changes.
+      buf_[i].assign(started_[i] ? buf_[i] * momentum_ + g : g);
+      started_[i] = true;
+      out.push_back(buf_[i]);
+      g = nesterov_ ? g + buf_[i] * momentum_ : buf_[i];
+    }
+    p.assign(p - g * lr_);
+    out.push_back(p);
+  }
+  return out;
+}
+
+void SGD::step() {
+  std::vector<Tensor> t = step_tensors();
+  Tensor::realize_all(t);
+}
+
+Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, double eps, double weight_decay)
+    : Optimizer(std::move(params)), lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps), weight_decay_(weight_decay) {
+  if (lr < 0 || eps < 0 || weight_decay < 0 || beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+    fail(ErrorCode::invalid_argument, "Adam: needs lr, eps, weight_decay >= 0 and 0 <= beta < 1 (got lr ", lr, ", betas ", beta1, ", ",
+         beta2, ", eps ", eps, ", weight_decay ", weight_decay, ")");
+  for (const Tensor& p : params_) {
+    m_.push_back(state_like(p));
+    v_.push_back(state_like(p));
+  }
+}
+
+std::vector<Tensor> Adam::step_tensors() {
+  ++t_;
+  double c1 = 1 - std::pow(beta1_, static_cast<double>(t_)), c2 = 1 - std::pow(beta2_, static_cast<double>(t_));
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor& p = params_[i];
+    std::optional<Tensor> grad = p.grad();
+    if (!grad) continue;
+    Tensor g = *grad;
+    m_[i].assign(m_[i] * beta1_ + g * (1 - beta1_));  // (the update reads the moments as assigned, see SGD)
+    v_[i].assign(v_[i] * beta2_ + g * g * (1 - beta2_));
+    Tensor base = weight_decay_ != 0 ? p * (1 - lr_ * weight_decay_) : p;  // AdamW: decay decoupled from the gradient
+    p.assign(base - (m_[i] / c1) / ((v_[i] / c2).sqrt() + eps_) * lr_);
+    out.insert(out.end(), {m_[i], v_[i], p});
+  }
+  return out;
+}
+
+void Adam::step() {
+  std::vector<Tensor> t = step_tensors();
+  Tensor::realize_all(t);
+}
+
+}  // namespace kiln::optim
