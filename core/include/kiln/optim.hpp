@@ -23,6 +23,7 @@ class Optimizer {
 
  protected:
   explicit Optimizer(std::vector<Tensor> params);
+  void realize_step();  // realize_all(step_tensors())
   std::vector<Tensor> params_;
 };
 

@@ -36,6 +36,11 @@ void Optimizer::zero_grad() {
 
 const std::vector<Tensor>& Optimizer::params() const { return params_; }
 
+void Optimizer::realize_step() {
+  std::vector<Tensor> t = step_tensors();
+  Tensor::realize_all(t);
+}
+
 std::vector<Tensor> Optimizer::step_tensors() {
   fail(ErrorCode::unimplemented, "optimizer: this optimizer has no step_tensors(); call step()");
 }
@@ -73,10 +78,7 @@ std::vector<Tensor> SGD::step_tensors() {
   return out;
 }
 
-void SGD::step() {
-  std::vector<Tensor> t = step_tensors();
-  Tensor::realize_all(t);
-}
+void SGD::step() { realize_step(); }
 
 Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, double eps, double weight_decay)
     : Optimizer(std::move(params)), lr_(lr), beta1_(beta1), beta2_(beta2), eps_(eps), weight_decay_(weight_decay) {
@@ -107,9 +109,6 @@ std::vector<Tensor> Adam::step_tensors() {
   return out;
 }
 
-void Adam::step() {
-  std::vector<Tensor> t = step_tensors();
-  Tensor::realize_all(t);
-}
+void Adam::step() { realize_step(); }
 
 }  // namespace kiln::optim
