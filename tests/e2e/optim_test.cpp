@@ -134,3 +134,17 @@ TEST(Optim, ATrainingStepRunsUnderAJit) {
   for (size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(jitted[i], eager[i], 1e-6f) << i;
   EXPECT_NE(eager[5], 0.1f);  // the weights moved
 }
+
+// Regression: two parameters made by one identical lazy expression (zeros(...).contiguous()) were
+// realized into one shared buffer, and their updates wrote it twice (a schedule cycle, or one
+// parameter silently taking the other's update). The optimizer gives each its own buffer.
+TEST(Optim, ParametersFromIdenticalExpressionsAreUpdatedSeparately) {
+  Tensor a = Tensor::zeros({3}, dtypes::float32, "cpu:0").contiguous().realize().requires_grad_();
+  Tensor b = Tensor::zeros({3}, dtypes::float32, "cpu:0").contiguous().realize().requires_grad_();
+  optim::SGD opt({a, b}, 1.0);
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3}, "cpu:0");
+  (a * x + b * 2.0f).sum().backward();
+  opt.step();
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{-1, -2, -3}));
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{-2, -2, -2}));
+}

@@ -1,7 +1,10 @@
 // tensor/optim.cpp - SGD and Adam over lazy assigns (one schedule per step).
 #include "kiln/optim.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include "runtime/buffer.hpp"
 
 #include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
@@ -23,6 +26,20 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
       fail(ErrorCode::invalid_argument, "optimizer: parameter ", i, " of shape ", detail::shape_str(params_[i].shape()),
            " does not require grad; mark it with requires_grad_() (its gradient would never be set)");
     params_[i].realize();  // a buffer, so assigns update it in place
+  }
+  // Identical lazy values share one buffer when realized (zeros(...).contiguous() twice is one
+  // computation); parameters updated separately must not, so a repeated buffer is copied and that
+  // parameter's tensor re-pointed at its own copy.
+  std::vector<const void*> seen;
+  for (Tensor& p : params_) {
+    if (detail::multi_of(p)) continue;
+    const void* storage = runtime::storage_of(detail::view_buffer(p.state()->uop())).get();
+    if (std::find(seen.begin(), seen.end(), storage) != seen.end()) {
+      Tensor own = p.clone().realize();
+      p.state()->update([&](detail::TensorGraph& g) { g = own.state()->graph(); });
+      storage = runtime::storage_of(detail::view_buffer(p.state()->uop())).get();
+    }
+    seen.push_back(storage);
   }
 }
 Optimizer::~Optimizer() = default;
