@@ -349,3 +349,35 @@ TEST_F(Multi, AJitCapturesAndReplaysADataParallelStep) {
   // another layout is refused, naming both
   expect_error([&] { (void)step({host({16, 12}).shard(devs)}); }, {"Jit: input 0", "captured", "sharded on axis 0"});
 }
+
+// Data-parallel training: the batch sharded, the weights replicated; backward all-reduces each
+// weight's gradient into a replicated one equal to the single-device gradient, and an SGD step
+// keeps the replicas equal to the single-device weights.
+TEST_F(Multi, DataParallelGradientsAllReduceIntoReplicatedGradients) {
+  Tensor x = host({12, 6}), y = host({12, 3}, 0.125f);
+  auto loss_of = [](const Tensor& in, const Tensor& target, const Tensor& w1, const Tensor& w2) {
+    Tensor out = in.linear(w1).relu().linear(w2);
+    return ((out - target) * (out - target)).mean();
+  };
+  Tensor w1 = host({8, 6}, 0.05f).requires_grad_(), w2 = host({3, 8}, 0.0625f).requires_grad_();
+  std::vector<Tensor> want = loss_of(x, y, w1, w2).gradient({w1, w2});
+  Tensor d1 = host({8, 6}, 0.05f).shard(devs).contiguous().realize().requires_grad_();
+  Tensor d2 = host({3, 8}, 0.0625f).shard(devs).contiguous().realize().requires_grad_();
+  Tensor xs = x.shard(devs, 0), ys = y.shard(devs, 0);
+  std::vector<Tensor> got = loss_of(xs, ys, d1, d2).gradient({d1, d2});
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(got[k].placement(), devs);
+    EXPECT_FALSE(got[k].shard_axis());
+    expect_near(got[k].to_vector<float>(), want[k].to_vector<float>(), 1e-5f, "gradient " + std::to_string(k));
+  }
+  // backward + SGD on the replicated weights, and on one device
+  optim::SGD one({w1, w2}, 0.5), many({d1, d2}, 0.5);
+  loss_of(x, y, w1, w2).backward();
+  one.step();
+  loss_of(xs, ys, d1, d2).backward();
+  many.step();
+  expect_near(d1.to_vector<float>(), w1.to_vector<float>(), 1e-5f, "w1 after a step");
+  expect_near(d2.to_vector<float>(), w2.to_vector<float>(), 1e-5f, "w2 after a step");
+  for (const std::string& d : devs)  // every replica holds the same bits
+    EXPECT_EQ(detail::gather_to(d1, d).to_vector<float>(), detail::gather_to(d1, devs[0]).to_vector<float>()) << d;
+}

@@ -246,6 +246,9 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
       const UOp& s = u.src(i);
       if (!ctx.out[i] || !leads.contains(s.node())) continue;
       Tensor g = *ctx.out[i];
+      // a node of another device (a copy's source, or a part an all-reduce reads in place) takes
+      // its gradient on its own device
+      if (std::string d = nodes.device(s); !d.empty() && g.device() != d) g = g.to(d);
       if (const size_t* have = at.find(s.node())) {
         grads[*have] = grads[*have] + g;
       } else {
@@ -266,7 +269,16 @@ void check_differentiable(const Tensor& t, const char* op) {
   if (!t.dtype().is_float())
     fail(ErrorCode::invalid_argument, op, ": a tensor of dtype ", t.dtype().name(),
          " does not take gradients (only float tensors do; cast it first)");
-  if (multi_of(t)) fail(ErrorCode::unimplemented, op, ": gradients of multi-device tensors are not supported yet");
+}
+
+// The nodes of a tensor: its graph, or each part's for a multi-device tensor.
+std::vector<UOp> nodes_of(const Tensor& t) {
+  std::vector<UOp> out;
+  if (const Multi* m = multi_of(t))
+    for (const Tensor& p : m->parts) out.push_back(p.state()->uop());
+  else
+    out.push_back(t.state()->uop());
+  return out;
 }
 
 }  // namespace
@@ -301,23 +313,41 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
     fail(ErrorCode::invalid_argument, "gradient: the tensor has ", numel(), " elements (shape ", shape_str(shape()),
          "); differentiate a scalar (e.g. .sum() or .mean())");
   check_differentiable(*this, "gradient");
+  // a multi-device scalar is replicated (an all-reduce made it): any part's graph reads every device
+  const Tensor root = multi_of(*this) ? multi_of(*this)->parts[0] : *this;
   std::vector<UOp> targets;
   for (const Tensor& t : wrt) {
     check_differentiable(t, "gradient");
-    targets.push_back(t.state()->uop());
+    for (const UOp& u : nodes_of(t)) targets.push_back(u);
   }
-  UOp root = s_->uop();
-  if (is_view(root) && std::none_of(targets.begin(), targets.end(), [&](const UOp& t) { return t == root; }))
+  UOp root_uop = root.state()->uop();
+  if (is_view(root_uop) && std::none_of(targets.begin(), targets.end(), [&](const UOp& t) { return t == root_uop; }))
     fail(ErrorCode::failed_precondition, "gradient: this tensor was already realized, so the graph that computed it is gone; "
          "take gradients before realizing it (realize the loss and the gradients together)");
-  std::vector<std::optional<Tensor>> g = gradients(root, const_like(*this, 1.0), targets);
+  std::vector<std::optional<Tensor>> g = gradients(root_uop, const_like(root, 1.0), targets);
   std::vector<Tensor> out;
-  for (size_t i = 0; i < wrt.size(); ++i) out.push_back(g[i] ? *g[i] : const_like(wrt[i], 0.0));
+  size_t at = 0;
+  for (const Tensor& t : wrt) {
+    const Multi* m = multi_of(t);
+    if (!m) {
+      out.push_back(g[at] ? *g[at] : const_like(t, 0.0));
+      ++at;
+      continue;
+    }
+    std::vector<Tensor> parts;
+    for (const Tensor& p : m->parts) {
+      parts.push_back(g[at] ? *g[at] : const_like(p, 0.0));
+      ++at;
+    }
+    // a replicated tensor is one value used on every device: its gradient is the sum of the
+    // devices' (an all-reduce), the same on each; a sharded one's parts are its own
+    out.push_back(make_multi(m->axis ? std::move(parts) : collective()->all_reduce(Ops::ADD, parts), m->axis));
+  }
   return out;
 }
 
 Tensor& Tensor::backward() {
-  if (is_view(s_->uop()) && !requires_grad())
+  if (!multi_of(*this) && is_view(s_->uop()) && !requires_grad())
     fail(ErrorCode::failed_precondition, "backward: this tensor was already realized, so the graph that computed it is gone; "
          "call backward() before realizing the loss (or realize the loss and the gradients together)");
   std::vector<Tensor> wrt;
@@ -328,10 +358,13 @@ Tensor& Tensor::backward() {
   }
   // only the leaves this graph reads
   PtrMap<char> in_graph;
-  for (const UOp& u : toposort(s_->uop())) in_graph[u.node()] = 1;
+  for (const UOp& root : nodes_of(*this))
+    for (const UOp& u : toposort(root)) in_graph[u.node()] = 1;
   std::vector<Tensor> used;
-  for (const Tensor& t : wrt)
-    if (in_graph.contains(t.state()->uop().node())) used.push_back(t);
+  for (const Tensor& t : wrt) {
+    std::vector<UOp> n = nodes_of(t);
+    if (std::any_of(n.begin(), n.end(), [&](const UOp& u) { return in_graph.contains(u.node()); })) used.push_back(t);
+  }
   if (used.empty())
     fail(ErrorCode::invalid_argument, "backward: no tensor this ", shape_str(shape()),
          " tensor depends on requires grad; mark the parameters with requires_grad_() before building the loss");
