@@ -41,6 +41,9 @@ struct Workload {
   std::function<Tensor(const std::vector<Tensor>&)> fn;
   // The expected output from host copies of the inputs, computed in float64.
   std::function<std::vector<double>(const std::vector<std::vector<float>>&)> reference;
+  // Optional: what the program also writes (a training step's parameter updates, as assigns),
+  // realized in one schedule with the output; built from the inputs like `fn`.
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> writes = {};
 };
 
 struct WorkloadSet {
