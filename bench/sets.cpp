@@ -141,51 +141,45 @@ Workload mlp_gelu() {
           }};
 }
 
-// One training step of the MLP workload (784-512-512-10, batch 256): forward, cross-entropy,
-// backward, SGD update of every parameter, in one schedule. The learning rate is an input, 0
-// here, so every call sees the same weights and its loss can be checked (the kernels are those
-// of any learning rate: it is a buffer, not a constant the compiler could fold).
+// One training step of the MLP workload (784-512-512-10, batch 256; its inputs, forward and
+// reference, then one-hot labels and the learning rate): forward, cross-entropy, backward, SGD
+// update of every parameter, in one schedule. The learning rate is an input, 0 here, so every call
+// sees the same weights and its loss can be checked (the kernels are those of any learning rate:
+// it is a buffer, not a constant the compiler could fold).
 Workload train_step() {
-  constexpr int64_t B = 256, D0 = 784, D1 = 512, D2 = 512, D3 = 10;
-  return {"train_step", Roof::fma, 3 * 2.0 * B * (D0 * D1 + D1 * D2 + D2 * D3),
+  constexpr int64_t B = 256, D3 = 10;
+  static const auto mlp = [] {
+    for (const Workload& w : workloads())
+      if (w.name == "mlp") return &w;
+    return static_cast<const Workload*>(nullptr);
+  };
+  auto loss = [](const std::vector<Tensor>& in) { return -(mlp()->fn(in).log_softmax(1) * in[7]).sum() / double(B); };
+  // forward and backward: three times the forward's FLOPs (the sets are built before `mlp` exists)
+  return {"train_step", Roof::fma, 3 * 2.0 * B * (784 * 512 + 512 * 512 + 512 * D3),
           [](const std::string& d) {
-            auto layer = [&](int64_t in, int64_t out) {
-              double bound = 1.0 / std::sqrt(double(in));
-              return std::pair{centered({out, in}, d) * (2 * bound), centered({out}, d) * (2 * bound)};
-            };
-            auto [w1, b1] = layer(D0, D1);
-            auto [w2, b2] = layer(D1, D2);
-            auto [w3, b3] = layer(D2, D3);
+            std::vector<Tensor> in = mlp()->inputs(d);  // x, w1, b1, w2, b2, w3, b3
             Tensor labels = (Tensor::rand({B, 1}, dtypes::float32, d) * double(D3)).cast(dtypes::int32);
-            Tensor onehot = labels.eq(Tensor::arange(0, double(D3), 1, dtypes::int32, d).reshape({1, D3})).cast(dtypes::float32);
-            return std::vector<Tensor>{Tensor::rand({B, D0}, dtypes::float32, d), onehot, w1, b1, w2, b2, w3, b3,
-                                       Tensor::zeros({1}, dtypes::float32, d)};
+            in.push_back(labels.eq(Tensor::arange(0, double(D3), 1, dtypes::int32, d).reshape({1, D3})).cast(dtypes::float32));
+            in.push_back(Tensor::zeros({1}, dtypes::float32, d));
+            return in;
           },
-          [](const std::vector<Tensor>& in) {
-            Tensor h = in[0].linear(in[2], in[3]).relu();
-            h = h.linear(in[4], in[5]).relu();
-            return -(h.linear(in[6], in[7]).log_softmax(1) * in[1]).sum() / double(B);
-          },
+          loss,
           [](const Host& h) {
-            std::vector<double> x = ref::linear(ref::widen(h[0]), h[2], h[3], B, D0, D1, true);
-            x = ref::linear(x, h[4], h[5], B, D1, D2, true);
-            x = ref::linear(x, h[6], h[7], B, D2, D3, false);
-            double loss = 0;
+            std::vector<double> x = mlp()->reference(h), loss(1, 0.0);
             for (int64_t r = 0; r < B; ++r) {
               double mx = -INFINITY, sum = 0;
               for (int64_t c = 0; c < D3; ++c) mx = std::max(mx, x[r * D3 + c]);
               for (int64_t c = 0; c < D3; ++c) sum += std::exp(x[r * D3 + c] - mx);
-              for (int64_t c = 0; c < D3; ++c) loss -= h[1][r * D3 + c] * (x[r * D3 + c] - mx - std::log(sum));
+              for (int64_t c = 0; c < D3; ++c) loss[0] -= h[7][r * D3 + c] * (x[r * D3 + c] - mx - std::log(sum));
             }
-            return std::vector<double>{loss / double(B)};
+            loss[0] /= double(B);
+            return loss;
           },
-          [](const std::vector<Tensor>& in) {
-            Tensor h = in[0].linear(in[2], in[3]).relu();
-            h = h.linear(in[4], in[5]).relu();
-            Tensor loss = -(h.linear(in[6], in[7]).log_softmax(1) * in[1]).sum() / double(B);
-            std::vector<Tensor> params(in.begin() + 2, in.begin() + 8);
-            std::vector<Tensor> grads = loss.gradient(params);
-            for (size_t i = 0; i < params.size(); ++i) params[i].assign(params[i] - grads[i] * in[8].reshape(Shape(params[i].ndim(), 1)).expand(params[i].shape()));
+          [loss](const std::vector<Tensor>& in) {
+            std::vector<Tensor> params(in.begin() + 1, in.begin() + 7);
+            std::vector<Tensor> grads = loss(in).gradient(params);
+            for (size_t i = 0; i < params.size(); ++i)
+              params[i].assign(params[i] - grads[i] * in[8].reshape(Shape(params[i].ndim(), 1)).expand(params[i].shape()));
             return params;
           }};
 }
