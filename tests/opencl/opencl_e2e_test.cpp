@@ -4,6 +4,7 @@
 
 #include "backend_e2e.hpp"
 #include "fusion_e2e.hpp"
+#include "gradient_check.hpp"
 #include "kiln/kiln.hpp"
 
 using namespace kiln;
@@ -19,6 +20,8 @@ TEST(OpenclSweep, OddSizes) { check_odd_sizes(kDevice); }
 
 TEST(OpenclBeam, SearchedKernelsMatchTheReference) { check_beam_matches_reference(kDevice, 15); }
 TEST(OpenclJit, ReplayEqualsEagerBitForBit) { check_jit_matches_eager(kDevice, 3); }
+TEST(OpenclGradient, ElementwiseOpsMatchFiniteDifferences) { check_elementwise_gradients(kDevice); }
+TEST(OpenclGradient, ReductionsMovementAndCompositeOpsMatchFiniteDifferences) { check_composite_gradients(kDevice); }
 
 TEST(OpenclFusion, MultiOutputAndFusedReduceKernels) { check_fused_kernels(kDevice); }
 
