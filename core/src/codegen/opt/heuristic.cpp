@@ -58,11 +58,20 @@ bool still_in_blocks(const UOp& idx, const UOp& r, int64_t block) {
   return has_stride(simplify(substitute(idx, {{r, outer * block + inner}})), inner, 0);
 }
 
-// Every load that moves along `v` stays put along r (within the blocks of `rows` an UPCAST of r
-// makes): upcasting r reuses v's vector loads.
+// A load inside the reduction: it moves along some reduce axis, so it repeats every reduce step.
+// (One that does not — an update's old value, a residual, a bias — is read once per output
+// element, after the loop, and says nothing about reuse in it.)
+bool in_reduction(const KernelShape& k, const UOp& idx) {
+  for (const UOp& r : k.reduce)
+    if (!has_stride(idx, r, 0)) return true;
+  return k.reduce.empty();
+}
+
+// Every load in the reduction that moves along `v` stays put along r (within the blocks of
+// `rows` an UPCAST of r makes): upcasting r reuses v's vector loads.
 bool reuses_loads_of(const KernelShape& k, const UOp& r, const UOp& v, int64_t rows = 0) {
   for (const UOp& idx : k.load_indices)
-    if (!has_stride(idx, v, 0) && !has_stride(idx, r, 0) && !still_in_blocks(idx, r, rows)) return false;
+    if (in_reduction(k, idx) && !has_stride(idx, v, 0) && !has_stride(idx, r, 0) && !still_in_blocks(idx, r, rows)) return false;
   return true;
 }
 
