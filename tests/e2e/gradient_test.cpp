@@ -34,6 +34,10 @@ TEST(Gradient, TiesLeavesUsedTwiceAccumulationAndDetach) {
   EXPECT_EQ(w.grad()->to_vector<float>(), want);
   // detach stops the gradient
   EXPECT_EQ((w.detach() * w).sum().gradient({w})[0].to_vector<float>(), w.to_vector<float>());
+  // an assign not yet realized passes the gradient to the value it writes, not to the old contents
+  Tensor buf = Tensor::zeros({4}, dtypes::float32, "cpu:0").contiguous().realize();
+  buf.assign(x * 3.0f);
+  EXPECT_EQ((buf * buf).sum().gradient({x})[0].to_vector<float>(), (std::vector<float>{18, 54, 54, 36}));
   // a target the loss does not depend on gets zeros
   EXPECT_EQ(x.sum().gradient({w})[0].to_vector<float>(), (std::vector<float>{0, 0, 0, 0}));
 }

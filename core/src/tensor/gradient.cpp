@@ -5,6 +5,7 @@
 // differentiable op: given the gradient of a node (ctx.g), a rule sets the gradient of each of
 // its sources (none for sources that take no gradient) and returns the node to say it fired. Ops
 // without a rule (comparisons, bitwise ops, integer division, random bits, DETACH) pass no gradient.
+// An assign that has not been realized yet passes the gradient to the value it writes.
 //
 // Ties: elementwise maximum gives each side half the gradient where they are equal (torch); a max
 // reduction splits the gradient evenly among the elements equal to the maximum (tinygrad; torch
@@ -165,6 +166,8 @@ const PatternMatcher& gradient_rules() {
         return c.set({from.is_float() ? std::optional<Tensor>(c.g.cast(from)) : std::nullopt});
       }),
       rule(UPat::op(O::CONTIGUOUS, {x}), [](const Match&, GradCtx& c) { return c.set({c.g}); }),
+      // an assign's value is what it writes: the gradient goes to the value, none to the old contents
+      rule(UPat::op(O::ASSIGN, {x, y}), [](const Match&, GradCtx& c) { return c.set({std::nullopt, c.g}); }),
       rule(UPat::op(O::COPY, {x, y}), [](const Match&, GradCtx& c) {
         return c.set({c.g.to(c.nodes.device(c.node.src(0))), std::nullopt});
       }),
