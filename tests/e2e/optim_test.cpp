@@ -148,3 +148,21 @@ TEST(Optim, ParametersFromIdenticalExpressionsAreUpdatedSeparately) {
   EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{-1, -2, -3}));
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{-2, -2, -2}));
 }
+
+// Regression: Adam counted steps for the optimizer, so a step in which a parameter had no gradient
+// still advanced its bias correction. torch counts per parameter: here w1 skips the first step and
+// must then move exactly as a fresh Adam's first step would.
+TEST(Optim, AdamCountsStepsPerParameter) {
+  Tensor w1 = Tensor::from_vector<double>({0.5, -1.0}, {2}, "cpu:0").requires_grad_();
+  Tensor w2 = Tensor::from_vector<double>({2.0, 3.0}, {2}, "cpu:0").requires_grad_();
+  optim::Adam opt({w1, w2}, 0.1);
+  (w2 * w2).sum().backward();  // only w2 has a gradient
+  opt.step();
+  opt.zero_grad();
+  (w1 * 3.0).sum().backward();
+  opt.step();
+  // first step for w1: m = 0.1 g, v = 0.001 g^2, corrected m / sqrt(v) = sign(g): w1 - 0.1 (g = 3)
+  std::vector<double> got = w1.to_vector<double>();
+  EXPECT_NEAR(got[0], 0.5 - 0.1 * 3 / (3 + 1e-8), 1e-12);
+  EXPECT_NEAR(got[1], -1.0 - 0.1 * 3 / (3 + 1e-8), 1e-12);
+}

@@ -50,7 +50,7 @@ class Adam : public Optimizer {  // weight_decay > 0 is decoupled (AdamW)
 
  private:
   double lr_, beta1_, beta2_, eps_, weight_decay_;
-  int64_t t_ = 0;
+  std::vector<int64_t> t_;  // steps taken, per parameter
   std::vector<Tensor> m_, v_;
 };
 

@@ -106,17 +106,19 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
     m_.push_back(state_like(p));
     v_.push_back(state_like(p));
   }
+  t_.assign(params_.size(), 0);
 }
 
 std::vector<Tensor> Adam::step_tensors() {
-  ++t_;
-  double c1 = 1 - std::pow(beta1_, static_cast<double>(t_)), c2 = 1 - std::pow(beta2_, static_cast<double>(t_));
   std::vector<Tensor> out;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor& p = params_[i];
     std::optional<Tensor> grad = p.grad();
     if (!grad) continue;
     Tensor g = *grad;
+    // each parameter counts its own steps (torch): one without a gradient is not a step for it
+    double t = static_cast<double>(++t_[i]);
+    double c1 = 1 - std::pow(beta1_, t), c2 = 1 - std::pow(beta2_, t);
     m_[i].assign(m_[i] * beta1_ + g * (1 - beta1_));  // (the update reads the moments as assigned, see SGD)
     v_[i].assign(v_[i] * beta2_ + g * g * (1 - beta2_));
     Tensor base = weight_decay_ != 0 ? p * (1 - lr_ * weight_decay_) : p;  // AdamW: decay decoupled from the gradient
