@@ -52,6 +52,17 @@ UOp kernel_of(const Tensor& t) {
   return {};
 }
 
+// Searches of one round of at most 4 candidates while it lives.
+struct ShortSearches {
+  ShortSearches() {
+    SearchLimits limits;
+    limits.max_rounds = 1;
+    limits.max_per_round = 4;
+    runtime::set_beam_limits(limits);
+  }
+  ~ShortSearches() { runtime::set_beam_limits({}); }
+};
+
 std::string text(const std::vector<Opt>& opts) {
   std::string s;
   for (const Opt& o : opts) s += o.str() + " ";
@@ -118,6 +129,30 @@ TEST(Beam, ARunPastTheTimeoutIsDropped) {
   dev->synchronize();
 }
 
+// A candidate that stores nothing is caught by the output check, whatever earlier candidates left
+// in the scratch outputs (they are poisoned before each checked run): the search fails naming its
+// actions. Regression: the outputs were not reset, so such a candidate passed on the first
+// candidate's values and won with the time of a kernel that did no work.
+TEST(Beam, ACandidateThatLeavesItsOutputUnwrittenIsAnError) {
+  TempCacheDir dir;
+  ShortSearches short_searches;
+  Tensor a = Tensor::rand({64, 64}, dtypes::float32, kDevice);
+  a.realize();
+  const UOp ast = kernel_of(a.matmul(a));
+  auto dev = runtime::open_device(kDevice);
+  runtime::set_beam_skip_launches(true);
+  std::string what;
+  try {
+    runtime::beam_opts(dev, ast, dev->target(), 2);
+  } catch (const Error& e) {
+    what = e.what();
+  }
+  runtime::set_beam_skip_launches(false);
+  EXPECT_NE(what.find("compute another result than the first candidate"), std::string::npos) << what;
+  EXPECT_NE(what.find("nan, expected"), std::string::npos) << what;
+  EXPECT_TRUE(dir.entries().empty()) << "a failed search stores nothing";
+}
+
 // Kernels with symbolic sizes are not searched (their buffers have no size before a launch).
 TEST(Beam, SymbolicKernelsAreNotSearched) {
   Variable n("n", 1, 64);
@@ -132,10 +167,7 @@ TEST(Beam, SymbolicKernelsAreNotSearched) {
 // and never again: the capture and the replays build nothing.
 TEST(Beam, AJittedFunctionIsSearchedOnceNotOnReplay) {
   TempCacheDir dir;
-  SearchLimits short_search;
-  short_search.max_rounds = 1;
-  short_search.max_per_round = 4;
-  runtime::set_beam_limits(short_search);
+  ShortSearches short_searches;
   int searches = 0;
   runtime::set_beam_observer([&](const runtime::BeamReport&) { ++searches; });
   set_knob(Knob::beam, 1);
@@ -160,6 +192,5 @@ TEST(Beam, AJittedFunctionIsSearchedOnceNotOnReplay) {
   EXPECT_EQ(searches, after_first) << "capture and replays search nothing";
   set_knob(Knob::beam, 0);
   runtime::set_beam_observer({});
-  runtime::set_beam_limits({});
   runtime::clear_program_cache();
 }

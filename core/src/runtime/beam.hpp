@@ -8,8 +8,9 @@
 //
 // Timing: every candidate runs 3 times and its time is the minimum (the first run pays cold
 // caches; the minimum of a few is what repeated runs converge to on a shared machine). The first
-// run's outputs are checked against the first candidate's (the heuristic's kernel), in the
-// tolerance of float reassociation: a mismatch is an error naming the action list. A candidate
+// run's outputs (poisoned before it, so an output a candidate leaves unwritten cannot pass on an
+// earlier candidate's values) are checked against the first candidate's (the heuristic's kernel),
+// in the tolerance of float reassociation: a mismatch is an error naming the action list. A candidate
 // whose first run is over 3x the best so far stops there. A run past the timeout (10x the best
 // time, at least 1 s) drops the candidate; if it is still running a minute later, the search ends
 // with the best so far and leaves its scratch buffers to the running kernel.
@@ -63,5 +64,9 @@ void set_beam_limits(const SearchLimits& limits);
 
 // Tests: the timeout of one run in seconds (0: the default rule above).
 void set_beam_timeout(double seconds);
+
+// Tests: candidates other than the first are not launched (a kernel that stores nothing), so the
+// output check must catch them; false restores real launches.
+void set_beam_skip_launches(bool skip);
 
 }  // namespace kiln::runtime
