@@ -15,9 +15,10 @@
 //   stop      when a round's best is not faster than the best before it by more than `min_gain`
 //             (2%: a shared machine's timing noise is about that between repeated minimums),
 //             after `max_rounds`, or past `seconds` of searching
-//   final     the beam and the heuristic's list timed again side by side; the fastest is returned
-//             if it beats the heuristic's by more than `min_gain`, else the heuristic's (a noise
-//             winner meets it under the same conditions, and a gain within the noise is none)
+//   final     the beam and the heuristic's list timed again side by side, in three interleaved
+//             rounds (each one's time the median of its rounds); the fastest is returned if it
+//             beats the heuristic's by more than `min_gain`, else the heuristic's (a noise winner
+//             meets it under the same conditions, and a gain within the noise is none)
 #pragma once
 #include <functional>
 #include <optional>
