@@ -186,6 +186,28 @@ TEST(Stage, HeuristicStagesLargeMatmulsAndTheyComputeTheReference) {
   EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 257}).matmul(ref({257, 1040}))), gpu_caps(256, 64, 256, 48 << 10, 4)).opts));
 }
 
+// A B that fits the L2 is staged when its column panels do not fit half an L1 and enough row tiles
+// read each: in place, every row tile would stream a panel whose rows are a leading dimension
+// apart from the L2. Not staged: a panel that fits, a single column panel, few row tiles, a
+// convolution (several reduce axes).
+TEST(Stage, PanelsThatStreamFromTheL2AreStagedEvenWhenBFitsIt) {
+  for (const Target& cpu : {kiln::testing::simulated_cpu(8, 2), kiln::testing::simulated_cpu(16, 2)}) {
+    auto staged = [&](int64_t m, int64_t k, int64_t n) {
+      return has_stage(to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), cpu).opts);
+    };
+    EXPECT_TRUE(staged(512, 512, 512));
+    EXPECT_TRUE(staged(384, 384, 384));
+    EXPECT_EQ(staged(256, 256, 256), cpu.max_vector_width >= 16) << "256 rows of 2 x 8 lanes: 16 KiB, half an L1";
+    EXPECT_TRUE(staged(264, 300, 520)) << "sizes that divide nothing";
+    EXPECT_FALSE(staged(512, 64, 512)) << "a panel of 64 rows fits the L1";
+    EXPECT_FALSE(staged(512, 512, 16)) << "one column panel: B is its own panel";
+    EXPECT_FALSE(staged(32, 512, 512)) << "few row tiles";
+    Tensor conv = ref({8, 32, 64, 64}).conv2d(ref({64, 32, 3, 3}), std::nullopt, 1, 1);
+    EXPECT_FALSE(has_stage(to_program(kernel_of(conv), cpu).opts)) << "a convolution's window";
+  }
+  expect_matmul(264, 300, 520, kiln::testing::simulated_cpu(16, 2));
+}
+
 // Given STAGE actions on kernels the heuristic would not stage: sizes that divide nothing, a
 // transposed B (the buffer puts the lanes innermost), batched matmuls, a convolution's weights.
 TEST(Stage, GivenStagesComputeTheReference) {
