@@ -64,7 +64,7 @@ TEST(Pipeline, MatmulIsARegisterTile) {
   ProgramSpec p = to_program(kernel_of(in({64, 256}).matmul(in({256, 128}))), cpu_target());
   std::string opts;
   for (const Opt& o : p.opts) opts += o.str() + " ";
-  EXPECT_EQ(opts, "UPCAST(1, 8, vector) UPCAST(1, 2) UPCAST(0, 4) THREAD(0, 2) ");
+  EXPECT_EQ(opts, "UPCAST(1, 8, vector) UPCAST(1, 2) UPCAST(0, 4) THREAD(0, 8) ");
   std::string c = Render().render(p.lir.view());
   EXPECT_NE(c.find("floatx8 acc7[1];"), std::string::npos) << "eight vector accumulators";
   EXPECT_GOLDEN("codegen/matmul_c", c);

@@ -226,7 +226,9 @@ TEST(Stage, GivenStagesComputeTheReference) {
   expect_reference([](const auto& in) { return in({2, 3, 9, 11}).conv2d(in({4, 3, 3, 3})); }, cpu, &conv);
 }
 
-// A matmul with few rows (upcast whole, or fewer row tiles than threads) threads its columns too.
+// A matmul with few rows (upcast whole, or fewer row tiles than chunks) threads its columns too; a
+// register tile's kernel takes up to 4 chunks per thread, and a matmul walking column panels
+// outside its row tiles threads the panels.
 TEST(Threads, FewRowsThreadTheColumns) {
   auto threads_of = [](const std::vector<Opt>& opts) {
     std::vector<std::string> out;
@@ -234,16 +236,27 @@ TEST(Threads, FewRowsThreadTheColumns) {
       if (o.op == OptOp::THREAD) out.push_back(o.str());
     return out;
   };
-  // 16 lanes: 8 rows are one whole-axis upcast, so axis 0 is gone; the columns take both threads
+  // 16 lanes: 8 rows are one whole-axis upcast, so axis 0 is gone; the columns take all 8 chunks
   ProgramSpec eight = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 2));
-  EXPECT_EQ(threads_of(eight.opts), std::vector<std::string>{"THREAD(1, 2)"});
-  // 64 threads: 4 row tiles, then 16 column chunks
+  EXPECT_EQ(threads_of(eight.opts), std::vector<std::string>{"THREAD(1, 8)"});
+  // 64 threads: 4 row tiles, then the 32 column tiles (fewer than the 64 chunks left)
   ProgramSpec wide = to_program(kernel_of(ref({32, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 64));
-  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(0, 4)", "THREAD(1, 16)"}));
-  EXPECT_EQ(wide.dims.global[0].arg_int(), 64) << "one launch index over both";
-  // enough rows: one axis as before
-  ProgramSpec tall = to_program(kernel_of(ref({256, 512}).matmul(ref({512, 256}))), kiln::testing::simulated_cpu(16, 2));
-  EXPECT_EQ(threads_of(tall.opts), std::vector<std::string>{"THREAD(0, 2)"});
+  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(0, 4)", "THREAD(1, 32)"}));
+  EXPECT_EQ(wide.dims.global[0].arg_int(), 128) << "one launch index over both";
+  // enough rows, B in place: the rows
+  ProgramSpec tall = to_program(kernel_of(ref({256, 64}).matmul(ref({64, 256}))), kiln::testing::simulated_cpu(16, 2));
+  EXPECT_EQ(threads_of(tall.opts), std::vector<std::string>{"THREAD(0, 8)"});
+  // column panels outside the row tiles (staged): the panels
+  ProgramSpec staged = to_program(kernel_of(ref({256, 512}).matmul(ref({512, 256}))), kiln::testing::simulated_cpu(16, 2));
+  EXPECT_TRUE(has_stage(staged.opts));
+  EXPECT_EQ(threads_of(staged.opts), std::vector<std::string>{"THREAD(1, 8)"});
+  // fewer chunks where there is less work (at least 65536 operations each), and one thread none
+  ProgramSpec small = to_program(kernel_of(ref({64, 64}).matmul(ref({64, 64}))), kiln::testing::simulated_cpu(16, 2));
+  EXPECT_EQ(threads_of(small.opts), std::vector<std::string>{"THREAD(0, 4)"});
+  EXPECT_TRUE(threads_of(to_program(kernel_of(ref({256, 64}).matmul(ref({64, 256}))), kiln::testing::simulated_cpu(16, 1)).opts).empty());
+  // a memory-bound kernel: one chunk per thread
+  ProgramSpec add = to_program(kernel_of(ref({1024, 1024}) + 1.0), kiln::testing::simulated_cpu(16, 2));
+  EXPECT_EQ(threads_of(add.opts), std::vector<std::string>{"THREAD(0, 2)"});
 }
 
 TEST(Threads, SeveralThreadedAxesComputeTheReference) {

@@ -30,6 +30,8 @@ constexpr int64_t kMaxGatherStride = 2;
 constexpr int64_t kPadShare = 4;
 // Kernels with fewer operations than this stay on one thread (a launch across the pool costs more).
 constexpr int64_t kThreadWork = 65536;
+// At most this many THREAD chunks per CPU thread in a compute-bound kernel (add_threads).
+constexpr int64_t kChunksPerThread = 4;
 
 // Loads whose index moves along r; "contiguous along r" when each moves by exactly one element
 // (by at most `max_stride`: a strided view, whose vector loads become gathers of few cache lines).
@@ -258,17 +260,29 @@ void stage_reused_panel(const Opt& swap, OptPlan& plan) {
     if (plan.add({OptOp::STAGE, swap.axis, slot})) return;
 }
 
-// CPU threads over the output axes of a kernel with enough work, outermost first: an axis with
-// fewer chunks left than threads (batch 1, a small leading axis, an axis upcast whole) leaves the
-// rest of the threads to the next axes, so a matmul with a few rows threads its columns too.
-// THREAD's chunks have a dynamic bound: counts need not divide.
-void add_threads(const KernelShape& k, const Target& target, OptPlan& plan) {
+// CPU threads over the output axes of a kernel with enough work, outermost first (`first`, an
+// axis id, before the others): an axis with fewer chunks left than wanted (batch 1, a small
+// leading axis, an axis upcast whole) leaves the rest to the next axes, so a matmul with a few
+// rows threads its columns too. THREAD's chunks have a dynamic bound: counts need not divide.
+// A register tile's kernel (compute bound) gets up to kChunksPerThread chunks per thread (each at
+// least kThreadWork operations): a kernel takes as long as its slowest thread, and the cpu backend
+// hands chunks out as threads come free, so a core slowed by a neighbour (a shared host, a busy
+// hyperthread sibling, an efficiency core) runs fewer of them and the others take the rest
+// (A/B pairs on a 2-vCPU host whose vCPUs ran up to 1.5x apart: matmul1024 0.83x the time,
+// matmul512 0.88x, mlp 0.78x, conv2d 0.96x). Memory-bound kernels keep one chunk per thread (the
+// memory a slow core waits for is everyone's: elementwise and softmax measured 1.05x slower).
+void add_threads(const KernelShape& k, const Target& target, OptPlan& plan, int64_t first, int64_t per_thread) {
   int64_t work = 1;
   for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
   for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
   if (work < kThreadWork) return;
-  int64_t want = target.threads;
-  for (const UOp& r : k.out) {
+  const int64_t threads = target.threads;
+  int64_t want = threads < 2 ? threads : std::min(threads * per_thread, std::max(threads, work / kThreadWork));
+  std::vector<UOp> order;
+  for (const UOp& r : k.out)
+    if (range_axis(r) == first) order.insert(order.begin(), r);
+    else order.push_back(r);
+  for (const UOp& r : order) {
     int64_t n = remaining(r, plan.opts());
     if (want < 2) return;
     if (n < 2) continue;
@@ -403,7 +417,10 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
     elementwise(k, plan, vectors);
   }
   unroll_small_windows(k, plan);
-  if (target.has(KILN_TARGET_HAS_THREADS)) add_threads(k, target, plan);
+  // a matmul walking column panels outside its row tiles threads the panels: a chunk of rows
+  // would stage every panel again
+  if (target.has(KILN_TARGET_HAS_THREADS))
+    add_threads(k, target, plan, swap ? swap->amount : -1, has_rows(plan) ? kChunksPerThread : 1);
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, plan);
   if (swap && plan.add(*swap)) stage_reused_panel(*swap, plan);
   return plan;
