@@ -222,5 +222,10 @@ TEST(Search, NextActionsAllApply) {
     EXPECT_TRUE(ops.count(OptOp::UPCAST) && ops.count(OptOp::UNROLL) && ops.count(OptOp::SWAP));
     EXPECT_EQ(ops.count(OptOp::THREAD), t.has(KILN_TARGET_HAS_THREADS) ? 1u : 0u);
     EXPECT_EQ(ops.count(OptOp::LOCAL), t.has(KILN_TARGET_HAS_LOCAL) ? 1u : 0u);
+    std::set<int64_t> chunks;  // on axis 0: the thread count, four chunks per thread, and two
+    for (const Opt& o : acts)
+      if (o.op == OptOp::THREAD && o.axis == 0) chunks.insert(o.amount);
+    const std::set<int64_t> want = t.has(KILN_TARGET_HAS_THREADS) ? std::set<int64_t>{2, 8, 32} : std::set<int64_t>{};
+    EXPECT_EQ(chunks, want);
   }
 }

@@ -82,6 +82,7 @@ std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
           break;
         case OptOp::THREAD:
           add({a.op, axis, std::max<int64_t>(2, target.threads)});
+          if (target.threads > 1) add({a.op, axis, target.threads * 4});  // chunks a slow core can hand on
           if (target.threads > 2) add({a.op, axis, 2});
           break;
         case OptOp::PADTO:
