@@ -13,6 +13,7 @@
 #include "kiln/kiln.hpp"
 #include "plugin/device.hpp"
 #include "runtime/beam.hpp"
+#include "runtime/compile_cache.hpp"
 #include "runtime/device_alloc.hpp"
 #include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
@@ -50,6 +51,17 @@ UOp kernel_of(const Tensor& t) {
   for (const ExecItem& e : t.schedule())
     if (!e.is_copy) return e.ast;
   return {};
+}
+
+// A realized n x n input and the kernel of its square.
+struct SquareMatmul {
+  Tensor a;
+  UOp ast;
+};
+SquareMatmul square_matmul(int64_t n) {
+  Tensor a = Tensor::rand({n, n}, dtypes::float32, kDevice);
+  a.realize();
+  return {a, kernel_of(a.matmul(a))};
 }
 
 // Searches of one round of at most 4 candidates while it lives.
@@ -110,13 +122,43 @@ TEST(Beam, SearchesStoresAndReusesAndComputesTheSame) {
   for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(plain[i], searched[i], 1e-3 * std::max(1.0f, std::fabs(plain[i]))) << i;
 }
 
+// A program's kernels read the search cache without checking the list first (the lowering checks
+// it): an entry whose list no longer applies to its kernel (a readable entry, written by another
+// kiln) is searched again and replaced, and the program computes what it computes without BEAM.
+TEST(Beam, AnEntryThatNoLongerAppliesIsSearchedAgainByTheProgram) {
+  TempCacheDir dir;
+  ShortSearches short_searches;
+  const auto [a, ast] = square_matmul(40);
+  auto dev = runtime::open_device(kDevice);
+  ASSERT_TRUE(runtime::beam_opts(dev, ast, dev->target(), 1));
+  ASSERT_EQ(dir.entries().size(), 1u);
+  ASSERT_TRUE(runtime::write_compile_cache_entry(dir.entries()[0], "kiln beam search\nkernel: x\nopts: UPCAST(9, 4)\nseconds: 1\n"));
+  ASSERT_TRUE(runtime::beam_cached_opts(dev, ast, dev->target(), 1)) << "read without checking";
+  std::vector<runtime::BeamReport> reports;
+  runtime::set_beam_observer([&](const runtime::BeamReport& r) { reports.push_back(r); });
+  const std::vector<float> plain = a.matmul(a).to_vector<float>();
+  set_knob(Knob::beam, 1);
+  runtime::clear_program_cache();
+  clear_schedule_cache();
+  const std::vector<float> searched = a.matmul(a).to_vector<float>();
+  set_knob(Knob::beam, 0);
+  runtime::clear_program_cache();
+  runtime::set_beam_observer({});
+  ASSERT_EQ(reports.size(), 2u) << "the stale hit, then a search";
+  EXPECT_TRUE(reports[0].from_cache);
+  EXPECT_FALSE(reports[1].from_cache);
+  std::optional<std::vector<Opt>> now = runtime::beam_cached_opts(dev, ast, dev->target(), 1);
+  ASSERT_TRUE(now);
+  EXPECT_EQ(text(*now), text(reports[1].result.opts)) << "the entry was replaced";
+  ASSERT_EQ(plain.size(), searched.size());
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(plain[i], searched[i], 1e-3 * std::max(1.0f, std::fabs(plain[i]))) << i;
+}
+
 // A candidate that runs past the timeout is dropped and the search goes on (here every one is:
 // the heuristic's list comes back, and nothing is stored).
 TEST(Beam, ARunPastTheTimeoutIsDropped) {
   TempCacheDir dir;
-  Tensor a = Tensor::rand({256, 256}, dtypes::float32, kDevice);
-  a.realize();
-  const UOp ast = kernel_of(a.matmul(a));
+  const auto [a, ast] = square_matmul(256);
   auto dev = runtime::open_device(kDevice);
   runtime::set_beam_timeout(1e-9);
   runtime::BeamReport r;
@@ -136,9 +178,7 @@ TEST(Beam, ARunPastTheTimeoutIsDropped) {
 TEST(Beam, ACandidateThatLeavesItsOutputUnwrittenIsAnError) {
   TempCacheDir dir;
   ShortSearches short_searches;
-  Tensor a = Tensor::rand({64, 64}, dtypes::float32, kDevice);
-  a.realize();
-  const UOp ast = kernel_of(a.matmul(a));
+  const auto [a, ast] = square_matmul(64);
   auto dev = runtime::open_device(kDevice);
   runtime::set_beam_skip_launches(true);
   std::string what;

@@ -340,7 +340,9 @@ Key128 cache_key(Device& dev, const UOp& ast, const Target& t, int width) {
 }
 
 // The list an entry holds, if it is intact and applies to the kernel.
-std::optional<std::vector<Opt>> read_entry(const std::string& path, const UOp& kernel, const Target& target, SearchResult& res) {
+// An entry's list, checked against `kernel` (the kernel as the optimiser sees it) when one is
+// given: without, the caller applies the list and a list that does not apply is its to report.
+std::optional<std::vector<Opt>> read_entry(const std::string& path, const UOp* kernel, const Target& target, SearchResult& res) {
   std::string text;
   bool corrupt = false;
   if (!read_compile_cache_entry(path, text, corrupt)) {
@@ -352,7 +354,7 @@ std::optional<std::vector<Opt>> read_entry(const std::string& path, const UOp& k
     if (at == std::string::npos) fail(ErrorCode::data_loss, "no opts line");
     std::string line = text.substr(at + 5, text.find('\n', at) - at - 5);
     std::vector<Opt> opts = line.find_first_not_of(' ') == std::string::npos ? std::vector<Opt>{} : parse_opts(line);
-    apply_opts(kernel, opts, target);  // (throws if it does not apply)
+    if (kernel) apply_opts(*kernel, opts, target);  // (throws if it does not apply)
     auto number = [&](const char* field) {
       size_t s = text.find(field);
       return s == std::string::npos ? 0.0 : std::atof(text.c_str() + s + std::strlen(field));
@@ -378,26 +380,51 @@ void notify(const BeamReport& r) {
   if (observer) observer(r);
 }
 
+std::string kernel_name(const UOp& ast) {
+  return ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel";
+}
+
+std::string entry_path(Device& dev, const UOp& ast, const Target& target, int width) {
+  const std::string dir = beam_cache_dir();
+  return dir.empty() ? "" : dir + "/" + cache_key(dev, ast, target, width).hex() + ".opts";
+}
+
+// The cache's list for `ast` (checked against `kernel` when given), reported as a hit.
+std::optional<std::vector<Opt>> cache_hit(const std::shared_ptr<Device>& dev, const UOp& ast, const UOp* kernel, const Target& target,
+                                          int width, BeamReport* report) {
+  const std::string path = entry_path(*dev, ast, target, width);
+  if (path.empty() || getenv_str("KILN_BEAM_CACHE", "1") == "0") return std::nullopt;
+  BeamReport r;
+  r.kernel = kernel_name(ast);
+  r.device = dev->name();
+  std::optional<std::vector<Opt>> hit = read_entry(path, kernel, target, r.result);
+  if (!hit) return std::nullopt;
+  r.result.opts = *hit;
+  r.from_cache = true;
+  notify(r);
+  if (report) *report = r;
+  return hit;
+}
+
 }  // namespace
+
+std::optional<std::vector<Opt>> beam_cached_opts(const std::shared_ptr<Device>& dev, const UOp& ast, const Target& target, int width) {
+  std::vector<Param> params;
+  if (width <= 0 || !params_of(ast, params)) return std::nullopt;
+  return cache_hit(dev, ast, nullptr, target, width, nullptr);
+}
 
 std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, const UOp& ast, const Target& target, int width,
                                           BeamReport* report) {
   std::vector<Param> params;
   if (width <= 0 || !params_of(ast, params)) return std::nullopt;
   const UOp kernel = kernel_for_opts(ast, target);
+  if (std::optional<std::vector<Opt>> hit = cache_hit(dev, ast, &kernel, target, width, report)) return hit;
   BeamReport r;
-  r.kernel = ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel";
+  r.kernel = kernel_name(ast);
   r.device = dev->name();
   const std::string dir = beam_cache_dir();
-  const std::string path = dir.empty() ? "" : dir + "/" + cache_key(*dev, ast, target, width).hex() + ".opts";
-  if (!path.empty() && getenv_str("KILN_BEAM_CACHE", "1") != "0")
-    if (std::optional<std::vector<Opt>> hit = read_entry(path, kernel, target, r.result)) {
-      r.result.opts = *hit;
-      r.from_cache = true;
-      notify(r);
-      if (report) *report = r;
-      return hit;
-    }
+  const std::string path = entry_path(*dev, ast, target, width);
   std::lock_guard<std::mutex> lock(search_mu);
   Scratch scratch(dev, params);
   const std::vector<Opt> heuristic = to_program(ast, target).opts;

@@ -48,6 +48,12 @@ struct BeamReport {
 std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, const UOp& ast, const Target& target, int width,
                                           BeamReport* report = nullptr);
 
+// The search cache's list for `ast`, not checked against the kernel (nullopt: no entry, or the
+// kernel is not searchable). For the program cache's first calls: checking a list costs the
+// optimiser's front half again, and the lowering that follows checks it anyway; a list that
+// does not apply there goes to beam_opts, which checks, searches again and replaces the entry.
+std::optional<std::vector<Opt>> beam_cached_opts(const std::shared_ptr<Device>& dev, const UOp& ast, const Target& target, int width);
+
 // Called after every kernel's search or cache hit (kiln beam, KILN_DEBUG): empty to remove.
 void set_beam_observer(std::function<void(const BeamReport&)> observer);
 

@@ -113,9 +113,19 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
       std::lock_guard<std::mutex> lock(opts_override_mu);
       if (opts_override) given = opts_override(ast, target);
     }
-    // KILN_BEAM=N: the searched list (from the search cache, or a search now)
-    if (!given && knob(Knob::beam) > 0 && knob(Knob::noopt) == 0) given = beam_opts(dev, ast, target, static_cast<int>(knob(Knob::beam)));
-    k.spec = to_program(ast, target, given ? &*given : nullptr);
+    // KILN_BEAM=N: the searched list (from the search cache, or a search now). A cached list is
+    // checked by the lowering itself; one that does not apply is searched for again.
+    const int width = knob(Knob::noopt) == 0 ? static_cast<int>(knob(Knob::beam)) : 0;
+    const bool cached = !given && width > 0 && (given = beam_cached_opts(dev, ast, target, width));
+    if (!given && width > 0) given = beam_opts(dev, ast, target, width);
+    try {
+      k.spec = to_program(ast, target, given ? &*given : nullptr);
+    } catch (const Error& e) {
+      if (!cached) throw;
+      if (debug_level() >= 1) log_line(cat("beam cache: the entry for ", dev->name(), " does not apply (", e.what(), "); searching again"));
+      given = beam_opts(dev, ast, target, width);
+      k.spec = to_program(ast, target, given ? &*given : nullptr);
+    }
   } catch (const Error& e) {  // e.g. an op the target lacks and kiln cannot decompose: say which device
     fail(e.code(), dev->name(), ": ", e.what());
   }
