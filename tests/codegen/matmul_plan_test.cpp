@@ -206,6 +206,9 @@ TEST(Stage, PanelsThatStreamFromTheL2AreStagedEvenWhenBFitsIt) {
     EXPECT_FALSE(has_stage(to_program(kernel_of(conv), cpu).opts)) << "a convolution's window";
   }
   expect_matmul(264, 300, 520, kiln::testing::simulated_cpu(16, 2));
+  // a GPU target cannot stage: its B in the L2 is walked as it is (no SWAP either)
+  const std::vector<Opt> gpu = to_program(kernel_of(ref({512, 512}).matmul(ref({512, 512}))), gpu_caps(256, 64, 256, 48 << 10, 4)).opts;
+  EXPECT_TRUE(std::none_of(gpu.begin(), gpu.end(), [](const Opt& o) { return o.op == OptOp::SWAP || o.op == OptOp::STAGE; }));
 }
 
 // Given STAGE actions on kernels the heuristic would not stage: sizes that divide nothing, a

@@ -213,14 +213,15 @@ constexpr int64_t kFewRowTiles = 8;
 // contiguous stream (AVX-512, A/B in one session, medians of 5 to 12 pairs, the time staged over
 // in place: kernels 512^3 0.83x, 256^3 0.93x; workloads matmul255 0.81x, matmul500 0.90x,
 // attention 0.96x, train_step 0.98x). Only a matmul proper (one reduce axis, several column
-// panels): a convolution's input window measured 1.08x slower staged.
+// panels): a convolution's input window measured 1.08x slower staged; and only where STAGE
+// applies (`can_stage`: CPU targets; a GPU's workgroups walk the panels as they are).
 std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
-                               OptPlan& plan) {
+                               bool can_stage, OptPlan& plan) {
   int64_t k_len = 1;
   for (const UOp& red : k.reduce) k_len *= std::max<int64_t>(1, const_size(red));
   const int64_t per_k = width * k.itemsize, n = const_size(cols);
   auto pos = [&](const UOp& r) { return std::find(k.out.begin(), k.out.end(), r) - k.out.begin(); };
-  const bool streams = k.reduce.size() == 1 && n >= 2 * width && row_tiles > kFewRowTiles && k_len * per_k > kHalfL1Bytes;
+  const bool streams = can_stage && k.reduce.size() == 1 && n >= 2 * width && row_tiles > kFewRowTiles && k_len * per_k > kHalfL1Bytes;
   const bool in_place = k_len * n * k.itemsize <= kL2Bytes && !streams;  // B read where it is
   if (in_place || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
@@ -369,7 +370,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
           !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
           rows > 1 && pad_to(plan, *it, rows) && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
         swap = across ? std::optional<Opt>{Opt{OptOp::SWAP, range_axis(*it), range_axis(contiguous)}}
-                      : plan_panels(k, *it, contiguous, vec * 2, remaining(*it, opts), plan);
+                      : plan_panels(k, *it, contiguous, vec * 2, remaining(*it, opts), target.has(KILN_TARGET_HAS_THREADS), plan);
         break;
       }
   } else if (!k.reduce.empty() && !row_kernel) {
