@@ -227,5 +227,12 @@ TEST(Search, NextActionsAllApply) {
       if (o.op == OptOp::THREAD && o.axis == 0) chunks.insert(o.amount);
     const std::set<int64_t> want = t.has(KILN_TARGET_HAS_THREADS) ? std::set<int64_t>{2, 8, 32} : std::set<int64_t>{};
     EXPECT_EQ(chunks, want);
+    if (!t.has(KILN_TARGET_HAS_THREADS)) continue;
+    // at most 16 chunks per thread in all: after 32 on 8 threads, only a THREAD of 2 is left
+    const UOp threaded = apply_opts(k, std::vector<Opt>{{OptOp::THREAD, 0, 32}}, t);
+    std::set<int64_t> more;
+    for (const Opt& o : next_actions(threaded, t))
+      if (o.op == OptOp::THREAD) more.insert(o.amount);
+    EXPECT_EQ(more, std::set<int64_t>{2});
   }
 }

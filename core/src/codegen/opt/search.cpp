@@ -18,6 +18,9 @@ namespace kiln {
 // first call 4x slower) for gains the timing cannot tell from noise. tinygrad's BEAM_UPCAST_MAX
 // is 256 too.
 constexpr int64_t kSearchMaxCopies = 256;
+// And at most this many THREAD chunks per thread: past a few per thread more only add launch
+// bookkeeping, and a search kept lists of 512 per thread that won its final by noise.
+constexpr int64_t kSearchMaxChunksPerThread = 16;
 
 // The final's rounds: every finalist is timed this many times, the rounds interleaved (each a
 // call of the timer over all of them, every other round in reverse order), and its time is the
@@ -63,6 +66,9 @@ std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
         std::find(inputs.begin(), inputs.end(), u.src(0).src(0).arg_int()) == inputs.end())
       inputs.push_back(u.src(0).src(0).arg_int());
   const std::vector<UOp> ranges = ranges_of(kernel);
+  int64_t chunks = 1;  // THREAD chunks so far
+  for (const UOp& r : ranges)
+    if (range_type(r) == AxisType::THREAD) chunks *= const_size(r);
   for (const UOp& r : ranges) {
     const AxisType type = range_type(r);
     if (type != AxisType::LOOP && type != AxisType::REDUCE) continue;  // (split parts are not split again)
@@ -81,10 +87,16 @@ std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
           for (int64_t n : {4, 8, 16, 32}) add({a.op, axis, n});
           break;
         case OptOp::THREAD:
-          add({a.op, axis, std::max<int64_t>(2, target.threads)});
-          if (target.threads > 1) add({a.op, axis, target.threads * 4});  // chunks a slow core can hand on
-          if (target.threads > 2) add({a.op, axis, 2});
+        {
+          // the thread count, four chunks per thread (chunks a slow core can hand on), and two
+          const int64_t threads = target.threads;
+          std::vector<int64_t> amounts{std::max<int64_t>(2, threads)};
+          if (threads > 1) amounts.push_back(threads * 4);
+          if (threads > 2) amounts.push_back(2);
+          for (int64_t n : amounts)
+            if (chunks * n <= kSearchMaxChunksPerThread * std::max<int64_t>(1, threads)) add({a.op, axis, n});
           break;
+        }
         case OptOp::PADTO:
           for (int64_t n : {int64_t{8}, lanes, lanes * 2})
             if (n != 8 || lanes != 8) add({a.op, axis, n});

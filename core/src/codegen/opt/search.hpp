@@ -54,9 +54,9 @@ struct SearchResult {
 
 // Every action that applies to `kernel` (as previous actions left it) on `target`, with the
 // amounts a search tries: vector lanes up to the target's width, small upcasts and unrolls (at
-// most 256 copies of a value in all), the target's thread count and four chunks per thread,
-// workgroup sizes, paddings to a vector or two, swaps of output axes, staging of each input,
-// reduce blocks. Each is checked by opt_problem.
+// most 256 copies of a value in all), the target's thread count and four chunks per thread (at
+// most 16 chunks per thread in all), workgroup sizes, paddings to a vector or two, swaps of
+// output axes, staging of each input, reduce blocks. Each is checked by opt_problem.
 std::vector<Opt> next_actions(const UOp& kernel, const Target& target);
 
 // `kernel` as the pipeline's "apply opts" step sees it (codegen/pipeline.cpp), `heuristic` the
