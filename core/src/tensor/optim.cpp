@@ -18,6 +18,16 @@ Tensor state_like(const Tensor& p) {
   if (detail::multi_of(p)) return detail::map_parts(p, state_like);
   return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize();
 }
+// f(i, p, g, out) for each parameter p (index i) that has a gradient g; out collects the
+// tensors the step writes.
+template <class F>
+std::vector<Tensor> for_each_gradient(std::vector<Tensor>& params, F f) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (std::optional<Tensor> grad = params[i].grad()) f(i, params[i], *grad, out);
+  return out;
+}
+
 }  // namespace
 
 Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
@@ -73,12 +83,7 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
 }
 
 std::vector<Tensor> SGD::step_tensors() {
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
-    std::optional<Tensor> grad = p.grad();
-    if (!grad) continue;
-    Tensor g = *grad;
+  return for_each_gradient(params_, [&](size_t i, Tensor& p, Tensor g, std::vector<Tensor>& out) {
     if (weight_decay_ != 0) g = g + p * weight_decay_;
     if (momentum_ != 0) {
       // torch: the first step's buffer is the gradient. The parameter's update reads the buffer
@@ -91,8 +96,7 @@ std::vector<Tensor> SGD::step_tensors() {
     }
     p.assign(p - g * lr_);
     out.push_back(p);
-  }
-  return out;
+  });
 }
 
 void SGD::step() { realize_step(); }
@@ -110,12 +114,7 @@ Adam::Adam(std::vector<Tensor> params, double lr, double beta1, double beta2, do
 }
 
 std::vector<Tensor> Adam::step_tensors() {
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor& p = params_[i];
-    std::optional<Tensor> grad = p.grad();
-    if (!grad) continue;
-    Tensor g = *grad;
+  return for_each_gradient(params_, [&](size_t i, Tensor& p, const Tensor& g, std::vector<Tensor>& out) {
     // each parameter counts its own steps (torch): one without a gradient is not a step for it
     double t = static_cast<double>(++t_[i]);
     double c1 = 1 - std::pow(beta1_, t), c2 = 1 - std::pow(beta2_, t);
@@ -124,8 +123,7 @@ std::vector<Tensor> Adam::step_tensors() {
     Tensor base = weight_decay_ != 0 ? p * (1 - lr_ * weight_decay_) : p;  // AdamW: decay decoupled from the gradient
     p.assign(base - (m_[i] / c1) / ((v_[i] / c2).sqrt() + eps_) * lr_);
     out.insert(out.end(), {m_[i], v_[i], p});
-  }
-  return out;
+  });
 }
 
 void Adam::step() { realize_step(); }
