@@ -71,6 +71,10 @@ sdk::Target CpuDevice::target() {
   const bool avx512 = config_.isa.empty() ? cpu.has("avx512f") : isa_rank(config_.isa) >= 4;
   t.ops = (config_.compiler.in_process() ? llvm_ir_ops(avx512) : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
+  if (runnable()) {  // a device that compiles for another machine does not know that one's caches
+    t.l1d_bytes = cpu.caches.l1d;
+    t.l2_bytes = cpu.caches.l2;
+  }
   return t;
 }
 

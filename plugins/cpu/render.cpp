@@ -11,7 +11,7 @@ bool CpuDevice::has_renderer() const { return true; }
 std::string CpuDevice::render(const kiln_lir& kernel) {
   if (config_.compiler.in_process()) {
     LlvmRenderOptions options;
-    if (uint64_t llc = cpu_info().last_level_cache) options.streaming_store_bytes = llc;
+    if (uint64_t llc = cpu_info().caches.last_level) options.streaming_store_bytes = llc;
     return render_llvm_ir(kernel, options);
   }
   CDialect dialect;  // stateless between kernels; one per call keeps render() thread-safe

@@ -26,22 +26,6 @@ uint64_t meminfo_field(const char* key) {
   return 0;
 }
 
-// The largest cache of cpu0 in sysfs ("32768K"); 0 if unknown. (sysconf's _SC_LEVEL3_CACHE_SIZE
-// reports the host's whole L3 inside a VM.)
-uint64_t last_level_cache() {
-  uint64_t best = 0;
-  for (int index = 0; index < 8; ++index) {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
-    std::string text;
-    if (!(f >> text) || text.empty()) continue;
-    uint64_t v = std::strtoull(text.c_str(), nullptr, 10);
-    char unit = text.back();
-    v *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
-    best = std::max(best, v);
-  }
-  return best;
-}
-
 CpuInfo read_cpu_info() {
   CpuInfo info;
   std::ifstream in("/proc/cpuinfo");
@@ -67,11 +51,32 @@ CpuInfo read_cpu_info() {
   info.cores = sched_getaffinity(0, sizeof set, &set) == 0 ? static_cast<unsigned>(CPU_COUNT(&set))
                                                             : static_cast<unsigned>(online > 0 ? online : 1);
   info.memory_total = meminfo_field("MemTotal");
-  info.last_level_cache = last_level_cache();
+  info.caches = read_caches("/sys/devices/system/cpu/cpu0/cache");
   return info;
 }
 
 }  // namespace
+
+// sysfs, not sysconf: _SC_LEVEL3_CACHE_SIZE reports the host's whole L3 inside a VM, and
+// _SC_LEVEL2_CACHE_SIZE is 0 on some libcs.
+CacheSizes read_caches(const std::string& dir) {
+  CacheSizes c;
+  for (int index = 0; index < 16; ++index) {
+    const std::string base = dir + "/index" + std::to_string(index) + "/";
+    std::ifstream size_file(base + "size"), level_file(base + "level"), type_file(base + "type");
+    std::string text, type;
+    int level = 0;
+    if (!(size_file >> text) || text.empty()) continue;
+    char* end = nullptr;
+    uint64_t v = std::strtoull(text.c_str(), &end, 10);
+    v *= *end == 'K' ? 1024 : *end == 'M' ? 1024 * 1024 : *end == 'G' ? uint64_t{1} << 30 : 1;  // "48K", "2048K", "300M"
+    c.last_level = std::max(c.last_level, v);
+    if (!(level_file >> level) || !(type_file >> type) || type == "Instruction") continue;
+    if (level == 1) c.l1d = v;
+    if (level == 2) c.l2 = v;
+  }
+  return c;
+}
 
 bool CpuInfo::has(const std::string& flag) const { return std::binary_search(flags.begin(), flags.end(), flag); }
 

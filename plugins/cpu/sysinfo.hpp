@@ -6,12 +6,19 @@
 
 namespace kiln::cpu {
 
+// One core's data caches, in bytes; 0 where unknown.
+struct CacheSizes {
+  uint64_t l1d = 0, l2 = 0, last_level = 0;  // last_level: the largest cache of any level
+};
+// Reads a sysfs cache directory (/sys/devices/system/cpu/cpuN/cache: index*/{level,type,size}).
+CacheSizes read_caches(const std::string& dir);
+
 struct CpuInfo {
   std::string model;               // /proc/cpuinfo "model name" ("AMD EPYC ...")
   std::vector<std::string> flags;  // every ISA flag the kernel reports
   unsigned cores = 1;              // CPUs this process may run on (sched_getaffinity)
   uint64_t memory_total = 0;       // bytes (/proc/meminfo MemTotal)
-  uint64_t last_level_cache = 0;   // bytes (sysfs); 0 if unknown
+  CacheSizes caches;               // cpu0's (sysfs)
 
   bool has(const std::string& flag) const;
   std::string isa_level() const;   // "x86-64-v4" ... "x86-64" (the psABI micro-architecture levels)

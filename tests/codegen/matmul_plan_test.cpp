@@ -213,6 +213,28 @@ TEST(Stage, PanelsThatStreamFromTheL2AreStagedEvenWhenBFitsIt) {
 
 // Given STAGE actions on kernels the heuristic would not stage: sizes that divide nothing, a
 // transposed B (the buffer puts the lanes innermost), batched matmuls, a convolution's weights.
+// The L1 and L2 sizes come from the target: the same matmul is staged on a core with a 32 KiB L1
+// (its 64 KiB panels stream from the L2) or a 256 KiB L2 (B does not fit), and read in place on
+// one with a 128 KiB L1 and a 4 MiB L2. A target that reports none plans for 32 KiB and 1 MiB.
+TEST(Stage, TheCacheSizesAreTheTargets) {
+  auto cpu_with = [](uint64_t l1d, uint64_t l2) {
+    Target t = kiln::testing::simulated_cpu(16, 2);
+    t.l1d_bytes = l1d, t.l2_bytes = l2;
+    return t;
+  };
+  auto staged = [&](const Target& cpu) {
+    return has_stage(to_program(kernel_of(ref({512, 512}).matmul(ref({512, 512}))), cpu).opts);
+  };
+  EXPECT_TRUE(staged(cpu_with(0, 0)));
+  EXPECT_TRUE(staged(cpu_with(32 << 10, 4 << 20))) << "panels of 64 KiB, half an L1 of 16 KiB";
+  EXPECT_TRUE(staged(cpu_with(128 << 10, 256 << 10))) << "B (1 MiB) does not fit the L2";
+  EXPECT_FALSE(staged(cpu_with(128 << 10, 4 << 20))) << "B fits the L2 and a panel half the L1";
+  Target unknown = cpu_with(0, 0), common = cpu_with(32 << 10, 1 << 20);
+  for (int64_t n : {256, 384, 520, 1024})
+    EXPECT_EQ(opts_text(to_program(kernel_of(ref({n, n}).matmul(ref({n, n}))), unknown).opts),
+              opts_text(to_program(kernel_of(ref({n, n}).matmul(ref({n, n}))), common).opts)) << n;
+}
+
 TEST(Stage, GivenStagesComputeTheReference) {
   const Target cpu = kiln::testing::simulated_cpu(8, 2);
   const std::vector<Opt> plain{stage_b};

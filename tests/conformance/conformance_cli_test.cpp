@@ -97,3 +97,12 @@ TEST(KilnTest, ImplausibleTargetCapsFailLevelOne) {
   EXPECT_CONTAINS(r.out, "[  FAILED  ] L1.target");
   EXPECT_CONTAINS(r.out, "max_vector_width 1000000 is not one of 1, 2, 4, ..., 64");
 }
+
+// Cache sizes in KiB where bytes are due (48 for a 48 KiB L1d) would size every staged panel a
+// thousand times too small: L1.target names the field and the unit.
+TEST(KilnTest, CacheSizesThatAreNotBytesFailLevelOne) {
+  CliResult r = run_kiln({"test", fixture("conformance_caches"), "--level", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_CONTAINS(r.out, "[  FAILED  ] L1.target");
+  EXPECT_CONTAINS(r.out, "l1d_bytes 48 is not 0 (unknown) or 1 KiB..1 GiB (the field is in bytes)");
+}

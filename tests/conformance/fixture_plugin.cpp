@@ -4,6 +4,7 @@
 //   HANG   device_open() never returns (the runner's timeout must kill it)
 //   NOISY  probe() prints to stdout, and the library exports a second symbol (level 0 failures)
 //   CAPS   target() claims a vector width of 10^6 (L1.target must reject implausible caps)
+//   CACHES target() gives its cache sizes in KiB, not bytes (L1.target must say so)
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #define HANG 2
 #define NOISY 3
 #define CAPS 4
+#define CACHES 5
 
 namespace {
 
@@ -42,6 +44,9 @@ class FixtureDevice final : public sdk::Device {
     t.source_format = "none";
 #if FIXTURE_KIND == CAPS
     t.max_vector_width = 1000000;
+#elif FIXTURE_KIND == CACHES
+    t.flags = KILN_TARGET_HAS_THREADS;
+    t.l1d_bytes = 48, t.l2_bytes = 2048;
 #endif
     return t;
   }

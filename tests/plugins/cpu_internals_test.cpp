@@ -1,8 +1,13 @@
 // tests/plugins/cpu_internals_test.cpp - pieces of the cpu plugin tested directly (compiled into
-// this test from plugins/cpu): the clang driver, the ELF loader's relocation kinds, the thread pool.
+// this test from plugins/cpu): the clang driver, the ELF loader's relocation kinds, the thread pool,
+// the sysfs cache sizes.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
@@ -10,6 +15,7 @@
 #include "config.hpp"
 #include "image.hpp"
 #include "kiln/sdk.hpp"
+#include "sysinfo.hpp"
 #include "thread_pool.hpp"
 
 extern char** environ;
@@ -180,6 +186,33 @@ TEST(CpuConfig, DevicesSplitTheCoresUnlessThreadsIsGiven) {
       EXPECT_NE(e.message.find("option 'devices' must be between 1 and 64"), std::string::npos) << e.message;
     }
   }
+}
+
+// A sysfs cache directory as Linux lays it out: the instruction cache and the shared L3 are not a
+// core's data caches; sizes come in K and M.
+TEST(CpuSysinfo, CacheSizesComeFromSysfs) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("kiln-sysfs-" + std::to_string(::getpid()));
+  auto index = [&](int i, const char* level, const char* type, const char* size) {
+    fs::create_directories(dir / ("index" + std::to_string(i)));
+    std::ofstream(dir / ("index" + std::to_string(i)) / "level") << level << "\n";
+    std::ofstream(dir / ("index" + std::to_string(i)) / "type") << type << "\n";
+    std::ofstream(dir / ("index" + std::to_string(i)) / "size") << size << "\n";
+  };
+  index(0, "1", "Data", "48K");
+  index(1, "1", "Instruction", "64K");
+  index(2, "2", "Unified", "2048K");
+  index(3, "3", "Unified", "260M");
+  CacheSizes c = read_caches(dir.string());
+  EXPECT_EQ(c.l1d, 48u << 10);
+  EXPECT_EQ(c.l2, 2u << 20);
+  EXPECT_EQ(c.last_level, uint64_t{260} << 20);
+  fs::remove_all(dir / "index3");
+  fs::remove_all(dir / "index2");
+  EXPECT_EQ(read_caches(dir.string()).l2, 0u) << "no L2: unknown";
+  fs::remove_all(dir);
+  CacheSizes none = read_caches(dir.string());
+  EXPECT_EQ(none.l1d + none.l2 + none.last_level, 0u) << "no sysfs (a container without it): unknown";
 }
 
 }  // namespace

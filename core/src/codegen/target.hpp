@@ -1,5 +1,5 @@
 // codegen/target.hpp - what the code generator may emit for one device: its launch limits, vector
-// width, shared memory, and the LIR ops and dtypes its renderer accepts.
+// width, shared memory, cache sizes, and the LIR ops and dtypes its renderer accepts.
 //
 // Codegen owns this type: every pass that depends on the device reads it, and nothing here knows
 // about plugins. The plugin layer fills one from the plugin's kiln_target when a device is opened
@@ -20,6 +20,11 @@ struct Target {
   uint32_t dtypes = 0;  // bit KILN_LIR_DTYPE_x
   uint64_t ops[2] = {0, 0};  // bit KILN_LIR_OP_x
   std::string source_format;
+  uint64_t l1d_bytes = 0, l2_bytes = 0;  // a worker's data caches (CPU targets); 0 = unknown
+
+  // The cache sizes the heuristics plan with: the target's, or a common core's (32 KiB, 1 MiB).
+  uint64_t l1d() const { return l1d_bytes ? l1d_bytes : uint64_t{32} << 10; }
+  uint64_t l2() const { return l2_bytes ? l2_bytes : uint64_t{1} << 20; }
 
   bool has(uint32_t flag) const { return (flags & flag) == flag; }
   bool supports_op(uint32_t lir_op) const { return lir_op < 128 && (ops[lir_op / 64] >> (lir_op % 64)) & 1; }

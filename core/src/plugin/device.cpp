@@ -107,6 +107,8 @@ std::shared_ptr<Device> Device::open(const std::string& backend, const kiln_plug
   target.ops[0] = t.ops[0];
   target.ops[1] = t.ops[1];
   target.source_format = bounded_copy(t.source_format);
+  target.l1d_bytes = t.l1d_bytes;  // 0 from a plugin that predates them (t is zeroed)
+  target.l2_bytes = t.l2_bytes;
   return d;
 }
 

@@ -13,6 +13,7 @@ namespace {
 constexpr uint32_t kMaxVectorWidth = 64;
 constexpr uint32_t kMaxLaunchSize = 0x7fffffffu;
 constexpr uint64_t kMaxSharedBytes = uint64_t{1} << 30;
+constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 30;  // a core's L1d or L2
 constexpr uint32_t kMaxThreads = 1u << 20;
 
 void count(Kit& k) {
@@ -73,6 +74,12 @@ void target(Kit& k) {
     }
     if (t.has(KILN_TARGET_HAS_SHARED)) require(t.shared_max > 0, name + ": HAS_SHARED with shared_max 0");
     if (t.has(KILN_TARGET_HAS_THREADS)) require(t.threads >= 1, name + ": HAS_THREADS with 0 threads");
+    // 0 is "unknown"; anything else is bytes (a size in KiB, 48 for 48 KiB, is the likely slip)
+    for (auto [field, bytes] : {std::pair{"l1d_bytes", t.l1d_bytes}, std::pair{"l2_bytes", t.l2_bytes}})
+      require(bytes == 0 || (bytes >= 1024 && bytes <= kMaxCacheBytes),
+              name + ": " + field + " " + std::to_string(bytes) + " is not 0 (unknown) or 1 KiB..1 GiB (the field is in bytes)");
+    require(!t.l1d_bytes || !t.l2_bytes || t.l1d_bytes <= t.l2_bytes,
+            name + ": l1d_bytes " + std::to_string(t.l1d_bytes) + " is larger than l2_bytes " + std::to_string(t.l2_bytes));
   }
 }
 

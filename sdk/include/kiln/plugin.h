@@ -166,6 +166,11 @@ typedef struct kiln_target {
   uint32_t reserved;
   uint64_t ops[2];            /* bitmap over KILN_LIR_OP_* the renderer supports (bit op%64 of word op/64) */
   const char* source_format;  /* what render() produces: "c", "opencl-c", "hip", ... */
+  /* (optional: 0 = unknown, as in an older plugin's smaller struct_size) The data caches one
+   * worker of a HAS_THREADS target runs in, in bytes: its core's L1d and L2. The heuristics size
+   * staged panels by them (without them they assume 32 KiB and 1 MiB). */
+  uint64_t l1d_bytes;
+  uint64_t l2_bytes;
 } kiln_target;
 
 /* ---- allocator ---- */

@@ -85,6 +85,7 @@ struct Target {
   uint32_t dtypes = 0;               // bit KILN_LIR_DTYPE_x
   std::array<uint64_t, 2> ops{};     // bit KILN_LIR_OP_x
   std::string source_format;         // what render() produces
+  uint64_t l1d_bytes = 0, l2_bytes = 0;  // a worker's core's data caches (CPU-style targets); 0 = unknown
 
   void add_dtype(uint32_t dtype) { dtypes |= 1u << dtype; }
   // The ops are an allow-list: name what the renderer handles (add_ops with the sets of
@@ -319,6 +320,8 @@ struct Slots {
       full.ops[0] = t.ops[0];
       full.ops[1] = t.ops[1];
       full.source_format = t.source_format.c_str();
+      full.l1d_bytes = t.l1d_bytes;
+      full.l2_bytes = t.l2_bytes;
       write_out(out, full);
     });
   }

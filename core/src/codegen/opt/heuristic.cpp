@@ -17,11 +17,6 @@ namespace kiln {
 
 namespace {
 
-// A typical per-core L2 (the target does not report cache sizes yet).
-constexpr int64_t kL2Bytes = int64_t{1} << 20;
-// Half a typical L1d: a matmul's column panel larger than this is read from the L2 by every row
-// tile whatever its layout (plan_panels).
-constexpr int64_t kHalfL1Bytes = int64_t{16} << 10;
 // A register tile still pays when its vector loads are gathers of a view strided by this much
 // (a stride-2 convolution): each gathered vector is reused by every row of the tile.
 constexpr int64_t kMaxGatherStride = 2;
@@ -199,7 +194,7 @@ void unroll_small_windows(const KernelShape& k, OptPlan& plan) {
 constexpr int64_t kFewRowTiles = 8;
 
 // How a matmul's register tile (rows x `width` columns) walks B (K x N) when B does not fit the
-// L2. Rows outside columns stream all of B through the caches once per row tile:
+// L2 (the cache sizes are the target's, Target::l1d/l2). Rows outside columns stream all of B through the caches once per row tile:
 //  - with few row tiles, each walks B down its columns, a cache line from each row (rows a
 //    leading dimension apart): BLOCK(K, 16) has the tiles walk 16 rows at a time, consecutive
 //    panels continuing the same rows (M = 8..64, K = N = 4096: 2.8x to 4x); where BLOCK does
@@ -207,8 +202,8 @@ constexpr int64_t kFewRowTiles = 8;
 //  - else the column panels (K x width) go outside and the row tiles inside (the SWAP returned,
 //    applied last; stage_reused_panel stages each panel), the panel staying in the L2; a panel
 //    larger than a stage buffer is cut into K-blocks that fit (BLOCK; 512 x 8192 x 512: 2.9x).
-// A B that fits the L2 is staged the same way when its panels do not fit the L1 (`streams`): each
-// row tile then reads its panel from the L2 anyway, and in place the panel's rows, a leading
+// A B that fits the L2 is staged the same way when its panels do not fit half the L1 (`streams`):
+// each row tile then reads its panel from the L2 anyway, and in place the panel's rows, a leading
 // dimension apart, fall on a few cache sets and defeat the prefetcher; staged, they are one
 // contiguous stream (AVX-512, A/B in one session, medians of 5 to 12 pairs, the time staged over
 // in place: kernels 512^3 0.83x, 256^3 0.93x; workloads matmul255 0.81x, matmul500 0.90x,
@@ -216,13 +211,17 @@ constexpr int64_t kFewRowTiles = 8;
 // panels): a convolution's input window measured 1.08x slower staged; and only where STAGE
 // applies (`can_stage`: CPU targets; a GPU's workgroups walk the panels as they are).
 std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
-                               bool can_stage, OptPlan& plan) {
+                               const Target& target, OptPlan& plan) {
+  // the caches a thread works in (the target's, or a common core's): a panel larger than half the
+  // L1 is read from the L2 by every row tile whatever its layout
+  const int64_t l2 = static_cast<int64_t>(target.l2()), half_l1 = static_cast<int64_t>(target.l1d() / 2);
+  const bool can_stage = target.has(KILN_TARGET_HAS_THREADS);
   int64_t k_len = 1;
   for (const UOp& red : k.reduce) k_len *= std::max<int64_t>(1, const_size(red));
   const int64_t per_k = width * k.itemsize, n = const_size(cols);
   auto pos = [&](const UOp& r) { return std::find(k.out.begin(), k.out.end(), r) - k.out.begin(); };
-  const bool streams = can_stage && k.reduce.size() == 1 && n >= 2 * width && row_tiles > kFewRowTiles && k_len * per_k > kHalfL1Bytes;
-  const bool in_place = k_len * n * k.itemsize <= kL2Bytes && !streams;  // B read where it is
+  const bool streams = can_stage && k.reduce.size() == 1 && n >= 2 * width && row_tiles > kFewRowTiles && k_len * per_k > half_l1;
+  const bool in_place = k_len * n * k.itemsize <= l2 && !streams;  // B read where it is
   if (in_place || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
   if (row_tiles <= kFewRowTiles && red) {  // blocks of 16 rows of B (measured: 16 > 32 > 64), or near it
@@ -237,7 +236,7 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
     while (kc >= 64 && k_len % kc != 0) --kc;
     if (kc >= 64 && plan.add({OptOp::BLOCK, range_axis(*red), kc})) k_len = kc;
   }
-  if (k_len * per_k > kL2Bytes / 4 || in_place) return std::nullopt;
+  if (k_len * per_k > l2 / 4 || in_place) return std::nullopt;
   return Opt{OptOp::SWAP, range_axis(rows), range_axis(cols)};
 }
 
@@ -370,7 +369,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
           !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
           rows > 1 && pad_to(plan, *it, rows) && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
         swap = across ? std::optional<Opt>{Opt{OptOp::SWAP, range_axis(*it), range_axis(contiguous)}}
-                      : plan_panels(k, *it, contiguous, vec * 2, remaining(*it, opts), target.has(KILN_TARGET_HAS_THREADS), plan);
+                      : plan_panels(k, *it, contiguous, vec * 2, remaining(*it, opts), target, plan);
         break;
       }
   } else if (!k.reduce.empty() && !row_kernel) {
