@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -45,13 +46,19 @@ struct NamedTarget {
 std::vector<NamedTarget> targets() {
   std::vector<NamedTarget> out;
   // half of them with masked vector accesses (as cpu:0's in-process compiler): the heuristic pads
-  // vector axes only there
+  // vector axes only there; the cache sizes (L1d/L2 KiB, 0 = unknown) of cores from small to big
+  // in turn: the staging rules read them
+  const uint64_t caches[][2] = {{0, 0}, {32, 256}, {48, 2048}, {128, 16384}, {64, 512}};
+  size_t n = 0;
   for (uint32_t lanes : {4u, 8u, 16u})
     for (uint32_t threads : {1u, 2u, 8u, 64u}) {
       Target t = kiln::testing::simulated_cpu(lanes, threads);
       if (threads == 2 || threads == 8) t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+      const uint64_t* c = caches[n++ % std::size(caches)];
+      t.l1d_bytes = c[0] << 10, t.l2_bytes = c[1] << 10;
       out.push_back({"cpu lanes=" + std::to_string(lanes) + " threads=" + std::to_string(threads) +
-                         (t.has(KILN_TARGET_HAS_MASKED_VECTORS) ? " masked" : ""),
+                         (t.has(KILN_TARGET_HAS_MASKED_VECTORS) ? " masked" : "") + " caches=" + std::to_string(c[0]) +
+                         "K/" + std::to_string(c[1]) + "K",
                      t, true});
     }
   out.push_back({"gpu 256/256/64 shared 48K lanes 4", gpu_caps(256, 64, 256, 48 << 10, 4), false});
