@@ -218,7 +218,7 @@ TEST(Heuristic, VectorAxesArePaddedOnlyWithMaskedVectors) {
       if (o.op == OptOp::PADTO) axes.push_back(o.axis);
     return axes;
   };
-  Tensor mm = in({999, 1000}).matmul(in({1000, 1000}));  // rows 999 (axis 0), columns 1000 (axis 1)
+  Tensor mm = in({1001, 1000}).matmul(in({1000, 1000}));  // rows 1001 (axis 0), columns 1000 (axis 1)
   Chosen masked = main_kernel(mm), plain = main_kernel(mm, simulated_cpu(16, 8));
   EXPECT_EQ(pads(masked), (std::vector<int64_t>{1, 0})) << masked.str();
   EXPECT_EQ(pads(plain), (std::vector<int64_t>{0})) << plain.str();

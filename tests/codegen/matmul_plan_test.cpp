@@ -254,6 +254,24 @@ TEST(Stage, GivenStagesComputeTheReference) {
 // A matmul with few rows (upcast whole, or fewer row tiles than chunks) threads its columns too; a
 // register tile's kernel takes up to 4 chunks per thread, and a matmul walking column panels
 // outside its row tiles threads the panels.
+// On a 32-register CPU a matmul's tile takes up to 10 rows where that divides the rows (no gated
+// rows, fewer passes over B's panel), else 8, padded when cheap; a 16-register CPU keeps 4.
+TEST(Tile, RowsThatDivideBeatPaddedRows) {
+  auto rows = [](int64_t m, const Target& t) {
+    for (const Opt& o : to_program(kernel_of(ref({m, 64}).matmul(ref({64, 256}))), t).opts)
+      if (o.op == OptOp::UPCAST && !o.vectorize && o.axis == 0) return o.amount;
+    return int64_t{0};
+  };
+  const Target avx512 = kiln::testing::simulated_cpu(16, 2), avx2 = kiln::testing::simulated_cpu(8, 2);
+  EXPECT_EQ(rows(1000, avx512), 10);
+  EXPECT_EQ(rows(999, avx512), 9);
+  EXPECT_EQ(rows(1024, avx512), 8);
+  EXPECT_EQ(rows(1001, avx512), 8) << "no divisor from 8 to 10: padded to 1008";
+  EXPECT_EQ(rows(1000, avx2), 4);
+  expect_matmul(30, 50, 70, avx512);  // tiles of 10 rows
+  expect_matmul(45, 33, 40, avx512);  // of 9
+}
+
 TEST(Threads, FewRowsThreadTheColumns) {
   auto threads_of = [](const std::vector<Opt>& opts) {
     std::vector<std::string> out;
