@@ -209,7 +209,8 @@ void unroll_small_windows(const KernelShape& k, OptPlan& plan) {
 constexpr int64_t kFewRowTiles = 8;
 
 // How a matmul's register tile (rows x `width` columns) walks B (K x N) when B does not fit the
-// L2 (the cache sizes are the target's, Target::l1d/l2). Rows outside columns stream all of B through the caches once per row tile:
+// L2 (the cache sizes are the target's, Target::l1d/l2). Rows outside columns stream all of B
+// through the caches once per row tile:
 //  - with few row tiles, each walks B down its columns, a cache line from each row (rows a
 //    leading dimension apart): BLOCK(K, 16) has the tiles walk 16 rows at a time, consecutive
 //    panels continuing the same rows (M = 8..64, K = N = 4096: 2.8x to 4x); where BLOCK does
