@@ -164,9 +164,9 @@ UOp rank_assigns(const UOp& sink) {
 }
 
 // Input BUFFERs -> PARAM(slot) (the slot order is the toposort order, so it is deterministic).
-UOp normalize_inputs(const UOp& sink, std::vector<UOp>& inputs) {
+UOp normalize_inputs(const UOp& sink, std::vector<UOp>& inputs, const std::vector<const UOpNode*>& order) {
   std::vector<std::pair<UOp, UOp>> repl;
-  for (const UOpNode* n : toposort_nodes(sink)) {
+  for (const UOpNode* n : order) {
     if (n->op != Ops::BUFFER) continue;
     UOp b = UOpAccess::from_node(n);
     UOp p = UOp::make(Ops::PARAM, b.dtype().ptr(b.arg_ints()[1]), {b.src(0)}, Arg{static_cast<int64_t>(inputs.size())});
@@ -174,6 +174,18 @@ UOp normalize_inputs(const UOp& sink, std::vector<UOp>& inputs) {
     repl.push_back({b, p});
   }
   return repl.empty() ? sink : substitute(sink, repl);
+}
+
+// The graph as the schedule cache keys it: binds stripped (their values collected), assigns
+// ranked, input buffers as PARAMs. Without BINDs and ASSIGNs (most calls) one toposort serves;
+// a cache hit pays for this on every call.
+UOp normalized(const UOp& big_sink, VarVals& vals, std::vector<UOp>& inputs) {
+  std::vector<const UOpNode*> order = toposort_nodes(big_sink);
+  if (std::any_of(order.begin(), order.end(), [](const UOpNode* n) { return n->op == Ops::BIND || n->op == Ops::ASSIGN; })) {
+    UOp sink = rank_assigns(strip_binds(big_sink, vals));
+    return normalize_inputs(sink, inputs, toposort_nodes(sink));
+  }
+  return normalize_inputs(big_sink, inputs, order);
 }
 
 }  // namespace
@@ -192,7 +204,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   auto t0 = std::chrono::steady_clock::now();
   LinearResult out;
   std::vector<UOp> inputs;
-  UOp sink = normalize_inputs(rank_assigns(strip_binds(big_sink, out.var_vals)), inputs);
+  UOp sink = normalized(big_sink, out.var_vals, inputs);
   bool use_cache = knob(Knob::scache) != 0;
   Key128 key = sink.key();
   std::shared_ptr<const Template> tmpl;
