@@ -413,6 +413,22 @@ TEST(Cache, SecondIdenticalGraphIsAHit) {
   EXPECT_FALSE(c.cache_hit) << "KILN_SCACHE=0 disables the cache";
 }
 
+// A hit's key is computed from the graph as it is (its buffers as PARAM slots), without building
+// the graph with PARAMs: what differs after that replacement must still miss, a buffer used twice
+// included (one slot, not two).
+TEST(Cache, GraphsThatDifferAsPARAMsMiss) {
+  clear_schedule_cache();
+  auto hit = [](const Tensor& t) { return create_linear_with_vars(UOp::sink({t.uop()})).cache_hit; };
+  Tensor a = input({16}), b = input({16});
+  EXPECT_FALSE(hit(a * b));
+  EXPECT_TRUE(hit(input({16}) * input({16}))) << "other buffers, same graph";
+  EXPECT_FALSE(hit(a * a)) << "one buffer twice is one PARAM";
+  EXPECT_TRUE(hit(b * b));
+  EXPECT_FALSE(hit((a + 2.0) * b)) << "another constant";
+  EXPECT_FALSE(hit(input({8}) * input({8}))) << "another size";
+  EXPECT_TRUE(hit((input({16}) + 2.0) * input({16})));
+}
+
 TEST(Symbolic, VariableBatchSharesOneSchedule) {
   clear_schedule_cache();
   Variable batch("batch", 1, 16);

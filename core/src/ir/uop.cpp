@@ -300,21 +300,32 @@ UOp UOpAccess::from_node(const UOpNode* n) {
   return u;
 }
 
+// A node's key over its sources' keys (src_key(i)): UOp::key's, and key_with_sources'.
+template <typename SrcKey>
+static Key128 node_key(const UOpNode* n, SrcKey src_key) {
+  Fingerprint f;
+  f.str(op_name(n->op)).u64(n->dtype.bits()).i64(n->tag);
+  fingerprint_arg(f, n->arg);
+  f.u64(n->nsrc);
+  for (uint32_t i = 0; i < n->nsrc; ++i) {
+    Key128 c = src_key(i);
+    f.u64(c.hi).u64(c.lo);
+  }
+  return f.finish();
+}
+
 Key128 UOp::key() const {
   fill_cache(n_, kKeyCached, [](const UOpNode* n) {
-    Fingerprint f;
-    f.str(op_name(n->op)).u64(n->dtype.bits()).i64(n->tag);
-    fingerprint_arg(f, n->arg);
-    f.u64(n->nsrc);
-    for (uint32_t i = 0; i < n->nsrc; ++i) {
-      const UOpNode* c = n->srcs()[i].node();
-      f.u64(c->key_hi).u64(c->key_lo);
-    }
-    Key128 k = f.finish();
+    Key128 k = node_key(n, [n](uint32_t i) { return Key128{n->srcs()[i].node()->key_hi, n->srcs()[i].node()->key_lo}; });
     n->key_hi = k.hi;
     n->key_lo = k.lo;
   });
   return {n_->key_hi, n_->key_lo};
+}
+
+Key128 key_with_sources(const UOpNode* n, std::span<const Key128> src_keys) {
+  KILN_CHECK(src_keys.size() == n->nsrc, "key_with_sources: ", src_keys.size(), " keys for ", n->nsrc, " sources");
+  return node_key(n, [&](uint32_t i) { return src_keys[i]; });
 }
 
 // ---- typed arg access ----

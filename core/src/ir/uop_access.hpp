@@ -1,6 +1,7 @@
 // ir/uop_access.hpp - internal access to UOp handles from raw nodes (traversals, caches).
 #pragma once
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "kiln/uop.hpp"
@@ -11,6 +12,11 @@ struct UOpAccess {
   // A new handle to a node that is alive (held by some other handle).
   static UOp from_node(const UOpNode* n);
 };
+
+// The key UOp::key() gives a node like n whose sources have the keys `src_keys` (one per source):
+// the key of a graph that is not built (the schedule cache keys a graph with its buffers replaced
+// without replacing them).
+Key128 key_with_sources(const UOpNode* n, std::span<const Key128> src_keys);
 
 // Bits of UOpNode::cache_flags: which lazily computed cache of the node is filled.
 enum CacheFlag : uint8_t { kKeyCached = 1, kBoundsCached = 2, kTreeSizeCached = 4 };

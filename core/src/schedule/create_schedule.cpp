@@ -163,29 +163,48 @@ UOp rank_assigns(const UOp& sink) {
   return *done.find(sink.node());
 }
 
-// Input BUFFERs -> PARAM(slot) (the slot order is the toposort order, so it is deterministic).
-UOp normalize_inputs(const UOp& sink, std::vector<UOp>& inputs, const std::vector<const UOpNode*>& order) {
-  std::vector<std::pair<UOp, UOp>> repl;
-  for (const UOpNode* n : order) {
-    if (n->op != Ops::BUFFER) continue;
-    UOp b = UOpAccess::from_node(n);
-    UOp p = UOp::make(Ops::PARAM, b.dtype().ptr(b.arg_ints()[1]), {b.src(0)}, Arg{static_cast<int64_t>(inputs.size())});
-    inputs.push_back(b);
-    repl.push_back({b, p});
-  }
-  return repl.empty() ? sink : substitute(sink, repl);
-}
-
 // The graph as the schedule cache keys it: binds stripped (their values collected), assigns
-// ranked, input buffers as PARAMs. Without BINDs and ASSIGNs (most calls) one toposort serves;
-// a cache hit pays for this on every call.
-UOp normalized(const UOp& big_sink, VarVals& vals, std::vector<UOp>& inputs) {
+// ranked, input buffers replaced by PARAM(slot) (slots in toposort order, so deterministic). A
+// cache hit needs only its key and its inputs, on every call: the key comes from the graph as it
+// is (each node above a buffer keyed over its sources' new keys), and the graph with PARAMs is
+// built on a miss only. Without BINDs and ASSIGNs (most calls) one toposort serves.
+struct Normalized {
+  UOp sink;                                 // binds stripped, assigns ranked; buffers still in place
+  std::vector<std::pair<UOp, UOp>> params;  // each input BUFFER and its PARAM, in slot order
+  Key128 key;                               // the key of build()'s result
+  UOp build() const { return params.empty() ? sink : substitute(sink, params); }
+};
+
+Normalized normalize(const UOp& big_sink, VarVals& vals) {
+  Normalized out{big_sink, {}, {}};
   std::vector<const UOpNode*> order = toposort_nodes(big_sink);
   if (std::any_of(order.begin(), order.end(), [](const UOpNode* n) { return n->op == Ops::BIND || n->op == Ops::ASSIGN; })) {
-    UOp sink = rank_assigns(strip_binds(big_sink, vals));
-    return normalize_inputs(sink, inputs, toposort_nodes(sink));
+    out.sink = rank_assigns(strip_binds(big_sink, vals));
+    order = toposort_nodes(out.sink);
   }
-  return normalize_inputs(big_sink, inputs, order);
+  PtrMap<Key128> changed(order.size() * 2 + 16);  // nodes whose key the PARAMs change
+  std::vector<Key128> srcs;
+  for (const UOpNode* n : order) {
+    if (n->op == Ops::BUFFER) {
+      UOp b = UOpAccess::from_node(n);
+      UOp p = UOp::make(Ops::PARAM, b.dtype().ptr(b.arg_ints()[1]), {b.src(0)}, Arg{static_cast<int64_t>(out.params.size())});
+      changed[n] = p.key();
+      out.params.push_back({b, p});
+      continue;
+    }
+    bool any = false;
+    srcs.clear();
+    for (uint32_t i = 0; i < n->nsrc; ++i) {
+      const UOpNode* c = n->srcs()[i].node();
+      const Key128* k = changed.find(c);
+      any |= k != nullptr;
+      srcs.push_back(k ? *k : n->srcs()[i].key());
+    }
+    if (any) changed[n] = key_with_sources(n, srcs);
+  }
+  const Key128* root = changed.find(out.sink.node());
+  out.key = root ? *root : out.sink.key();
+  return out;
 }
 
 }  // namespace
@@ -203,10 +222,11 @@ bool row_fusion(const std::string& device) {
 LinearResult create_linear_with_vars(const UOp& big_sink) {
   auto t0 = std::chrono::steady_clock::now();
   LinearResult out;
+  Normalized norm = normalize(big_sink, out.var_vals);
   std::vector<UOp> inputs;
-  UOp sink = normalized(big_sink, out.var_vals, inputs);
+  for (const auto& [buffer, param] : norm.params) inputs.push_back(buffer);
   bool use_cache = knob(Knob::scache) != 0;
-  Key128 key = sink.key();
+  const Key128& key = norm.key;
   std::shared_ptr<const Template> tmpl;
   if (use_cache) {
     std::lock_guard<std::mutex> lock(cache().mu);
@@ -214,7 +234,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   }
   out.cache_hit = static_cast<bool>(tmpl);
   if (!tmpl) {
-    auto t = std::make_shared<Template>(kernelize(sink, inputs.size()));
+    auto t = std::make_shared<Template>(kernelize(norm.build(), inputs.size()));
     create_schedule(*t);
     memory_planner(*t);
     t->prepared = std::make_shared<runtime::PreparedKernels>();
