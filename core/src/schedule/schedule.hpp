@@ -8,9 +8,10 @@
 //   var_vals  the values bound to variables (BIND) in the graph
 //   outputs   for each source of big_sink, the BUFFER that holds its value
 // Steps: strip variable values, normalise input buffers to PARAMs (so identical programs on other
-// buffers share one schedule), look the result up in the schedule cache, and on a miss decide
-// kernel boundaries (kernelize), lower each kernel's movement ops to index math (rangeify), order
-// kernels (create_schedule) and plan memory (memory_planner). Running the result: `prepared`.
+// buffers share one schedule; a hit only computes that graph's key), look the result up in the
+// schedule cache, and on a miss decide kernel boundaries (kernelize), lower each kernel's movement
+// ops to index math (rangeify), order kernels (create_schedule) and plan memory (memory_planner).
+// Running the result: `prepared`.
 #pragma once
 #include <memory>
 #include <string>
