@@ -46,6 +46,9 @@ class KernelCompiler {
 // x86-64 level (`isa`, e.g. "x86-64-v4": the level's features, whatever the host has). Thread-safe:
 // each compile has its own LLVMContext and TargetMachine.
 std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa = "");
+// What that compiler's optimisation pipeline makes of an LLVM IR module, as text (tests of the
+// pipeline: the object compile() returns is machine code).
+std::string llvm_optimized_ir(const std::string& source, const std::string& isa = "");
 
 class Compiler final : public KernelCompiler {
  public:

@@ -83,48 +83,69 @@ class LlvmCompiler final : public KernelCompiler {
     if (!extra_options.empty())
       throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "the in-process LLVM compiler takes no options (got '" + extra_options +
                                                          "'); set [backends.cpu.options] compiler = \"clang-15\" to pass flags"};
-    const Host& h = host();
     llvm::LLVMContext ctx;
+    Optimized m = optimized(ctx, source, entry, log);
+    llvm::SmallVector<char, 0> object;
+    llvm::raw_svector_ostream out(object);
+    llvm::legacy::PassManager codegen;
+    if (m.tm->addPassesToEmitFile(codegen, out, nullptr, llvm::CGFT_ObjectFile))
+      throw sdk::Error{KILN_STATUS_INTERNAL, "LLVM cannot emit an object file for " + host().triple};
+    codegen.run(*m.mod);
+    log.clear();
+    return std::string(object.begin(), object.end());
+  }
+
+  // The module after the optimisation pipeline, as text (llvm_optimized_ir).
+  std::string optimized_text(const std::string& source) {
+    llvm::LLVMContext ctx;
+    std::string log, text;
+    Optimized m = optimized(ctx, source, "kernel", log);
+    llvm::raw_string_ostream os(text);
+    m.mod->print(os, nullptr);
+    return os.str();
+  }
+
+ private:
+  std::string cpu_, features_;
+
+  struct Optimized {
+    std::unique_ptr<llvm::Module> mod;
+    std::unique_ptr<llvm::TargetMachine> tm;
+  };
+
+  // Parses, verifies and optimises `source` for this compiler's CPU; errors name `entry`.
+  Optimized optimized(llvm::LLVMContext& ctx, const std::string& source, const std::string& entry, std::string& log) {
+    const Host& h = host();
     llvm::SMDiagnostic diag;
     std::string file = entry + ".ll";  // parse errors read "NAME.ll:line:col: error: ..."
-    std::unique_ptr<llvm::Module> mod = llvm::parseAssembly(llvm::MemoryBufferRef(source, file), diag, ctx);
-    if (!mod) {
+    Optimized m;
+    m.mod = llvm::parseAssembly(llvm::MemoryBufferRef(source, file), diag, ctx);
+    if (!m.mod) {
       std::string text;
       llvm::raw_string_ostream os(text);
       diag.print(nullptr, os, /*ShowColors=*/false);
       log = os.str();
       throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compiling kernel '" + entry + "' failed: the LLVM IR does not parse:\n" + log};
     }
-    std::unique_ptr<llvm::TargetMachine> tm(h.target->createTargetMachine(
-        h.triple, cpu_, features_, llvm::TargetOptions(), llvm::Reloc::PIC_, llvm::CodeModel::Small,
-        llvm::CodeGenOpt::Aggressive));
-    if (!tm) throw sdk::Error{KILN_STATUS_INTERNAL, "LLVM could not create a target machine for " + h.triple};
-    mod->setTargetTriple(h.triple);
-    mod->setDataLayout(tm->createDataLayout());
-    for (llvm::Function& f : *mod) {
+    m.tm.reset(h.target->createTargetMachine(h.triple, cpu_, features_, llvm::TargetOptions(), llvm::Reloc::PIC_,
+                                             llvm::CodeModel::Small, llvm::CodeGenOpt::Aggressive));
+    if (!m.tm) throw sdk::Error{KILN_STATUS_INTERNAL, "LLVM could not create a target machine for " + h.triple};
+    m.mod->setTargetTriple(h.triple);
+    m.mod->setDataLayout(m.tm->createDataLayout());
+    for (llvm::Function& f : *m.mod) {
       if (f.isDeclaration()) continue;
       f.addFnAttr("target-cpu", cpu_);
       f.addFnAttr("target-features", features_);
     }
     std::string problems;
     llvm::raw_string_ostream vs(problems);
-    if (llvm::verifyModule(*mod, &vs)) {
+    if (llvm::verifyModule(*m.mod, &vs)) {
       log = vs.str();
       throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "compiling kernel '" + entry + "' failed: invalid LLVM IR:\n" + log};
     }
-    optimize(*mod, *tm);
-    llvm::SmallVector<char, 0> object;
-    llvm::raw_svector_ostream out(object);
-    llvm::legacy::PassManager codegen;
-    if (tm->addPassesToEmitFile(codegen, out, nullptr, llvm::CGFT_ObjectFile))
-      throw sdk::Error{KILN_STATUS_INTERNAL, "LLVM cannot emit an object file for " + h.triple};
-    codegen.run(*mod);
-    log.clear();
-    return std::string(object.begin(), object.end());
+    optimize(*m.mod, *m.tm);
+    return m;
   }
-
- private:
-  std::string cpu_, features_;
 
   static void optimize(llvm::Module& mod, llvm::TargetMachine& tm) {
     llvm::LoopAnalysisManager lam;
@@ -162,5 +183,7 @@ class LlvmCompiler final : public KernelCompiler {
 }  // namespace
 
 std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa) { return std::make_unique<LlvmCompiler>(isa); }
+
+std::string llvm_optimized_ir(const std::string& source, const std::string& isa) { return LlvmCompiler(isa).optimized_text(source); }
 
 }  // namespace kiln::cpu

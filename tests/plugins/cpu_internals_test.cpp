@@ -1,6 +1,6 @@
 // tests/plugins/cpu_internals_test.cpp - pieces of the cpu plugin tested directly (compiled into
-// this test from plugins/cpu): the clang driver, the ELF loader's relocation kinds, the thread pool,
-// the sysfs cache sizes.
+// this test from plugins/cpu): the clang driver, the in-process LLVM pipeline, the ELF loader's
+// relocation kinds, the thread pool, the sysfs cache sizes.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -70,6 +70,35 @@ int pick(int i) { return *table[i & 1]; }
 int sw(int x) { switch (x) { case 0: return 11; case 1: return 22; case 2: return 33; case 3: return 44;
                              case 4: return 55; case 5: return 66; default: return -1; } }
 )";
+
+// Addresses a constant apart (a tile's loads along a row of weights: sext(i + 576)) share one
+// base after the pipeline, the constants as offsets x86 folds into its addressing modes; O2 alone
+// leaves a sign extension per address.
+TEST(CpuLlvm, ConstantAddressOffsetsAreSplitOff) {
+  const std::string ir = R"(
+define void @k(ptr noalias %out, ptr noalias %w, i32 %i, i32 %j) {
+entry:
+  %b = add i32 %i, %j
+  %a = add nsw i32 %b, 576
+  %c = add nsw i32 %b, 1152
+  %p0 = getelementptr inbounds float, ptr %w, i32 %b
+  %p1 = getelementptr inbounds float, ptr %w, i32 %a
+  %p2 = getelementptr inbounds float, ptr %w, i32 %c
+  %x0 = load float, ptr %p0
+  %x1 = load float, ptr %p1
+  %x2 = load float, ptr %p2
+  %s = fadd float %x0, %x1
+  %t = fadd float %s, %x2
+  store float %t, ptr %out
+  ret void
+}
+)";
+  const std::string out = llvm_optimized_ir(ir, "x86-64-v2");
+  EXPECT_NE(out.find(", i64 576"), std::string::npos) << out;
+  EXPECT_NE(out.find(", i64 1152"), std::string::npos) << out;
+  EXPECT_EQ(out.find("sext i32 %a"), std::string::npos) << out;
+  EXPECT_EQ(out.find("sext i32 %c"), std::string::npos) << out;
+}
 
 TEST(CpuElfLoader, AppliesEveryRelocationKindClangEmits) {
   CompilerConfig c = object_config();
