@@ -4,6 +4,7 @@
   python bench/peers.py --kiln build/tools/kiln/kiln --set sizes            # kiln and every peer, ratios
   python bench/peers.py --kiln build/tools/kiln/kiln --set extra --rounds 2 --peers torch,tinygrad
   python bench/peers.py --set extra --peers numpy --only layernorm --check  # peers only, each checked
+  python bench/peers.py --kiln build/tools/kiln/kiln --set sizes --peers torch --rounds 3 --interleave  # paired
 
 Run it with a python that has numpy and, for those columns, torch and tinygrad (a peer whose module
 is missing is left out), e.g. /tmp/peers/bin/python. Sets: default (the eight), sizes (matmul over
@@ -11,7 +12,11 @@ is missing is left out), e.g. /tmp/peers/bin/python. Sets: default (the eight), 
 bench/sets.cpp and bench/workloads.cpp, written again here for each framework.
 
 Each round runs `kiln bench --set S --json`, then every peer in a fresh process, so drift on a
-shared machine hits all alike; the best steady median over the rounds is kept. A peer's steady time
+shared machine hits all alike; the best steady median over the rounds is kept. A shared machine
+drifts within a round too (a set of eleven matmuls takes a minute or more, and its neighbours come
+and go): --interleave runs kiln and each peer on one workload after another, the order reversed
+every other round, and adds the median over rounds of kiln's time over the best peer's *in that
+round* (paired: both measured within seconds of each other), the figure to quote on a noisy host. A peer's steady time
 is the median of calls after 3 warm-up calls (at least 5 calls and --min-time seconds): numpy and
 torch eager (torch on --threads threads, default every CPU), tinygrad replaying a TinyJit capture on
 its CPU device. The table gives steady ms, kiln's rate and its % of the machine's peak (measured by
@@ -209,19 +214,21 @@ def run(cmd, env=None):
   return p.stdout
 
 
-def kiln(args):
+def kiln(args, only=None):
+  only = only or args.only
   cmd = [args.kiln, "bench", "--set", args.set, "--device", args.device, "--json"]
-  if args.only: cmd += ["--only", args.only]
+  if only: cmd += ["--only", only]
   cmd += args.kiln_args.split()
   with tempfile.TemporaryDirectory() as cache:  # each run compiles afresh; the roofs are cached elsewhere
     doc = json.loads(run(cmd, {"KILN_CACHE_DIR": cache} if args.fresh_kiln_cache else None))
   return doc
 
 
-def peer(args, fw):
+def peer(args, fw, only=None):
+  only = only or args.only
   cmd = [sys.executable, os.path.abspath(__file__), "--worker", fw, "--set", args.set, "--threads", str(args.threads),
          "--min-time", str(args.min_time)]
-  if args.only: cmd += ["--only", args.only]
+  if only: cmd += ["--only", only]
   if args.check: cmd += ["--check"]
   return json.loads(run(cmd, {"DEV": args.tinygrad_device} if fw == "tinygrad" else None).strip().splitlines()[-1])
 
@@ -237,31 +244,57 @@ def available(fw):
 
 def driver(args):
   peers = [p for p in args.peers.split(",") if p and available(p)]
+  names = [n for n in workload_set(args.set) if not args.only or n in args.only.split(",")]
   best, kiln_rows, peak = {}, {}, None
+  rounds = {}  # (round, framework, workload) -> steady ms, for the paired ratios of --interleave
+
+  def take_kiln(r, doc):
+    nonlocal peak
+    peak = doc.get("peak") or peak
+    for w in doc["workloads"]:
+      rounds[(r, "kiln", w["name"])] = w["steady_ms"]
+      if w["steady_ms"] < best.get(("kiln", w["name"]), float("inf")):
+        best[("kiln", w["name"])] = w["steady_ms"]
+        kiln_rows[w["name"]] = w
+
+  def take_peer(r, fw, res):
+    for name, ms in res.items():
+      rounds[(r, fw, name)] = ms
+      best[(fw, name)] = min(best.get((fw, name), float("inf")), ms)
+
   for r in range(args.rounds):
+    if args.interleave:
+      for n in names:
+        order = (["kiln"] if args.kiln else []) + peers
+        for fw in order if r % 2 == 0 else order[::-1]:
+          if fw == "kiln": take_kiln(r, kiln(args, n))
+          else: take_peer(r, fw, peer(args, fw, n))
+      print(f"# round {r + 1} done", file=sys.stderr)
+      continue
     if args.kiln:
-      doc = kiln(args)
-      peak = doc.get("peak")
-      for w in doc["workloads"]:
-        if w["steady_ms"] < best.get(("kiln", w["name"]), float("inf")):
-          best[("kiln", w["name"])] = w["steady_ms"]
-          kiln_rows[w["name"]] = w
+      take_kiln(r, kiln(args))
       print(f"# round {r + 1}: kiln done", file=sys.stderr)
     for fw in peers:
-      for name, ms in peer(args, fw).items():
-        best[(fw, name)] = min(best.get((fw, name), float("inf")), ms)
+      take_peer(r, fw, peer(args, fw))
       print(f"# round {r + 1}: {fw} done", file=sys.stderr)
 
-  names = [n for n in workload_set(args.set) if not args.only or n in args.only.split(",")]
+  def paired(n):  # median over rounds of kiln / best peer of the same round
+    ratios = []
+    for r in range(args.rounds):
+      k, known = rounds.get((r, "kiln", n)), [rounds[(r, p, n)] for p in peers if (r, p, n) in rounds]
+      if k and known: ratios.append(k / min(known))
+    return statistics.median(ratios) if ratios else None
   cols = (["kiln"] if args.kiln else []) + peers
   if peak:
     print(f"# machine roofs (kiln bench): {peak['gflops']:.1f} GFLOP/s FMA, {peak['copy_gbs']:.1f} GB/s copy, "
           f"{peak['read_gbs']:.1f} GB/s read ({peak['threads']} threads)")
   head = f"{'workload':15s}" + "".join(f"{c + ' ms':>12s}" for c in cols)
   if args.kiln: head += f"{'kiln rate':>16s}{'%peak':>7s}" + "".join(f"{'k/' + p:>11s}" for p in peers) + f"{'k/best':>8s}"
+  pair = args.kiln and args.interleave and peers
+  if pair: head += f"{'paired':>8s}"
   print(head)
   fmt = lambda v, w, d: f"{v:{w}.{d}f}" if v is not None else f"{'-':>{w}s}"
-  to_best = []
+  to_best, to_paired = [], []
   for n in names:
     row = [best.get((c, n)) for c in cols]
     line = f"{n:15s}" + "".join(fmt(v, 12, 3) for v in row)
@@ -273,10 +306,17 @@ def driver(args):
       known = [v for v in row[1:] if v]
       if k and known: to_best.append(k / min(known))
       line += fmt(k / min(known) if k and known else None, 8, 2)
+      if pair:
+        pr = paired(n)
+        if pr: to_paired.append(pr)
+        line += fmt(pr, 8, 2)
     print(line)
+  geo = lambda v: math.exp(sum(map(math.log, v)) / len(v))
   if to_best:
-    print(f"# geometric mean of kiln / best peer over {len(to_best)} workloads: "
-          f"{math.exp(sum(map(math.log, to_best)) / len(to_best)):.2f}")
+    print(f"# geometric mean of kiln / best peer over {len(to_best)} workloads: {geo(to_best):.2f}")
+  if to_paired:
+    print(f"# geometric mean of the paired ratios (kiln / best peer within each round, median over "
+          f"{args.rounds} rounds): {geo(to_paired):.2f}")
 
 
 def main():
@@ -292,6 +332,8 @@ def main():
   ap.add_argument("--tinygrad-device", default="CPU")
   ap.add_argument("--check", action="store_true", help="compare each peer's output with numpy in float64")
   ap.add_argument("--kiln-args", default="", help="more `kiln bench` options, e.g. \"--first-runs 1 --iters 5\"")
+  ap.add_argument("--interleave", action="store_true",
+                  help="run kiln and the peers workload by workload (order reversed every other round) and add paired ratios")
   ap.add_argument("--fresh-kiln-cache", action="store_true", help="give kiln an empty compile cache each round")
   ap.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one framework in this process
   args = ap.parse_args()
