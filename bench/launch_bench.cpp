@@ -1,6 +1,7 @@
 // bench/launch_bench.cpp - the cost of running a kernel on the cpu backend through the plugin ABI
 // (Registry -> Device::launch -> SDK trampoline -> cpu runtime), of getting a kernel to run, and of
-// running a cached schedule of 32 tiny kernels (realize, the schedule items, the prepared items).
+// running a cached schedule of 32 tiny kernels (realize, the schedule items, the prepared items),
+// and of one small eager matmul call (graph building included).
 //
 //   ./build/bench/bench_launch                         # cpu backend from the build tree
 //   KILN_BACKENDS=<manifest> ./build/bench/bench_launch
@@ -181,5 +182,17 @@ void BM_JitReplay32(benchmark::State& state, const char* device) {
   state.SetItemsProcessed(state.iterations() * 32);
 }
 BENCHMARK_CAPTURE(BM_JitReplay32, cpu, "cpu:0");
+
+// A small matmul called eagerly, as a user's loop calls one (the tensors made, the graph built,
+// the schedule and program caches hit, one kernel launched and waited for): the host cost per
+// call that decides small shapes (the kernel itself is a few microseconds at 16 x 16).
+void BM_EagerMatmul16(benchmark::State& state) {
+  setup();
+  Tensor a = Tensor::ones({16, 16}, dtypes::float32, "cpu:0").realize();
+  Tensor b = Tensor::ones({16, 16}, dtypes::float32, "cpu:0").realize();
+  a.matmul(b).realize();  // compiles once
+  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(b).realize());
+}
+BENCHMARK(BM_EagerMatmul16);
 
 }  // namespace

@@ -10,8 +10,12 @@ std::vector<const UOpNode*> toposort_nodes(const UOp& root, const std::function<
   std::vector<const UOpNode*> out;
   if (!root) return out;
   PtrMap<char> seen(64);
-  // (node, next source index to visit)
-  std::vector<std::pair<const UOpNode*, uint32_t>> stack{{root.node(), 0}};
+  // (node, next source index to visit); room for a small graph up front (an eager call's graph
+  // is a few dozen nodes: growing both vectors one doubling at a time was a dozen allocations)
+  std::vector<std::pair<const UOpNode*, uint32_t>> stack;
+  stack.reserve(32);
+  out.reserve(64);
+  stack.push_back({root.node(), 0});
   seen[root.node()] = 1;
   bool descend_root = !(stop && stop(root.node()));
   if (!descend_root) return {root.node()};

@@ -126,10 +126,11 @@ Tensor Tensor::matmul(const Tensor& w) const {
     }
   }
   // (..., M, 1, K) * (..., 1, N, K) summed over K
-  Shape sa = a.shape(), sb = b.transpose(-1, -2).shape();
+  Tensor bt = b.transpose(-1, -2);
+  Shape sa = a.shape(), sb = bt.shape();
   sa.insert(sa.end() - 1, 1);
   sb.insert(sb.end() - 2, 1);
-  Tensor r = (a.reshape(sa) * b.transpose(-1, -2).reshape(sb)).sum({-1});
+  Tensor r = (a.reshape(sa) * bt.reshape(sb)).sum({-1});
   if (an == 1) r = r.squeeze(-2);
   if (bn == 1) r = r.squeeze(-1);
   return r;
