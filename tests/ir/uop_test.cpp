@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "ir/traverse.hpp"
+#include "ir/uop_access.hpp"
 #include "ir/verify.hpp"
 #include "kiln/error.hpp"
 #include "kiln/uop.hpp"
@@ -119,6 +120,37 @@ TEST(UOp, KeyIsStructuralAndStable) {
   EXPECT_NE(k1, (UOp::variable("k", 0, 7) * 5).key());
   EXPECT_EQ(k1.hex().size(), 32u);
   EXPECT_EQ(k1.hex(), "3f40f121686102eaef21ab5d507f2eec");
+}
+
+TEST(UOp, ProcessKeyTellsEveryFieldApart) {
+  // The schedule cache keys graphs by process_key without building them: equal fields over equal
+  // source keys must give one key, and a change in any field, or in the sources' order, another
+  // (in both halves, so neither is a copy of the other).
+  const Key128 s1{1, 2}, s2{3, 4};
+  const std::vector<Key128> srcs{s1, s2}, swapped{s2, s1}, one{s1};
+  const Arg arg{std::vector<int64_t>{4, 4}};
+  const Key128 base = process_key(Ops::RESHAPE, dtypes::float32, 0, arg, srcs);
+  EXPECT_EQ(base, process_key(Ops::RESHAPE, dtypes::float32, 0, Arg{std::vector<int64_t>{4, 4}}, srcs));
+  const Key128 others[] = {
+      process_key(Ops::EXPAND, dtypes::float32, 0, arg, srcs),
+      process_key(Ops::RESHAPE, dtypes::float16, 0, arg, srcs),
+      process_key(Ops::RESHAPE, dtypes::float32, 1, arg, srcs),
+      process_key(Ops::RESHAPE, dtypes::float32, 0, Arg{std::vector<int64_t>{4, 5}}, srcs),
+      process_key(Ops::RESHAPE, dtypes::float32, 0, Arg{std::vector<int64_t>{16}}, srcs),
+      process_key(Ops::RESHAPE, dtypes::float32, 0, Arg{int64_t{4}}, srcs),
+      process_key(Ops::RESHAPE, dtypes::float32, 0, arg, swapped),
+      process_key(Ops::RESHAPE, dtypes::float32, 0, arg, one),
+      process_key(Ops::RESHAPE, dtypes::float32, 0, arg, std::vector<Key128>{s1, Key128{3, 5}}),
+  };
+  for (size_t i = 0; i < std::size(others); ++i) {
+    EXPECT_NE(others[i].hi, base.hi) << "variation " << i;
+    EXPECT_NE(others[i].lo, base.lo) << "variation " << i;
+    for (size_t j = 0; j < i; ++j) EXPECT_NE(others[i], others[j]) << "variations " << j << " and " << i;
+  }
+  // a node's own fields, read from the node
+  UOp x = UOp::variable("pk", 0, 7) + 1;
+  std::vector<Key128> xs{x.src(0).key(), x.src(1).key()};
+  EXPECT_EQ(process_key(x.node(), xs), process_key(x.op(), x.dtype(), x.tag(), x.arg(), xs));
 }
 
 TEST(UOp, Substitute) {

@@ -300,32 +300,34 @@ UOp UOpAccess::from_node(const UOpNode* n) {
   return u;
 }
 
-// A node's key over its sources' keys (src_key(i)): UOp::key's, and key_with_sources'.
-template <typename SrcKey>
-static Key128 node_key(const UOpNode* n, SrcKey src_key) {
-  Fingerprint f;
-  f.str(op_name(n->op)).u64(n->dtype.bits()).i64(n->tag);
-  fingerprint_arg(f, n->arg);
-  f.u64(n->nsrc);
-  for (uint32_t i = 0; i < n->nsrc; ++i) {
-    Key128 c = src_key(i);
-    f.u64(c.hi).u64(c.lo);
-  }
-  return f.finish();
-}
-
+// The stable fingerprint over (op name, dtype, tag, arg, the sources' keys): it keys the on-disk
+// caches, so the byte stream it hashes must not change without bumping their versions.
 Key128 UOp::key() const {
   fill_cache(n_, kKeyCached, [](const UOpNode* n) {
-    Key128 k = node_key(n, [n](uint32_t i) { return Key128{n->srcs()[i].node()->key_hi, n->srcs()[i].node()->key_lo}; });
+    Fingerprint f;
+    f.str(op_name(n->op)).u64(n->dtype.bits()).i64(n->tag);
+    fingerprint_arg(f, n->arg);
+    f.u64(n->nsrc);
+    for (uint32_t i = 0; i < n->nsrc; ++i) f.u64(n->srcs()[i].node()->key_hi).u64(n->srcs()[i].node()->key_lo);
+    Key128 k = f.finish();
     n->key_hi = k.hi;
     n->key_lo = k.lo;
   });
   return {n_->key_hi, n_->key_lo};
 }
 
-Key128 key_with_sources(const UOpNode* n, std::span<const Key128> src_keys) {
-  KILN_CHECK(src_keys.size() == n->nsrc, "key_with_sources: ", src_keys.size(), " keys for ", n->nsrc, " sources");
-  return node_key(n, [&](uint32_t i) { return src_keys[i]; });
+Key128 process_key(Ops op, DType dtype, int32_t tag, const Arg& arg, std::span<const Key128> src_keys) {
+  // two chains with different seeds, each over every word (a source's hi and lo in both, in
+  // opposite order), so the halves are not one 64-bit hash twice
+  const uint64_t self = hash_combine(hash_combine(hash_combine(mix64(static_cast<uint64_t>(op) + 1), dtype.bits()),
+                                                  static_cast<uint32_t>(tag)),
+                                     arg_hash(arg));
+  uint64_t hi = hash_combine(self, src_keys.size()), lo = hash_combine(mix64(self ^ 0x6a09e667f3bcc909ULL), src_keys.size());
+  for (const Key128& k : src_keys) {
+    hi = hash_combine(hash_combine(hi, k.hi), k.lo);
+    lo = hash_combine(hash_combine(lo, k.lo), k.hi);
+  }
+  return {hi, lo};
 }
 
 // ---- typed arg access ----

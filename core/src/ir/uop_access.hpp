@@ -13,10 +13,15 @@ struct UOpAccess {
   static UOp from_node(const UOpNode* n);
 };
 
-// The key UOp::key() gives a node like n whose sources have the keys `src_keys` (one per source):
-// the key of a graph that is not built (the schedule cache keys a graph with its buffers replaced
-// without replacing them).
-Key128 key_with_sources(const UOpNode* n, std::span<const Key128> src_keys);
+// An in-process key of a node (op, dtype, tag, arg) whose sources have the keys `src_keys`, one
+// per source: equal fields over equal source keys give equal keys, so the key of a graph that is
+// not built (the schedule cache keys a graph with its buffers replaced without replacing them, its
+// other nodes by UOp::key). Cheaper than UOp::key's fingerprint (mix64 chains, about a quarter of
+// the instructions) and, like hash(), not stable across builds: for in-memory tables only.
+Key128 process_key(Ops op, DType dtype, int32_t tag, const Arg& arg, std::span<const Key128> src_keys);
+inline Key128 process_key(const UOpNode* n, std::span<const Key128> src_keys) {
+  return process_key(n->op, n->dtype, n->tag, n->arg, src_keys);
+}
 
 // Bits of UOpNode::cache_flags: which lazily computed cache of the node is filled.
 enum CacheFlag : uint8_t { kKeyCached = 1, kBoundsCached = 2, kTreeSizeCached = 4 };

@@ -166,13 +166,21 @@ UOp rank_assigns(const UOp& sink) {
 // The graph as the schedule cache keys it: binds stripped (their values collected), assigns
 // ranked, input buffers replaced by PARAM(slot) (slots in toposort order, so deterministic). A
 // cache hit needs only its key and its inputs, on every call: the key comes from the graph as it
-// is (each node above a buffer keyed over its sources' new keys), and the graph with PARAMs is
-// built on a miss only. Without BINDs and ASSIGNs (most calls) one toposort serves.
+// is (each node above a buffer keyed by process_key over its sources' new keys, a buffer by the
+// key its PARAM would have), and the graph with PARAMs is built on a miss only. Without BINDs and
+// ASSIGNs (most calls) one toposort serves.
 struct Normalized {
-  UOp sink;                                 // binds stripped, assigns ranked; buffers still in place
-  std::vector<std::pair<UOp, UOp>> params;  // each input BUFFER and its PARAM, in slot order
-  Key128 key;                               // the key of build()'s result
-  UOp build() const { return params.empty() ? sink : substitute(sink, params); }
+  UOp sink;                  // binds stripped, assigns ranked; buffers still in place
+  std::vector<UOp> inputs;   // each input BUFFER, in slot order
+  Key128 key;                // the schedule cache's key of the graph with PARAMs
+  static UOp param(const UOp& buffer, size_t slot) {
+    return UOp::make(Ops::PARAM, buffer.dtype().ptr(buffer.arg_ints()[1]), {buffer.src(0)}, Arg{static_cast<int64_t>(slot)});
+  }
+  UOp build() const {
+    std::vector<std::pair<UOp, UOp>> params;
+    for (size_t i = 0; i < inputs.size(); ++i) params.push_back({inputs[i], param(inputs[i], i)});
+    return params.empty() ? sink : substitute(sink, params);
+  }
 };
 
 Normalized normalize(const UOp& big_sink, VarVals& vals) {
@@ -185,22 +193,22 @@ Normalized normalize(const UOp& big_sink, VarVals& vals) {
   PtrMap<Key128> changed(order.size() * 2 + 16);  // nodes whose key the PARAMs change
   std::vector<Key128> srcs;
   for (const UOpNode* n : order) {
-    if (n->op == Ops::BUFFER) {
+    srcs.clear();
+    if (n->op == Ops::BUFFER) {  // the key of param(buffer, slot), without making it
       UOp b = UOpAccess::from_node(n);
-      UOp p = UOp::make(Ops::PARAM, b.dtype().ptr(b.arg_ints()[1]), {b.src(0)}, Arg{static_cast<int64_t>(out.params.size())});
-      changed[n] = p.key();
-      out.params.push_back({b, p});
+      srcs.push_back(b.src(0).key());
+      changed[n] = process_key(Ops::PARAM, b.dtype().ptr(b.arg_ints()[1]), 0, Arg{static_cast<int64_t>(out.inputs.size())}, srcs);
+      out.inputs.push_back(std::move(b));
       continue;
     }
     bool any = false;
-    srcs.clear();
     for (uint32_t i = 0; i < n->nsrc; ++i) {
       const UOpNode* c = n->srcs()[i].node();
       const Key128* k = changed.find(c);
       any |= k != nullptr;
       srcs.push_back(k ? *k : n->srcs()[i].key());
     }
-    if (any) changed[n] = key_with_sources(n, srcs);
+    if (any) changed[n] = process_key(n, srcs);
   }
   const Key128* root = changed.find(out.sink.node());
   out.key = root ? *root : out.sink.key();
@@ -223,8 +231,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   auto t0 = std::chrono::steady_clock::now();
   LinearResult out;
   Normalized norm = normalize(big_sink, out.var_vals);
-  std::vector<UOp> inputs;
-  for (const auto& [buffer, param] : norm.params) inputs.push_back(buffer);
+  const std::vector<UOp>& inputs = norm.inputs;
   bool use_cache = knob(Knob::scache) != 0;
   const Key128& key = norm.key;
   std::shared_ptr<const Template> tmpl;
