@@ -67,19 +67,24 @@ void expect_reference(const Program& program, const Target& caps, const std::vec
   expect_near(run(program, "cpu:0", &caps, opts), run(program, "ref"));
 }
 
-// A matmul on cpu:0 against a host loop (the reference device is slow at these sizes).
-void expect_matmul(int64_t m, int64_t k, int64_t n, const Target& caps) {
-  Program mm = [&](const auto& in) { return in({m, k}).matmul(in({k, n})); };
+// A matmul on cpu:0 against a host loop (the reference device is slow at these sizes); with
+// `a_transposed`, A is stored K x M and read as its transpose (A.T @ B).
+void expect_matmul(int64_t m, int64_t k, int64_t n, const Target& caps, bool a_transposed = false) {
+  const Shape a_shape = a_transposed ? Shape{k, m} : Shape{m, k};
+  Program mm = [&](const auto& in) {
+    Tensor a = in(a_shape);
+    return (a_transposed ? a.transpose() : a).matmul(in({k, n}));
+  };
   std::vector<float> a, b;
   run([&](const auto& in) {
-    Tensor ta = in({m, k}), tb = in({k, n});
+    Tensor ta = in(a_shape), tb = in({k, n});
     a = ta.template to_vector<float>(), b = tb.template to_vector<float>();
     return ta;
   }, "ref");
   std::vector<float> want(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t q = 0; q < k; ++q)
-      for (int64_t j = 0; j < n; ++j) want[i * n + j] += a[i * k + q] * b[q * n + j];
+      for (int64_t j = 0; j < n; ++j) want[i * n + j] += a[a_transposed ? q * m + i : i * k + q] * b[q * n + j];
   expect_near(run(mm, "cpu:0", &caps), want);
 }
 
@@ -108,10 +113,12 @@ TEST(Stage, RulesSayWhyItDoesNotApply) {
   EXPECT_NE(problem(outer, {OptOp::STAGE, 1, kA}, cpu).find("nothing to stage"), std::string::npos);
   // targets without CPU threads (OpenCL, HIP) have no per-thread stack buffer: refused
   EXPECT_NE(problem(k, stage_b, gpu_caps(256, 64, 256, 48 << 10, 4)).find("no CPU threads"), std::string::npos);
-  // STAGE is the last action: a later split could cut its copy loop
+  // STAGE actions come last (a later split could cut a copy loop); another input may be staged
+  // after one (A.T @ B stages both), the same input not twice (the kernel reads the buffer now)
   UOp staged = apply_opt(k, stage_b, &cpu);
-  EXPECT_NE(problem(staged, {OptOp::UPCAST, 1, 8, true}, cpu).find("STAGE is the last action"), std::string::npos);
-  EXPECT_NE(problem(staged, stage_b, cpu).find("STAGE is the last action"), std::string::npos);
+  EXPECT_NE(problem(staged, {OptOp::UPCAST, 1, 8, true}, cpu).find("STAGE actions come last"), std::string::npos);
+  EXPECT_NE(problem(staged, stage_b, cpu).find("input 2 is staged already"), std::string::npos);
+  EXPECT_EQ(problem(staged, {OptOp::STAGE, 1, kA}, cpu), "") << "A does not move along the columns";
   // a given list names the failing action
   try {
     apply_opts(k, std::vector<Opt>{{OptOp::STAGE, 0, kA}}, cpu);
@@ -233,6 +240,35 @@ TEST(Stage, TheCacheSizesAreTheTargets) {
   for (int64_t n : {256, 384, 520, 1024})
     EXPECT_EQ(opts_text(to_program(kernel_of(ref({n, n}).matmul(ref({n, n}))), unknown).opts),
               opts_text(to_program(kernel_of(ref({n, n}).matmul(ref({n, n}))), common).opts)) << n;
+}
+
+// A.T @ B whose A columns are more than the prefetcher's 2 KiB apart keeps its row tiles outside
+// its column panels and stages both inputs: each thread's chunk of B before the row tiles, each
+// row tile's A before the panels (a K too long for two panels in a stage buffer is cut into
+// blocks). A @ B, an A.T whose rows are 2 KiB apart and a GPU target keep the one-stage plan.
+TEST(Stage, ATransposedStagesBothInputs) {
+  const Target cpu = kiln::testing::simulated_cpu(16, 2);
+  auto plan = [&](int64_t m, int64_t k, int64_t n, bool transposed, const Target& t) {
+    Tensor a = transposed ? ref({k, m}).transpose() : ref({m, k});
+    return to_program(kernel_of(a.matmul(ref({k, n}))), t).opts;
+  };
+  auto count = [](const std::vector<Opt>& opts, OptOp op) { return std::count_if(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; }); };
+  for (auto [m, k, n, blocks] : std::vector<std::tuple<int64_t, int64_t, int64_t, int>>{
+           {1024, 1024, 1024, 0}, {1000, 1000, 1000, 0}, {4096, 1024, 512, 0}, {2048, 2048, 2048, 1}, {1024, 4096, 1024, 1}}) {
+    const std::vector<Opt> opts = plan(m, k, n, true, cpu);
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + ": " + opts_text(opts));
+    EXPECT_EQ(count(opts, OptOp::STAGE), 2);
+    EXPECT_EQ(count(opts, OptOp::SWAP), 0);
+    EXPECT_EQ(count(opts, OptOp::BLOCK), blocks);
+  }
+  for (const std::vector<Opt>& one : {plan(1024, 1024, 1024, false, cpu), plan(512, 256, 512, true, cpu)}) {
+    EXPECT_EQ(count(one, OptOp::STAGE), 1) << opts_text(one);
+    EXPECT_EQ(count(one, OptOp::SWAP), 1) << opts_text(one);
+  }
+  EXPECT_EQ(count(plan(1024, 1024, 1024, true, gpu_caps(256, 64, 256, 48 << 10, 4)), OptOp::STAGE), 0);
+  // and the staged kernel computes the product (rows 2176 bytes apart, panels streaming from the L2)
+  EXPECT_EQ(count(plan(544, 160, 256, true, cpu), OptOp::STAGE), 2);
+  expect_matmul(544, 160, 256, cpu, true);
 }
 
 TEST(Stage, GivenStagesComputeTheReference) {

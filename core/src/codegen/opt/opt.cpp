@@ -333,7 +333,7 @@ int64_t copies_after(const UOp& ast, const UOp& r, int64_t amount) {
 std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (!r) return cat("the kernel has no axis ", opt.axis);
-  if (is_staged(ast)) return "the kernel is staged (STAGE is the last action)";
+  if (opt.op != OptOp::STAGE && is_staged(ast)) return "the kernel is staged (STAGE actions come last)";
   const OptAction& a = opt_action(opt.op);
   if (a.split == OptSplit::exchange) return swap_problem(ast, r, opt);
   AxisType t = range_type(r);

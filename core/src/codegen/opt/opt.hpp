@@ -22,7 +22,8 @@
 //           block's panel of an input stays in cache across the output loops
 //   STAGE   copies the part of an input (`amount` is its PARAM slot) that the loops inside output
 //           axis `axis` read, and that does not move along `axis`, into a contiguous per-thread
-//           buffer before `axis` opens; the kernel then reads the buffer (stage.cpp; CPU targets)
+//           buffer before `axis` opens; the kernel then reads the buffer (stage.cpp; CPU targets).
+//           STAGE actions come last; each stages another input
 // What each action applies to, makes and needs is one row of kOptActions (below): opt_problem,
 // apply_opt, parse_opt and the heuristics read it. Actions are applied in order; KILN_NOOPT=1
 // applies none. Whether an action applies depends on the kernel as the actions before it left it

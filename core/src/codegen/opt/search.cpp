@@ -167,8 +167,8 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
   std::optional<Key128> plain = key_of({});
   const bool heuristic_differs = hk && plain && !(*hk == *plain);
   if (plain && seen.insert(*plain).second) first.push_back({});
-  // and the heuristic's partial plans: a complete plan (a STAGE is the last action) has no
-  // extension, and the bare kernel's are far from it; its prefixes branch where it chose
+  // and the heuristic's partial plans: a complete plan (STAGE actions last) has few extensions,
+  // and the bare kernel's are far from it; its prefixes branch where it chose
   for (size_t n = heuristic.size(); n-- > 1;) {
     std::vector<Opt> prefix(heuristic.begin(), heuristic.begin() + static_cast<std::ptrdiff_t>(n));
     if (std::optional<Key128> k = key_of(prefix); k && seen.insert(*k).second) first.push_back(std::move(prefix));

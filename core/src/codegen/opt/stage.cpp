@@ -27,7 +27,7 @@ namespace kiln {
 namespace {
 
 // Stage ids are past any accumulator's (lower_reduce numbers those from 0).
-constexpr int64_t kStageRegId = int64_t{1} << 20;
+constexpr int64_t kStageRegId = int64_t{1} << 20, kMaxSlots = int64_t{1} << 16;  // one id per staged input slot
 
 struct Staging {
   UOp load;                   // the LOAD being staged
@@ -52,12 +52,15 @@ std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Stagin
     if (it == u.src().end()) continue;
     if (body) return cat("axis ", opt.axis, " closes more than one loop nest");
     body = u.src(0);
-    for (auto o = u.src().begin() + 1; o != it; ++o)
-      if (range_type(*o) != AxisType::UPCAST && range_type(*o) != AxisType::UNROLL) outer.push_back(*o);
+    for (auto o = u.src().begin() + 1; o != u.src().end(); ++o)
+      if ((o < it && range_type(*o) != AxisType::UPCAST && range_type(*o) != AxisType::UNROLL) || range_type(*o) == AxisType::THREAD)
+        outer.push_back(*o);
   }
   if (!body) return cat("axis ", opt.axis, " is not a loop of the kernel's stores");
   std::vector<UOp> loads;
   for (const UOp& u : toposort(ast)) {
+    if (const auto* id = std::get_if<int64_t>(&u.arg()); u.op() == Ops::DEFINE_REG && id && *id == kStageRegId + opt.amount)
+      return cat("input ", opt.amount, " is staged already");
     bool ours = (u.op() == Ops::LOAD || u.op() == Ops::STORE) && u.src(0).op() == Ops::INDEX &&
                 u.src(0).src(0).op() == Ops::PARAM && u.src(0).src(0).arg_int() == opt.amount;
     if (ours && u.op() == Ops::STORE) return cat("the kernel writes input ", opt.amount);
@@ -94,7 +97,7 @@ std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Stagin
 
 bool is_staged(const UOp& ast) {
   for (const UOpNode* n : toposort_nodes(ast))
-    if (const auto* id = std::get_if<int64_t>(&n->arg); n->op == Ops::DEFINE_REG && id && *id == kStageRegId) return true;
+    if (const auto* id = std::get_if<int64_t>(&n->arg); n->op == Ops::DEFINE_REG && id && *id >= kStageRegId && *id < kStageRegId + kMaxSlots) return true;
   return false;
 }
 
@@ -107,7 +110,7 @@ UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_ax
   Staging s;
   std::string why = find_staging(ast, r, opt, s);
   KILN_CHECK(why.empty(), "stage_operand: ", why);
-  UOp panel = UOp::make(Ops::DEFINE_REG, s.load.dtype().ptr(s.elems, AddrSpace::reg), {}, Arg{kStageRegId});
+  UOp panel = UOp::make(Ops::DEFINE_REG, s.load.dtype().ptr(s.elems, AddrSpace::reg), {}, Arg{kStageRegId + opt.amount});
   std::vector<std::pair<UOp, UOp>> to_copy;
   std::vector<UOp> copy_loops;
   UOp at_r = UOp::cindex(0), at_c = UOp::cindex(0);
