@@ -209,6 +209,18 @@ void unroll_small_windows(const KernelShape& k, OptPlan& plan) {
 // At most this many row tiles count as few (a matmul of up to 64 rows with 8-row tiles).
 constexpr int64_t kFewRowTiles = 8;
 
+// Few row tiles walk B down its columns, a cache line from each of its rows, the rows a leading
+// dimension apart and so past the prefetcher's reach: BLOCK(K, 16) has them walk 16 rows at a
+// time, consecutive panels continuing the same rows (measured: 16 > 32 > 64), or near it. The same
+// holds with no row tile at all (a vector times a matrix: 1 x 4096 @ 4096 x 4096, 0.7x the time).
+bool block_down_columns(const KernelShape& k, OptPlan& plan) {
+  if (k.reduce.size() != 1) return false;
+  const int64_t k_len = const_size(k.reduce[0]);
+  for (int64_t kc : {16, 12, 20, 24, 10, 32, 8})
+    if (k_len > kc && k_len % kc == 0) return plan.add({OptOp::BLOCK, range_axis(k.reduce[0]), kc});
+  return false;
+}
+
 // How a matmul's register tile (rows x `width` columns) walks B (K x N) when B does not fit the
 // L2 (the cache sizes are the target's, Target::l1d/l2). Rows outside columns stream all of B
 // through the caches once per row tile:
@@ -241,13 +253,7 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
   const bool in_place = k_len * n * k.itemsize <= l2 && !streams;  // B read where it is
   if (in_place || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
-  if (row_tiles <= kFewRowTiles && red) {  // blocks of 16 rows of B (measured: 16 > 32 > 64), or near it
-    for (int64_t kc : {16, 12, 20, 24, 10, 32, 8})
-      if (k_len > kc && k_len % kc == 0) {
-        if (plan.add({OptOp::BLOCK, range_axis(*red), kc})) return std::nullopt;
-        break;
-      }
-  }
+  if (row_tiles <= kFewRowTiles && block_down_columns(k, plan)) return std::nullopt;
   if (red && k_len * per_k > kMaxStageBytes) {
     int64_t kc = kMaxStageBytes / per_k;
     while (kc >= 64 && k_len % kc != 0) --kc;
@@ -448,6 +454,10 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
                       : plan_panels(k, *it, contiguous, vec * 2, remaining(*it, opts), target, plan);
         break;
       }
+    // no rows to tile (a vector times a matrix, or fewer than 8 rows) and a B larger than the L2
+    int64_t b_bytes = const_size(contiguous) * k.itemsize;
+    for (const UOp& red : k.reduce) b_bytes *= std::max<int64_t>(1, const_size(red));
+    if (!has_rows(plan) && !across && b_bytes > static_cast<int64_t>(target.l2())) block_down_columns(k, plan);
   } else if (!k.reduce.empty() && !row_kernel) {
     UOp red = k.reduce.back();
     // several reduces in turn (schedule/group.cpp): the one computed last consumes the others
