@@ -289,6 +289,22 @@ TEST(Block, AVectorTimesALargeMatrixWalksItInBlocksOfRows) {
   expect_matmul(4, 2048, 528, cpu);
 }
 
+// x @ w.T with few rows is a tile of dot products (lanes along K); when w does not fit the L2 and
+// x does, the columns go outside the rows (each column tile's w read once, x re-read from the
+// L2) and are threaded. Otherwise the rows stay outside.
+TEST(Tile, DotProductsReadTheLargerInputOnce) {
+  const Target cpu = kiln::testing::simulated_cpu(16, 2);
+  auto plan = [&](int64_t m, int64_t k, int64_t n) { return to_program(kernel_of(ref({m, k}).matmul(ref({n, k}).transpose())), cpu).opts; };
+  auto swapped = [](const std::vector<Opt>& opts) {
+    return std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::SWAP && o.axis == 0 && o.amount == 1; }) &&
+           std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::THREAD && o.axis == 1; });
+  };
+  EXPECT_TRUE(swapped(plan(64, 1024, 4096))) << opts_text(plan(64, 1024, 4096));
+  EXPECT_TRUE(swapped(plan(16, 256, 1152))) << opts_text(plan(16, 256, 1152));
+  EXPECT_FALSE(swapped(plan(64, 256, 512))) << "w fits the L2";
+  expect_reference([](const auto& in) { return in({16, 256}).matmul(in({1152, 256}).transpose()); }, cpu);
+}
+
 TEST(Stage, GivenStagesComputeTheReference) {
   const Target cpu = kiln::testing::simulated_cpu(8, 2);
   const std::vector<Opt> plain{stage_b};

@@ -413,7 +413,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   const bool wide_cpu = target.has(KILN_TARGET_HAS_THREADS) && target.max_vector_width >= 16;  // cpu_tile_rows
-  std::optional<Opt> swap;  // applied last: THREAD still splits the outermost axis
+  std::optional<Opt> swap, dot_swap;  // applied last: THREAD still splits the outermost axis
   // a row kernel (schedule/kernelize.cpp's row fusion: softmax, layernorm): its reduces run over
   // a row before the loop that writes it, and none moves along the output's contiguous axis
   const bool row_kernel = !k.reduce.empty() && contiguous && lanes > 1 && row_reduces(ast, contiguous);
@@ -487,13 +487,22 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
       plan.add({OptOp::UNROLL, range_axis(red), vec, true});
       // dot products (C = A @ B.T): a tile of output axes along which an input is reused keeps
       // several vector accumulators busy per loaded vector
-      int tiled = 0;
-      for (auto it = k.out.rbegin(); it != k.out.rend() && tiled < 2; ++it)
-        if (int64_t rows = tile_amount(plan, *it, tiled == 0 ? 4 : tile_rows);
+      std::vector<UOp> tiles;  // innermost first
+      for (auto it = k.out.rbegin(); it != k.out.rend() && tiles.size() < 2; ++it)
+        if (int64_t rows = tile_amount(plan, *it, tiles.empty() ? 4 : tile_rows);
             const_size(*it) >= 8 && reused(k, *it) && const_size(red) >= 4 * vec && rows > 1 && pad_to(plan, *it, rows) &&
             plan.add({OptOp::UPCAST, range_axis(*it), rows}))
-          ++tiled;
-      if (!tiled && remaining(red, opts) % 2 == 0 && remaining(red, opts) >= 4) plan.add({OptOp::UNROLL, range_axis(red), 2});
+          tiles.push_back(*it);
+      if (tiles.empty() && remaining(red, opts) % 2 == 0 && remaining(red, opts) >= 4) plan.add({OptOp::UNROLL, range_axis(red), 2});
+      // the inner axis' input is read again for every outer iteration: when it is larger than the
+      // L2 and the outer axis' fits, the two go the other way round (x @ w.T, 64 x 1024 @ (4096 x
+      // 1024).T: w, 16 MiB, was read once per row tile; swapped, each column tile re-reads x, 256
+      // KiB, from the L2: 0.5x the time), the outer axis threaded (applied last, like a matmul's)
+      if (tiles.size() == 2 && k.reduce.size() == 1) {
+        const int64_t l2 = static_cast<int64_t>(target.l2());
+        auto bytes = [&](const UOp& r) { return const_size(r) * const_size(red) * k.itemsize; };
+        if (bytes(tiles[0]) > l2 && bytes(tiles[1]) <= l2) dot_swap = Opt{OptOp::SWAP, range_axis(tiles[1]), range_axis(tiles[0])};
+      }
     } else if (contiguous && contiguous_loads(k, contiguous)) {
       reduce_across(k, plan, vectors);
     } else if (const_size(red) >= 16) {
@@ -508,9 +517,10 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
   // a matmul walking column panels outside its row tiles threads the panels: a chunk of rows
   // would stage every panel again
   if (target.has(KILN_TARGET_HAS_THREADS))
-    add_threads(k, target, plan, swap ? swap->amount : -1, has_rows(plan) ? kChunksPerThread : 1);
+    add_threads(k, target, plan, swap ? swap->amount : dot_swap ? dot_swap->amount : -1, has_rows(plan) ? kChunksPerThread : 1);
   if (target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, target, plan);
   if (swap && plan.add(*swap)) stage_reused_panel(*swap, plan);
+  if (dot_swap) plan.add(*dot_swap);
   return plan;
 }
 
