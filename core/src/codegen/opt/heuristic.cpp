@@ -289,13 +289,16 @@ void stage_reused_panel(const Opt& swap, OptPlan& plan) {
 // the time of A @ B, both with B staged). Such a matmul keeps its row tiles outside its column
 // panels, like an unswapped one, and stages both inputs: each thread's chunk of B (K x a few
 // panels) before its row tiles, and each row tile's A (tile rows x K, contiguous) before the panels
-// that reuse it. A chunk holds two or more whole panels (a staged A tile serves more than one) in
-// a stage buffer; where K is too long for that, the reduce is cut into blocks that fit (BLOCK).
-// A.T @ B, new over old: 1024^3 0.65x (5 of 5 pairs), 2048^3 0.42x; a copy of A.T first and
-// A @ B would be ~0.8x of this at 1024^3, a choice for a scheduler one day. Not for an A whose k
-// steps are within the prefetcher's reach (512 x 512 over K = 256, rows 2 KiB apart: no faster).
+// that reuse it. A chunk holds two or more whole panels in a stage buffer, eight where the reduce
+// can be cut into blocks for that (BLOCK; each A tile staged serves more panels: 1024^3 with
+// blocks of 256 and eight panels 12 ms, without blocks and two panels 13-17 ms). A.T @ B against
+// the one-stage plan: 1024^3 0.65-0.81x, 2048^3 0.42x, 1024 x 4096 @ 4096 x 1024 0.46x; a copy of
+// A.T first and A @ B is ~0.8x of this at 1024^3, a choice for a scheduler one day. Not for an A
+// whose k steps are within the prefetcher's reach (512 x 512 over K = 256, rows 2 KiB apart: no
+// faster).
 constexpr int64_t kPrefetchStride = 2048;  // bytes
 constexpr int64_t kMinBlock = 128;         // the shortest reduce block worth its output passes
+constexpr int64_t kPanelsPerChunk = 8;     // B panels per thread chunk that one staged A tile serves
 std::optional<OptPlan> stage_both(const UOp& ast, const KernelShape& k, const OptPlan& plan, const Opt& swap, const Target& target) {
   if (k.reduce.size() != 1 || !target.has(KILN_TARGET_HAS_THREADS)) return std::nullopt;
   const UOp rows = find_axis(ast, swap.axis), cols = find_axis(ast, swap.amount), red = k.reduce[0];
@@ -319,11 +322,10 @@ std::optional<OptPlan> stage_both(const UOp& ast, const KernelShape& k, const Op
   }
   const int64_t panels = remaining(cols, alt.opts()), per_k = width * k.itemsize;
   int64_t k_len = const_size(red);
-  if (k_len * per_k * 2 > kMaxStageBytes) {  // blocks of K for a chunk of four panels
-    int64_t kc = kMaxStageBytes / (4 * per_k);
+  if (k_len * per_k * kPanelsPerChunk > kMaxStageBytes) {  // blocks of K for a chunk of 8 panels
+    int64_t kc = kMaxStageBytes / (kPanelsPerChunk * per_k);
     while (kc >= kMinBlock && k_len % kc != 0) --kc;
-    if (kc < kMinBlock || !alt.add({OptOp::BLOCK, range_axis(red), kc})) return std::nullopt;
-    k_len = kc;
+    if (kc >= kMinBlock && alt.add({OptOp::BLOCK, range_axis(red), kc})) k_len = kc;
   }
   // the most panels a chunk can hold, in at least two chunks a thread (a slowed core hands the
   // others its second), and a multiple of the threads or many (five chunks on two threads: 3:2)
