@@ -39,9 +39,12 @@ SWEEP = [127, 255, 500, 511, 999, 1000, 1001, 1023, 1024, 1536, 2048]
 # An input spec is (shape, kind): "u" uniform [0,1), "c" uniform [-0.5,0.5), "g" uniform [0.5,1.5)
 # (a gain), "n" normal, or ("s", bound) uniform [-bound, bound).
 
-def matmul_w(n, k, m):
-  return {"inputs": [((n, k), "c"), ((k, m), "c")], "unit": "GFLOPS", "amount": 2.0 * n * k * m, "fn": {
-      "numpy": lambda np, a, b: a @ b, "torch": lambda t, a, b: a @ b, "tinygrad": lambda T, a, b: a @ b}}
+def matmul_w(n, k, m, a_t=False, b_t=False):
+  # a_t: A stored k x n and read transposed; b_t: B stored m x k (as bench/sets.cpp's matmul_workload)
+  fa, fb = (lambda a: a.T) if a_t else (lambda a: a), (lambda b: b.T) if b_t else (lambda b: b)
+  return {"inputs": [((k, n) if a_t else (n, k), "c"), ((m, k) if b_t else (k, m), "c")], "unit": "GFLOPS",
+          "amount": 2.0 * n * k * m, "fn": {
+      "numpy": lambda np, a, b: fa(a) @ fb(b), "torch": lambda t, a, b: fa(a) @ fb(b), "tinygrad": lambda T, a, b: fa(a) @ fb(b)}}
 
 
 def conv_w(b, c, h, w, o, k, stride=1, pad=0, groups=1):
@@ -139,6 +142,9 @@ def extra_set():
       "conv_depthwise": conv_w(1, 256, 56, 56, 256, 3, pad=1, groups=256),
       "conv_stride2": conv_w(1, 64, 56, 56, 128, 3, stride=2, pad=1),
       "matmul_odd": matmul_w(1000, 999, 1001),
+      "matmul_at": matmul_w(1024, 1024, 1024, a_t=True),
+      "linear_64": matmul_w(64, 1024, 4096, b_t=True),
+      "vecmat": {**matmul_w(1, 4096, 4096), "unit": "GB/s", "amount": 4.0 * 4096 * 4096},
   }
 
 

@@ -11,11 +11,23 @@ namespace kiln::bench {
 
 Tensor centered(const Shape& shape, const std::string& device) { return Tensor::rand(shape, dtypes::float32, device) - 0.5; }
 
-Workload matmul_workload(const std::string& name, int64_t n, int64_t k, int64_t m) {
+// The host copy of a rows x cols matrix, transposed, in float64.
+static std::vector<double> transposed(const std::vector<float>& x, int64_t rows, int64_t cols) {
+  std::vector<double> t(x.size());
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t[j * rows + i] = x[i * cols + j];
+  return t;
+}
+
+Workload matmul_workload(const std::string& name, int64_t n, int64_t k, int64_t m, bool a_t, bool b_t) {
   return {name, Roof::fma, 2.0 * double(n) * double(k) * double(m),
-          [n, k, m](const std::string& d) { return std::vector<Tensor>{centered({n, k}, d), centered({k, m}, d)}; },
-          [](const std::vector<Tensor>& in) { return in[0].matmul(in[1]); },
-          [n, k, m](const Host& h) { return ref::matmul(ref::widen(h[0]), ref::widen(h[1]), n, k, m); }};
+          [=](const std::string& d) {
+            return std::vector<Tensor>{centered(a_t ? Shape{k, n} : Shape{n, k}, d), centered(b_t ? Shape{m, k} : Shape{k, m}, d)};
+          },
+          [=](const std::vector<Tensor>& in) { return (a_t ? in[0].transpose() : in[0]).matmul(b_t ? in[1].transpose() : in[1]); },
+          [=](const Host& h) {
+            return ref::matmul(a_t ? transposed(h[0], k, n) : ref::widen(h[0]), b_t ? transposed(h[1], m, k) : ref::widen(h[1]), n, k, m);
+          }};
 }
 
 Workload square_matmul(int64_t n) { return matmul_workload("matmul" + std::to_string(n), n, n, n); }
@@ -201,6 +213,17 @@ std::vector<Workload> extra_set() {
           conv2d_workload("conv_stride2",
                           {.batch = 1, .channels = 64, .height = 56, .width = 56, .filters = 128, .kernel = 3, .stride = 2, .pad = 1}),
           matmul_workload("matmul_odd", 1000, 999, 1001),
+          // a weight gradient's form, X.T @ dY: A read down its columns
+          matmul_workload("matmul_at", 1024, 1024, 1024, true, false),
+          // a linear layer on few rows, x @ W.T with W (4096 x 1024) larger than the L2
+          matmul_workload("linear_64", 64, 1024, 4096, false, true),
+          // a vector times a matrix larger than the L2 (one decoding step's projection): bound by
+          // reading the matrix, so its rate is GB/s of it
+          [] {
+            Workload w = matmul_workload("vecmat", 1, 4096, 4096);
+            w.roof = Roof::read, w.amount = 4.0 * 4096 * 4096;
+            return w;
+          }(),
           train_step()};
 }
 

@@ -16,8 +16,9 @@ constexpr int64_t M = int64_t{1} << 20;
 // Uniform in [-0.5, 0.5): sums of products stay well scaled for the float32 check.
 Tensor centered(const Shape& shape, const std::string& device);
 
-// A[n,k] @ B[k,m], 2nmk FLOPs.
-Workload matmul_workload(const std::string& name, int64_t n, int64_t k, int64_t m);
+// A[n,k] @ B[k,m], 2nmk FLOPs; with `a_t` A is stored k x n and read transposed (a weight
+// gradient, X.T @ dY), with `b_t` B is stored m x k (x @ W.T, a linear layer).
+Workload matmul_workload(const std::string& name, int64_t n, int64_t k, int64_t m, bool a_t = false, bool b_t = false);
 Workload square_matmul(int64_t n);  // "matmul<n>"
 // conv2d without bias, `s.flops()` FLOPs.
 Workload conv2d_workload(const std::string& name, const ref::ConvShape& s);
