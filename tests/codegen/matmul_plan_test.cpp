@@ -267,9 +267,16 @@ TEST(Stage, ATransposedStagesBothInputs) {
     EXPECT_EQ(count(one, OptOp::SWAP), 1) << opts_text(one);
   }
   EXPECT_EQ(count(plan(1024, 1024, 1024, true, gpu_caps(256, 64, 256, 48 << 10, 4)), OptOp::STAGE), 0);
-  // and the staged kernel computes the product (rows 2176 bytes apart, panels streaming from the L2)
+  // and the staged kernel computes the product (rows 2176 bytes apart, panels streaming from the
+  // L2), on this target and on narrower and wider ones (whatever plan each gets)
   EXPECT_EQ(count(plan(544, 160, 256, true, cpu), OptOp::STAGE), 2);
-  expect_matmul(544, 160, 256, cpu, true);
+  for (const Target& t : {cpu, kiln::testing::simulated_cpu(8, 2), kiln::testing::simulated_cpu(16, 8), kiln::testing::simulated_cpu(4, 1)}) {
+    SCOPED_TRACE(opts_text(plan(544, 160, 256, true, t)));
+    expect_matmul(544, 160, 256, t, true);
+  }
+  // a K cut into blocks (520 = 4 x 130)
+  EXPECT_EQ(count(plan(544, 520, 256, true, cpu), OptOp::BLOCK), 1);
+  expect_matmul(544, 520, 256, cpu, true);
 }
 
 // A vector times a matrix (or fewer rows than a tile takes) whose B does not fit the L2 walks B
