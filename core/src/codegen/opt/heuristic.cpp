@@ -499,8 +499,9 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
       // the inner axis' input is read again for every outer iteration: when it is larger than the
       // L2 and the outer axis' fits, the two go the other way round (x @ w.T, 64 x 1024 @ (4096 x
       // 1024).T: w, 16 MiB, was read once per row tile; swapped, each column tile re-reads x, 256
-      // KiB, from the L2: 0.5x the time), the outer axis threaded (applied last, like a matmul's)
-      if (tiles.size() == 2 && k.reduce.size() == 1) {
+      // KiB, from the L2: 0.5x the time), the outer axis threaded (applied last, like a matmul's;
+      // CPU targets, where it was measured: a GPU's workgroups share the caches differently)
+      if (tiles.size() == 2 && k.reduce.size() == 1 && target.has(KILN_TARGET_HAS_THREADS)) {
         const int64_t l2 = static_cast<int64_t>(target.l2());
         auto bytes = [&](const UOp& r) { return const_size(r) * const_size(red) * k.itemsize; };
         if (bytes(tiles[0]) > l2 && bytes(tiles[1]) <= l2) dot_swap = Opt{OptOp::SWAP, range_axis(tiles[1]), range_axis(tiles[0])};
