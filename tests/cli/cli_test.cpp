@@ -269,6 +269,15 @@ TEST(Cli, BenchSetsSweepAndPeak) {
     EXPECT_CONTAINS(extra.out, std::string("\"") + key + "\": ");
   EXPECT_CONTAINS(extra.out, "\"cached\": false");
   EXPECT_CONTAINS(extra.out, "\"best_pct\": null");  // not a sweep
+  // the matmuls with transposed operands pass their float64 check (the reference transposes the
+  // host copies as the program transposes the tensors), vecmat rated in GB/s
+  CliResult forms = bench({"--device", "cpu:0", "--only", "matmul_at,linear_64,vecmat", "--no-peak"});
+  EXPECT_EQ(forms.exit_code, 0) << forms.err;
+  EXPECT_EQ(forms.out.find("\"ok\": false"), std::string::npos) << forms.out;
+  size_t oks = 0;
+  for (size_t at = forms.out.find("\"ok\": true"); at != std::string::npos; at = forms.out.find("\"ok\": true", at + 1)) ++oks;
+  EXPECT_EQ(oks, 3u) << forms.out;
+  EXPECT_CONTAINS(forms.out, "\"unit\": \"GB/s\"");
   CliResult again = bench({"--device", "cpu:0", "--only", "sum", "--no-check"}, env);
   EXPECT_CONTAINS(again.out, "\"cached\": true");
   std::filesystem::path file;
