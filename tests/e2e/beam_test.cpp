@@ -5,6 +5,7 @@
 // kernels and width 1 keep it fast; the search itself is tests/codegen/search_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -169,6 +170,45 @@ TEST(Beam, ARunPastTheTimeoutIsDropped) {
   EXPECT_EQ(text(*opts), text(to_program(ast, dev->target()).opts));
   EXPECT_TRUE(dir.entries().empty()) << "nothing measured, nothing stored";
   dev->synchronize();
+}
+
+// Candidates are timed in passes over a round's list (the first pass in list order, the next
+// reversed, the third in order again), not three runs of one candidate in a row: a slow phase of
+// a shared machine lasts seconds and would land on one candidate's runs only. Each timing call is
+// a run of passes; a call ends where a (candidate, run) pair comes again or the run goes down.
+TEST(Beam, CandidatesAreTimedInInterleavedPasses) {
+  TempCacheDir dir;
+  ShortSearches short_searches;
+  const auto [a, ast] = square_matmul(64);
+  auto dev = runtime::open_device(kDevice);
+  std::vector<std::pair<size_t, int>> launches;
+  runtime::set_beam_launch_observer([&](size_t candidate, int run) { launches.push_back({candidate, run}); });
+  runtime::beam_opts(dev, ast, dev->target(), 2);
+  runtime::set_beam_launch_observer({});
+  std::vector<std::vector<std::pair<size_t, int>>> calls(1);
+  for (const auto& l : launches) {
+    auto& c = calls.back();
+    if (!c.empty() && (l.second < c.back().second || std::find(c.begin(), c.end(), l) != c.end())) calls.emplace_back();
+    calls.back().push_back(l);
+  }
+  size_t interleaved = 0;
+  for (const auto& call : calls) {
+    std::vector<size_t> pass[3];
+    for (const auto& [candidate, run] : call) {
+      ASSERT_LT(run, 3);
+      pass[run].push_back(candidate);
+    }
+    EXPECT_TRUE(std::is_sorted(pass[0].begin(), pass[0].end())) << "the checked pass goes in list order";
+    for (int run : {1, 2}) {
+      std::vector<size_t> want;  // the first pass's order, reversed on odd passes, of those still timed
+      for (size_t c : pass[0])
+        if (std::find(pass[run].begin(), pass[run].end(), c) != pass[run].end()) want.push_back(c);
+      if (run == 1) std::reverse(want.begin(), want.end());
+      EXPECT_EQ(pass[run], want) << "pass " << run;
+    }
+    if (pass[1].size() >= 2) ++interleaved;
+  }
+  EXPECT_GE(interleaved, 1u) << "some call timed two or more candidates three times";
 }
 
 // A candidate that stores nothing is caught by the output check, whatever earlier candidates left

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <future>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -35,6 +36,7 @@ std::function<void(const BeamReport&)> observer;
 std::function<void(const std::string&, int, double)> progress;
 std::atomic<double> timeout_override{0};
 std::atomic<bool> skip_launches{false};  // tests: see set_beam_skip_launches
+std::function<void(size_t, int)> launch_observer_for_tests;  // under search_mu: see set_beam_launch_observer
 SearchLimits limits_override;  // under observer_mu
 
 constexpr int kTimedRuns = 3;
@@ -276,49 +278,72 @@ struct DeviceTimer {
         });
       }
     }
+    // Load every candidate that built, then time them in passes over all of them: the first pass
+    // checks each one's outputs and drops the far slower, each later pass runs every candidate
+    // left once more (in reverse order every other pass). A shared machine's slow phases last
+    // seconds, so a candidate timed in one and its rival in another would be compared unfairly;
+    // interleaved, each candidate's minimum comes from the same stretches of time as the others'.
+    struct Timed {
+      size_t list;
+      std::shared_ptr<Program> program;
+      double seconds = std::numeric_limits<double>::infinity();
+      bool alive = true;
+    };
+    std::vector<Timed> timed;
     for (size_t i = 0; i < lists.size(); ++i) {
       if (!built[i].error.empty()) {
         if (debug_level() >= 3) log_line(cat("beam: ", name, " [", list_text(lists[i]), "] does not build: ", built[i].error));
         continue;
       }
-      std::shared_ptr<Program> program;
       try {
-        program = dev->load(built[i].binary, built[i].spec.name);
+        timed.push_back({i, dev->load(built[i].binary, built[i].spec.name)});
       } catch (const Error& e) {
         if (debug_level() >= 3) log_line(cat("beam: ", name, " [", list_text(lists[i]), "] does not load: ", e.what()));
-        continue;
       }
-      const uint32_t* g = built[i].spec.lir.global;
-      const uint32_t* l = built[i].spec.lir.local;
-      // the first run is checked against the first candidate's outputs, then timed like the others
-      scratch.reset();
-      double t = std::numeric_limits<double>::infinity();
-      for (int run = 0; run < kTimedRuns; ++run) {
-        Run r = launch(program, g, l, timeout(best));
+    }
+    auto collect = [&] {
+      for (const Timed& c : timed)
+        if (std::isfinite(c.seconds)) times[c.list] = c.seconds;
+      return times;
+    };
+    for (int run = 0; run < kTimedRuns; ++run) {
+      std::vector<size_t> order(timed.size());
+      std::iota(order.begin(), order.end(), size_t{0});
+      if (run % 2 == 1) std::reverse(order.begin(), order.end());  // the first pass in list order
+      for (size_t k : order) {
+        Timed& c = timed[k];
+        if (!c.alive) continue;
+        const ProgramSpec& spec = built[c.list].spec;
+        if (run == 0) scratch.reset();  // the checked run: outputs poisoned first
+        if (launch_observer_for_tests) launch_observer_for_tests(c.list, run);
+        Run r = launch(c.program, spec.lir.global, spec.lir.local, timeout(best));
         if (r.late) {
-          log_line(cat("beam: ", name, " [", list_text(lists[i]), "] ran past ", timeout(best), " s and is dropped",
+          log_line(cat("beam: ", name, " [", list_text(lists[c.list]), "] ran past ", timeout(best), " s and is dropped",
                        r.lost ? "; it still runs, so the search of this kernel stops" : ""));
+          c.alive = false;  // (its earlier runs' time stands)
           if (r.lost) {
             scratch.abandon();
-            return times;
+            return collect();
           }
-          break;
+          continue;
         }
-        if (!r.seconds) break;
-        t = std::min(t, *r.seconds);
-        if (run > 0) continue;
-        std::vector<std::string> out = scratch.outputs();
-        if (!reference) reference = out;
-        else if (std::string why = scratch.compare(*reference, out); !why.empty())
-          fail(ErrorCode::internal, "beam search of kernel ", name, " on ", dev->name(), ": the actions [", list_text(lists[i]),
-               "] compute another result than the first candidate (", why, "); please report this kernel (KILN_DEBUG=3)");
-        if (t > kDropFactor * best) break;
+        if (!r.seconds) {
+          c.alive = false;
+          continue;
+        }
+        c.seconds = std::min(c.seconds, *r.seconds);
+        if (run == 0) {
+          std::vector<std::string> out = scratch.outputs();
+          if (!reference) reference = out;
+          else if (std::string why = scratch.compare(*reference, out); !why.empty())
+            fail(ErrorCode::internal, "beam search of kernel ", name, " on ", dev->name(), ": the actions [", list_text(lists[c.list]),
+                 "] compute another result than the first candidate (", why, "); please report this kernel (KILN_DEBUG=3)");
+          if (c.seconds > kDropFactor * best) c.alive = false;  // timed once: far slower than the best
+        }
+        best = std::min(best, c.seconds);
       }
-      if (!std::isfinite(t)) continue;
-      times[i] = t;
-      best = std::min(best, t);
     }
-    return times;
+    return collect();
   }
 };
 
@@ -477,5 +502,10 @@ void set_beam_limits(const SearchLimits& limits) {
 void set_beam_timeout(double seconds) { timeout_override.store(seconds); }
 
 void set_beam_skip_launches(bool skip) { skip_launches.store(skip); }
+
+void set_beam_launch_observer(std::function<void(size_t candidate, int run)> observer) {
+  std::lock_guard<std::mutex> lock(search_mu);  // not while a search launches
+  launch_observer_for_tests = std::move(observer);
+}
 
 }  // namespace kiln::runtime

@@ -7,7 +7,10 @@
 // deterministic random values), serialised with other searches so they do not time each other.
 //
 // Timing: every candidate runs 3 times and its time is the minimum (the first run pays cold
-// caches; the minimum of a few is what repeated runs converge to on a shared machine). The first
+// caches; the minimum of a few is what repeated runs converge to on a shared machine). The runs
+// go in passes over a round's candidates (its first pass in list order, the next reversed, ...),
+// not one candidate's three in a row: a shared machine's slow phases last seconds, and a
+// candidate timed in one must not lose to a rival timed in a quiet one. The first
 // run's outputs (poisoned before it, so an output a candidate leaves unwritten cannot pass on an
 // earlier candidate's values) are checked against the first candidate's (the heuristic's kernel),
 // in the tolerance of float reassociation: a mismatch is an error naming the action list. A candidate
@@ -70,6 +73,10 @@ void set_beam_limits(const SearchLimits& limits);
 
 // Tests: the timeout of one run in seconds (0: the default rule above).
 void set_beam_timeout(double seconds);
+
+// Tests: called before each timed launch with the candidate's index in the round's list and the
+// run (0: the checked one); empty to remove.
+void set_beam_launch_observer(std::function<void(size_t candidate, int run)> observer);
 
 // Tests: candidates other than the first are not launched (a kernel that stores nothing), so the
 // output check must catch them; false restores real launches.
