@@ -179,10 +179,11 @@ TEST(Stage, LowersToACopyLoopBeforeTheRowLoop) {
 }
 
 // The heuristic stages B where it walks column panels outside (B larger than the L2, a panel
-// small), and the staged kernel computes the reference, odd sizes included.
+// small), and the staged kernel computes the reference, odd sizes included. (Rows that 5 or 6
+// divide take tiles that tall here, and 8 or fewer tiles are few: BLOCK instead, Block.*.)
 TEST(Stage, HeuristicStagesLargeMatmulsAndTheyComputeTheReference) {
   const Target cpu = kiln::testing::simulated_cpu(8, 2);
-  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{36, 257, 1040}, {40, 2000, 528}, {64, 300, 1032}}) {
+  for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{36, 257, 1040}, {44, 2000, 528}, {64, 300, 1032}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n));
     EXPECT_TRUE(has_stage(to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), cpu).opts));
     expect_matmul(m, k, n, cpu);
@@ -335,21 +336,31 @@ TEST(Stage, GivenStagesComputeTheReference) {
 // register tile's kernel takes up to 4 chunks per thread, and a matmul walking column panels
 // outside its row tiles threads the panels.
 // On a 32-register CPU a matmul's tile takes up to 10 rows where that divides the rows (no gated
-// rows, fewer passes over B's panel), else 8, padded when cheap; a 16-register CPU keeps 4.
+// rows, fewer passes over B's panel), else 8, padded when cheap; a 16-register CPU (AVX2) takes 6
+// or 5 where that divides (ten or twelve accumulators hide a 5-cycle FMA), else 4, and a
+// convolution keeps 4 (its unrolled taps need the registers).
 TEST(Tile, RowsThatDivideBeatPaddedRows) {
-  auto rows = [](int64_t m, const Target& t) {
-    for (const Opt& o : to_program(kernel_of(ref({m, 64}).matmul(ref({64, 256}))), t).opts)
+  auto rows_of = [](const std::vector<Opt>& opts) {
+    for (const Opt& o : opts)
       if (o.op == OptOp::UPCAST && !o.vectorize && o.axis == 0) return o.amount;
     return int64_t{0};
   };
+  auto rows = [&](int64_t m, const Target& t) { return rows_of(to_program(kernel_of(ref({m, 64}).matmul(ref({64, 256}))), t).opts); };
   const Target avx512 = kiln::testing::simulated_cpu(16, 2), avx2 = kiln::testing::simulated_cpu(8, 2);
   EXPECT_EQ(rows(1000, avx512), 10);
   EXPECT_EQ(rows(999, avx512), 9);
   EXPECT_EQ(rows(1024, avx512), 8);
   EXPECT_EQ(rows(1001, avx512), 8) << "no divisor from 8 to 10: padded to 1008";
-  EXPECT_EQ(rows(1000, avx2), 4);
+  EXPECT_EQ(rows(1536, avx2), 6);
+  EXPECT_EQ(rows(1000, avx2), 5);
+  EXPECT_EQ(rows(1024, avx2), 4);
+  EXPECT_EQ(rows(1001, avx2), 4) << "no 6 or 5 divides: 4, padded";
   expect_matmul(30, 50, 70, avx512);  // tiles of 10 rows
   expect_matmul(45, 33, 40, avx512);  // of 9
+  expect_matmul(42, 33, 40, avx2);    // of 6
+  expect_matmul(35, 50, 24, avx2);    // of 5
+  // a batch-1 convolution: output channels (96, axis 0) tiled by 4
+  EXPECT_EQ(rows_of(to_program(kernel_of(ref({1, 8, 34, 34}).conv2d(ref({96, 8, 3, 3}))), avx2).opts), 4);
 }
 
 TEST(Threads, FewRowsThreadTheColumns) {

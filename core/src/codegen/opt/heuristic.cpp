@@ -130,6 +130,24 @@ int64_t cpu_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
   return tile_amount(plan, r, want);
 }
 
+// A matmul tile's rows on a 16-register CPU (AVX2): 6 (12 accumulators; with B's two vectors and
+// a broadcast 15 of the 16 registers) where 6 divides the rows, else 5 where that divides, else
+// tile_amount's `want` (4). Eight accumulators keep two FMA ports busy where an FMA takes 4 cycles
+// (Skylake, Zen 3) but not 5 (Haswell, Broadwell, Zen 2: at most 80%); ten and twelve do. Never
+// padded to: gated rows of a 12-accumulator tile spill. Only a matmul proper (one reduce): a
+// convolution's unrolled taps need more registers. llvm-mca on the k-step loop, share of two
+// FMAs a cycle, 4 rows then 6 (1536^3) or 5 (1000^3): Haswell and Zen 2 79% -> 99%, Skylake and
+// Alder Lake 99% either way. Timed on an AVX-512 host running the AVX2 code (new over old, medians
+// of per-run minimums, 6 alternating pairs): 1536^3 0.89x, 500^3 0.91x, 255^3 0.87x (no padded
+// row any more), 1000^3 0.99x; train_step's 10 x 512 x 256 gradient one tile of 5 twice: 0.86x
+// by minimums, 1.08x by medians.
+int64_t avx2_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
+  const int64_t n = remaining(r, plan.opts());
+  for (int64_t rows : {want + want / 2, want + want / 4})
+    if (n > 0 && n % rows == 0) return rows;
+  return tile_amount(plan, r, want);
+}
+
 // Adds op(r, want) with the amount that fits (nothing when none does); true when added.
 bool add_fitted(OptPlan& plan, OptOp op, const UOp& r, int64_t want, bool vectorize = false) {
   int64_t a = fit(remaining(r, plan.opts()), want, vectorize);
@@ -415,6 +433,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
   int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
   const bool wide_cpu = target.has(KILN_TARGET_HAS_THREADS) && target.max_vector_width >= 16;  // cpu_tile_rows
+  const bool avx2_cpu = target.has(KILN_TARGET_HAS_THREADS) && target.max_vector_width == 8;   // avx2_tile_rows
   std::optional<Opt> swap, dot_swap;  // applied last: THREAD still splits the outermost axis
   // a row kernel (schedule/kernelize.cpp's row fusion: softmax, layernorm): its reduces run over
   // a row before the loop that writes it, and none moves along the output's contiguous axis
@@ -441,15 +460,18 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
     // matmul-like (C = A @ B): a register tile. Vector lanes along the contiguous output axis
     // (loads of B are vectors), two vectors, and rows of an output axis along which B's vectors
     // are reused (A's elements broadcast): 2 x 8 vector accumulators with 32 vector registers
-    // (AVX-512), 2 x 4 with 16. (Measured on AVX-512: 8 rows beat 4, 6 and 12, and 10 beats 8
-    // where it divides, cpu_tile_rows; two vectors beat one, three and four.) Sizes that do not
+    // (AVX-512), 2 x 4 with 16 (6 or 5 where that divides the rows on AVX2, avx2_tile_rows).
+    // (Measured on AVX-512: 8 rows beat 4, 6 and 12, and 10 beats 8 where it divides,
+    // cpu_tile_rows; two vectors beat one, three and four.) Sizes that do not
     // divide are padded when that is cheap (999 -> 1024 columns, 1001 rows), else take the largest
     // amount that divides.
     int64_t vec = vector_lanes(plan, contiguous, vectors);
     plan.add({OptOp::UPCAST, range_axis(contiguous), vec, true});
     if (remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
-      if (int64_t rows = wide_cpu ? cpu_tile_rows(plan, *it, tile_rows * 2) : tile_amount(plan, *it, tile_rows * 2);
+      if (int64_t rows = wide_cpu                            ? cpu_tile_rows(plan, *it, tile_rows * 2)
+                         : avx2_cpu && k.reduce.size() == 1 ? avx2_tile_rows(plan, *it, tile_rows * 2)
+                                                             : tile_amount(plan, *it, tile_rows * 2);
           !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
           rows > 1 && pad_to(plan, *it, rows) && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
         swap = across ? std::optional<Opt>{Opt{OptOp::SWAP, range_axis(*it), range_axis(contiguous)}}
