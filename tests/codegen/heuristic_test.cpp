@@ -137,6 +137,40 @@ TEST(Heuristic, BatchOneConvolutionIsARegisterTile) {
   }
 }
 
+// On AVX2 (16 registers) a convolution whose columns would need padding to take two vectors
+// takes its second from the image's rows (an UPCAST by 2 of the output rows, axis 1): padded, the
+// last column block's vector of padding sat behind branches in the k loop and the broadcasts
+// spilled. AVX-512 keeps the padded pair; columns that take two vectors, and a depthwise
+// convolution (no output channels to tile), keep theirs.
+TEST(Heuristic, Avx2ConvolutionTakesItsSecondVectorFromTheImageRows) {
+  Target avx2 = simulated_cpu(8, 8);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  auto upcast = [](const Chosen& c, int64_t axis, int64_t amount) {
+    return std::any_of(c.opts.begin(), c.opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize && o.axis == axis && o.amount == amount; });
+  };
+  auto padded_to = [](const Chosen& c, int64_t axis) {
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::PADTO && o.axis == axis) return o.amount;
+    return int64_t{0};
+  };
+  for (int stride : {1, 2}) {
+    Tensor out = in({1, 64, 56, 56}).conv2d(in({64, 64, 3, 3}), std::nullopt, stride, 1);
+    Chosen c = main_kernel(out, avx2);  // axes: output channels, rows, columns (56 or 28)
+    EXPECT_TRUE(upcast(c, 1, 2)) << "stride " << stride << ": " << c.str();
+    EXPECT_FALSE(upcast(c, 2, 2)) << c.str();
+    EXPECT_EQ(padded_to(c, 2), stride == 1 ? 0 : 8) << "56 = 7 vectors; 28 padded for one vector: " << c.str();
+    EXPECT_TRUE(upcast(c, 0, 4)) << "rows of output channels: " << c.str();
+    Chosen wide = main_kernel(out);
+    EXPECT_EQ(padded_to(wide, 2), 32) << "AVX-512 pads for two vectors: " << wide.str();
+    EXPECT_FALSE(upcast(wide, 1, 2)) << wide.str();
+  }
+  Chosen even = main_kernel(in({1, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1), avx2);
+  EXPECT_TRUE(upcast(even, 2, 2)) << "64 columns take two vectors: " << even.str();
+  Chosen depthwise = main_kernel(in({1, 128, 56, 56}).conv2d(in({128, 1, 3, 3}), std::nullopt, 1, 1, 1, 128), avx2);
+  EXPECT_FALSE(upcast(depthwise, 1, 2)) << depthwise.str();
+  EXPECT_TRUE(depthwise.has(OptOp::UNROLL)) << "its taps unrolled: " << depthwise.str();
+}
+
 TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
   Tensor out = in({1, 128, 56, 56}).conv2d(in({128, 1, 3, 3}), std::nullopt, 1, 1, 1, 128);
   Chosen c = main_kernel(out);

@@ -363,6 +363,21 @@ TEST(Tile, RowsThatDivideBeatPaddedRows) {
   EXPECT_EQ(rows_of(to_program(kernel_of(ref({1, 8, 34, 34}).conv2d(ref({96, 8, 3, 3}))), avx2).opts), 4);
 }
 
+// The AVX2 convolution tile with its second vector from the image's rows (Heuristic.Avx2*)
+// computes the reference: 24 output columns (three vectors), read with strides 1 and 2.
+TEST(Tile, Avx2ConvolutionsWithTwoImageRowsComputeTheReference) {
+  Target avx2 = kiln::testing::simulated_cpu(8, 2);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  for (int stride : {1, 2}) {
+    SCOPED_TRACE(stride);
+    const int64_t h = 13 * stride + 3, w = 23 * stride + 3;  // unpadded (one kernel), 14 x 24 out
+    auto conv = [&](const auto& in) { return in({1, 8, h, w}).conv2d(in({8, 8, 3, 3}), std::nullopt, stride); };
+    const std::vector<Opt> opts = to_program(kernel_of(conv(ref)), avx2).opts;
+    EXPECT_TRUE(std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.str() == "UPCAST(1, 2)"; })) << "two image rows";
+    expect_reference(conv, avx2);
+  }
+}
+
 TEST(Threads, FewRowsThreadTheColumns) {
   auto threads_of = [](const std::vector<Opt>& opts) {
     std::vector<std::string> out;
