@@ -171,11 +171,35 @@ TEST(Heuristic, Avx2ConvolutionTakesItsSecondVectorFromTheImageRows) {
   EXPECT_TRUE(depthwise.has(OptOp::UNROLL)) << "its taps unrolled: " << depthwise.str();
 }
 
+// A depthwise convolution (no output channels to tile) with stride 1 unrolls its 3 x 3 taps and
+// upcasts its output rows (axis 1) to a tile of about 64 outputs, so neighbouring rows share the
+// input rows their taps read: 4 rows of 16 lanes, 8 of 8. With stride 2 (one shared row) or a
+// window too large to unroll (5 x 5) it keeps a second column vector instead.
 TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
-  Tensor out = in({1, 128, 56, 56}).conv2d(in({128, 1, 3, 3}), std::nullopt, 1, 1, 1, 128);
-  Chosen c = main_kernel(out);
-  EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
-  EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+  Target avx2 = simulated_cpu(8, 8);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  auto upcasts = [](const Chosen& c, int64_t axis) {
+    int64_t n = 1;
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && !o.vectorize && o.axis == axis) n *= o.amount;
+    return n;
+  };
+  auto dw = [](int64_t window, int stride) {
+    return in({1, 128, 56, 56}).conv2d(in({128, 1, window, window}), std::nullopt, stride, window / 2, 1, 128);
+  };
+  for (const auto& [target, rows] : {std::pair<Target, int64_t>{avx512(), 4}, {avx2, 8}}) {
+    Chosen c = main_kernel(dw(3, 1), target);  // axes: channels, rows, columns, then the taps
+    EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
+    EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    EXPECT_TRUE(c.has(OptOp::UNROLL)) << c.str();
+    EXPECT_EQ(upcasts(c, 1), rows) << c.str();
+    EXPECT_EQ(upcasts(c, 2), 1) << "one column vector: " << c.str();
+    for (const auto& [window, stride] : {std::pair{3, 2}, std::pair{5, 1}}) {
+      Chosen other = main_kernel(dw(window, stride), target);
+      EXPECT_EQ(upcasts(other, 1), 1) << window << "x" << window << " stride " << stride << ": " << other.str();
+      EXPECT_EQ(upcasts(other, 2), 2) << "two column vectors: " << other.str();
+    }
+  }
 }
 
 // Grouped: the input moves from one group of output channels to the next, but not within one, so

@@ -378,6 +378,23 @@ TEST(Tile, Avx2ConvolutionsWithTwoImageRowsComputeTheReference) {
   }
 }
 
+// A depthwise convolution's tile of output rows (Heuristic.Depthwise*) computes the reference,
+// its rows dividing the map (8) or not (13 rows: the largest divisor up to the tile's, 1: a
+// second vector), on 16 and 8 lanes.
+TEST(Tile, DepthwiseRowsComputeTheReference) {
+  Target avx2 = kiln::testing::simulated_cpu(8, 2), avx512 = kiln::testing::simulated_cpu(16, 2);
+  for (Target* t : {&avx2, &avx512}) t->flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  for (const Target& t : {avx2, avx512})
+    for (int64_t rows : {8, 13}) {
+      SCOPED_TRACE(std::to_string(t.max_vector_width) + " lanes, " + std::to_string(rows) + " rows");
+      auto dw = [&](const auto& in) { return in({1, 6, rows + 2, 37}).conv2d(in({6, 1, 3, 3}), std::nullopt, 1, 0, 1, 6); };
+      const std::vector<Opt> opts = to_program(kernel_of(dw(ref)), t).opts;
+      const bool tiled = std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize && o.axis == 1; });
+      EXPECT_EQ(tiled, rows == 8);
+      expect_reference(dw, t);
+    }
+}
+
 TEST(Threads, FewRowsThreadTheColumns) {
   auto threads_of = [](const std::vector<Opt>& opts) {
     std::vector<std::string> out;
