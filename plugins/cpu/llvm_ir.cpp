@@ -491,7 +491,17 @@ class Renderer {
         uint32_t base = src(i, 0);
         elem_[i] = elem_[base];
         if (elem_[i].empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "llvm renderer: INDEX of a non-pointer"};
-        def(i, "getelementptr inbounds " + elem_[i] + ", ptr " + val_[base] + ", " + TV(i, 1));
+        // x + C: the address of x, then C elements on (LLVM folds that into the addressing mode).
+        // As one 32-bit sum, every such address paid its own add and sign extension in the loop
+        // (a convolution's eight weight rows: 16 extra instructions per k step). Not inbounds: x's
+        // address alone may lie outside the buffer.
+        if (uint32_t x = src(i, 1); T(x).count == 1 && l_[x].op == KILN_LIR_OP_ADD && l_[src(x, 1)].op == KILN_LIR_OP_CONST) {
+          std::string part = tmp();
+          line(part + " = getelementptr " + elem_[i] + ", ptr " + val_[base] + ", " + TV(x, 0));
+          def(i, "getelementptr " + elem_[i] + ", ptr " + part + ", " + TV(x, 1));
+        } else {
+          def(i, "getelementptr inbounds " + elem_[i] + ", ptr " + val_[base] + ", " + TV(i, 1));
+        }
         int64_t elem_bytes = l_[base].op == KILN_LIR_OP_DEFINE_REG ? lir_scalar_size(T(base).scalar) * T(base).count
                                                                   : lir_scalar_size(T(base).scalar);
         align_[i] = std::min(align_[base], pow2_factor(elem_bytes * pow2_[src(i, 1)]));
