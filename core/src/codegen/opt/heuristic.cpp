@@ -148,6 +148,12 @@ int64_t avx2_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
   return tile_amount(plan, r, want);
 }
 
+// Whether an output axis other than `cols` and `besides` can be a register tile's rows: the loads
+// along `cols` stay put along it (a convolution's output channels; a depthwise one has none).
+bool has_tile_rows(const KernelShape& k, const UOp& cols, const UOp& besides) {
+  return std::any_of(k.out.begin(), k.out.end(), [&](const UOp& r) { return !(r == cols) && !(r == besides) && reuses_loads_of(k, r, cols); });
+}
+
 // A convolution's second vector on a 16-register CPU (AVX2) whose columns would be padded to take
 // two: an output axis along which the input loaded as vectors moves (the image's rows) and every
 // other input of the reduction stays put (the weights), upcast by 2 instead. Padded, the last
@@ -165,9 +171,8 @@ std::optional<UOp> second_vector_axis(const KernelShape& k, const UOp& cols, int
       if (has_stride(idx, cols, 0)) weights_stay &= has_stride(idx, y, 0);
       else image_moves |= !has_stride(idx, y, 0);
     }
-    bool rows = false;  // output channels, the tile's rows (a depthwise convolution has none: its unrolled taps do better)
-    for (const UOp& r : k.out) rows |= !(r == cols) && !(r == y) && reuses_loads_of(k, r, cols);
-    if (weights_stay && image_moves && rows) return y;
+    // (a depthwise convolution, no output channels to tile, does better with its taps unrolled)
+    if (weights_stay && image_moves && has_tile_rows(k, cols, y)) return y;
   }
   return std::nullopt;
 }
@@ -184,8 +189,7 @@ std::optional<UOp> second_vector_axis(const KernelShape& k, const UOp& cols, int
 std::optional<UOp> overlapping_rows_axis(const KernelShape& k, const UOp& cols, int64_t tile) {
   const bool unrolled = std::any_of(k.reduce.begin(), k.reduce.end(), [](const UOp& r) { return const_size(r) >= 2 && const_size(r) <= 4; });
   if (k.reduce.size() < 2 || !unrolled) return std::nullopt;
-  for (const UOp& r : k.out)
-    if (!(r == cols) && reuses_loads_of(k, r, cols)) return std::nullopt;  // it has rows to tile
+  if (has_tile_rows(k, cols, cols)) return std::nullopt;
   for (const UOp& y : k.out) {
     if (y == cols || fit(const_size(y), tile, false) < 2) continue;
     for (const UOp& idx : k.load_indices) {
