@@ -124,8 +124,8 @@ TEST(Heuristic, RowKernelHasVectorsAlongItsRowAndItsReduces) {
   EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
 }
 
-// A batch-1 ResNet convolution (56 wide: not a multiple of 16 lanes) is a register tile over
-// output channels, threaded although its batch axis is 1.
+// A batch-1 ResNet convolution (56 wide: not a multiple of 16 lanes) is a register tile of output
+// channels and columns, threaded although its batch axis is 1.
 TEST(Heuristic, BatchOneConvolutionIsARegisterTile) {
   for (int stride : {1, 2}) {
     Tensor out = in({1, 64, 56, 56}).conv2d(in({64, 64, 3, 3}), std::nullopt, stride, 1);
@@ -137,11 +137,62 @@ TEST(Heuristic, BatchOneConvolutionIsARegisterTile) {
   }
 }
 
-// On AVX2 (16 registers) a convolution whose columns would need padding to take two vectors
-// takes its second from the image's rows (an UPCAST by 2 of the output rows, axis 1): padded, the
-// last column block's vector of padding sat behind branches in the k loop and the broadcasts
-// spilled. AVX-512 keeps the padded pair; columns that take two vectors, and a depthwise
-// convolution (no output channels to tile), keep theirs.
+// A convolution whose columns waste vector lanes (56, 28, 14 and 7 wide maps; a stride-2 one's
+// gathered columns) takes its vector lanes along the output channels (axis 0 at batch 1, 1 with a
+// batch), the image's columns as the tile's rows, and stages its weights (read across the
+// channels): whole where the panel fits a stage buffer, else in blocks of the input channels.
+// Columns that take whole vectors (64), output channels that do not (36), and a convolution with
+// an epilogue (no blocks: they would pass partial sums through it) whose panel is too large to
+// stage whole keep their column vectors.
+TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
+  Target avx2 = simulated_cpu(8, 8);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  auto vector_axis = [](const Chosen& c) {
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && o.vectorize) return o.axis;
+    return int64_t{-1};
+  };
+  auto rows_along = [](const Chosen& c, int64_t axis) {
+    int64_t n = 1;
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && !o.vectorize && o.axis == axis) n *= o.amount;
+    return n;
+  };
+  struct Case {
+    Shape x, w;
+    int stride;
+    int64_t channels, cols;  // axes
+  };
+  const Case cases[] = {{{1, 64, 56, 56}, {64, 64, 3, 3}, 1, 0, 2},
+                        {{1, 64, 56, 56}, {128, 64, 3, 3}, 2, 0, 2},
+                        {{1, 512, 7, 7}, {512, 512, 3, 3}, 1, 0, 2},
+                        {{2, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 3}};
+  for (const Target& t : {avx512(), avx2})
+    for (const Case& k : cases) {
+      Chosen c = main_kernel(in(k.x).conv2d(in(k.w), std::nullopt, k.stride, 1), t);
+      EXPECT_EQ(vector_axis(c), k.channels) << c.str();
+      EXPECT_GE(rows_along(c, k.cols), 2) << "columns as the tile's rows: " << c.str();
+      EXPECT_TRUE(c.has(OptOp::STAGE)) << c.str();
+      EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    }
+  // 2 vectors x 16 channels x 512 x 9 taps x 4 bytes: 576 KiB, staged in blocks of input channels
+  Chosen big = main_kernel(in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1));
+  EXPECT_TRUE(big.has(OptOp::BLOCK)) << big.str();
+  for (const Tensor& out : {in({1, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1),
+                            in({1, 64, 56, 56}).conv2d(in({36, 64, 3, 3}), std::nullopt, 1, 1),
+                            in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1).relu()}) {
+    Chosen c = main_kernel(out);
+    EXPECT_EQ(vector_axis(c), 2) << "column vectors: " << c.str();
+    EXPECT_FALSE(c.has(OptOp::STAGE)) << c.str();
+  }
+}
+
+// On AVX2 (16 registers) a convolution whose columns would need padding to take two vectors, and
+// whose output channels do not take whole vectors (36 of 8 lanes), takes its second vector from
+// the image's rows (an UPCAST by 2 of the output rows, axis 1): padded, the last column block's
+// vector of padding sat behind branches in the k loop and the broadcasts spilled. AVX-512 keeps
+// the padded pair; columns that take two vectors, and a depthwise convolution (no output channels
+// to tile), keep theirs.
 TEST(Heuristic, Avx2ConvolutionTakesItsSecondVectorFromTheImageRows) {
   Target avx2 = simulated_cpu(8, 8);
   avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
@@ -154,7 +205,7 @@ TEST(Heuristic, Avx2ConvolutionTakesItsSecondVectorFromTheImageRows) {
     return int64_t{0};
   };
   for (int stride : {1, 2}) {
-    Tensor out = in({1, 64, 56, 56}).conv2d(in({64, 64, 3, 3}), std::nullopt, stride, 1);
+    Tensor out = in({1, 64, 56, 56}).conv2d(in({36, 64, 3, 3}), std::nullopt, stride, 1);
     Chosen c = main_kernel(out, avx2);  // axes: output channels, rows, columns (56 or 28)
     EXPECT_TRUE(upcast(c, 1, 2)) << "stride " << stride << ": " << c.str();
     EXPECT_FALSE(upcast(c, 2, 2)) << c.str();

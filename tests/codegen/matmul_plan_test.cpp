@@ -364,17 +364,43 @@ TEST(Tile, RowsThatDivideBeatPaddedRows) {
 }
 
 // The AVX2 convolution tile with its second vector from the image's rows (Heuristic.Avx2*)
-// computes the reference: 24 output columns (three vectors), read with strides 1 and 2.
+// computes the reference: 24 output columns (three vectors), read with strides 1 and 2, and 12
+// output channels (not whole vectors: those would take the channels' vectors, ChannelVectors*).
 TEST(Tile, Avx2ConvolutionsWithTwoImageRowsComputeTheReference) {
   Target avx2 = kiln::testing::simulated_cpu(8, 2);
   avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
   for (int stride : {1, 2}) {
     SCOPED_TRACE(stride);
     const int64_t h = 13 * stride + 3, w = 23 * stride + 3;  // unpadded (one kernel), 14 x 24 out
-    auto conv = [&](const auto& in) { return in({1, 8, h, w}).conv2d(in({8, 8, 3, 3}), std::nullopt, stride); };
+    auto conv = [&](const auto& in) { return in({1, 8, h, w}).conv2d(in({12, 8, 3, 3}), std::nullopt, stride); };
     const std::vector<Opt> opts = to_program(kernel_of(conv(ref)), avx2).opts;
     EXPECT_TRUE(std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.str() == "UPCAST(1, 2)"; })) << "two image rows";
     expect_reference(conv, avx2);
+  }
+}
+
+// Convolutions with vectors of output channels (Heuristic.ConvolutionsWithNarrowImages*) compute
+// the reference on 16 and 8 lanes: 14 columns (tiles of 7), stride 2 with a batch of 2, an
+// epilogue (bias and relu; the weights staged whole), and a panel staged in blocks of the input
+// channels (256 of them, on 16 lanes). Unpadded: the convolution is the program's one kernel.
+TEST(Tile, ChannelVectorConvolutionsComputeTheReference) {
+  Target avx2 = kiln::testing::simulated_cpu(8, 2), avx512 = kiln::testing::simulated_cpu(16, 2);
+  for (Target* t : {&avx2, &avx512}) t->flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  const std::vector<std::function<Tensor(const std::function<Tensor(const Shape&)>&)>> convs = {
+      [](const auto& in) { return in({1, 8, 9, 16}).conv2d(in({32, 8, 3, 3})); },
+      [](const auto& in) { return in({2, 8, 17, 17}).conv2d(in({32, 8, 3, 3}), std::nullopt, 2); },
+      [](const auto& in) { return in({1, 16, 6, 12}).conv2d(in({32, 16, 3, 3}), in({32})).relu(); },
+      [](const auto& in) { return in({1, 256, 4, 8}).conv2d(in({32, 256, 3, 3})); }};
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const std::vector<float> want = run(convs[i], "ref");
+    for (const Target& t : {avx2, avx512}) {
+      SCOPED_TRACE(std::to_string(t.max_vector_width) + " lanes, case " + std::to_string(i));
+      const std::vector<Opt> opts = to_program(kernel_of(convs[i](ref)), t).opts;
+      auto has = [&](OptOp op) { return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; }); };
+      EXPECT_TRUE(has(OptOp::STAGE));
+      EXPECT_EQ(has(OptOp::BLOCK), i == 3 && t.max_vector_width == 16);
+      expect_near(run(convs[i], "cpu:0", &t), want);
+    }
   }
 }
 
