@@ -470,14 +470,21 @@ TEST(Block, RulesSayWhyItDoesNotApply) {
   EXPECT_NE(problem(k, {OptOp::BLOCK, 2, 24}, cpu).find("not divisible by 24"), std::string::npos);
   EXPECT_NE(problem(k, {OptOp::BLOCK, 2, 64}, cpu).find("whole axis"), std::string::npos);
   EXPECT_NE(problem(k, {OptOp::BLOCK, 0, 2}, cpu).find("reduce axes"), std::string::npos);
-  // an epilogue would see partial sums; a cast, a max and a mean too
-  for (const Tensor& t : {ref({16, 64}).matmul(ref({64, 48})).relu(), ref({16, 64}).matmul(ref({64, 48})).cast(dtypes::float16),
-                          ref({16, 64}).max({1}), ref({16, 64}).mean({1})}) {
-    UOp e = kernel_of(t);
+  auto reduce_axis = [](const UOp& e) {
     int64_t red = -1;
     for (const UOp& u : toposort(e))
       if (u.op() == Ops::RANGE && range_type(u) == AxisType::REDUCE) red = range_axis(u);
-    EXPECT_NE(problem(e, {OptOp::BLOCK, red, 2}, cpu), "");
+    return red;
+  };
+  // a cast would round the partial sums; a max is no sum
+  for (const Tensor& t : {ref({16, 64}).matmul(ref({64, 48})).cast(dtypes::float16), ref({16, 64}).max({1})}) {
+    UOp e = kernel_of(t);
+    EXPECT_NE(problem(e, {OptOp::BLOCK, reduce_axis(e), 2}, cpu), "");
+  }
+  // an epilogue (an activation, a mean's scale) runs in the last block
+  for (const Tensor& t : {ref({16, 64}).matmul(ref({64, 48})).relu(), ref({16, 64}).mean({1})}) {
+    UOp e = kernel_of(t);
+    EXPECT_EQ(problem(e, {OptOp::BLOCK, reduce_axis(e), 2}, cpu), "");
   }
   EXPECT_EQ(problem(kernel_of(ref({16, 64}).sum({1})), {OptOp::BLOCK, 1, 16}, cpu), "") << "a plain sum blocks";
   EXPECT_NE(problem(k, block, gpu_caps(256, 64, 256, 48 << 10, 4)).find("no CPU threads"), std::string::npos);
@@ -519,7 +526,7 @@ TEST(Block, LowersToABlockLoopOutsideTheOutputLoops) {
 }
 
 // BLOCK as the heuristic uses it (few rows; a panel too large to stage) and as given, on odd
-// sizes, computes the reference.
+// sizes and with epilogues, computes the reference.
 TEST(Block, BlockedKernelsComputeTheReference) {
   const Target cpu = kiln::testing::simulated_cpu(8, 2);
   // few rows, B larger than the L2: blocks of 16
@@ -538,6 +545,12 @@ TEST(Block, BlockedKernelsComputeTheReference) {
   expect_reference([](const auto& in) { return in({13, 35}).matmul(in({35, 16})); }, cpu, &odd);
   const std::vector<Opt> sum{{OptOp::BLOCK, 1, 5}};
   expect_reference([](const auto& in) { return in({3, 45}).sum({1}); }, cpu, &sum);
+  // epilogues, applied once to the whole sum in the last block: a bias and a gelu (which reads
+  // the sum several times), a mean, and a convolution's bias and relu in blocks of its channels
+  expect_reference([](const auto& in) { return in({13, 35}).linear(in({16, 35}), in({16})).gelu(); }, cpu, &odd);
+  expect_reference([](const auto& in) { return in({3, 45}).mean({1}) - 0.25; }, cpu, &sum);
+  const std::vector<Opt> conv{{OptOp::UPCAST, 0, 8, true}, {OptOp::BLOCK, 3, 4}, {OptOp::STAGE, 1, 2}};  // axes: f, y, x, c
+  expect_reference([](const auto& in) { return in({1, 12, 5, 7}).conv2d(in({16, 12, 3, 3}), in({16})).relu(); }, cpu, &conv);
 }
 
 // A blocked kernel's first block must not read what its output buffer held before: memory the

@@ -9,9 +9,12 @@
 // tiles walk B down its columns (one cache line per row, rows a leading dimension apart); a
 // block's panel fits, and consecutive panels continue the same rows.
 //
-// Only where this is exact: the store writes the reduce itself (no epilogue, no cast: the partial
-// sums of every block but the last would go through them), an ADD (0 is its identity), and
-// nothing else in the kernel reads the output.
+// An epilogue (what the kernel computes from the sum before it stores it: a bias, an activation, a
+// mean's scale) runs in the last block only, on the whole sum:
+//   C[i] = kb == last ? epilogue(partial) : partial         partial = (kb == 0 ? 0 : C[i]) + block sum
+// Only where this is exact: an ADD (0 is its identity) stored in its own dtype (the partial sums
+// go through the output; a cast would round them), one reduce in the stored value, and nothing
+// else in the kernel reads the output.
 #include <algorithm>
 
 #include "codegen/opt/opt.hpp"
@@ -24,6 +27,7 @@ namespace {
 
 struct Blocking {
   UOp store, end;  // the kernel's one STORE and the END that closes its loops
+  UOp sum;         // the reduce over the blocked axis: the stored value, or under its epilogue
 };
 
 std::string find_blocking(const UOp& ast, const UOp& r, Blocking& b) {
@@ -35,11 +39,14 @@ std::string find_blocking(const UOp& ast, const UOp& r, Blocking& b) {
   }
   if (stores.size() != 1 || !b.end || !(b.end.src(0) == stores[0])) return "BLOCK needs a kernel with one store";
   b.store = stores[0];
-  const UOp& value = b.store.src(1);
-  if (value.op() != Ops::REDUCE || std::find(value.src().begin() + 1, value.src().end(), r) == value.src().end())
-    return cat("the kernel does not store the reduce over axis ", range_axis(r), " itself (blocks would pass partial sums through what it computes after)");
-  if (static_cast<Ops>(value.arg_ints()[0]) != Ops::ADD) return "BLOCK adds blocks' partial sums: the reduce must be a sum";
-  if (value.dtype() != b.store.src(0).dtype().base()) return "the reduce's dtype is not the output's";
+  std::vector<UOp> reduces;
+  for (const UOp& u : toposort(b.store.src(1)))
+    if (u.op() == Ops::REDUCE) reduces.push_back(u);
+  if (reduces.size() != 1 || std::find(reduces[0].src().begin() + 1, reduces[0].src().end(), r) == reduces[0].src().end())
+    return cat("the kernel does not store one reduce, over axis ", range_axis(r));
+  b.sum = reduces[0];
+  if (static_cast<Ops>(b.sum.arg_ints()[0]) != Ops::ADD) return "BLOCK adds blocks' partial sums: the reduce must be a sum";
+  if (b.sum.dtype() != b.store.src(0).dtype().base()) return "the reduce's dtype is not the output's (the partial sums would be rounded)";
   const UOp& out = b.store.src(0).src(0);
   for (const UOp& u : toposort(ast))
     if (u.op() == Ops::LOAD && u.src(0).op() == Ops::INDEX && u.src(0).src(0) == out) return "the kernel reads its output";
@@ -61,7 +68,7 @@ UOp block_reduce(const UOp& ast, const UOp& r, const Opt& opt, int64_t block_axi
   UOp kb = UOp::make(Ops::RANGE, dtypes::index, {UOp::cindex(const_size(r) / amt)},
                      Arg{std::vector<int64_t>{block_axis, static_cast<int64_t>(AxisType::BLOCK)}});
   UOp inner = UOp::make(Ops::RANGE, dtypes::index, {UOp::cindex(amt)}, r.arg());
-  const UOp& red = b.store.src(1);
+  const UOp& red = b.sum;
   std::vector<UOp> red_src{substitute(red.src(0), {{r, kb * amt + inner}})};
   for (size_t i = 1; i < red.nsrc(); ++i) red_src.push_back(red.src(i) == r ? inner : red.src(i));
   UOp partial = red.replace_src(red_src);
@@ -71,7 +78,9 @@ UOp block_reduce(const UOp& ast, const UOp& r, const Opt& opt, int64_t block_axi
   std::vector<UOp> prev_src{at.src(0), at.src(1), at.nsrc() > 2 ? at.src(2) & first : first};
   UOp prev = UOp::make(Ops::LOAD, red.dtype(), {UOp::make(Ops::INDEX, at.dtype(), prev_src)});
   std::vector<UOp> store_src(b.store.src().begin(), b.store.src().end());
-  store_src[1] = prev + partial;
+  UOp sum = prev + partial;
+  const UOp& value = b.store.src(1);
+  store_src[1] = value == red ? sum : kb.eq(UOp::cindex(const_size(r) / amt - 1)).where(substitute(value, {{red, sum}}), sum);
   std::vector<UOp> end_src{b.store.replace_src(store_src), kb};
   end_src.insert(end_src.end(), b.end.src().begin() + 1, b.end.src().end());
   return substitute(ast, {{b.end, b.end.replace_src(end_src)}});

@@ -18,8 +18,8 @@
 //           reads nothing and yields 0), and a reduce over the axis adds its identity for them
 //   BLOCK   cuts a reduce axis into blocks of `amount`: the loop over blocks (a new BLOCK axis)
 //           runs outside the output loops and each block adds its partial sums into the output
-//           (block.cpp; CPU targets; the stored value must be the ADD reduce itself), so one
-//           block's panel of an input stays in cache across the output loops
+//           (block.cpp; CPU targets; an ADD reduce stored in its own dtype, its epilogue run in
+//           the last block), so one block's panel of an input stays in cache across the output loops
 //   STAGE   copies the part of an input (`amount` is its PARAM slot) that the loops inside output
 //           axis `axis` read, and that does not move along `axis`, into a contiguous per-thread
 //           buffer before `axis` opens; the kernel then reads the buffer (stage.cpp; CPU targets).
