@@ -141,7 +141,9 @@ TEST(Heuristic, BatchOneConvolutionIsARegisterTile) {
 // gathered columns) takes its vector lanes along the output channels (axis 0 at batch 1, 1 with a
 // batch), the image's columns as the tile's rows, and stages its weights (read across the
 // channels): whole where the panel fits a stage buffer, else in blocks of the input channels.
-// Columns that take whole vectors (64), output channels that do not (36), and a convolution cast
+// A pointwise (1 x 1) convolution, a matmul but for its image's rows, takes them where a row is
+// narrower than a vector. Columns that take whole vectors (64), output channels that do not (36),
+// a pointwise convolution with rows wider than a vector (28), and a convolution cast
 // to float16 (no blocks: they would round its partial sums) whose panel is too large to stage
 // whole keep their column vectors.
 TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
@@ -164,12 +166,13 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
     int64_t channels, cols;  // axes
   };
   const Case cases[] = {{{1, 64, 56, 56}, {64, 64, 3, 3}, 1, 0, 2},
+                        {{1, 512, 7, 7}, {256, 512, 1, 1}, 1, 0, 2},  // pointwise, rows narrower than a vector
                         {{1, 64, 56, 56}, {128, 64, 3, 3}, 2, 0, 2},
                         {{1, 512, 7, 7}, {512, 512, 3, 3}, 1, 0, 2},
                         {{2, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 3}};
   for (const Target& t : {avx512(), avx2})
     for (const Case& k : cases) {
-      Chosen c = main_kernel(in(k.x).conv2d(in(k.w), std::nullopt, k.stride, 1), t);
+      Chosen c = main_kernel(in(k.x).conv2d(in(k.w), std::nullopt, k.stride, k.w[2] / 2), t);
       EXPECT_EQ(vector_axis(c), k.channels) << c.str();
       EXPECT_GE(rows_along(c, k.cols), 2) << "columns as the tile's rows: " << c.str();
       EXPECT_TRUE(c.has(OptOp::STAGE)) << c.str();
@@ -187,11 +190,14 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
   // 288 KiB, does not fit a stage buffer either)
   for (const Tensor& out : {in({1, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1),
                             in({1, 64, 56, 56}).conv2d(in({36, 64, 3, 3}), std::nullopt, 1, 1),
+                            in({1, 256, 28, 28}).conv2d(in({128, 256, 1, 1})),
                             in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1).cast(dtypes::float16)}) {
     Chosen c = main_kernel(out);
     EXPECT_EQ(vector_axis(c), 2) << "column vectors: " << c.str();
     EXPECT_FALSE(c.has(OptOp::STAGE)) << c.str();
   }
+  // a matmul's B moves along its columns only: 10 columns (a classifier) keep their vector
+  EXPECT_EQ(vector_axis(main_kernel(in({256, 512}).matmul(in({512, 10})))), 1);
 }
 
 // On AVX2 (16 registers) a convolution whose columns would need padding to take two vectors, and

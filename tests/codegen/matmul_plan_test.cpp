@@ -382,7 +382,8 @@ TEST(Tile, Avx2ConvolutionsWithTwoImageRowsComputeTheReference) {
 // Convolutions with vectors of output channels (Heuristic.ConvolutionsWithNarrowImages*) compute
 // the reference on 16 and 8 lanes: 14 columns (tiles of 7), stride 2 with a batch of 2, an
 // epilogue (bias and relu; the weights staged whole), and a panel staged in blocks of the input
-// channels (256 of them, on 16 lanes). Unpadded: the convolution is the program's one kernel.
+// channels (256 of them, on 16 lanes), a pointwise convolution on rows of 7. Unpadded: the
+// convolution is the program's one kernel.
 TEST(Tile, ChannelVectorConvolutionsComputeTheReference) {
   Target avx2 = kiln::testing::simulated_cpu(8, 2), avx512 = kiln::testing::simulated_cpu(16, 2);
   for (Target* t : {&avx2, &avx512}) t->flags |= KILN_TARGET_HAS_MASKED_VECTORS;
@@ -390,7 +391,8 @@ TEST(Tile, ChannelVectorConvolutionsComputeTheReference) {
       [](const auto& in) { return in({1, 8, 9, 16}).conv2d(in({32, 8, 3, 3})); },
       [](const auto& in) { return in({2, 8, 17, 17}).conv2d(in({32, 8, 3, 3}), std::nullopt, 2); },
       [](const auto& in) { return in({1, 16, 6, 12}).conv2d(in({32, 16, 3, 3}), in({32})).relu(); },
-      [](const auto& in) { return in({1, 256, 4, 8}).conv2d(in({32, 256, 3, 3})); }};
+      [](const auto& in) { return in({1, 256, 4, 8}).conv2d(in({32, 256, 3, 3})); },
+      [](const auto& in) { return in({2, 40, 5, 7}).conv2d(in({32, 40, 1, 1})); }};
   for (size_t i = 0; i < convs.size(); ++i) {
     const std::vector<float> want = run(convs[i], "ref");
     for (const Target& t : {avx2, avx512}) {

@@ -626,12 +626,14 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
 // vectors, 6.6 with channel vectors). AVX-512, alternating pairs, kernel times, old -> new: 64 ->
 // 64 channels on 56 x 56 1.57 -> 1.16 ms, 64 -> 128 stride 2 (28 x 28 out) 1.09 -> 0.68, 128 ->
 // 128 on 28 x 28 1.66 -> 1.15, 256 -> 256 on 14 x 14 1.74 -> 1.02, 512 -> 512 on 7 x 7 2.7 ->
-// 1.7 (with a bias and relu 3.6 -> 1.6), the same at batch 8: 14 x 14 14.2 -> 9.6, 7 x 7 31 -> 8.4.
+// 1.7 (with a bias and relu 3.6 -> 1.6), the same at batch 8: 14 x 14 14.2 -> 9.6, 7 x 7 31 -> 8.4;
+// pointwise, 2048 -> 512 on 7 x 7 1.06 -> 0.52, 1024 -> 256 on 14 x 14 0.75 -> 0.38 (on 28 x 28,
+// wider than a vector, 1.08x slower: those keep their column vectors).
 constexpr int64_t kConvPanelBytes = int64_t{128} << 10;  // blocks of 64 channels (73 KiB) beat 32 and 16
 std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target) {
   KernelShape k = inspect_kernel(ast);
   const int64_t lanes = lanes_of(target, k);
-  if (!target.has(KILN_TARGET_HAS_THREADS) || lanes < 8 || k.reduce.size() < 2 || !k.contiguous) return std::nullopt;
+  if (!target.has(KILN_TARGET_HAS_THREADS) || lanes < 8 || k.reduce.empty() || !k.contiguous) return std::nullopt;
   const UOp& cols = k.contiguous;
   // the reduction reads two inputs: the image moves along the columns, the weights do not
   UOp image, weights;
@@ -652,6 +654,13 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
     return !(r == cols) && const_size(r) % lanes == 0 && has_stride(image, r, 0) && !has_stride(weights, r, 0);
   });
   if (f == k.out.end()) return std::nullopt;
+  // a pointwise (1 x 1) convolution reduces over its channels only, as a matmul does: it takes
+  // channel vectors where a row of its image is narrower than a vector (an image, unlike a
+  // matmul's B, also moves along output rows where the weights stay put)
+  const bool image_rows = std::any_of(k.out.begin(), k.out.end(), [&](const UOp& r) {
+    return !(r == cols) && !has_stride(image, r, 0) && has_stride(weights, r, 0);
+  });
+  if (k.reduce.size() == 1 && (const_size(cols) >= lanes || !image_rows)) return std::nullopt;
   // blocks of the input channels: the reduce along which the weights move farthest
   const UOp* channels = nullptr;
   int64_t farthest = 0, taps = 1;
