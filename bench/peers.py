@@ -141,6 +141,8 @@ def extra_set():
       "conv_resnet": conv_w(1, 64, 56, 56, 64, 3, pad=1),
       "conv_depthwise": conv_w(1, 256, 56, 56, 256, 3, pad=1, groups=256),
       "conv_stride2": conv_w(1, 64, 56, 56, 128, 3, stride=2, pad=1),
+      "conv_late": conv_w(1, 512, 7, 7, 512, 3, pad=1),
+      "conv_pointwise": conv_w(1, 2048, 7, 7, 512, 1),
       "matmul_odd": matmul_w(1000, 999, 1001),
       "matmul_at": matmul_w(1024, 1024, 1024, a_t=True),
       "linear_64": matmul_w(64, 1024, 4096, b_t=True),

@@ -212,6 +212,10 @@ std::vector<Workload> extra_set() {
           // a downsampling 3x3 with stride 2: 64 -> 128 channels, 56x56 -> 28x28
           conv2d_workload("conv_stride2",
                           {.batch = 1, .channels = 64, .height = 56, .width = 56, .filters = 128, .kernel = 3, .stride = 2, .pad = 1}),
+          // ResNet's last stage at batch 1: 3x3 on a 7x7 map (narrower than a vector), and the
+          // pointwise convolution of its bottleneck
+          conv2d_workload("conv_late", {.batch = 1, .channels = 512, .height = 7, .width = 7, .filters = 512, .kernel = 3, .pad = 1}),
+          conv2d_workload("conv_pointwise", {.batch = 1, .channels = 2048, .height = 7, .width = 7, .filters = 512, .kernel = 1}),
           matmul_workload("matmul_odd", 1000, 999, 1001),
           // a weight gradient's form, X.T @ dY: A read down its columns
           matmul_workload("matmul_at", 1024, 1024, 1024, true, false),
