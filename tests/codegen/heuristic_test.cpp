@@ -198,6 +198,13 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
   }
   // a matmul's B moves along its columns only: 10 columns (a classifier) keep their vector
   EXPECT_EQ(vector_axis(main_kernel(in({256, 512}).matmul(in({512, 10})))), 1);
+  // a symbolic size (here the input channels) leaves the kernel to the general plan
+  Variable n("n", 1, 64);
+  std::vector<Chosen> all;
+  EXPECT_NO_THROW(all = chosen(in({1, 64, 7, 7}).shrink(1, n.bind(32)).conv2d(in({64, 64, 3, 3}).shrink(1, n.bind(32)), std::nullopt, 1, 1)));
+  const auto conv = std::find_if(all.begin(), all.end(), [](const Chosen& c) { return c.name.rfind("r_", 0) == 0; });
+  ASSERT_NE(conv, all.end());
+  EXPECT_EQ(vector_axis(*conv), 2) << conv->str();
 }
 
 // On AVX2 (16 registers) a convolution whose columns would need padding to take two vectors, and

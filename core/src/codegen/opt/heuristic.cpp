@@ -634,6 +634,8 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
   KernelShape k = inspect_kernel(ast);
   const int64_t lanes = lanes_of(target, k);
   if (!target.has(KILN_TARGET_HAS_THREADS) || lanes < 8 || k.reduce.empty() || !k.contiguous) return std::nullopt;
+  // (a symbolic size, 0 here, leaves the kernel to the general plan)
+  if (std::any_of(k.reduce.begin(), k.reduce.end(), [](const UOp& r) { return const_size(r) < 1; })) return std::nullopt;
   const UOp& cols = k.contiguous;
   // the reduction reads two inputs: the image moves along the columns, the weights do not
   UOp image, weights;
@@ -648,10 +650,10 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
   }
   int64_t step = 0;
   if (!weights || image_loads != 1 || !stride_of(image, cols, step) || step < 1) return std::nullopt;
-  if (step == 1 && const_size(cols) % (2 * lanes) == 0) return std::nullopt;
+  if (const_size(cols) < 1 || (step == 1 && const_size(cols) % (2 * lanes) == 0)) return std::nullopt;
   // the output channels: the weights move along them, the image does not
   const auto f = std::find_if(k.out.begin(), k.out.end(), [&](const UOp& r) {
-    return !(r == cols) && const_size(r) % lanes == 0 && has_stride(image, r, 0) && !has_stride(weights, r, 0);
+    return !(r == cols) && const_size(r) > 0 && const_size(r) % lanes == 0 && has_stride(image, r, 0) && !has_stride(weights, r, 0);
   });
   if (f == k.out.end()) return std::nullopt;
   // a pointwise (1 x 1) convolution reduces over its channels only, as a matmul does: it takes
