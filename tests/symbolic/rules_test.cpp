@@ -93,6 +93,16 @@ TEST(Symbolic, DivModRecombine) {
   EXPECT_EQ(s(x().mod(4) + x().idiv(4) * 4), "x");
   EXPECT_EQ(s(z().mod(4) + z().idiv(4) * 4), "z") << "holds for negative values with C semantics";
   EXPECT_EQ(s(y() + x().mod(4) * 3 + x().idiv(4) * 12), "(y+(x*3))");
+  // digits: x's remainder by 4, then its quotient's remainder by 5, put back
+  EXPECT_EQ(s(x().mod(4) + x().idiv(4).mod(5) * 4), "(x%20)");
+  EXPECT_EQ(s(z().mod(4) * 2 + z().idiv(4).mod(5) * 8), "((z%20)*2)") << "C semantics again";
+  // a quotient inside a scaled sum: (y + x//4)*8 holds (x//4)*8
+  EXPECT_EQ(s((y() + x().idiv(4)) * 8 + x().mod(4) * 2), "((x*2)+(y*8))");
+  // a reshape of a contiguous (8, 64, 56, 56) buffer to (8, 8, 25088), group g, position r
+  UOp g = UOp::variable("g", 0, 7), r = UOp::variable("r", 0, 25087), flat = g * 25088 + r;
+  EXPECT_EQ(s(flat.idiv(3136) * 3136 + flat.idiv(56).mod(56) * 56 + flat.mod(56)), "(r+(g*25088))");
+  // no digit pair: nothing changes
+  EXPECT_EQ(s(x().mod(4) + x().idiv(4).mod(5) * 3), "((((x//4)%5)*3)+(x%4))");
 }
 
 TEST(Symbolic, ComparisonsFromBounds) {

@@ -255,31 +255,102 @@ UOp fold_divmod(const Match& m) {
   return if_not_larger(rhi < c ? r : r.mod(c), u);
 }
 
-// sum(..., (x%c)*k, ..., (x//c)*(c*k), ...) -> sum(..., x*k, ...)   (C semantics: always exact)
+// Like split_sum, but a sum scaled by a constant counts as its terms, each scaled: (a + b)*k holds
+// a*k and b*k (only where every such product stays in the dtype, so the sum keeps its value).
+bool split_sum_scaled(const UOp& u, Terms& out, int64_t& offset) {
+  Term todo[kMaxTerms + 2];
+  size_t top = 0;
+  todo[top++] = {&u, 1};
+  while (top) {
+    if (out.n + top > kMaxTerms) return false;
+    auto [t, k] = todo[--top];
+    int64_t kk = 0;
+    if (t->op() == Ops::ADD && top + 2 <= std::size(todo)) {
+      todo[top++] = {&t->src(1), k};
+      todo[top++] = {&t->src(0), k};
+    } else if (t->is_const()) {
+      if (__builtin_mul_overflow(as_int(value_of(*t)), k, &kk) || __builtin_add_overflow(offset, kk, &offset)) return false;
+    } else if (t->op() == Ops::MUL && t->src(1).is_const() && !__builtin_mul_overflow(as_int(value_of(t->src(1))), k, &kk)) {
+      if (k != 1 && !mul_fits(t->src(0), kk)) return false;  // a distributed product must not wrap
+      if (t->src(0).op() == Ops::ADD) todo[top++] = {&t->src(0), kk};
+      else out.push({&t->src(0), kk});
+    } else {
+      if (k != 1 && !mul_fits(*t, k)) return false;
+      out.push({t, k});
+    }
+  }
+  return true;
+}
+
+// u as base + constant (the constant 0 when u is no such sum).
+std::pair<const UOp*, int64_t> base_and_offset(const UOp& u) {
+  if (u.op() == Ops::ADD && u.src(1).is_const()) return {&u.src(0), as_int(value_of(u.src(1)))};
+  return {&u, 0};
+}
+
+// Whether x % c may count as x2 % c: the same numerator, or both non-negative and apart by a
+// multiple of c (fold_divmod moves a remainder's constant by multiples of c, not a quotient's:
+// (b-5)%2 becomes (b+1)%2 while (b-5)//2 stays).
+bool same_remainder(const UOp& x, const UOp& x2, int64_t c) {
+  if (x == x2) return true;
+  auto [b, o] = base_and_offset(x);
+  auto [b2, o2] = base_and_offset(x2);
+  return *b == *b2 && (o - o2) % c == 0 && vmin(x) >= 0 && vmin(x2) >= 0;
+}
+
+// One recombination in `terms`, if any: (x%c)*k + (x//c)*(c*k) -> x*k, or
+// (x%c)*k + ((x//c)%d)*(c*k) -> (x%(c*d))*k (the digits of x in base c, then d, put back). Both
+// hold for every x with C semantics (truncated remainders share the sign of x); x is the
+// quotient's numerator. `made` keeps a new atom alive.
+bool recombine_once(Terms& terms, UOp& made) {
+  for (size_t i = 0; i < terms.n; ++i) {
+    const UOp& mod = *terms.t[i].atom;
+    const int64_t k = terms.t[i].k;
+    if (mod.op() != Ops::MOD || !mod.src(1).is_const()) continue;
+    const int64_t c = as_int(value_of(mod.src(1)));
+    if (c <= 0) continue;
+    for (size_t j = 0; j < terms.n; ++j) {
+      const UOp* div = terms.t[j].atom;
+      const UOp* digit = nullptr;  // (x//c)%d
+      if (div->op() == Ops::MOD && div->src(1).is_const()) digit = div, div = &div->src(0);
+      int64_t ck = 0;
+      if (i == j || div->op() != Ops::IDIV || !(div->src(1) == mod.src(1)) || __builtin_mul_overflow(c, k, &ck) ||
+          terms.t[j].k != ck || !same_remainder(mod.src(0), div->src(0), c))
+        continue;
+      if (digit) {
+        int64_t cd = 0;
+        if (__builtin_mul_overflow(c, as_int(value_of(digit->src(1))), &cd) || cd <= 0) continue;
+        made = div->src(0).mod(cd);
+        terms.t[i].atom = &made;
+      } else {
+        terms.t[i].atom = &div->src(0);
+      }
+      terms.t[j] = terms.t[--terms.n];
+      return true;
+    }
+  }
+  return false;
+}
+
+// sum(..., (x%c)*k, ..., (x//c)*(c*k), ...) -> sum(..., x*k, ...), and the nested digit form above;
+// the terms of constant-scaled sums take part ((g + x//c)*(c*k) holds (x//c)*(c*k)).
 UOp fold_divmod_recombine(const Match& m) {
   const UOp& u = m[r0];
   if (!int_scalar(u)) return {};
   Terms terms;
   int64_t offset = 0;
+  // every pair has its remainder term at the top: a sum without one is left at once (this rule
+  // runs on every integer ADD)
   if (!split_sum(u, terms, offset)) return {};
-  for (size_t i = 0; i < terms.n; ++i) {
-    const Term& mt = terms.t[i];
-    const UOp& mod = *mt.atom;
-    if (mod.op() != Ops::MOD || !mod.src(1).is_const()) continue;
-    int64_t c = as_int(value_of(mod.src(1)));
-    for (size_t j = 0; j < terms.n; ++j) {
-      const Term& dt = terms.t[j];
-      const UOp& div = *dt.atom;
-      if (i == j || div.op() != Ops::IDIV || !(div.src(0) == mod.src(0)) || !(div.src(1) == mod.src(1))) continue;
-      if (dt.k != c * mt.k) continue;
-      Terms out;
-      for (size_t k = 0; k < terms.n; ++k)
-        if (k != i && k != j) out.push(terms.t[k]);
-      out.push({&mod.src(0), mt.k});
-      return build_sum(u.dtype(), out, offset);
-    }
-  }
-  return {};
+  if (std::none_of(terms.begin(), terms.end(), [](const Term& t) { return t.atom->op() == Ops::MOD && t.atom->src(1).is_const(); }))
+    return {};
+  terms.n = 0, offset = 0;
+  if (!split_sum_scaled(u, terms, offset)) return {};
+  UOp made[kMaxTerms];
+  size_t n_made = 0;
+  while (n_made < kMaxTerms && recombine_once(terms, made[n_made])) ++n_made;
+  if (n_made == 0) return {};
+  return if_not_larger(build_sum(u.dtype(), terms, offset), u);
 }
 
 // x*c0 < c1 -> x < ceil(c1/c0) for c0 > 0;  x*c0 < c1 -> floor(-c1/-c0) < x ... for c0 < 0
