@@ -421,6 +421,11 @@ TEST(Tile, DepthwiseRowsComputeTheReference) {
       EXPECT_EQ(tiled, rows == 8);
       expect_reference(dw, t);
     }
+  // stride 2: scalar outputs (no gathered vectors), padding 1, a batch
+  for (const Target& t : {avx2, avx512}) {
+    auto dw2 = [&](const auto& in) { return in({2, 5, 15, 23}).conv2d(in({5, 1, 3, 3}), std::nullopt, 2, 1, 1, 5); };
+    expect_reference(dw2, t);
+  }
 }
 
 TEST(Threads, FewRowsThreadTheColumns) {
