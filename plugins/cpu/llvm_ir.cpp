@@ -340,10 +340,12 @@ class Renderer {
     def(i, "call " + type_ir(t) + " " + fn + "(" + TV(i, 0) + ")");
   }
 
-  // EXP2, advertised with AVX-512 (llvm_ir_ops): x clamped to [lo, hi] (NaN kept), n =
-  // roundeven(x), 2^f for f = x - n in [-1/2, 1/2] by a polynomial in f, times 2^n by vscalef,
-  // which rounds into the subnormal range, overflows to inf at hi and keeps NaN by itself: 12
-  // vector ops for float32 where the core's portable form (codegen/transcendental.cpp) takes 25.
+  // EXP2, advertised with AVX-512 (llvm_ir_ops): x clamped to hi (NaN kept), n = roundeven(x),
+  // 2^f for f = x - n in [-1/2, 1/2] by a polynomial in f, times 2^n by vscalef, which rounds
+  // into the subnormal range, overflows to inf at hi and keeps NaN by itself: 13 vector ops for
+  // float32 where the core's portable form (codegen/transcendental.cpp) takes 25. Below lo the
+  // result is 0, selected: those lanes scale by 2^0, because a vscalef that underflows takes a
+  // microcode assist (~100x the op; a masked attention's exp(-inf) was 20x slower than exp(0)).
   // float32: the minimax polynomial of degree 6 for 2^f (relative error 1.9e-9 on [-1/2, 1/2],
   // below float32's rounding; fitted by iteratively reweighted least squares on the relative
   // error); float64: the Taylor series of e^(f ln2) to degree 13, its coefficients ln2^k / k!.
@@ -378,7 +380,7 @@ class Renderer {
     const double lo = dbl ? -1075 : -150, hi = dbl ? 1024 : 128;
     std::string below = tmp(), x1 = tmp(), above = tmp(), xc = tmp(), n = tmp(), f = tmp();
     line(below + " = fcmp olt " + ty + " " + x + ", " + splat(lo));
-    line(x1 + " = select <" + std::to_string(w) + " x i1> " + below + ", " + ty + " " + splat(lo) + ", " + ty + " " + x);
+    line(x1 + " = select <" + std::to_string(w) + " x i1> " + below + ", " + ty + " " + splat(0) + ", " + ty + " " + x);
     line(above + " = fcmp olt " + ty + " " + splat(hi) + ", " + x1);
     line(xc + " = select <" + std::to_string(w) + " x i1> " + above + ", " + ty + " " + splat(hi) + ", " + ty + " " + x1);
     const std::string round = "@llvm.roundeven." + mangle(wt), fma = "@llvm.fmuladd." + mangle(wt);
@@ -404,6 +406,9 @@ class Renderer {
     need_intrinsic("declare " + ty + " " + scalef + "(" + ty + ", " + ty + ", " + ty + ", " + mask + ", i32)");
     std::string r = tmp();
     line(r + " = call " + ty + " " + scalef + "(" + ty + " " + p + ", " + ty + " " + n + ", " + ty + " zeroinitializer, " + mask + " -1, i32 4)");
+    std::string scaled = r;
+    r = tmp();
+    line(r + " = select <" + std::to_string(w) + " x i1> " + below + ", " + ty + " zeroinitializer, " + ty + " " + scaled);
     if (t.count == 1) return def(i, "extractelement " + ty + " " + r + ", i32 0");
     if (t.count < w) {
       std::string keep = "<";

@@ -469,6 +469,22 @@ TEST(Lir, TextRoundTrips) {
   EXPECT_THROW(parse_lir_text("%0 = ADD int32 (%3, %4)\n"), Error) << "sources must be earlier";
 }
 
+// The cpu's native EXP2 (vscalef, AVX-512) selects 0 for lanes below its range instead of
+// scaling them down to it: an underflowing vscalef takes a microcode assist, and a masked
+// attention's exp(-inf) (half its scores) ran 1.5x slower for it, exp of large negative values
+// 8x. The values are CpuTarget.Exp2NativeAndDecomposedMatchTheReference's.
+TEST(Transcendental, NativeExp2SelectsZeroBelowItsRange) {
+  Target t = cpu_target();
+  t.max_vector_width = 16;
+  t.ops[KILN_LIR_OP_EXP2 / 64] |= uint64_t{1} << (KILN_LIR_OP_EXP2 % 64);
+  const std::string ir = cpu::render_llvm_ir(to_program(kernel_of(in({4096}).exp2()), t).lir.view());
+  const size_t scalef = ir.find("= call <16 x float> @llvm.x86.avx512.mask.scalef.ps.512(");
+  ASSERT_NE(scalef, std::string::npos) << ir;
+  const std::string scaled = ir.substr(ir.rfind('%', scalef), ir.find(' ', ir.rfind('%', scalef)) - ir.rfind('%', scalef));
+  EXPECT_NE(ir.find("zeroinitializer, <16 x float> " + scaled, scalef), std::string::npos) << "the scaled value passes a select: " << ir;
+  EXPECT_EQ(ir.find("float 0xC062C00000000000, <16 x float>"), std::string::npos) << "no lane is scaled by 2^-150: " << ir;
+}
+
 namespace {
 double run(UOp (*f)(const UOp&), double x, DType d) {
   auto v = interpret(f(UOp::cfloat(d, x)), {});
