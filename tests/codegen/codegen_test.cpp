@@ -6,6 +6,7 @@
 
 #include "c_dialect.hpp"
 #include "llvm_ir.hpp"
+#include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/transcendental.hpp"
 #include "error_check.hpp"
@@ -119,6 +120,34 @@ TEST(Pipeline, AReshapeOfAContiguousBufferIndexesItLinearly) {
     EXPECT_EQ(lir.find("MOD"), std::string::npos) << lir;
     EXPECT_NE(lir.find("LOAD float32x8"), std::string::npos) << lir;
   }
+}
+
+// A gather (an embedding lookup) is a one-hot sum over the table's rows at the tensor level; the
+// codegen folds it into one gated load of the picked row, and the scheduler does not split the
+// sum of a table longer than a split reduce's threshold into partial kernels first. (The sum
+// read all 32000 rows of a table per output: an embedding of 1024 tokens took 1.4 s, 0.1 ms now.)
+TEST(Pipeline, AGatherIsALoadOfThePickedRow) {
+  auto reduces = [](const UOp& ast) {
+    int n = 0;
+    for (const UOp& u : toposort(ast)) n += u.op() == Ops::REDUCE;
+    return n;
+  };
+  for (int64_t rows : {320, 40000}) {
+    Tensor table = in({rows, 16}), idx = Tensor::empty({8, 1}, dtypes::int32, "ref");
+    Tensor out = table.gather(0, idx.expand({8, 16}));
+    EXPECT_EQ(out.schedule().size(), 1u) << rows << " rows: one kernel";
+    UOp ast = kernel_of(out);
+    EXPECT_EQ(reduces(ast), 1) << "the scheduler's kernel sums the one-hot";
+    EXPECT_EQ(reduces(fold_onehot_reduces(ast)), 0) << rows << " rows";
+    // the program's loops: the rows and the column vectors, none over the table
+    std::string lir = lir_text(to_program(ast, cpu_target()).lir.view());
+    size_t loops = 0;
+    for (size_t at = lir.find("= RANGE "); at != std::string::npos; at = lir.find("= RANGE ", at + 1)) ++loops;
+    EXPECT_EQ(loops, 2u) << rows << " rows: " << lir;
+    EXPECT_NE(lir.find("LOAD float32x8"), std::string::npos) << "the picked row, a vector at a time: " << lir;
+  }
+  // a sum that is not one-hot stays a sum
+  EXPECT_EQ(reduces(fold_onehot_reduces(kernel_of(in({320, 16}).sum({0})))), 1);
 }
 
 // A GPU-like target: workgroups, shared memory, 4 float lanes.

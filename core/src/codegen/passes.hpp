@@ -21,6 +21,9 @@ struct LaunchDims {
 // in a per-thread row buffer the output reads back (row_values.cpp; cpu-like targets only). Not
 // when `given` actions expand an axis outside the row (they were chosen for the kernel as it is).
 UOp reuse_row_values(const UOp& ast, const Target& target, const std::vector<Opt>* given = nullptr);
+// A sum over r of WHERE(r == v, x(r), 0) (Tensor::gather's one-hot) becomes x(v) where v is in
+// range, its loads gated (onehot.cpp).
+UOp fold_onehot_reduces(const UOp& ast);
 // UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
 UOp expand_ranges(const UOp& ast);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).

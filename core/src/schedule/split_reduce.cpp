@@ -10,7 +10,8 @@
 // the error grows like L * log_L(n), as in pairwise summation, on every backend alike.
 //
 // The partials keep the reduce's dtype (sum already accumulates half floats in float32). Reduces
-// over symbolic dimensions are left alone: their length is not known when scheduling.
+// over symbolic dimensions are left alone: their length is not known when scheduling; so is a
+// gather's one-hot sum, which selects one term.
 #include <algorithm>
 
 #include "ir/alu.hpp"
@@ -83,7 +84,9 @@ UOp split_reduce(const UOp& sink) {
     int64_t r = 1;
     for (const UOp& d : in) in_shape.push_back(d.arg_int());
     for (size_t k = 1; k < arg.size(); ++k) r *= in_shape[arg[k]];
-    if (r < kSplitAt) continue;
+    // (a gather's one-hot sum, WHERE(index == arange, x, 0), selects one term: nothing to bound,
+    // and the codegen folds it into a load of that term, codegen/onehot.cpp)
+    if (r < kSplitAt || (n.src(0).op() == Ops::WHERE && n.src(0).src(0).op() == Ops::CMPEQ)) continue;
     for (size_t i = 0; i < in_shape.size(); ++i) {
       bool reduced = std::find(arg.begin() + 1, arg.end(), static_cast<int64_t>(i)) != arg.end();
       if (!reduced) perm.push_back(static_cast<int64_t>(i)), kept.push_back(in_shape[i]);

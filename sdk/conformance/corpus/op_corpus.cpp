@@ -440,11 +440,20 @@ void add_nn(std::vector<OpCase>& c) {
   HostArray far64{{1, 3}, {4294967297.0, -4294967294.0, 1}, dtypes::int64};
   c.push_back({"gather_int64_index_out_of_range", {F({1, 4}, 56), far64}, [](const T& t) { return t[0].gather(1, t[1]); },
                [](const A& a) { return gather(a[0], 1, a[1]); }});
+  // the gathered value is an expression of the table: it is computed at the picked index only
+  HostArray pick{{2, 3}, {5, 0, -2, 9, 3, 1}, i32};  // 9 is outside [-6, 6)
+  c.push_back({"gather_of_an_expression", {F({2, 6}, 57), pick}, [](const T& t) { return (t[0] * 2.0 + 1.0).exp().gather(1, t[1]); },
+               [](const A& a) { return gather(map(a[0], [](double v) { return std::exp(2 * v + 1); }, f32), 1, a[1]); }});
 }
 
 // Shapes large enough that the optimizer's actions fire (vector lanes, register tiles, SWAP,
 // threads, realized pads, split reduces): the cases above are too small to be tiled.
 void add_tiled(std::vector<OpCase>& c) {
+  // an embedding lookup in a table longer than a split reduce's threshold (32768 rows): rows
+  // picked by index, negative ones from the end, one outside the table (0)
+  HostArray rows{{4, 1}, {32999, -1, 12345, 33001}, i32};
+  c.push_back({"tiled_embedding", {F({33000, 2}, 59), rows}, [](const T& t) { return t[0].gather(0, t[1].expand({4, 2})); },
+               [](const A& a) { return gather(a[0], 0, expand(a[1], {4, 2})); }});
   c.push_back({"tiled_matmul", {F({64, 96}, 60), F({96, 128}, 61)}, [](const T& t) { return t[0].matmul(t[1]); },
                [](const A& a) { return matmul(a[0], a[1]); }, 1e-4, 1e-5});
   c.push_back({"tiled_matmul_wide", {F({8, 256}, 62), F({256, 2048}, 63)}, [](const T& t) { return t[0].matmul(t[1]); },
