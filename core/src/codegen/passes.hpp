@@ -24,6 +24,9 @@ UOp reuse_row_values(const UOp& ast, const Target& target, const std::vector<Opt
 // A sum over r of WHERE(r == v, x(r), 0) (Tensor::gather's one-hot) becomes x(v) where v is in
 // range, its loads gated (onehot.cpp).
 UOp fold_onehot_reduces(const UOp& ast);
+// An output range that the kernel reads as r // c and r % c becomes two ranges, so its indices
+// are linear again (split_axes.cpp).
+UOp split_digit_axes(const UOp& ast);
 // UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
 UOp expand_ranges(const UOp& ast);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).

@@ -28,6 +28,8 @@ namespace {
 constexpr CodegenPass kPasses[] = {
     // early cleanup: the scheduler's index math, simplified once more on its own
     {"initial symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
+    // an output axis read as digits (a head and its position, from a reshape) becomes two axes
+    {"split digit axes", [](const UOp& s, PassContext&) { return split_digit_axes(s); }},
     // a gather's one-hot sum over the table's rows is one gated load of the indexed row
     {"fold one-hot reduces", [](const UOp& s, PassContext&) { return fold_onehot_reduces(s); }},
     // softmax's exp once per element: summed and stored in a row buffer, read back by the output

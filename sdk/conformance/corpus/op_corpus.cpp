@@ -449,6 +449,20 @@ void add_nn(std::vector<OpCase>& c) {
 // Shapes large enough that the optimizer's actions fire (vector lanes, register tiles, SWAP,
 // threads, realized pads, split reduces): the cases above are too small to be tiled.
 void add_tiled(std::vector<OpCase>& c) {
+  // attention's heads merged back: (p @ v) stored through a transpose and a reshape, its output
+  // axis (heads x head size) read as two digits by v (codegen/split_axes.cpp)
+  c.push_back({"tiled_heads_merged", {F({2, 3, 16, 16}, 58), F({2, 3, 16, 32}, 57)},
+               [](const T& t) { return t[0].matmul(t[1]).transpose(1, 2).reshape({2, 16, 96}); },
+               [](const A& a) {
+                 HostArray r{{2, 3, 16, 32}, {}, f32};
+                 for (int64_t b = 0; b < 6; ++b) {
+                   HostArray p = reshape(shrink(reshape(a[0], {6, 16, 16}), {{b, b + 1}, {0, 16}, {0, 16}}), {16, 16});
+                   HostArray v = reshape(shrink(reshape(a[1], {6, 16, 32}), {{b, b + 1}, {0, 16}, {0, 32}}), {16, 32});
+                   HostArray m = matmul(p, v);
+                   r.v.insert(r.v.end(), m.v.begin(), m.v.end());
+                 }
+                 return reshape(permute(r, {0, 2, 1, 3}), {2, 16, 96});
+               }, 1e-4, 1e-5});
   // an embedding lookup in a table longer than a split reduce's threshold (32768 rows): rows
   // picked by index, negative ones from the end, one outside the table (0)
   HostArray rows{{4, 1}, {32999, -1, 12345, 33001}, i32};

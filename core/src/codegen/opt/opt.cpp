@@ -108,27 +108,6 @@ bool independent(const UOp& ast, const UOp& a, const UOp& b) {
   return true;
 }
 
-// Rebuilds every END that closes `r` so it closes `replacement` ranges instead (in that order).
-UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& replacement) {
-  std::vector<std::pair<UOp, UOp>> ends;
-  for (const UOp& u : toposort(ast)) {
-    if (u.op() != Ops::END && u.op() != Ops::REDUCE) continue;
-    std::vector<UOp> src{u.src(0)};
-    bool hit = false;
-    for (size_t i = 1; i < u.nsrc(); ++i) {
-      if (u.src(i) == r) {
-        hit = true;
-        for (const UOp& x : replacement) src.push_back(x);
-      } else {
-        src.push_back(u.src(i));
-      }
-    }
-    if (hit) ends.push_back({u, u.replace_src(src)});
-  }
-  UOp out = substitute(ast, ends);
-  return substitute(out, {{r, value}});
-}
-
 // SWAP: exchanges two output ranges wherever an END lists both.
 UOp swap_loops(const UOp& ast, const UOp& a, const UOp& b) {
   std::vector<std::pair<UOp, UOp>> ends;
@@ -150,6 +129,26 @@ int64_t next_axis(const UOp& ast) {
 }
 
 }  // namespace
+
+UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& replacement) {
+  std::vector<std::pair<UOp, UOp>> ends;
+  for (const UOp& u : toposort(ast)) {
+    if (u.op() != Ops::END && u.op() != Ops::REDUCE) continue;
+    std::vector<UOp> src{u.src(0)};
+    bool hit = false;
+    for (size_t i = 1; i < u.nsrc(); ++i) {
+      if (u.src(i) == r) {
+        hit = true;
+        for (const UOp& x : replacement) src.push_back(x);
+      } else {
+        src.push_back(u.src(i));
+      }
+    }
+    if (hit) ends.push_back({u, u.replace_src(src)});
+  }
+  UOp out = substitute(ast, ends);
+  return substitute(out, {{r, value}});
+}
 
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   UOp i0 = simplify(substitute(idx, {{r, UOp::cindex(0)}}));

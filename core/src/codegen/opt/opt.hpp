@@ -197,6 +197,10 @@ UOp block_reduce(const UOp& ast, const UOp& r, const Opt& opt, int64_t block_axi
 // ones (opt_gpu.cpp).
 void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& plan);
 
+// Rebuilds every END (and REDUCE) that closes range `r` so it closes the `replacement` ranges
+// instead (in that order), and puts `value` wherever r was used.
+UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& replacement);
+
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
 int64_t range_axis(const UOp& r);
