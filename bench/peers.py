@@ -115,6 +115,10 @@ def extra_set():
     return (x - m) / np.sqrt(v + 1e-5) * g + b
   def np_attention(np, q, k, v):
     return np_softmax(np, q @ k.swapaxes(-2, -1) / math.sqrt(q.shape[-1])) @ v
+  def np_heads(x):
+    return x.reshape(2, 256, 12, 64).swapaxes(1, 2)
+  def np_heads_merge(x):
+    return x.swapaxes(1, 2).reshape(2, 256, 768)
   H, S, D = 8, 256, 64
   T, E, F = 512, 512, 2048
   return {
@@ -131,6 +135,12 @@ def extra_set():
           "numpy": np_attention,
           "torch": lambda t, q, k, v: t.nn.functional.scaled_dot_product_attention(q, k, v),
           "tinygrad": lambda T, q, k, v: q.scaled_dot_product_attention(k, v)}},
+      "attention_heads": {"inputs": [((2, 256, 768), "n")] * 3, "unit": "GFLOPS", "amount": 4.0 * 2 * 12 * 256 * 256 * 64, "fn": {
+          "numpy": lambda np, q, k, v: np_heads_merge(np_attention(np, *(np_heads(x) for x in (q, k, v)))),
+          "torch": lambda t, q, k, v: t.nn.functional.scaled_dot_product_attention(
+              *(x.reshape(2, 256, 12, 64).transpose(1, 2) for x in (q, k, v))).transpose(1, 2).reshape(2, 256, 768),
+          "tinygrad": lambda T, q, k, v: (lambda a, b, c: a.scaled_dot_product_attention(b, c))(
+              *(x.reshape(2, 256, 12, 64).transpose(1, 2) for x in (q, k, v))).transpose(1, 2).reshape(2, 256, 768)}},
       "mlp_gelu": {"inputs": [((T, E), "c"), ((F, E), ("s", 1 / math.sqrt(E))), ((F,), ("s", 1 / math.sqrt(E))),
                               ((E, F), ("s", 1 / math.sqrt(F))), ((E,), ("s", 1 / math.sqrt(F)))],
                    "unit": "GFLOPS", "amount": 4.0 * T * E * F, "fn": {

@@ -137,6 +137,42 @@ Workload attention() {
           }};
 }
 
+// Multi-head attention as a transformer block runs it: q, k, v of (2, 256, 768) split into 12
+// heads of 64 (a reshape and a transpose), softmax(q @ k^T / 8) @ v, and the heads merged back
+// into (2, 256, 768): the merge stores the last matmul through a transpose and a reshape.
+Workload attention_heads() {
+  constexpr int64_t B = 2, S = 256, H = 12, D = 64, E = H * D;
+  return {"attention_heads", Roof::fma, 4.0 * B * H * S * S * D,
+          [](const std::string& d) {
+            return std::vector<Tensor>{Tensor::randn({B, S, E}, dtypes::float32, d), Tensor::randn({B, S, E}, dtypes::float32, d),
+                                       Tensor::randn({B, S, E}, dtypes::float32, d)};
+          },
+          [](const std::vector<Tensor>& in) {
+            auto heads = [](const Tensor& x) { return x.reshape({B, S, H, D}).transpose(1, 2); };
+            Tensor p = (heads(in[0]).matmul(heads(in[1]).transpose(-2, -1)) / std::sqrt(double(D))).softmax(-1);
+            return p.matmul(heads(in[2])).transpose(1, 2).reshape({B, S, E});
+          },
+          [](const Host& h) {
+            std::vector<double> out(B * S * E);
+            for (int64_t b = 0; b < B; b++)
+              for (int64_t head = 0; head < H; head++) {
+                auto slice = [&](int i) {  // (S, D) of this batch and head
+                  std::vector<float> m(S * D);
+                  for (int64_t s = 0; s < S; s++)
+                    for (int64_t e = 0; e < D; e++) m[s * D + e] = h[i][(b * S + s) * E + head * D + e];
+                  return m;
+                };
+                std::vector<double> q = ref::widen(slice(0)), kt = ref::transposed(slice(1), S, D);
+                std::vector<double> scores = ref::matmul(q, kt, S, D, S);
+                for (double& v : scores) v /= std::sqrt(double(D));
+                std::vector<double> o = ref::matmul(ref::softmax_rows(scores, S, S), ref::widen(slice(2)), S, S, D);
+                for (int64_t s = 0; s < S; s++)
+                  for (int64_t e = 0; e < D; e++) out[(b * S + s) * E + head * D + e] = o[s * D + e];
+              }
+            return out;
+          }};
+}
+
 // A transformer block's MLP through `linear` (x @ W^T + b): 512 tokens, 512 -> 2048 (gelu) -> 512.
 Workload mlp_gelu() {
   constexpr int64_t T = 512, E = 512, F = 2048;
@@ -203,6 +239,7 @@ std::vector<Workload> extra_set() {
           sum_strided(),
           layernorm(),
           attention(),
+          attention_heads(),
           mlp_gelu(),
           // batch-1 ResNet stage: 64 -> 64 channels at 56x56, 3x3, padding 1
           conv2d_workload("conv_resnet", {.batch = 1, .channels = 64, .height = 56, .width = 56, .filters = 64, .kernel = 3, .pad = 1}),
