@@ -321,6 +321,16 @@ TEST(Fusion, BigReduceIsSplit) {
   EXPECT_EQ(names(ks), "r_256_4096 r_1_256");
 }
 
+// A gather's one-hot sum over a long table selects one row: it stays one kernel (the codegen
+// folds it into a load, codegen/onehot.cpp). A masked sum of data, where(x == y, z, 0), is a
+// real sum and is split like any other.
+TEST(Fusion, OneHotSumsStayWholeMaskedSumsSplit) {
+  Tensor table = input({40000, 4}), idx = Tensor::empty({3, 4}, dtypes::int32, "ref");
+  EXPECT_EQ(kernels_of(table.gather(0, idx).schedule()).size(), 1u);
+  Tensor x = input({1 << 20}), y = input({1 << 20});
+  EXPECT_EQ(kernels_of(Tensor::where(x.eq(y), x, Tensor::zeros({1 << 20}, dtypes::float32, "ref")).sum().schedule()).size(), 2u);
+}
+
 // A prime length has no chunk size: it is padded (with the identity, see the op corpus) to 4883
 // chunks of 4096, and the 4883 partials are split again, so no accumulator combines more than 4096.
 TEST(Fusion, LongPrimeReduceIsATreeOfBoundedChunks) {

@@ -70,6 +70,19 @@ UOp reduce_last(UOp x, DType d, std::vector<int64_t> shape, Ops op, const std::s
   return reduce_last(mop(Ops::RESHAPE, d, stage, shape), d, shape, op, dev);
 }
 
+// A gather's one-hot sum, WHERE(index == arange, x, 0): it selects one term (nothing to bound),
+// and the codegen folds it into a load of that term (codegen/onehot.cpp). The arange is an IOTA
+// under movement ops and casts; a masked sum of data (where(x == y, z, 0)) is no such sum.
+bool one_hot(const UOp& u) {
+  if (u.op() != Ops::WHERE || u.src(0).op() != Ops::CMPEQ) return false;
+  for (const UOp& side : u.src(0).src()) {
+    const UOp* x = &side;
+    while (groups::Movement.has(x->op()) || x->op() == Ops::CAST) x = &x->src(0);
+    if (x->op() == Ops::IOTA) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 UOp split_reduce(const UOp& sink) {
@@ -84,9 +97,7 @@ UOp split_reduce(const UOp& sink) {
     int64_t r = 1;
     for (const UOp& d : in) in_shape.push_back(d.arg_int());
     for (size_t k = 1; k < arg.size(); ++k) r *= in_shape[arg[k]];
-    // (a gather's one-hot sum, WHERE(index == arange, x, 0), selects one term: nothing to bound,
-    // and the codegen folds it into a load of that term, codegen/onehot.cpp)
-    if (r < kSplitAt || (n.src(0).op() == Ops::WHERE && n.src(0).src(0).op() == Ops::CMPEQ)) continue;
+    if (r < kSplitAt || one_hot(n.src(0))) continue;
     for (size_t i = 0; i < in_shape.size(); ++i) {
       bool reduced = std::find(arg.begin() + 1, arg.end(), static_cast<int64_t>(i)) != arg.end();
       if (!reduced) perm.push_back(static_cast<int64_t>(i)), kept.push_back(in_shape[i]);
