@@ -192,7 +192,7 @@ std::optional<std::vector<Opt>> with_cache_actions(const UOp& ast, std::vector<O
   auto has = [&](OptOp op) { return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; }); };
   if (has(OptOp::STAGE)) return opts;
   const size_t given = opts.size();
-  UOp k = apply_opts(kernel_for_opts(ast, t), opts, t);  // (the kernel as the optimiser sees it)
+  UOp k = apply_opts(kernel_for_opts(ast, t, &opts), opts, t);  // (the kernel as the optimiser sees the list)
   auto try_add = [&](const Opt& o) {
     if (!opt_problem(k, o, &t).empty()) return false;
     k = apply_opt(k, o, &t);

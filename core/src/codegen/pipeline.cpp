@@ -75,9 +75,9 @@ UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims,
   return sink;
 }
 
-UOp kernel_for_opts(const UOp& ast, const Target& target) {
+UOp kernel_for_opts(const UOp& ast, const Target& target, const std::vector<Opt>* given) {
   LaunchDims dims;
-  PassContext ctx{target, dims, nullptr, nullptr};
+  PassContext ctx{target, dims, nullptr, given};
   UOp sink = ast;
   for (const CodegenPass& pass : kPasses) {
     if (std::string_view(pass.name) == "apply opts") break;

@@ -49,8 +49,9 @@ std::span<const CodegenPass> codegen_passes();
 UOp full_rewrite_to_sink(const UOp& ast, const Target& target, LaunchDims& dims, std::vector<Opt>* opts = nullptr,
                          const std::vector<Opt>* given = nullptr);
 // The kernel as the "apply opts" step sees it (the steps before it, untraced): what a given list
-// of actions is validated against, and what a search enumerates actions on.
-UOp kernel_for_opts(const UOp& ast, const Target& target);
+// of actions is validated against, and what a search enumerates actions on. With `given`, as it
+// sees that list (an early step may keep the scheduler's kernel for it: reuse_row_values).
+UOp kernel_for_opts(const UOp& ast, const Target& target, const std::vector<Opt>* given = nullptr);
 std::vector<UOp> do_linearize(const UOp& sink);
 // The plugin boundary's rule (docs/architecture.md §5): the renderer never sees an op or dtype
 // its target does not list.
