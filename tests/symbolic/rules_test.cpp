@@ -87,6 +87,12 @@ TEST(Symbolic, DivModFromBounds) {
   EXPECT_EQ(s((x() * 4 + y()).idiv(12)), "(x//3)");
   EXPECT_EQ(s((x() * 4 + y()).mod(12)), "(y+((x%3)*4))");
   EXPECT_EQ(s((x() * 4 + y() * 2).idiv(12)), "((y+(x*2))//6)") << "y reaches 3 > 2: only the gcd folds";
+  // the rest within [k, 2k) lends k to the term: a view shifted by one row and one column, (w + 1)
+  // + (h + 1)*8 over a 16-wide block of two rows (w < 7)
+  UOp h = UOp::variable("h", 0, 9), w = UOp::variable("w", 0, 6);
+  EXPECT_EQ(s((h * 8 + w + 9).idiv(16)), "((h+1)//2)");
+  EXPECT_EQ(s((h * 8 + w + 9).mod(16)), "(((w+(h*8))+9)%16)") << "its remainder would be no smaller";
+  EXPECT_EQ(s((h * 8 + x() + 9).idiv(16)), "(((x+(h*8))+9)//16)") << "x + 9 spans several rows: nothing to lend";
 }
 
 TEST(Symbolic, DivModRecombine) {

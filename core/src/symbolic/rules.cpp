@@ -194,7 +194,9 @@ UOp if_not_larger(const UOp& candidate, const UOp& original) {
 
 // (a*k + b) // (k*m) = a // m and (a*k + b) % (k*m) = (a % m)*k + b when 0 <= b < k (then a >= 0,
 // since the numerator is): a flattened index divided by the size of a block of its axes, e.g.
-// ((r1*56 + r2) + r0*3136) // 50176 = r0 // 16 for a grouped convolution's group.
+// ((r1*56 + r2) + r0*3136) // 50176 = r0 // 16 for a grouped convolution's group. A b within
+// [j*k, (j+1)*k) lends j*k to a: a view shifted by a pad or a shrink, (y*114 + x + 115) // 228 with
+// x < 112, is ((y + 1)*114 + (x + 1)) // 228 = (y + 1) // 2.
 UOp fold_divmod_by_term(const UOp& u, const Terms& terms, int64_t offset, int64_t c) {
   for (size_t i = 0; i < terms.n; ++i) {
     const int64_t k = terms.t[i].k;
@@ -202,10 +204,10 @@ UOp fold_divmod_by_term(const UOp& u, const Terms& terms, int64_t offset, int64_
     Terms rest;
     for (size_t j = 0; j < terms.n; ++j)
       if (j != i) rest.push(terms.t[j]);
-    UOp b = build_sum(u.dtype(), rest, offset);
-    auto [blo, bhi] = bounds(b);
-    if (blo < 0 || bhi >= k) continue;
-    const UOp& a = *terms.t[i].atom;
+    auto [blo, bhi] = bounds(build_sum(u.dtype(), rest, offset));
+    const int64_t lent = floordiv(blo, k);
+    if (floordiv(bhi, k) != lent || !add_fits(*terms.t[i].atom, lent)) continue;
+    const UOp b = build_sum(u.dtype(), rest, offset - lent * k), a = lent ? *terms.t[i].atom + lent : *terms.t[i].atom;
     return if_not_larger(u.op() == Ops::IDIV ? a.idiv(c / k) : a.mod(c / k) * k + b, u);
   }
   return {};
