@@ -99,7 +99,31 @@ void check_composite_gradients(const std::string& device) {
   check_grad(device, "conv2d", [](const auto& t) { return (t[0].conv2d(t[1], t[2], 2, 1) * 0.5).sum(); }, {{1, 2, 5, 5}, {3, 2, 3, 3}, {3}}, 1e-4);
   check_grad(device, "conv2d dilated grouped", [](const auto& t) { return t[0].conv2d(t[1], std::nullopt, 1, 0, 2, 2).pow(2.0).sum(); },
              {{1, 2, 5, 5}, {2, 1, 2, 2}}, 1e-4);
+  // stride 1: the input's gradient is a transposed convolution (tensor/nn.cpp convolve); padding
+  // past the window's reach cuts the output's gradient instead of padding it; groups and dilation
+  // turn the weight within each group
+  check_grad(device, "conv2d transposed gradient", [](const auto& t) { return (t[0].conv2d(t[1], t[2], 1, 1) * t[3]).sum(); },
+             {{2, 2, 5, 4}, {3, 2, 3, 2}, {3}, {2, 3, 5, 5}}, 1e-4);
+  check_grad(device, "conv2d padding past the window", [](const auto& t) { return t[0].conv2d(t[1], std::nullopt, 1, 2).pow(2.0).sum(); },
+             {{1, 2, 4, 3}, {2, 2, 2, 2}}, 1e-4);
+  check_grad(device, "conv2d grouped dilated padded", [](const auto& t) {
+    return t[0].conv2d(t[1], std::nullopt, 1, 1, 2, 2).pow(2.0).sum();
+  }, {{1, 4, 5, 6}, {6, 2, 3, 3}}, 1e-4);
   check_grad(device, "pooling", [](const auto& t) { return t[0].max_pool2d(2).sum() + t[0].avg_pool2d(2).sum(); }, {{1, 1, 4, 4}});
+  // windows that do not overlap are cut apart (tensor/nn.cpp disjoint_windows): gaps between
+  // them, a last gap past the input, a cut-off remainder, and a patch convolution
+  check_grad(device, "pooling with gaps", [](const auto& t) {
+    return t[0].max_pool2d(2, 3).sum() + t[0].avg_pool2d(2).pow(2.0).sum();
+  }, {{1, 2, 8, 7}});
+  // overlapping windows: the composites' own gradients (tensor/nn.cpp unpool, max_pool2d)
+  check_grad(device, "overlapping pools", [](const auto& t) {
+    return t[0].max_pool2d(3, 2, 1).pow(2.0).sum() + t[0].avg_pool2d(3, 2).pow(2.0).sum();
+  }, {{1, 2, 7, 6}});
+  check_grad(device, "conv2d strided, padding past the window", [](const auto& t) {
+    return t[0].conv2d(t[1], std::nullopt, 2, 2).pow(2.0).sum() + t[0].conv2d(t[2], std::nullopt, 3, 1, 2).pow(2.0).sum();
+  }, {{1, 2, 7, 6}, {2, 2, 2, 2}, {2, 2, 2, 3}}, 1e-4);
+  check_grad(device, "conv2d patches", [](const auto& t) { return t[0].conv2d(t[1], std::nullopt, 2).pow(2.0).sum(); },
+             {{1, 2, 5, 6}, {3, 2, 2, 2}}, 1e-4);
   check_grad(device, "cat stack", [](const auto& t) {
     return (Tensor::cat({t[0], t[1]}, 1) * 2.0).sum() + Tensor::stack({t[0], t[0] * 3.0}, 0).pow(2.0).sum();
   }, {{2, 3}, {2, 2}});

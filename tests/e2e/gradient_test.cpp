@@ -6,7 +6,9 @@
 #include <functional>
 
 #include "gradient_check.hpp"
+#include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
+#include "tensor/tensor_state.hpp"
 
 using namespace kiln;
 
@@ -40,6 +42,69 @@ TEST(Gradient, TiesLeavesUsedTwiceAccumulationAndDetach) {
   EXPECT_EQ((buf * buf).sum().gradient({x})[0].to_vector<float>(), (std::vector<float>{18, 54, 54, 36}));
   // a target the loss does not depend on gets zeros
   EXPECT_EQ(x.sum().gradient({w})[0].to_vector<float>(), (std::vector<float>{0, 0, 0, 0}));
+}
+
+// The largest buffer a schedule writes or reads, in elements.
+static int64_t largest_buffer(const std::vector<ExecItem>& items) {
+  int64_t most = 0;
+  for (const ExecItem& item : items)
+    for (const UOp& b : item.buffers) most = std::max(most, b.arg_ints()[1]);
+  return most;
+}
+
+// A convolution's input gradient is a transposed convolution (tensor/nn.cpp convolve): no buffer
+// of every window's product with the weight (KH*KW times the input) is written and folded back.
+TEST(Gradient, AConvolutionsInputGradientIsAConvolution) {
+  Tensor x = Tensor::rand({2, 4, 12, 12}, dtypes::float32, "cpu:0").realize();
+  Tensor w = Tensor::rand({8, 4, 3, 3}, dtypes::float32, "cpu:0").realize();
+  Tensor r = Tensor::rand({2, 8, 12, 12}, dtypes::float32, "cpu:0").realize();
+  std::vector<Tensor> g = (x.conv2d(w, std::nullopt, 1, 1) * r).sum().gradient({x, w});
+  EXPECT_LE(largest_buffer(Tensor::schedule_all(g)), 2 * 8 * 14 * 14);  // at most the padded output gradient
+  // strided: the output's gradient spread out by the stride, (2, 8, 14, 14) with its padding
+  std::vector<Tensor> s = (x.conv2d(w, std::nullopt, 2, 1) * r.shrink({{0, 2}, {0, 8}, {0, 6}, {0, 6}})).sum().gradient({x, w});
+  EXPECT_LE(largest_buffer(Tensor::schedule_all(s)), 2 * 8 * 14 * 14);
+}
+
+// The table of composites' gradients holds no graph that is gone: a training loop building a
+// convolution every step does not grow it (nor keep the steps' graphs alive).
+TEST(Gradient, CompositesOfGoneGraphsAreDropped) {
+  Tensor w = Tensor::rand({4, 2, 3, 3}, dtypes::float32, "cpu:0").realize();
+  const size_t before = detail::composite_gradients();  // earlier tests' graphs, some still held (caches)
+  for (int step = 0; step < 300; ++step) {  // four composites a step: convolution, max pool, two windows
+    Tensor x = Tensor::rand({1, 2, 6, 6}, dtypes::float32, "cpu:0") + static_cast<double>(step);
+    Tensor y = x.conv2d(w, std::nullopt, 1, 1).max_pool2d(3, 2, 1);
+    EXPECT_GT(detail::composite_gradients(), 0u);
+  }
+  EXPECT_LT(detail::composite_gradients(), before + 300);  // at most twice what was live, not 1200 more
+}
+
+// Pooling windows that do not overlap are cut apart (tensor/nn.cpp disjoint_windows): a max pool's
+// input gradient picks each element's window, it sums over no tiled copies.
+TEST(Gradient, ADisjointPoolsGradientSumsNothing) {
+  Tensor x = Tensor::rand({2, 3, 8, 8}, dtypes::float32, "cpu:0").realize();
+  Tensor dx = x.max_pool2d(2).sum().gradient({x})[0];
+  for (const ExecItem& item : dx.schedule()) {
+    if (item.buffers.empty() || item.buffers[0].arg_ints()[1] != x.numel()) continue;  // the max and the tie counts
+    for (const UOp& u : toposort(item.ast)) EXPECT_NE(u.op(), Ops::REDUCE) << item.name;
+  }
+}
+
+// An overlapping max pool's gradient (its own, tensor/nn.cpp max_pool2d) shares each window's
+// gradient evenly among the window's maxima, as max's rule does; padding is never a maximum.
+TEST(Gradient, AnOverlappingMaxPoolSharesTiesWithinEachWindow) {
+  Tensor x = Tensor::ones({1, 1, 5, 4}, dtypes::float32, "cpu:0").realize();
+  std::vector<float> got = x.max_pool2d(3, 2, 1).sum().gradient({x})[0].to_vector<float>();
+  std::vector<double> want(20, 0.0);
+  for (int oy = 0; oy < 3; ++oy)
+    for (int ox = 0; ox < 2; ++ox) {
+      std::vector<int> inside;
+      for (int y = 2 * oy - 1; y <= 2 * oy + 1; ++y)
+        for (int c = 2 * ox - 1; c <= 2 * ox + 1; ++c)
+          if (y >= 0 && y < 5 && c >= 0 && c < 4) inside.push_back(y * 4 + c);
+      for (int i : inside) want[static_cast<size_t>(i)] += 1.0 / static_cast<double>(inside.size());
+    }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << "element " << i;
 }
 
 TEST(Gradient, ErrorsNameTheProblemAndTheFix) {

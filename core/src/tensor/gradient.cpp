@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <span>
 
 #include "ir/traverse.hpp"
 #include "rewrite/pattern_matcher.hpp"
@@ -212,6 +213,32 @@ const PatternMatcher& gradient_rules() {
   return pm;
 }
 
+// The composites with their own gradient (set_gradient), by their output's node. An entry holds
+// its node, so the address stays that node's; an entry whose node only it still holds can no
+// longer be reached by any graph and is dropped (checked when the table has doubled). A function
+// must not hold its own composite's output (the entry would never drop).
+struct Composite {
+  UOp out;
+  std::vector<UOp> inputs;
+  CompositeGradient fn;
+};
+struct Composites {
+  std::mutex mu;
+  PtrMap<Composite> by_node;
+  size_t prune_at = 64;
+};
+Composites& composites() {
+  static Composites* c = new Composites;
+  return *c;
+}
+
+std::optional<Composite> composite_of(const UOp& u) {
+  Composites& c = composites();
+  std::lock_guard<std::mutex> lock(c.mu);
+  const Composite* e = c.by_node.find(u.node());
+  return e ? std::optional<Composite>(*e) : std::nullopt;
+}
+
 // Every live tensor marked with requires_grad_ (backward finds the leaves of a graph among them).
 struct Leaves {
   std::mutex mu;
@@ -243,10 +270,16 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
     const size_t* gi = at.find(u.node());
     if (!gi || !leads.contains(u.node())) continue;
     GradCtx ctx{nodes, u, grads[*gi], {}};
-    gradient_rules().rewrite(u, &ctx);
+    std::optional<Composite> composite = composite_of(u);
+    if (composite) {
+      for (Tensor& g : composite->fn(grads[*gi])) ctx.out.push_back(std::move(g));
+    } else {
+      gradient_rules().rewrite(u, &ctx);
+    }
     if (ctx.out.empty()) continue;  // no rule: no gradient through it
-    for (size_t i = 0; i < ctx.out.size() && i < u.nsrc(); ++i) {
-      const UOp& s = u.src(i);
+    const std::span<const UOp> sources = composite ? std::span<const UOp>(composite->inputs) : u.src();
+    for (size_t i = 0; i < ctx.out.size() && i < sources.size(); ++i) {
+      const UOp& s = sources[i];
       if (!ctx.out[i] || !leads.contains(s.node())) continue;
       Tensor g = *ctx.out[i];
       // a node of another device (a copy's source, or a part an all-reduce reads in place) takes
@@ -285,6 +318,37 @@ std::vector<UOp> nodes_of(const Tensor& t) {
 }
 
 }  // namespace
+
+void detail::set_gradient(const Tensor& out, const std::vector<Tensor>& inputs, CompositeGradient fn) {
+  if (multi_of(out)) return;
+  Composite e{out.state()->uop(), {}, std::move(fn)};
+  for (const Tensor& t : inputs) {
+    if (multi_of(t)) return;
+    e.inputs.push_back(t.state()->uop());
+  }
+  Composites& c = composites();
+  std::lock_guard<std::mutex> lock(c.mu);
+  // (repeated until nothing drops: a dropped entry's function may hold another's node, as a max
+  // pool's holds its windows')
+  if (c.by_node.size() >= c.prune_at) {
+    for (size_t before = 0; before != c.by_node.size();) {
+      before = c.by_node.size();
+      PtrMap<Composite> live;
+      c.by_node.for_each([&](const void* n, const Composite& v) {
+        if (v.out.node()->refs.load(std::memory_order_relaxed) > 1) live[n] = v;
+      });
+      c.by_node = std::move(live);
+    }
+    c.prune_at = std::max<size_t>(64, 2 * c.by_node.size());
+  }
+  const UOpNode* key = e.out.node();
+  c.by_node[key] = std::move(e);
+}
+
+size_t detail::composite_gradients() {
+  std::lock_guard<std::mutex> lock(composites().mu);
+  return composites().by_node.size();
+}
 
 Tensor& Tensor::requires_grad_(bool on) {
   if (on) check_differentiable(*this, "requires_grad_");

@@ -10,6 +10,7 @@
 //    a BIND node (RESHAPE/EXPAND dims, SHRINK ends).
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -147,6 +148,16 @@ Tensor reduce_axis(const Tensor& x, Ops op, const std::vector<int>& axes);
 std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char* op);
 // Brings a and b to a common dtype (least_upper_dtype) and shape.
 std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b, const char* op);
+
+// A composite's own gradient (tensor/gradient.cpp). `out` is what the composite built from
+// `inputs`; a backward pass that reaches out's node gives the inputs the gradients `fn` returns
+// (one per input, in order, from out's gradient) instead of differentiating the ops inside it.
+// The composite's value is unchanged. Single-device tensors only (others keep their own rules).
+// Exact: an identical graph built any other way is the same node and has the same gradient.
+using CompositeGradient = std::function<std::vector<Tensor>(const Tensor& g)>;
+void set_gradient(const Tensor& out, const std::vector<Tensor>& inputs, CompositeGradient fn);
+// How many composites the table holds (tests: entries no graph can reach are dropped).
+size_t composite_gradients();
 
 template <typename T>
 DType dtype_of() {

@@ -404,7 +404,12 @@ void add_nn(std::vector<OpCase>& c) {
                                           {"conv2d_pad", {1, 2, 5, 5}, {3, 2, 3, 3}, 1, 1, 1, 1},
                                           {"conv2d_stride", {1, 2, 9, 8}, {2, 2, 3, 2}, 2, 1, 1, 1},
                                           {"conv2d_dilation", {1, 1, 8, 8}, {2, 1, 3, 3}, 1, 0, 2, 1},
-                                          {"conv2d_groups", {1, 4, 6, 6}, {6, 2, 3, 3}, 1, 1, 1, 2}}) {
+                                          {"conv2d_groups", {1, 4, 6, 6}, {6, 2, 3, 3}, 1, 1, 1, 2},
+                                          // windows that do not overlap (cut apart, not tiled):
+                                          // patches, and a strided 1x1 whose last gap runs past
+                                          // the odd input
+                                          {"conv2d_patches", {2, 3, 8, 6}, {4, 3, 2, 2}, 2, 0, 1, 1},
+                                          {"conv2d_pointwise_stride", {1, 3, 7, 5}, {2, 3, 1, 1}, 2, 0, 1, 1}}) {
     c.push_back({cv.name, {F(cv.x, 42), F(cv.w, 43), F({cv.w[0]}, 44)},
                  [cv](const T& t) { return t[0].conv2d(t[1], t[2], cv.stride, cv.pad, cv.dil, cv.groups); },
                  [cv](const A& a) {
@@ -416,6 +421,8 @@ void add_nn(std::vector<OpCase>& c) {
                [](const A& a) { return pool2d(a[0], 2, 2, 0, true); }});
   c.push_back({"max_pool2d_pad_stride", {F({1, 2, 7, 7}, 46)}, [](const T& t) { return t[0].max_pool2d(3, 2, 1); },
                [](const A& a) { return pool2d(a[0], 3, 2, 1, true); }});
+  c.push_back({"max_pool2d_gap", {F({1, 2, 8, 7}, 56)}, [](const T& t) { return t[0].max_pool2d(2, 3); },
+               [](const A& a) { return pool2d(a[0], 2, 3, 0, true); }});
   c.push_back({"avg_pool2d", {F({1, 2, 6, 4}, 47)}, [](const T& t) { return t[0].avg_pool2d(2); },
                [](const A& a) { return pool2d(a[0], 2, 2, 0, false); }});
   // padding counts in the average (zeros, divided by kernel*kernel, like torch's default)
