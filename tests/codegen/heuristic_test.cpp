@@ -276,6 +276,21 @@ TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
   }
 }
 
+// A depthwise convolution's weight gradient sums over batch, rows and columns for each of few
+// outputs (channel, tap): the last reduce axis found cannot take vector lanes, the columns (the
+// loads walk them contiguously) do, on AVX2 and AVX-512 caps alike.
+TEST(Heuristic, AWeightGradientTakesLanesAlongTheReduceItsLoadsWalk) {
+  Target avx2 = simulated_cpu(8, 8);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  Tensor x = in({8, 32, 28, 28}), w = in({32, 1, 3, 3}), r = in({8, 32, 28, 28});
+  Tensor dw = (x.conv2d(w, std::nullopt, 1, 1, 1, 32) * r).sum().gradient({w})[0];
+  for (const Target& target : {avx512(), avx2}) {
+    Chosen c = main_kernel(dw, target);
+    EXPECT_TRUE(c.has(OptOp::UNROLL, true)) << c.str();
+    EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+  }
+}
+
 // Grouped: the input moves from one group of output channels to the next, but not within one, so
 // rows of output channels inside a group still reuse its vectors.
 TEST(Heuristic, GroupedConvolutionIsARegisterTile) {

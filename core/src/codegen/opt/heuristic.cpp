@@ -572,6 +572,11 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
       if (remaining(r, opts) >= 16) add_fitted(plan, OptOp::UNROLL, r, 2);
     }
     int64_t vec = lanes_along(red);
+    // a kernel summing over several axes, none in turn (a depthwise convolution's weight gradient
+    // over batch, rows and columns): when the last cannot take the lanes, the one the loads walk
+    // contiguously does (8 x 128 x 28 x 28, 3x3: 9.8 -> 1.9 ms, torch's whole backward 4.7)
+    for (auto it = k.reduce.rbegin(); vec == 1 && reduces.size() <= 1 && it != k.reduce.rend(); ++it)
+      if (!(*it == red) && const_size(*it) >= 16 && (vec = lanes_along(*it)) > 1) red = *it;
     if (vec > 1) {
       plan.add({OptOp::UNROLL, range_axis(red), vec, true});
       // dot products (C = A @ B.T): a tile of output axes along which an input is reused keeps
