@@ -122,6 +122,12 @@ void check_composite_gradients(const std::string& device) {
   check_grad(device, "conv2d strided, padding past the window", [](const auto& t) {
     return t[0].conv2d(t[1], std::nullopt, 2, 2).pow(2.0).sum() + t[0].conv2d(t[2], std::nullopt, 3, 1, 2).pow(2.0).sum();
   }, {{1, 2, 7, 6}, {2, 2, 2, 2}, {2, 2, 2, 3}}, 1e-4);
+  // strided, by phases: a 1x1 stride 2 (phases no tap reads), stride 3 with padding, and an input
+  // that only padding windows cover (its gradient is zeros)
+  check_grad(device, "conv2d strided phases", [](const auto& t) {
+    return t[0].conv2d(t[1], std::nullopt, 2).pow(2.0).sum() + t[0].conv2d(t[2], std::nullopt, 3, 2).pow(2.0).sum() +
+           t[0].shrink({{0, 1}, {0, 2}, {0, 1}, {0, 1}}).conv2d(t[1], std::nullopt, 2, 1).pow(2.0).sum();
+  }, {{1, 2, 7, 6}, {3, 2, 1, 1}, {2, 2, 3, 2}}, 1e-4);
   check_grad(device, "conv2d patches", [](const auto& t) { return t[0].conv2d(t[1], std::nullopt, 2).pow(2.0).sum(); },
              {{1, 2, 5, 6}, {3, 2, 2, 2}}, 1e-4);
   check_grad(device, "cat stack", [](const auto& t) {

@@ -175,6 +175,52 @@ Tensor pool(const Tensor& x, const std::vector<int64_t>& k, int64_t stride, int6
   return out_windows;
 }
 
+Tensor convolve(const Tensor& input, const Tensor& weight, int64_t stride, int64_t padding, int64_t dilation, int64_t groups);
+
+// Every stride-th element of x's last two dimensions, from (first_h, first_w), `count` of each.
+Tensor every_stride(const Tensor& x, int64_t first_h, int64_t count_h, int64_t first_w, int64_t count_w, int64_t stride) {
+  const Shape& s = x.shape();
+  Tensor t = pad_or_cut(x, {{-first_h, first_h + count_h * stride - s[2]}, {-first_w, first_w + count_w * stride - s[3]}});
+  t = t.reshape({s[0], s[1], count_h, stride, count_w, stride}).shrink({{0, s[0]}, {0, s[1]}, {0, count_h}, {0, 1}, {0, count_w}, {0, 1}});
+  return t.reshape({s[0], s[1], count_h, count_w});
+}
+
+// A strided convolution's input gradient (no dilation) by phases: the input's positions y = u*s + a
+// of one phase a take only the taps kh = a + padding (mod s), each from the output gradient's row
+// u + (a + padding - kh)/s, so each phase is a plain convolution of the output gradient with its
+// taps of the weight (turned around), and the phases are interleaved back (place_tap). The same
+// multiply-adds as the forward convolution; spreading the gradient by the stride instead multiplies
+// s*s - 1 zeros for each value (8 x 64 x 56 x 56 to 128 channels, stride 2: 31 -> 15 ms).
+// `swapped`: the weight with its channels swapped within each group, (Cin, Cout/groups, KH, KW).
+Tensor strided_input_gradient(const Tensor& g, const Tensor& swapped, const Shape& in, int64_t stride, int64_t padding,
+                              int64_t groups) {
+  const int64_t kh = swapped.shape()[2], kw = swapped.shape()[3];
+  auto taps = [&](int64_t a, int64_t k) {  // the phase's first tap and how many
+    const int64_t first = ((a + padding) % stride + stride) % stride;
+    return std::pair<int64_t, int64_t>{first, first < k ? (k - 1 - first) / stride + 1 : 0};
+  };
+  std::optional<Tensor> dx;
+  for (int64_t a = 0; a < stride; ++a)
+    for (int64_t b = 0; b < stride; ++b) {
+      const auto [first_h, taps_h] = taps(a, kh);
+      const auto [first_w, taps_w] = taps(b, kw);
+      const int64_t rows = (in[2] - a + stride - 1) / stride, cols = (in[3] - b + stride - 1) / stride;
+      if (taps_h == 0 || taps_w == 0 || rows <= 0 || cols <= 0) continue;  // a phase no tap reads: zeros
+      Tensor sub = every_stride(swapped, first_h, taps_h, first_w, taps_w, stride).flip({2, 3}).contiguous();
+      // the last tap reads the earliest row of the output gradient
+      const int64_t from_h = (a + padding - (first_h + (taps_h - 1) * stride)) / stride;
+      const int64_t from_w = (b + padding - (first_w + (taps_w - 1) * stride)) / stride;
+      Tensor window = pad_or_cut(g, {{-from_h, rows + taps_h - 1 + from_h - g.shape()[2]}, {-from_w, cols + taps_w - 1 + from_w - g.shape()[3]}});
+      // (each phase its own kernel: fused into the interleaving, every element would run all of
+      // the phases' sums under masks)
+      Tensor phase = convolve(window, sub, 1, 0, 1, groups).contiguous();
+      Tensor part = place_tap(phase, {g.shape()[0], in[1], in[2], in[3]}, {a, b}, stride, 1);
+      dx = dx ? *dx + part : part;
+    }
+  // (no phase reads anything only where padding covers every window: the input is never read)
+  return dx ? *dx : const_tensor(0.0, g.dtype(), {g.shape()[0], in[1], in[2], in[3]}, g.device());
+}
+
 // conv2d without its bias: the input's windows (pool) times the weight, summed over each window
 // and the group's input channels. With stride 1 the input's gradient is a convolution too (below).
 Tensor convolve(const Tensor& input, const Tensor& weight, int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {
@@ -188,20 +234,24 @@ Tensor convolve(const Tensor& input, const Tensor& weight, int64_t stride, int64
   // Differentiated op by op, the input's gradient goes back through the windows' tiling: every
   // window's product with the weight is written out (KH*KW times the input's size) and then summed
   // back in place by a masked fold (8 x 64 x 28 x 28 by 64 3x3 filters: 25 ms, 3x torch). It is the
-  // transposed convolution: the output's gradient spread out by the stride (zeros between) and
-  // padded by the window's reach less the padding, convolved with the weight turned around
-  // (flipped, input and output channels swapped within each group), one direct convolution kernel
-  // (with stride 2 it multiplies 3 zeros for each value and still beats the fold: 8 x 64 x 56 x 56
-  // to 128 channels, both gradients 55 -> 37 ms, torch 50). The weight's gradient is op by op.
+  // transposed convolution: the output's gradient padded by the window's reach less the padding,
+  // convolved with the weight turned around (flipped, input and output channels swapped within
+  // each group; copied, so the kernel reads a weight laid out as any convolution's: read through
+  // the view, a phase below ran 5-8x slower), one direct convolution kernel. Strided: by phases
+  // (strided_input_gradient), or with a dilation the gradient spread out by the stride, zeros
+  // between. 8 x 64 x 56 x 56 to 128 channels, stride 2, both gradients: 55 -> 22-31 ms (torch
+  // 31-50). The weight's gradient is op by op.
   const int64_t reach_h = dilation * (kh - 1) - padding, reach_w = dilation * (kw - 1) - padding;
-  if (stride > 1 && (reach_h < 0 || reach_w < 0)) return y;  // padding past the reach: op by op
-  const Shape spread{n, cout, input.shape()[2] + dilation * (kh - 1), input.shape()[3] + dilation * (kw - 1)};
+  if (stride > 1 && dilation > 1 && (reach_h < 0 || reach_w < 0)) return y;  // padding past the reach: op by op
+  const Shape in = input.shape(), spread{n, cout, in[2] + dilation * (kh - 1), in[3] + dilation * (kw - 1)};
+  auto weight_gradient = [=, shape = weight.shape()](const Tensor& g) {
+    return (win * g.reshape({n, groups, og, 1, oh, ow, 1, 1})).sum({0, 4, 5}).reshape(shape);
+  };
   set_gradient(y, {input, weight}, [=](const Tensor& g) {
-    Tensor turned = weight.reshape({groups, og, cg, kh, kw}).permute({0, 2, 1, 3, 4}).reshape({cin, og, kh, kw}).flip({2, 3});
-    Tensor gs = stride == 1 ? pad_or_cut(g, {{reach_h, reach_h}, {reach_w, reach_w}}) : place_tap(g, spread, {reach_h, reach_w}, stride, 1);
-    Tensor dx = convolve(gs, turned, 1, 0, dilation, groups);
-    Tensor dw = (win * g.reshape({n, groups, og, 1, oh, ow, 1, 1})).sum({0, 4, 5}).reshape(weight.shape());
-    return std::vector<Tensor>{dx, dw};
+    Tensor swapped = weight.reshape({groups, og, cg, kh, kw}).permute({0, 2, 1, 3, 4}).reshape({cin, og, kh, kw});
+    if (stride > 1 && dilation == 1) return std::vector<Tensor>{strided_input_gradient(g, swapped, in, stride, padding, groups), weight_gradient(g)};
+    Tensor spread_g = stride == 1 ? pad_or_cut(g, {{reach_h, reach_h}, {reach_w, reach_w}}) : place_tap(g, spread, {reach_h, reach_w}, stride, 1);
+    return std::vector<Tensor>{convolve(spread_g, swapped.flip({2, 3}).contiguous(), 1, 0, dilation, groups), weight_gradient(g)};
   });
   return y;
 }
