@@ -340,6 +340,14 @@ TEST(Fusion, LongPrimeReduceIsATreeOfBoundedChunks) {
   EXPECT_EQ(names(kernels_of(input({8, 4096}).sum({1}).schedule())), "r_8_4096") << "short reduces stay one kernel";
 }
 
+// Chunks end on the reduce's digits where a divisor allows: batch-norm statistics over (32, 56, 56)
+// take 32 planes of 3136, not 28 chunks of 3584 (which divided every position by 3136 and ran
+// scalar, 5x slower); a reduce over one axis takes its nearest divisor as before.
+TEST(Fusion, SplitChunksEndOnTheReducedDigits) {
+  EXPECT_EQ(names(kernels_of(input({32, 64, 56, 56}).sum({0, 2, 3}).schedule())), "r_64_32_3136 r_64_32");
+  EXPECT_EQ(names(kernels_of(input({100352}).sum().schedule())), "r_28_3584 r_1_28");
+}
+
 // A long reduce inside another's source (softmax's max inside its sum of exp) is split as well:
 // it used to stay whole inside the other's split (one accumulator over the whole row).
 TEST(Fusion, NestedLongReducesAreBothSplit) {

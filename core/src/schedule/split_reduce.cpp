@@ -48,14 +48,31 @@ UOp pad_with_identity(const UOp& x, DType d, std::vector<int64_t> shape, int64_t
   return UOp::make(Ops::WHERE, d, {inside, padded, full(ident, d, shape, dev)});
 }
 
+// Whether chunks of `len` consecutive elements of a reduce over `dims` (outermost first) end on
+// its digits: len is the product of the innermost dimensions and a divisor of the next, so a
+// chunk's position splits into whole digits (no division in the kernel's index; a chunk of 3584
+// over (32, 56, 56) would divide every position by 3136, while 3136 is one plane).
+bool on_digits(int64_t len, const std::vector<int64_t>& dims) {
+  int64_t inner = 1;
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+    if (len % (inner * *it) != 0) return len % inner == 0 && *it % (len / inner) == 0;
+    inner *= *it;
+  }
+  return len == inner;
+}
+
 // Reduces x (dtype d, concrete shape (kept..., R)) over its last axis into shape (kept..., 1), through
-// partial buffers of at most kChunk elements per accumulator.
-UOp reduce_last(UOp x, DType d, std::vector<int64_t> shape, Ops op, const std::string& dev) {
+// partial buffers of at most kChunk elements per accumulator. `dims`: the reduced dimensions R
+// merges (outermost first).
+UOp reduce_last(UOp x, DType d, std::vector<int64_t> shape, Ops op, const std::string& dev, const std::vector<int64_t>& dims) {
   const int64_t r = shape.back();
   const int64_t last = static_cast<int64_t>(shape.size()) - 1;
   if (r <= kChunk) return mop(Ops::REDUCE_AXIS, d, x, {static_cast<int64_t>(op), last});
-  // P partials of L elements: an exact divisor when one is near, else pad fewer than P elements
+  // P partials of L elements: an exact divisor when one is near (chunks on the digits first), else
+  // pad fewer than P elements
   int64_t p = (r + kChunk - 1) / kChunk, parts = 0;
+  for (int64_t q = p; q < 2 * p && !parts; ++q)
+    if (r % q == 0 && on_digits(r / q, dims)) parts = q;
   for (int64_t q = p; q < 2 * p && !parts; ++q)
     if (r % q == 0) parts = q;
   if (!parts) {
@@ -67,7 +84,7 @@ UOp reduce_last(UOp x, DType d, std::vector<int64_t> shape, Ops op, const std::s
   split.push_back((r + parts - 1) / parts);
   UOp partial = mop(Ops::REDUCE_AXIS, d, mop(Ops::RESHAPE, d, x, split), {static_cast<int64_t>(op), last + 1});
   UOp stage = UOp::make(Ops::CONTIGUOUS, d, {partial});
-  return reduce_last(mop(Ops::RESHAPE, d, stage, shape), d, shape, op, dev);
+  return reduce_last(mop(Ops::RESHAPE, d, stage, shape), d, shape, op, dev, {shape.back()});
 }
 
 // A gather's one-hot sum, WHERE(index == arange, x, 0): it selects one term (nothing to bound),
@@ -96,7 +113,8 @@ UOp split_reduce(const UOp& sink) {
     std::vector<int64_t> in_shape, perm, kept, out_shape;
     int64_t r = 1;
     for (const UOp& d : in) in_shape.push_back(d.arg_int());
-    for (size_t k = 1; k < arg.size(); ++k) r *= in_shape[arg[k]];
+    std::vector<int64_t> dims;
+    for (size_t k = 1; k < arg.size(); ++k) r *= in_shape[arg[k]], dims.push_back(in_shape[arg[k]]);
     if (r < kSplitAt || one_hot(n.src(0))) continue;
     for (size_t i = 0; i < in_shape.size(); ++i) {
       bool reduced = std::find(arg.begin() + 1, arg.end(), static_cast<int64_t>(i)) != arg.end();
@@ -110,7 +128,7 @@ UOp split_reduce(const UOp& sink) {
     if (!std::is_sorted(perm.begin(), perm.end())) x = mop(Ops::PERMUTE, d, x, perm);
     kept.push_back(r);
     x = mop(Ops::RESHAPE, d, x, kept);
-    UOp total = reduce_last(x, d, kept, static_cast<Ops>(arg[0]), *g.device.find(n.node()));
+    UOp total = reduce_last(x, d, kept, static_cast<Ops>(arg[0]), *g.device.find(n.node()), dims);
     repl.push_back({n, mop(Ops::RESHAPE, d, total, out_shape)});
   }
   return repl.empty() ? sink : substitute(sink, repl);
