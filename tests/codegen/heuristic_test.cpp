@@ -276,6 +276,21 @@ TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
   }
 }
 
+// Softmax's backward is one row kernel with several reduces of the row in turn: the work counted
+// for threading multiplied their sizes, overflowed (64 x 4096^5 here) and the kernel ran on one
+// thread.
+TEST(Heuristic, ARowKernelWithManyReducesIsThreaded) {
+  Tensor x = in({64, 4096}), r = in({64, 4096});
+  x.requires_grad_();
+  int rows = 0;
+  for (const Chosen& c : chosen((x.softmax(-1) * r).sum().gradient({x})[0]))
+    if (c.name.rfind("r_64_4096_4096", 0) == 0) {
+      EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+      ++rows;
+    }
+  EXPECT_EQ(rows, 1);
+}
+
 // A depthwise convolution's weight gradient sums over batch, rows and columns for each of few
 // outputs (channel, tap): the last reduce axis found cannot take vector lanes, the columns (the
 // loads walk them contiguously) do, on AVX2 and AVX-512 caps alike.

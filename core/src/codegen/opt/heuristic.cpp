@@ -427,9 +427,14 @@ std::optional<OptPlan> stage_both(const UOp& ast, const KernelShape& k, const Op
 // matmul512 0.88x, mlp 0.78x, conv2d 0.96x). Memory-bound kernels keep one chunk per thread (the
 // memory a slow core waits for is everyone's: elementwise and softmax measured 1.05x slower).
 void add_threads(const KernelShape& k, const Target& target, OptPlan& plan, int64_t first, int64_t per_thread) {
+  // (saturating: a row kernel's reduces in turn, six of 1024 in softmax's backward, overflowed the
+  // product, which then read as too little work to thread)
   int64_t work = 1;
-  for (const UOp& r : k.out) work *= std::max<int64_t>(1, const_size(r));
-  for (const UOp& r : k.reduce) work *= std::max<int64_t>(1, const_size(r));
+  auto times = [&](const UOp& r) {
+    if (__builtin_mul_overflow(work, std::max<int64_t>(1, const_size(r)), &work)) work = INT64_MAX;
+  };
+  std::for_each(k.out.begin(), k.out.end(), times);
+  std::for_each(k.reduce.begin(), k.reduce.end(), times);
   if (work < kThreadWork) return;
   const int64_t threads = target.threads;
   int64_t want = threads < 2 ? threads : std::min(threads * per_thread, std::max(threads, work / kThreadWork));
