@@ -213,6 +213,23 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
 // vector of padding sat behind branches in the k loop and the broadcasts spilled. AVX-512 keeps
 // the padded pair; columns that take two vectors, and a depthwise convolution (no output channels
 // to tile), keep theirs.
+// A 1-D convolution over 1022 positions: two positions short of whole column vectors, which
+// (masked) keep them; channel vectors are for maps that waste lanes (56 -> 64).
+TEST(Heuristic, ColumnsNearlyWholeVectorsKeepColumnVectors) {
+  Target avx2 = simulated_cpu(8, 8);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  auto channel_vectors = [](const Chosen& c) {  // axes: batch, channels, positions, then the reduces
+    return std::any_of(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::UPCAST && o.vectorize && o.axis == 1; });
+  };
+  for (const Target& target : {avx512(), avx2}) {
+    Chosen c = main_kernel(in({2, 64, 1, 1022}).conv2d(in({64, 64, 1, 3})).reshape({2, 64, 1020}), target);
+    EXPECT_TRUE(c.vectorized()) << c.str();
+    EXPECT_FALSE(channel_vectors(c)) << c.str();
+    Chosen narrow = main_kernel(in({2, 64, 56, 56}).conv2d(in({64, 64, 3, 3}), std::nullopt, 1, 1), target);
+    EXPECT_TRUE(channel_vectors(narrow)) << narrow.str();
+  }
+}
+
 TEST(Heuristic, Avx2ConvolutionTakesItsSecondVectorFromTheImageRows) {
   Target avx2 = simulated_cpu(8, 8);
   avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
