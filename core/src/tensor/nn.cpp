@@ -222,7 +222,7 @@ Tensor strided_input_gradient(const Tensor& g, const Tensor& swapped, const Shap
 }
 
 // conv2d without its bias: the input's windows (pool) times the weight, summed over each window
-// and the group's input channels. With stride 1 the input's gradient is a convolution too (below).
+// and the group's input channels. Its input's gradient is a convolution too (below).
 Tensor convolve(const Tensor& input, const Tensor& weight, int64_t stride, int64_t padding, int64_t dilation, int64_t groups) {
   const int64_t n = input.shape()[0], cin = input.shape()[1], cout = weight.shape()[0];
   const int64_t kh = weight.shape()[2], kw = weight.shape()[3], cg = cin / groups, og = cout / groups;
