@@ -194,7 +194,8 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
                             in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1).cast(dtypes::float16)}) {
     Chosen c = main_kernel(out);
     EXPECT_EQ(vector_axis(c), 2) << "column vectors: " << c.str();
-    EXPECT_FALSE(c.has(OptOp::STAGE)) << c.str();
+    EXPECT_FALSE(std::any_of(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE && o.amount == 2; }))
+        << "the weights (input 2) in place: " << c.str();
   }
   // a matmul's B moves along its columns only: 10 columns (a classifier) keep their vector
   EXPECT_EQ(vector_axis(main_kernel(in({256, 512}).matmul(in({512, 10})))), 1);
@@ -321,6 +322,43 @@ TEST(Heuristic, AWeightGradientTakesLanesAlongTheReduceItsLoadsWalk) {
     EXPECT_TRUE(c.has(OptOp::UNROLL, true)) << c.str();
     EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
   }
+}
+
+// A convolution tiled over its output channels whose image does not stay in the L2 between channel
+// tiles, while its weights do, walks its image rows outside the channel tiles and stages the rows
+// one output row reads (8 x 32 x 64 x 64 -> 64, 3 x 3: the image plane 557 KiB, the weights 74 KiB).
+// The same convolution on a core whose L2 holds the image, and one whose weights do not fit (256
+// -> 256 channels: 2.3 MiB), keep the natural order; so does a matmul (one reduce).
+TEST(Heuristic, AConvolutionWhoseImageLeavesTheL2WalksRowsOutsideItsChannelTiles) {
+  auto with_l2 = [](Target t, uint64_t l2) {
+    t.l1d_bytes = 32 << 10, t.l2_bytes = l2;
+    return t;
+  };
+  Target avx2 = simulated_cpu(8, 2);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  auto swapped = [](const Chosen& c, int64_t channels, int64_t rows) {
+    return std::any_of(c.opts.begin(), c.opts.end(), [&](const Opt& o) {
+      return o.op == OptOp::SWAP && std::min(o.axis, o.amount) == channels && std::max(o.axis, o.amount) == rows;
+    });
+  };
+  auto stages_image = [](const Chosen& c) {  // input 1, the image, staged at the channel tiles
+    return std::any_of(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE && o.amount == 1; });
+  };
+  const Tensor conv = in({8, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1);
+  for (const Target& t : {with_l2(avx2, 512 << 10), with_l2(avx512(), 512 << 10)}) {
+    Chosen c = main_kernel(conv, t);  // axes: batch, output channels, rows, columns
+    EXPECT_TRUE(swapped(c, 1, 2)) << c.str();
+    EXPECT_TRUE(stages_image(c)) << c.str();
+    EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    Chosen roomy = main_kernel(conv, with_l2(t, 2 << 20));
+    EXPECT_FALSE(roomy.has(OptOp::SWAP)) << roomy.str();
+    Chosen heavy = main_kernel(in({1, 256, 64, 64}).conv2d(in({256, 256, 3, 3}), std::nullopt, 1, 1), t);
+    EXPECT_FALSE(heavy.has(OptOp::SWAP)) << heavy.str();
+  }
+  // batch 1: the threads split the rows, which are outside the channel tiles
+  Chosen one = main_kernel(in({1, 32, 256, 256}).conv2d(in({32, 32, 3, 3}), std::nullopt, 1, 1), with_l2(avx2, 512 << 10));
+  EXPECT_TRUE(swapped(one, 0, 1)) << one.str();
+  EXPECT_TRUE(std::any_of(one.opts.begin(), one.opts.end(), [](const Opt& o) { return o.op == OptOp::THREAD && o.axis == 1; })) << one.str();
 }
 
 // Grouped: the input moves from one group of output channels to the next, but not within one, so

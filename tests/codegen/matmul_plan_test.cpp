@@ -406,6 +406,30 @@ TEST(Tile, ChannelVectorConvolutionsComputeTheReference) {
   }
 }
 
+// Convolutions walking their image rows outside their channel tiles (Heuristic.AConvolutionWhose*:
+// the image leaves a 16 KiB L2, the weights stay) compute the reference: with a batch, with a bias
+// and relu, and padded, on 8 and 4 lanes (small: the reference device is slow; 16 lanes would take
+// these 16-wide maps' channels as vectors).
+TEST(Tile, RowsOutsideChannelTilesComputeTheReference) {
+  Target avx2 = kiln::testing::simulated_cpu(8, 2), sse = kiln::testing::simulated_cpu(4, 2);
+  for (Target* t : {&avx2, &sse}) t->flags |= KILN_TARGET_HAS_MASKED_VECTORS, t->l1d_bytes = 4 << 10, t->l2_bytes = 16 << 10;
+  const std::vector<std::function<Tensor(const std::function<Tensor(const Shape&)>&)>> convs = {
+      [](const auto& in) { return in({2, 8, 18, 18}).conv2d(in({16, 8, 3, 3})); },
+      [](const auto& in) { return in({1, 8, 18, 18}).conv2d(in({16, 8, 3, 3}), in({16})).relu(); },
+      [](const auto& in) { return in({1, 8, 16, 16}).conv2d(in({16, 8, 3, 3}), std::nullopt, 1, 1); }};
+  for (size_t i = 0; i < convs.size(); ++i) {
+    const std::vector<float> want = run(convs[i], "ref");
+    for (const Target& t : {avx2, sse}) {
+      SCOPED_TRACE(std::to_string(t.max_vector_width) + " lanes, case " + std::to_string(i));
+      std::vector<Opt> opts;
+      for (const ExecItem& e : convs[i](ref).schedule())
+        if (!e.is_copy && e.name.rfind("r_", 0) == 0) opts = to_program(e.ast, t).opts;
+      EXPECT_TRUE(std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::SWAP; }));
+      expect_near(run(convs[i], "cpu:0", &t), want);
+    }
+  }
+}
+
 // A depthwise convolution's tile of output rows (Heuristic.Depthwise*) computes the reference,
 // its rows dividing the map (8) or not (13 rows: the largest divisor up to the tile's, 1: a
 // second vector), on 16 and 8 lanes.
