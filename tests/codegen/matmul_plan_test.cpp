@@ -68,23 +68,25 @@ void expect_reference(const Program& program, const Target& caps, const std::vec
 }
 
 // A matmul on cpu:0 against a host loop (the reference device is slow at these sizes); with
-// `a_transposed`, A is stored K x M and read as its transpose (A.T @ B).
-void expect_matmul(int64_t m, int64_t k, int64_t n, const Target& caps, bool a_transposed = false) {
-  const Shape a_shape = a_transposed ? Shape{k, m} : Shape{m, k};
+// `a_transposed`, A is stored K x M and read as its transpose (A.T @ B); with `b_transposed`, B is
+// stored N x K (@ B.T).
+void expect_matmul(int64_t m, int64_t k, int64_t n, const Target& caps, bool a_transposed = false, bool b_transposed = false) {
+  const Shape a_shape = a_transposed ? Shape{k, m} : Shape{m, k}, b_shape = b_transposed ? Shape{n, k} : Shape{k, n};
   Program mm = [&](const auto& in) {
-    Tensor a = in(a_shape);
-    return (a_transposed ? a.transpose() : a).matmul(in({k, n}));
+    Tensor a = in(a_shape), b = in(b_shape);
+    return (a_transposed ? a.transpose() : a).matmul(b_transposed ? b.transpose() : b);
   };
   std::vector<float> a, b;
   run([&](const auto& in) {
-    Tensor ta = in(a_shape), tb = in({k, n});
+    Tensor ta = in(a_shape), tb = in(b_shape);
     a = ta.template to_vector<float>(), b = tb.template to_vector<float>();
     return ta;
   }, "ref");
   std::vector<float> want(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t q = 0; q < k; ++q)
-      for (int64_t j = 0; j < n; ++j) want[i * n + j] += a[a_transposed ? q * m + i : i * k + q] * b[q * n + j];
+      for (int64_t j = 0; j < n; ++j)
+        want[i * n + j] += a[a_transposed ? q * m + i : i * k + q] * b[b_transposed ? j * k + q : q * n + j];
   expect_near(run(mm, "cpu:0", &caps), want);
 }
 
@@ -278,6 +280,29 @@ TEST(Stage, ATransposedStagesBothInputs) {
   // a K cut into blocks (520 = 4 x 130)
   EXPECT_EQ(count(plan(544, 520, 256, true, cpu), OptOp::BLOCK), 1);
   expect_matmul(544, 520, 256, cpu, true);
+}
+
+// A.T @ B.T (A stored K x M, its columns far apart; B stored N x K, read across its columns) gets
+// the same plan as A.T @ B: both inputs staged, the row tiles outside (the staged B panels are
+// what the x @ w.T plan stages too); and the kernel computes the product on several widths.
+TEST(Stage, BothTransposedStagesBothInputs) {
+  auto plan = [&](int64_t m, int64_t k, int64_t n, const Target& t) {
+    return to_program(kernel_of(ref({k, m}).transpose().matmul(ref({n, k}).transpose())), t).opts;
+  };
+  auto count = [](const std::vector<Opt>& opts, OptOp op) { return std::count_if(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == op; }); };
+  Target avx2 = kiln::testing::simulated_cpu(8, 2);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  for (const Target& t : {kiln::testing::simulated_cpu(16, 2), avx2})
+    for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1024, 768, 512}, {544, 160, 256}}) {
+      const std::vector<Opt> opts = plan(m, k, n, t);
+      SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + ": " + opts_text(opts));
+      EXPECT_EQ(count(opts, OptOp::STAGE), 2);
+      EXPECT_EQ(count(opts, OptOp::SWAP), 0);
+    }
+  for (const Target& t : {kiln::testing::simulated_cpu(16, 2), avx2, kiln::testing::simulated_cpu(4, 1)}) {
+    SCOPED_TRACE(opts_text(plan(544, 160, 256, t)));
+    expect_matmul(544, 160, 256, t, true, true);
+  }
 }
 
 // A vector times a matrix (or fewer rows than a tile takes) whose B does not fit the L2 walks B

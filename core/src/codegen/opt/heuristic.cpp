@@ -421,13 +421,13 @@ void stage_reused_panel(const Opt& swap, OptPlan& plan) {
     if (plan.add({OptOp::STAGE, swap.axis, slot})) return;
 }
 
-// A matmul whose A is read down its columns (A.T @ B, a weight gradient X.T @ dY): A's elements
-// for one k step of a row tile sit side by side, and the next k step's a leading dimension away,
-// in another cache line the prefetcher does not fetch (its reach is 2 KiB strides; 1024^3: 2.6x
-// the time of A @ B, both with B staged). Such a matmul keeps its row tiles outside its column
-// panels, like an unswapped one, and stages both inputs: each thread's chunk of B (K x a few
-// panels) before its row tiles, and each row tile's A (tile rows x K, contiguous) before the panels
-// that reuse it. A chunk holds two or more whole panels in a stage buffer, eight where the reduce
+// A matmul whose A is read down its columns (A.T @ B, a weight gradient X.T @ dY; A.T @ B.T too,
+// through the x @ w.T plan, staged_across): A's elements for one k step of a row tile sit side
+// by side, and the next k step's a leading dimension away, in another cache line the prefetcher
+// does not fetch (its reach is 2 KiB strides; 1024^3: 2.6x the time of A @ B, both with B
+// staged). Such a matmul keeps its row tiles outside its column panels, like an unswapped one,
+// and stages both inputs: each thread's chunk of B (K x a few panels) before its row tiles, and
+// each row tile's A (tile rows x K, contiguous) before the panels that reuse it. A chunk holds two or more whole panels in a stage buffer, eight where the reduce
 // can be cut into blocks for that (BLOCK; each A tile staged serves more panels: 1024^3 with
 // blocks of 256 and eight panels 12 ms, without blocks and two panels 13-17 ms). A.T @ B against
 // the one-stage plan: 1024^3 0.65-0.81x, 2048^3 0.42x, 1024 x 4096 @ 4096 x 1024 0.46x; a copy of
@@ -681,7 +681,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
   unroll_small_windows(k, plan);
   // a depthwise convolution's output rows, after its taps are unrolled (overlapping_rows_axis)
   if (taps_rows) add_fitted(plan, OptOp::UPCAST, *taps_rows, taps_tile);
-  if (swap && !across)
+  if (swap)
     if (std::optional<OptPlan> both = stage_both(ast, k, plan, *swap, target)) return *both;
   // a matmul walking column panels outside its row tiles threads the panels: a chunk of rows
   // would stage every panel again (a convolution walking its rows outside, the rows)
@@ -782,14 +782,18 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
 // x @ w.T with enough row tiles to pay for staging w (each thread copies all of it once): a dot
 // product kernel (lanes along K) folds the lanes of every output and runs its epilogue on
 // scalars; staged, it is the matmul kernel (mlp's 256 x 784 -> 512 layer: 0.87 -> 0.69 ms;
-// mlp_gelu's 512 x 512 -> 2048 with the gelu epilogue: 20 -> 9 ms for the pair).
+// mlp_gelu's 512 x 512 -> 2048 with the gelu epilogue: 20 -> 9 ms for the pair). With an A read
+// down its columns too (A.T @ B.T), both inputs staged, the row tiles outside (stage_both; Zen 3,
+// best of 15 calls, two rounds: 1024 x 512 over K = 768 18-20 -> 6.6-8.0 ms, the search had found
+// 11-12; 1024^3 49 -> 21 ms; 1001 x 513 over 777 11.6 -> 9.5 ms; torch 7.4, 18.7, 8.8).
 bool staged_across(const OptPlan& p) {
-  bool staged = false, swapped = false;
+  int stages = 0;
+  bool swapped = false;
   for (const Opt& o : p.opts()) {
-    staged |= o.op == OptOp::STAGE;
+    stages += o.op == OptOp::STAGE;
     swapped |= o.op == OptOp::SWAP;
   }
-  return staged && swapped;
+  return stages > 0 && (swapped || stages == 2);
 }
 
 }  // namespace
