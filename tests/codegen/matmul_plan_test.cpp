@@ -245,6 +245,30 @@ TEST(Stage, TheCacheSizesAreTheTargets) {
               opts_text(to_program(kernel_of(ref({n, n}).matmul(ref({n, n}))), common).opts)) << n;
 }
 
+// A panel (K x the tile's columns) larger than a quarter of the L2 is cut into K-blocks that fit
+// it before it is staged: on a 512 KiB L2, 512 x 3072 @ 3072 x 768 (192 KiB panels) is staged in
+// blocks of 1536, where it streamed all of B from memory for every row tile; a 2 MiB L2 stages
+// the whole panel. The blocked kernel computes the product (a 64 KiB L2: blocks of 256).
+TEST(Stage, PanelsLargerThanAQuarterOfTheL2AreStagedInBlocks) {
+  auto avx2_with = [](uint64_t l2) {
+    Target t = kiln::testing::simulated_cpu(8, 2);
+    t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+    t.l1d_bytes = 32 << 10, t.l2_bytes = l2;
+    return t;
+  };
+  auto plan = [](int64_t m, int64_t k, int64_t n, const Target& t) { return opts_text(to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), t).opts); };
+  const std::string small = plan(512, 3072, 768, avx2_with(512 << 10)), big = plan(512, 3072, 768, avx2_with(2 << 20));
+  EXPECT_NE(small.find("BLOCK(2, 1536)"), std::string::npos) << small;
+  EXPECT_NE(small.find("STAGE"), std::string::npos) << small;
+  EXPECT_EQ(big.find("BLOCK"), std::string::npos) << big;
+  EXPECT_NE(big.find("STAGE"), std::string::npos) << big;
+  const Target tiny = avx2_with(64 << 10);
+  const std::string blocked = plan(96, 1024, 64, tiny);
+  EXPECT_NE(blocked.find("BLOCK(2, 256)"), std::string::npos) << blocked;
+  EXPECT_NE(blocked.find("STAGE"), std::string::npos) << blocked;
+  expect_matmul(96, 1024, 64, tiny);
+}
+
 // A.T @ B whose A columns are more than the prefetcher's 2 KiB apart keeps its row tiles outside
 // its column panels and stages both inputs: each thread's chunk of B before the row tiles, each
 // row tile's A before the panels (a K too long for eight panels in a stage buffer is cut into

@@ -303,7 +303,8 @@ bool block_down_columns(const KernelShape& k, OptPlan& plan) {
 //    not apply (GPU targets, a K without a divisor near 16), as below;
 //  - else the column panels (K x width) go outside and the row tiles inside (the SWAP returned,
 //    applied last; stage_reused_panel stages each panel), the panel staying in the L2; a panel
-//    larger than a stage buffer is cut into K-blocks that fit (BLOCK; 512 x 8192 x 512: 2.9x).
+//    larger than a stage buffer or a quarter of the L2 is cut into K-blocks that fit (BLOCK;
+//    512 x 8192 x 512: 2.9x).
 // A B that fits the L2 is staged the same way when its panels do not fit half the L1 (`streams`):
 // each row tile then reads its panel from the L2 anyway, and in place the panel's rows, a leading
 // dimension apart, fall on a few cache sets and defeat the prefetcher; staged, they are one
@@ -327,12 +328,16 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
   if (in_place || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
   if (row_tiles <= kFewRowTiles && block_down_columns(k, plan)) return std::nullopt;
-  if (red && k_len * per_k > kMaxStageBytes) {
-    int64_t kc = kMaxStageBytes / per_k;
+  // (a panel fits a stage buffer and a quarter of the L2: 512 x 3072 @ 3072 x 768 on Zen 3's 512
+  // KiB L2, 192 KiB panels, was read in place, all of B streamed from memory for every row tile:
+  // 48 ms; in blocks of 1536, staged, 19-22 ms)
+  const int64_t panel_max = std::min(kMaxStageBytes, l2 / 4);
+  if (red && k_len * per_k > panel_max) {
+    int64_t kc = panel_max / per_k;
     while (kc >= 64 && k_len % kc != 0) --kc;
     if (kc >= 64 && plan.add({OptOp::BLOCK, range_axis(*red), kc})) k_len = kc;
   }
-  if (k_len * per_k > l2 / 4 || in_place) return std::nullopt;
+  if (k_len * per_k > panel_max || in_place) return std::nullopt;
   return Opt{OptOp::SWAP, range_axis(rows), range_axis(cols)};
 }
 
