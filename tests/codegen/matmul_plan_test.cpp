@@ -94,6 +94,15 @@ bool has_stage(const std::vector<Opt>& opts) {
   return std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
 }
 
+// A simulated AVX2 core (8 lanes, masked vector accesses, 2 threads) with a 32 KiB L1d and the
+// given L2.
+Target avx2_with_l2(uint64_t l2) {
+  Target t = kiln::testing::simulated_cpu(8, 2);
+  t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  t.l1d_bytes = 32 << 10, t.l2_bytes = l2;
+  return t;
+}
+
 }  // namespace
 
 // opt_problem says why a STAGE does not apply, for each of its rules.
@@ -250,19 +259,13 @@ TEST(Stage, TheCacheSizesAreTheTargets) {
 // blocks of 1536, where it streamed all of B from memory for every row tile; a 2 MiB L2 stages
 // the whole panel. The blocked kernel computes the product (a 64 KiB L2: blocks of 256).
 TEST(Stage, PanelsLargerThanAQuarterOfTheL2AreStagedInBlocks) {
-  auto avx2_with = [](uint64_t l2) {
-    Target t = kiln::testing::simulated_cpu(8, 2);
-    t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
-    t.l1d_bytes = 32 << 10, t.l2_bytes = l2;
-    return t;
-  };
   auto plan = [](int64_t m, int64_t k, int64_t n, const Target& t) { return opts_text(to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), t).opts); };
-  const std::string small = plan(512, 3072, 768, avx2_with(512 << 10)), big = plan(512, 3072, 768, avx2_with(2 << 20));
+  const std::string small = plan(512, 3072, 768, avx2_with_l2(512 << 10)), big = plan(512, 3072, 768, avx2_with_l2(2 << 20));
   EXPECT_NE(small.find("BLOCK(2, 1536)"), std::string::npos) << small;
   EXPECT_NE(small.find("STAGE"), std::string::npos) << small;
   EXPECT_EQ(big.find("BLOCK"), std::string::npos) << big;
   EXPECT_NE(big.find("STAGE"), std::string::npos) << big;
-  const Target tiny = avx2_with(64 << 10);
+  const Target tiny = avx2_with_l2(64 << 10);
   const std::string blocked = plan(96, 1024, 64, tiny);
   EXPECT_NE(blocked.find("BLOCK(2, 256)"), std::string::npos) << blocked;
   EXPECT_NE(blocked.find("STAGE"), std::string::npos) << blocked;
@@ -304,6 +307,25 @@ TEST(Stage, ATransposedStagesBothInputs) {
   // a K cut into blocks (520 = 4 x 130)
   EXPECT_EQ(count(plan(544, 520, 256, true, cpu), OptOp::BLOCK), 1);
   expect_matmul(544, 520, 256, cpu, true);
+}
+
+// An A.T @ B whose A (its k steps within the prefetcher's reach) does not stay in half the L2
+// between the column panels that re-read it stages both inputs too: mlp's weight gradient, 512 x
+// 256 @ 256 x 784, on a 512 KiB L2 (A 512 KiB), in seven chunks of seven panels on two threads
+// (at most an eighth of the threads' time idle); on a 2 MiB L2, which holds both, in place. A
+// small one on a 64 KiB L2 computes the product.
+TEST(Stage, ATransposedThatLeavesTheL2StagesBothInputs) {
+  auto plan = [](int64_t m, int64_t k, int64_t n, const Target& t) {
+    return to_program(kernel_of(ref({k, m}).transpose().matmul(ref({k, n}))), t).opts;
+  };
+  auto stages = [](const std::vector<Opt>& opts) { return std::count_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; }); };
+  const std::vector<Opt> small = plan(512, 256, 784, avx2_with_l2(512 << 10)), big = plan(512, 256, 784, avx2_with_l2(2 << 20));
+  EXPECT_EQ(stages(small), 2) << opts_text(small);
+  EXPECT_NE(opts_text(small).find("THREAD(1, 7)"), std::string::npos) << opts_text(small);
+  EXPECT_EQ(stages(big), 0) << opts_text(big);
+  const Target tiny = avx2_with_l2(64 << 10);
+  EXPECT_EQ(stages(plan(128, 96, 224, tiny)), 2) << opts_text(plan(128, 96, 224, tiny));
+  expect_matmul(128, 96, 224, tiny, true);
 }
 
 // A.T @ B.T (A stored K x M, its columns far apart; B stored N x K, read across its columns) gets
