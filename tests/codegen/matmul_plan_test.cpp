@@ -200,15 +200,15 @@ TEST(Stage, HeuristicStagesLargeMatmulsAndTheyComputeTheReference) {
     expect_matmul(m, k, n, cpu);
   }
   for (const Target& small : {cpu, kiln::testing::simulated_cpu(16, 2)})
-    EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 256}).matmul(ref({256, 128}))), small).opts)) << "B fits the L2";
+    EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 200}).matmul(ref({200, 120}))), small).opts)) << "B fits the L2";
   // GPU targets never stage (their heuristic walks the same panels)
   EXPECT_FALSE(has_stage(to_program(kernel_of(ref({64, 257}).matmul(ref({257, 1040}))), gpu_caps(256, 64, 256, 48 << 10, 4)).opts));
 }
 
-// A B that fits the L2 is staged when its column panels do not fit half an L1 and enough row tiles
-// read each: in place, every row tile would stream a panel whose rows are a leading dimension
-// apart from the L2. Not staged: a panel that fits, a single column panel, few row tiles, a
-// convolution (several reduce axes).
+// A B that fits the L2 is staged when its column panels do not fit half an L1 (or fold onto a few
+// of its sets: 256 wide) and enough row tiles read each: in place, every row tile would stream a
+// panel whose rows are a leading dimension apart from the L2. Not staged: a panel that fits, a
+// single column panel, few row tiles, a convolution (several reduce axes).
 TEST(Stage, PanelsThatStreamFromTheL2AreStagedEvenWhenBFitsIt) {
   for (const Target& cpu : {kiln::testing::simulated_cpu(8, 2), kiln::testing::simulated_cpu(16, 2)}) {
     auto staged = [&](int64_t m, int64_t k, int64_t n) {
@@ -216,7 +216,8 @@ TEST(Stage, PanelsThatStreamFromTheL2AreStagedEvenWhenBFitsIt) {
     };
     EXPECT_TRUE(staged(512, 512, 512));
     EXPECT_TRUE(staged(384, 384, 384));
-    EXPECT_EQ(staged(256, 256, 256), cpu.max_vector_width >= 16) << "256 rows of 2 x 8 lanes: 16 KiB, half an L1";
+    EXPECT_TRUE(staged(256, 256, 256)) << "256 rows of 2 x 8 lanes, 16 KiB, half an L1, 1 KiB apart: on 4 of its 64 sets";
+    EXPECT_EQ(staged(240, 240, 240), cpu.max_vector_width >= 16) << "240 rows of 2 x 8 lanes, 960 bytes apart: every 4th set, 128 lines";
     EXPECT_TRUE(staged(264, 300, 520)) << "sizes that divide nothing";
     EXPECT_FALSE(staged(512, 64, 512)) << "a panel of 64 rows fits the L1";
     EXPECT_FALSE(staged(512, 512, 16)) << "one column panel: B is its own panel";
@@ -233,7 +234,7 @@ TEST(Stage, PanelsThatStreamFromTheL2AreStagedEvenWhenBFitsIt) {
 // Given STAGE actions on kernels the heuristic would not stage: sizes that divide nothing, a
 // transposed B (the buffer puts the lanes innermost), batched matmuls, a convolution's weights.
 // The L1 and L2 sizes come from the target: the same matmul is staged on a core with a 32 KiB L1
-// (its 64 KiB panels stream from the L2) or a 256 KiB L2 (B does not fit), and read in place on
+// (its 60 KiB panels stream from the L2) or a 256 KiB L2 (B does not fit), and read in place on
 // one with a 128 KiB L1 and a 4 MiB L2. A target that reports none plans for 32 KiB and 1 MiB.
 TEST(Stage, TheCacheSizesAreTheTargets) {
   auto cpu_with = [](uint64_t l1d, uint64_t l2) {
@@ -241,12 +242,12 @@ TEST(Stage, TheCacheSizesAreTheTargets) {
     t.l1d_bytes = l1d, t.l2_bytes = l2;
     return t;
   };
-  auto staged = [&](const Target& cpu) {
-    return has_stage(to_program(kernel_of(ref({512, 512}).matmul(ref({512, 512}))), cpu).opts);
+  auto staged = [&](const Target& cpu) {  // (480: rows 1920 bytes apart fall on half the sets)
+    return has_stage(to_program(kernel_of(ref({480, 480}).matmul(ref({480, 480}))), cpu).opts);
   };
   EXPECT_TRUE(staged(cpu_with(0, 0)));
-  EXPECT_TRUE(staged(cpu_with(32 << 10, 4 << 20))) << "panels of 64 KiB, half an L1 of 16 KiB";
-  EXPECT_TRUE(staged(cpu_with(128 << 10, 256 << 10))) << "B (1 MiB) does not fit the L2";
+  EXPECT_TRUE(staged(cpu_with(32 << 10, 4 << 20))) << "panels of 60 KiB, half an L1 of 16 KiB";
+  EXPECT_TRUE(staged(cpu_with(128 << 10, 256 << 10))) << "B (900 KiB) does not fit the L2";
   EXPECT_FALSE(staged(cpu_with(128 << 10, 4 << 20))) << "B fits the L2 and a panel half the L1";
   Target unknown = cpu_with(0, 0), common = cpu_with(32 << 10, 1 << 20);
   for (int64_t n : {256, 384, 520, 1024})
@@ -270,6 +271,19 @@ TEST(Stage, PanelsLargerThanAQuarterOfTheL2AreStagedInBlocks) {
   EXPECT_NE(blocked.find("BLOCK(2, 256)"), std::string::npos) << blocked;
   EXPECT_NE(blocked.find("STAGE"), std::string::npos) << blocked;
   expect_matmul(96, 1024, 64, tiny);
+}
+
+// A B that fits the L2 is staged where its panel's rows, a power-of-two leading dimension apart,
+// fall on too few L1 sets to hold the panel (AVX2, 256^3: rows 1 KiB apart use 4 of 64 sets, 32
+// lines for 256 rows); 255 columns (rows 1020 bytes apart, walking every set) and a short panel
+// (K = 16) are read in place. The staged kernel computes the product.
+TEST(Stage, PanelsWhoseRowsFoldOntoFewL1SetsAreStaged) {
+  const Target avx2 = avx2_with_l2(512 << 10);
+  auto plan = [&](int64_t m, int64_t k, int64_t n) { return to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), avx2).opts; };
+  EXPECT_TRUE(has_stage(plan(256, 256, 256))) << opts_text(plan(256, 256, 256));
+  EXPECT_FALSE(has_stage(plan(255, 255, 255))) << opts_text(plan(255, 255, 255));
+  EXPECT_FALSE(has_stage(plan(256, 16, 256))) << opts_text(plan(256, 16, 256));
+  expect_matmul(128, 256, 256, avx2);
 }
 
 // A.T @ B whose A columns are more than the prefetcher's 2 KiB apart keeps its row tiles outside

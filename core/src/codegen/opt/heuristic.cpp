@@ -6,6 +6,7 @@
 // axis is skipped, not thrown). A heuristic can be wrong about speed, never about validity.
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 
 #include "codegen/opt/opt.hpp"
@@ -294,6 +295,27 @@ bool block_down_columns(const KernelShape& k, OptPlan& plan) {
   return false;
 }
 
+// Whether a panel of B read in place (its k_len rows a leading dimension apart, each per_k bytes)
+// needs more L1 lines than the sets its rows fall on hold: rows a multiple of 64 bytes apart fall
+// on every (stride / 64)-th set only (a common L1d: 64-byte lines, 8 ways), and a power-of-two
+// leading dimension folds them onto a few (256 floats, 1 KiB: 4 of 64 sets, 32 lines for a panel
+// of 256; 256^3 on Zen 3 in place 0.53 ms, staged 0.26; attention_heads' 768-deep head matmul
+// 4.3-4.5 -> 2.5-3.5 ms, train_step's weight gradient 2.7-3.1 -> 1.6-3.1). Only for panels past
+// a quarter of the L1 (a short panel is cheap to re-read whatever its sets).
+bool aliased_panel(const KernelShape& k, const UOp& rows, int64_t k_len, int64_t per_k, const Target& target) {
+  constexpr int64_t kLine = 64, kWays = 8;
+  const int64_t sets = std::max<int64_t>(1, static_cast<int64_t>(target.l1d()) / (kLine * kWays));
+  for (const UOp& idx : k.load_indices) {
+    int64_t ld = 0;
+    if (k.reduce.size() != 1 || !has_stride(idx, rows, 0) || !stride_of(idx, k.reduce[0], ld) || ld == 0) continue;
+    const int64_t bytes = std::abs(ld) * k.itemsize;
+    if (bytes % kLine != 0) return false;  // the rows walk every set
+    const int64_t used = sets / std::gcd(bytes / kLine, sets), lines_per_row = (per_k + kLine - 1) / kLine;
+    return k_len * lines_per_row > used * kWays;
+  }
+  return false;
+}
+
 // How a matmul's register tile (rows x `width` columns) walks B (K x N) when B does not fit the
 // L2 (the cache sizes are the target's, Target::l1d/l2). Rows outside columns stream all of B
 // through the caches once per row tile:
@@ -305,7 +327,8 @@ bool block_down_columns(const KernelShape& k, OptPlan& plan) {
 //    applied last; stage_reused_panel stages each panel), the panel staying in the L2; a panel
 //    larger than a stage buffer or a quarter of the L2 is cut into K-blocks that fit (BLOCK;
 //    512 x 8192 x 512: 2.9x).
-// A B that fits the L2 is staged the same way when its panels do not fit half the L1 (`streams`):
+// A B that fits the L2 is staged the same way when its panels do not fit half the L1, or, past a
+// quarter of it, fall on too few of its sets (aliased_panel; together `streams`):
 // each row tile then reads its panel from the L2 anyway, and in place the panel's rows, a leading
 // dimension apart, fall on a few cache sets and defeat the prefetcher; staged, they are one
 // contiguous stream (AVX-512, A/B in one session, medians of 5 to 12 pairs, the time staged over
@@ -323,7 +346,8 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
   for (const UOp& red : k.reduce) k_len *= std::max<int64_t>(1, const_size(red));
   const int64_t per_k = width * k.itemsize, n = const_size(cols);
   auto pos = [&](const UOp& r) { return std::find(k.out.begin(), k.out.end(), r) - k.out.begin(); };
-  const bool streams = can_stage && k.reduce.size() == 1 && n >= 2 * width && row_tiles > kFewRowTiles && k_len * per_k > half_l1;
+  const bool streams = can_stage && k.reduce.size() == 1 && n >= 2 * width && row_tiles > kFewRowTiles &&
+                       (k_len * per_k > half_l1 || (k_len * per_k > half_l1 / 2 && aliased_panel(k, rows, k_len, per_k, target)));
   const bool in_place = k_len * n * k.itemsize <= l2 && !streams;  // B read where it is
   if (in_place || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
