@@ -1,0 +1,59 @@
+// codegen/opt/cache_plan.hpp - how a CPU matmul or convolution walks memory: the heuristic's
+// rules that read the target's cache sizes (Target::l1d, Target::l2). heuristic.cpp picks a
+// kernel's register tile; these rules then say which of its loops go outside which (SWAP), which
+// inputs are copied into per-thread buffers (STAGE) and where a reduce is cut into blocks (BLOCK).
+// Each proposes actions through an OptPlan or returns the ones to apply last; none throws on a
+// valid kernel.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "codegen/opt/opt.hpp"
+
+namespace kiln {
+
+// At most this many THREAD chunks per CPU thread in a compute-bound kernel (add_threads).
+inline constexpr int64_t kChunksPerThread = 4;
+// At most this many row tiles count as few (a matmul of up to 64 rows with 8-row tiles).
+inline constexpr int64_t kFewRowTiles = 8;
+
+// A load inside the reduction: it moves along some reduce axis, so it repeats every reduce step.
+bool in_reduction(const KernelShape& k, const UOp& idx);
+
+// A matmul with few row tiles (or none) walks B in blocks of about 16 of its rows (BLOCK on the
+// reduce); false when the reduce has no such divisor.
+bool block_down_columns(const KernelShape& k, OptPlan& plan);
+
+// How a matmul's register tile (`rows` tiled, `width` columns of `cols`) walks B: the SWAP that
+// puts the column panels outside the row tiles (apply it last, then stage_reused_panel), or
+// nullopt to keep rows outside; may add a BLOCK on the reduce to `plan`.
+std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
+                               const Target& target, OptPlan& plan);
+
+// After `swap` (plan_panels') is applied: stages the panel of the input the row tiles reuse.
+void stage_reused_panel(const Opt& swap, OptPlan& plan);
+
+// A matmul whose A is read down its columns (A.T @ B, A.T @ B.T) or leaves the L2: the plan again
+// with its row tiles outside, both inputs staged and threads over chunks of panels; nullopt where
+// that does not apply (the caller keeps `plan` and `swap`).
+std::optional<OptPlan> stage_both(const UOp& ast, const KernelShape& k, const OptPlan& plan, const Opt& swap, const Target& target);
+
+// A convolution's two inputs read in its reduction: the image moves along the output columns
+// `cols`, the weights do not (nullopt unless there is exactly one load of each).
+struct ConvInputs {
+  UOp image, weights;
+  int64_t image_slot = -1, weight_slot = -1;
+};
+std::optional<ConvInputs> conv_inputs(const UOp& ast, const KernelShape& k, const UOp& cols);
+
+// A convolution tiled over its output channels (`tiles`) whose image leaves the L2 between tiles
+// while its weights stay: the SWAP that puts its rows outside the tiles (apply it last) and the
+// image's slot, to stage at the tiles' axis after it.
+struct RowsOutside {
+  Opt swap;
+  int64_t image_slot;
+};
+std::optional<RowsOutside> rows_outside_tiles(const UOp& ast, const KernelShape& k, const UOp& tiles, const UOp& cols,
+                                              const Target& target);
+
+}  // namespace kiln
