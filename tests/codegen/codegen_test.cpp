@@ -599,6 +599,28 @@ TEST(Transcendental, Sin) {
   EXPECT_TRUE(std::isnan(run(sin32, NAN, dtypes::float32)));
 }
 
+// A padded output axis reads the last real element where its loads step over it (a matmul's rows
+// of A): clamped, not gated, so a register tile's padded rows are no branches in its k loop. Only
+// the store is gated; a load contiguous along the axis (A.T's rows, a vector candidate) keeps its
+// gate.
+TEST(Opt, PaddedOutputRowsReadTheLastRowUngated) {
+  Target t = cpu_target();
+  auto gates = [&](const UOp& k, int64_t slot) {
+    UOp padded = apply_opt(k, Opt{OptOp::PADTO, 0, 4}, &t);
+    int gated = -1, clamped = 0;
+    for (const UOp& u : toposort(padded)) {
+      if (u.op() == Ops::INDEX && u.src(0).op() == Ops::PARAM && u.src(0).arg_int() == slot) gated = u.nsrc() > 2;
+      if (u.op() == Ops::STORE) {
+        EXPECT_EQ(u.src(0).nsrc(), 3u) << "the padded rows' stores are gated";
+      }
+      clamped += u.op() == Ops::WHERE && u.dtype() == dtypes::index;
+    }
+    return std::pair{gated, clamped};
+  };
+  EXPECT_EQ(gates(kernel_of(in({7, 13}).matmul(in({13, 16}))), 1), std::pair(0, 1)) << "A's rows: clamped";
+  EXPECT_EQ(gates(kernel_of(in({13, 7}).transpose().matmul(in({13, 16}))), 1), std::pair(1, 0)) << "A.T's rows: gated";
+}
+
 // PADTO grows an odd axis to a multiple of its amount: then a vector of that amount divides it.
 // What it adds is masked: loads and stores along it are gated, a reduce over it adds its
 // identity (a MAX takes a select; an ADD of a product of gated loads needs none), and with

@@ -252,6 +252,22 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   // reads another (a gather's index, a row buffer after its reduce) holds the gated one
   PtrMap<char> dep;
   PtrMap<UOp> done;
+  // A load along a padded output axis reads the last real element instead (clamped, not gated):
+  // the padded iterations' results are never stored, and a gate is a branch in the loop around
+  // it (a 6-row tile over 512 rows: six branches per k step). Not for an access contiguous along
+  // the axis (it may become a vector: one masked load), one inside a gated access, or one whose
+  // address reads a load.
+  const bool output_axis = range_type(r) == AxisType::LOOP;
+  const UOp last = valid.where(padded, UOp::cindex(n - 1));
+  PtrMap<char> stored;
+  for (const UOp& u : toposort(out))
+    if (u.op() == Ops::STORE) stored[u.src(0).node()] = 1;
+  auto clamps = [&](const UOp& u, const UOp& x) {
+    int64_t s = 0;
+    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !stride_of(x.src(1), padded, s) || std::abs(s) <= 1) return false;
+    const std::vector<UOp> sub = toposort(x.src(1));
+    return std::none_of(sub.begin(), sub.end(), [](const UOp& v) { return v.op() == Ops::LOAD; });
+  };
   for (const UOp& u : toposort(out)) {
     bool d = u == padded;
     for (const UOp& s : u.src()) d |= dep.contains(s.node());
@@ -259,7 +275,8 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
       d = false;
     if (d) dep[u.node()] = 1;
     UOp x = with_rebuilt_srcs(u.node(), done);
-    if (d && u.op() == Ops::INDEX) x = x.replace_src({x.src(0), x.src(1), x.nsrc() > 2 ? x.src(2) & valid : valid});
+    if (d && u.op() == Ops::INDEX && clamps(u, x)) x = x.replace_src({x.src(0), substitute(x.src(1), {{padded, last}})});
+    else if (d && u.op() == Ops::INDEX) x = x.replace_src({x.src(0), x.src(1), x.nsrc() > 2 ? x.src(2) & valid : valid});
     done[u.node()] = x;
   }
   out = *done.find(out.node());
