@@ -420,9 +420,10 @@ TEST(Stage, GivenStagesComputeTheReference) {
 // A matmul with few rows (upcast whole, or fewer row tiles than chunks) threads its columns too; a
 // register tile's kernel takes up to 4 chunks per thread, and a matmul walking column panels
 // outside its row tiles threads the panels.
-// On a 32-register CPU a matmul's tile takes up to 10 rows where that divides the rows (no gated
-// rows, fewer passes over B's panel), else 8, padded when cheap; a 16-register CPU (AVX2) takes 6
-// or 5 where that divides (ten or twelve accumulators hide a 5-cycle FMA), else 4, and a
+// On a 32-register CPU a matmul's tile takes up to 10 rows where that divides the rows (fewer
+// passes over B's panel), else 8, padded when cheap; a 16-register CPU (AVX2) takes 6 or 5 where
+// that divides (ten or twelve accumulators hide a 5-cycle FMA), else 6 padded where that adds
+// less than a 32nd and A's rows clamp (not A.T's: its rows are contiguous, a gate), else 4, and a
 // convolution keeps 4 (its unrolled taps need the registers).
 TEST(Tile, RowsThatDivideBeatPaddedRows) {
   auto rows_of = [](const std::vector<Opt>& opts) {
@@ -438,12 +439,16 @@ TEST(Tile, RowsThatDivideBeatPaddedRows) {
   EXPECT_EQ(rows(1001, avx512), 8) << "no divisor from 8 to 10: padded to 1008";
   EXPECT_EQ(rows(1536, avx2), 6);
   EXPECT_EQ(rows(1000, avx2), 5);
-  EXPECT_EQ(rows(1024, avx2), 4);
-  EXPECT_EQ(rows(1001, avx2), 4) << "no 6 or 5 divides: 4, padded";
+  EXPECT_EQ(rows(1024, avx2), 6) << "padded to 1026";
+  EXPECT_EQ(rows(1001, avx2), 6) << "padded to 1002";
+  EXPECT_EQ(rows(128, avx2), 4) << "132 would add a 32nd";
+  EXPECT_EQ(rows_of(to_program(kernel_of(ref({64, 1024}).transpose().matmul(ref({64, 256}))), avx2).opts), 4)
+      << "A.T's rows are contiguous: padded ones would be gated";
   expect_matmul(30, 50, 70, avx512);  // tiles of 10 rows
   expect_matmul(45, 33, 40, avx512);  // of 9
   expect_matmul(42, 33, 40, avx2);    // of 6
   expect_matmul(35, 50, 24, avx2);    // of 5
+  expect_matmul(194, 40, 32, avx2);   // of 6, padded to 198 (its last tile reads A's last row 4 times)
   // a batch-1 convolution: output channels (96, axis 0) tiled by 4
   EXPECT_EQ(rows_of(to_program(kernel_of(ref({1, 8, 34, 34}).conv2d(ref({96, 8, 3, 3}))), avx2).opts), 4);
 }

@@ -25,6 +25,10 @@ constexpr int64_t kMaxGatherStride = 2;
 // Padding (PADTO) may add at most 1/kPadShare of an axis' iterations (56 -> 64 pads, 40 -> 64
 // does not): the masked iterations cost as much as real ones.
 constexpr int64_t kPadShare = 4;
+// An AVX2 tile's rows are padded from 4 to 6 (avx2_tile_rows) only where that adds less than
+// 1/kClampedPadShare of them: 12 accumulators gain 5-8% over 8, more padding eats it (a
+// convolution's 64 channels padded to 66 measured no gain).
+constexpr int64_t kClampedPadShare = 32;
 // Kernels with fewer operations than this stay on one thread (a launch across the pool costs more).
 constexpr int64_t kThreadWork = 65536;
 
@@ -107,9 +111,8 @@ int64_t tile_amount(const OptPlan& plan, const UOp& r, int64_t want) {
 
 // A matmul tile's rows on an AVX-512 CPU: up to a quarter more than `want` when that divides the
 // rows (10 for 8: 20 accumulators, 23 of its 32 registers), else tile_amount's (measured there
-// only; 16-register targets keep theirs). An exact tile needs no gate on the padded rows' loads
-// of A, which LLVM keeps as branches in the innermost loop of every row tile, and a taller tile
-// reads B's panel fewer times. A/B on AVX-512, interleaved pairs, kernel time: 1000^3 10 rows
+// only; 16-register targets keep theirs). An exact tile computes no padded rows (those read A's
+// last row again, pad_range), and a taller tile reads B's panel fewer times. A/B on AVX-512, interleaved pairs, kernel time: 1000^3 10 rows
 // over 8 0.94x (9 of 10 pairs faster), 500^3 10 over 8 padded to 504 0.95x (10 of 12), 999^3
 // 9 over 8 padded to 1000 0.97x (8 of 10), train_step's 10 x 512 x 256 gradient one tile of 10
 // over two of 5 0.61x (10 of 10).
@@ -121,20 +124,29 @@ int64_t cpu_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
 }
 
 // A matmul tile's rows on a 16-register CPU (AVX2): 6 (12 accumulators; with B's two vectors and
-// a broadcast 15 of the 16 registers) where 6 divides the rows, else 5 where that divides, else
+// a broadcast 15 of the 16 registers) where 6 divides the rows, else 5 where that divides, else 6
+// padded where that adds less than a 32nd of the rows and every load moving along them clamps
+// (pad_range: a padded output row reads the last real row, no gate in the k loop), else
 // tile_amount's `want` (4). Eight accumulators keep two FMA ports busy where an FMA takes 4 cycles
-// (Skylake, Zen 3) but not 5 (Haswell, Broadwell, Zen 2: at most 80%); ten and twelve do. Never
-// padded to: gated rows of a 12-accumulator tile spill. Only a matmul proper (one reduce): a
-// convolution's unrolled taps need more registers. llvm-mca on the k-step loop, share of two
-// FMAs a cycle, 4 rows then 6 (1536^3) or 5 (1000^3): Haswell and Zen 2 79% -> 99%, Skylake and
-// Alder Lake 99% either way. Timed on an AVX-512 host running the AVX2 code (new over old, medians
-// of per-run minimums, 6 alternating pairs): 1536^3 0.89x, 500^3 0.91x, 255^3 0.87x (no padded
-// row any more), 1000^3 0.99x; train_step's 10 x 512 x 256 gradient one tile of 5 twice: 0.86x
-// by minimums, 1.08x by medians.
-int64_t avx2_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
-  const int64_t n = remaining(r, plan.opts());
-  for (int64_t rows : {want + want / 2, want + want / 4})
+// (Skylake, Zen 3) but not 5 (Haswell, Broadwell, Zen 2: at most 80%); ten and twelve do. Only a
+// matmul proper (one reduce): a convolution's unrolled taps need more registers. llvm-mca on the
+// k-step loop, share of two FMAs a cycle, 4 rows then 6 (1536^3) or 5 (1000^3): Haswell and Zen 2
+// 79% -> 99%, Skylake and Alder Lake 99% either way. Timed on an AVX-512 host running the AVX2
+// code (new over old, medians of per-run minimums, 6 alternating pairs): 1536^3 0.89x, 500^3
+// 0.91x, 255^3 0.87x (no padded row any more), 1000^3 0.99x; train_step's 10 x 512 x 256 gradient
+// one tile of 5 twice: 0.86x by minimums, 1.08x by medians. Padded (Zen 3, kernel 10th
+// percentiles of 60 runs, alternating pairs, 6 rows over 4): 512^3 to 516 rows 0.92x (5 of 5),
+// 1024^3 to 1026 0.95x (4 of 4). (Gated, the padded rows were branches in the k loop and the
+// broadcasts spilled: 1024^3 42 ms against 16.)
+int64_t avx2_tile_rows(const KernelShape& k, const OptPlan& plan, const UOp& r, int64_t want) {
+  const int64_t n = remaining(r, plan.opts()), six = want + want / 2;
+  for (int64_t rows : {six, want + want / 4})
     if (n > 0 && n % rows == 0) return rows;
+  const bool clamps = std::all_of(k.load_indices.begin(), k.load_indices.end(), [&](const UOp& idx) {
+    int64_t s = 0;
+    return stride_of(idx, r, s) && (s == 0 || std::abs(s) > 1);
+  });
+  if (n > 0 && ((n + six - 1) / six * six - n) * kClampedPadShare < n && clamps) return six;
   return tile_amount(plan, r, want);
 }
 
@@ -394,7 +406,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
     else if (!taps_rows && remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
       if (int64_t rows = wide_cpu                            ? cpu_tile_rows(plan, *it, tile_rows * 2)
-                         : avx2_cpu && k.reduce.size() == 1 ? avx2_tile_rows(plan, *it, tile_rows * 2)
+                         : avx2_cpu && k.reduce.size() == 1 ? avx2_tile_rows(k, plan, *it, tile_rows * 2)
                                                              : tile_amount(plan, *it, tile_rows * 2);
           !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
           rows > 1 && pad_to(plan, *it, rows) && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
