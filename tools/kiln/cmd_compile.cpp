@@ -84,7 +84,8 @@ int run_compile(const std::vector<std::string>& args) {
       "source", po::value<std::string>(), "a source file in the backend's language (with --entry)")(
       "entry", po::value<std::string>(), "the kernel function of --source")(
       "opts", po::value<std::string>(),
-      "optimisation actions for every kernel of --workload instead of the heuristic's, e.g. \"UPCAST(1, 8, vector) THREAD(0, 2)\"")(
+      "optimisation actions for every kernel of --workload instead of the heuristic's, e.g. \"UPCAST(1, 8, vector) THREAD(0, 2)\"; "
+      "their axes are the kernel's after the early passes (KILN_DEBUG=2 shows the actions of every kernel that ran)")(
       "output,o", po::value<std::string>(), "directory (workload) or file (source) to write to")("json",
                                                                                                   "machine-readable output");
   po::variables_map vm;
