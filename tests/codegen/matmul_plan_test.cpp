@@ -423,8 +423,8 @@ TEST(Stage, GivenStagesComputeTheReference) {
 // On a 32-register CPU a matmul's tile takes up to 10 rows where that divides the rows (fewer
 // passes over B's panel), else 8, padded when cheap; a 16-register CPU (AVX2) takes 6 or 5 where
 // that divides (ten or twelve accumulators hide a 5-cycle FMA), else 6 padded where that adds
-// less than a 32nd and A's rows clamp (not A.T's: its rows are contiguous, a gate), else 4, and a
-// convolution keeps 4 (its unrolled taps need the registers).
+// less than a 32nd, the reduce is deep and A's rows clamp (not A.T's: its rows are contiguous, a
+// gate), else 4, and a convolution keeps 4 (its unrolled taps need the registers).
 TEST(Tile, RowsThatDivideBeatPaddedRows) {
   auto rows_of = [](const std::vector<Opt>& opts) {
     for (const Opt& o : opts)
@@ -442,6 +442,8 @@ TEST(Tile, RowsThatDivideBeatPaddedRows) {
   EXPECT_EQ(rows(1024, avx2), 6) << "padded to 1026";
   EXPECT_EQ(rows(1001, avx2), 6) << "padded to 1002";
   EXPECT_EQ(rows(128, avx2), 4) << "132 would add a 32nd";
+  EXPECT_EQ(rows_of(to_program(kernel_of(ref({1024, 10}).matmul(ref({10, 256}))), avx2).opts), 4)
+      << "a reduce of 10 steps: its stores bound it, padded rows cost as much as real ones";
   EXPECT_EQ(rows_of(to_program(kernel_of(ref({64, 1024}).transpose().matmul(ref({64, 256}))), avx2).opts), 4)
       << "A.T's rows are contiguous: padded ones would be gated";
   expect_matmul(30, 50, 70, avx512);  // tiles of 10 rows

@@ -29,6 +29,10 @@ constexpr int64_t kPadShare = 4;
 // 1/kClampedPadShare of them: 12 accumulators gain 5-8% over 8, more padding eats it (a
 // convolution's 64 channels padded to 66 measured no gain).
 constexpr int64_t kClampedPadShare = 32;
+// ... and only where the reduce takes at least this many steps: a shallow one (train_step's 256 x
+// 10 @ 10 x 512) is bound by its stores, and padded measured no faster (0.07-0.10 ms against
+// 0.06-0.08).
+constexpr int64_t kDeepReduce = 64;
 // Kernels with fewer operations than this stay on one thread (a launch across the pool costs more).
 constexpr int64_t kThreadWork = 65536;
 
@@ -123,18 +127,18 @@ int64_t cpu_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
   return tile_amount(plan, r, want);
 }
 
-// A matmul tile's rows on a 16-register CPU (AVX2): 6 (12 accumulators; with B's two vectors and
-// a broadcast 15 of the 16 registers) where 6 divides the rows, else 5 where that divides, else 6
-// padded where that adds less than a 32nd of the rows and every load moving along them clamps
-// (pad_range: a padded output row reads the last real row, no gate in the k loop), else
-// tile_amount's `want` (4). Eight accumulators keep two FMA ports busy where an FMA takes 4 cycles
-// (Skylake, Zen 3) but not 5 (Haswell, Broadwell, Zen 2: at most 80%); ten and twelve do. Only a
-// matmul proper (one reduce): a convolution's unrolled taps need more registers. llvm-mca on the
-// k-step loop, share of two FMAs a cycle, 4 rows then 6 (1536^3) or 5 (1000^3): Haswell and Zen 2
-// 79% -> 99%, Skylake and Alder Lake 99% either way. Timed on an AVX-512 host running the AVX2
-// code (new over old, medians of per-run minimums, 6 alternating pairs): 1536^3 0.89x, 500^3
-// 0.91x, 255^3 0.87x (no padded row any more), 1000^3 0.99x; train_step's 10 x 512 x 256 gradient
-// one tile of 5 twice: 0.86x by minimums, 1.08x by medians. Padded (Zen 3, kernel 10th
+// A matmul tile's rows on a 16-register CPU (AVX2): 6 (12 accumulators; with B's two vectors and a
+// broadcast 15 of the 16 registers) where 6 divides the rows, else 5 where that divides, else 6
+// padded where that adds less than a 32nd of the rows, the reduce is deep and every load moving
+// along them clamps (pad_range: a padded output row reads the last real row, no gate in the k
+// loop), else tile_amount's `want` (4). Eight accumulators keep two FMA ports busy where an FMA
+// takes 4 cycles (Skylake, Zen 3) but not 5 (Haswell, Broadwell, Zen 2: at most 80%); ten and
+// twelve do. Only a matmul proper (one reduce): a convolution's unrolled taps need more registers.
+// llvm-mca on the k-step loop, share of two FMAs a cycle, 4 rows then 6 (1536^3) or 5 (1000^3):
+// Haswell and Zen 2 79% -> 99%, Skylake and Alder Lake 99% either way. Timed on an AVX-512 host
+// running the AVX2 code (new over old, medians of per-run minimums, 6 alternating pairs): 1536^3
+// 0.89x, 500^3 0.91x, 255^3 0.87x (no padded row any more), 1000^3 0.99x; train_step's 10 x 512 x
+// 256 gradient one tile of 5 twice: 0.86x by minimums, 1.08x by medians. Padded (Zen 3, kernel 10th
 // percentiles of 60 runs, alternating pairs, 6 rows over 4): 512^3 to 516 rows 0.92x (5 of 5),
 // 1024^3 to 1026 0.95x (4 of 4). (Gated, the padded rows were branches in the k loop and the
 // broadcasts spilled: 1024^3 42 ms against 16.)
@@ -146,7 +150,8 @@ int64_t avx2_tile_rows(const KernelShape& k, const OptPlan& plan, const UOp& r, 
     int64_t s = 0;
     return stride_of(idx, r, s) && (s == 0 || std::abs(s) > 1);
   });
-  if (n > 0 && ((n + six - 1) / six * six - n) * kClampedPadShare < n && clamps) return six;
+  const bool deep = !k.reduce.empty() && const_size(k.reduce[0]) >= kDeepReduce;  // else the stores bound it
+  if (n > 0 && ((n + six - 1) / six * six - n) * kClampedPadShare < n && clamps && deep) return six;
   return tile_amount(plan, r, want);
 }
 
