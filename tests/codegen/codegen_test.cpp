@@ -601,8 +601,9 @@ TEST(Transcendental, Sin) {
 
 // A padded output axis reads the last real element where its loads step over it (a matmul's rows
 // of A): clamped, not gated, so a register tile's padded rows are no branches in its k loop. Only
-// the store is gated; a load contiguous along the axis (A.T's rows, a vector candidate) keeps its
-// gate.
+// the store is gated; a load contiguous or nearly so along the axis (A.T's rows; rows 2 to 4
+// apart: a vector or shuffle candidate) keeps its gate, and STAGE sees through the clamp
+// (Stage.BothTransposedStagesBothInputs).
 TEST(Opt, PaddedOutputRowsReadTheLastRowUngated) {
   Target t = cpu_target();
   auto gates = [&](const UOp& k, int64_t slot) {
@@ -619,6 +620,7 @@ TEST(Opt, PaddedOutputRowsReadTheLastRowUngated) {
   };
   EXPECT_EQ(gates(kernel_of(in({7, 13}).matmul(in({13, 16}))), 1), std::pair(0, 1)) << "A's rows: clamped";
   EXPECT_EQ(gates(kernel_of(in({13, 7}).transpose().matmul(in({13, 16}))), 1), std::pair(1, 0)) << "A.T's rows: gated";
+  EXPECT_EQ(gates(kernel_of(in({7, 3}).matmul(in({3, 16}))), 1), std::pair(1, 0)) << "rows 3 apart: a shuffle's, gated";
 }
 
 // PADTO grows an odd axis to a multiple of its amount: then a vector of that amount divides it.

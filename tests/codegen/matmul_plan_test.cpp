@@ -344,7 +344,8 @@ TEST(Stage, ATransposedThatLeavesTheL2StagesBothInputs) {
 
 // A.T @ B.T (A stored K x M, its columns far apart; B stored N x K, read across its columns) gets
 // the same plan as A.T @ B: both inputs staged, the row tiles outside (the staged B panels are
-// what the x @ w.T plan stages too); and the kernel computes the product on several widths.
+// what the x @ w.T plan stages too), also with odd sizes; and the kernel computes the product on
+// several widths.
 TEST(Stage, BothTransposedStagesBothInputs) {
   auto plan = [&](int64_t m, int64_t k, int64_t n, const Target& t) {
     return to_program(kernel_of(ref({k, m}).transpose().matmul(ref({n, k}).transpose())), t).opts;
@@ -363,6 +364,13 @@ TEST(Stage, BothTransposedStagesBothInputs) {
     SCOPED_TRACE(opts_text(plan(544, 160, 256, t)));
     expect_matmul(544, 160, 256, t, true, true);
   }
+  // odd sizes: padded columns of B.T (read 777 apart, clamped) are staged all the same
+  // (regression: the clamp hid the panel's strides from STAGE and the plan fell back to scalars)
+  SCOPED_TRACE(opts_text(plan(1001, 777, 513, avx2)));
+  EXPECT_EQ(count(plan(1001, 777, 513, avx2), OptOp::STAGE), 2);
+  const std::vector<Opt> small = plan(545, 160, 257, avx2);  // B's panel staged, its padded columns clamped
+  EXPECT_EQ(count(small, OptOp::STAGE), 1) << opts_text(small);
+  expect_matmul(545, 160, 257, avx2, true, true);
 }
 
 // A vector times a matrix (or fewer rows than a tile takes) whose B does not fit the L2 walks B

@@ -136,7 +136,6 @@ class Vectorizer {
   // the last element the gather reads (the last one ends exactly there). Under a gate (a padded
   // axis), a loaded element between the gather's elements j and j+1 is read only when both are
   // valid: it lies between two elements of the buffer, so it is one too.
-  static constexpr int64_t kMaxShuffleStride = 4;
   UOp strided_load(const UOp& x) {
     const UOp& index = x.src(0);
     int64_t s;

@@ -165,6 +165,16 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   return dn.is_const() && dn.arg_int() == stride * (n - 1);
 }
 
+UOp without_clamps(const UOp& idx) {
+  std::vector<std::pair<UOp, UOp>> clamps;
+  for (const UOp& u : toposort(idx)) {
+    if (u.op() != Ops::WHERE || u.src(0).op() != Ops::CMPLT || !(u.src(0).src(0) == u.src(1))) continue;
+    const UOp &n = u.src(0).src(1), &last = u.src(2);
+    if (n.is_const() && last.is_const() && last.arg_int() == n.arg_int() - 1) clamps.push_back({u, u.src(1)});
+  }
+  return clamps.empty() ? idx : substitute(idx, clamps);
+}
+
 int64_t const_size(const UOp& r) { return r.src(0).is_const() ? r.src(0).arg_int() : 0; }
 
 int64_t remaining(const UOp& r, std::span<const Opt> opts) {
@@ -239,8 +249,8 @@ bool zero_when_masked(const UOp& x, const UOp& valid) {
   }
 }
 
-// PADTO: range r grows to a multiple of `amount`; every access along it is gated by r < n and a
-// reduce over it takes the identity for the masked iterations.
+// PADTO: range r grows to a multiple of `amount`; every access along it is gated by r < n (or
+// clamped, below) and a reduce over it takes the identity for the masked iterations.
 UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   const int64_t n = const_size(r);
   std::vector<int64_t> arg = r.arg_ints();
@@ -254,9 +264,9 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   PtrMap<UOp> done;
   // A load along a padded output axis reads the last real element instead (clamped, not gated):
   // the padded iterations' results are never stored, and a gate is a branch in the loop around
-  // it (a 6-row tile over 512 rows: six branches per k step). Not for an access contiguous along
-  // the axis (it may become a vector: one masked load), one inside a gated access, or one whose
-  // address reads a load.
+  // it (a 6-row tile over 512 rows: six branches per k step). Not for an access contiguous or
+  // nearly so along the axis (it may become a vector: one masked load, or a few and a shuffle,
+  // kMaxShuffleStride), one inside a gated access, or one whose address reads a load.
   const bool output_axis = range_type(r) == AxisType::LOOP;
   const UOp last = valid.where(padded, UOp::cindex(n - 1));
   PtrMap<char> stored;
@@ -264,7 +274,7 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
     if (u.op() == Ops::STORE) stored[u.src(0).node()] = 1;
   auto clamps = [&](const UOp& u, const UOp& x) {
     int64_t s = 0;
-    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !stride_of(x.src(1), padded, s) || std::abs(s) <= 1) return false;
+    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !stride_of(x.src(1), padded, s) || std::abs(s) <= kMaxShuffleStride) return false;
     const std::vector<UOp> sub = toposort(x.src(1));
     return std::none_of(sub.begin(), sub.end(), [](const UOp& v) { return v.op() == Ops::LOAD; });
   };

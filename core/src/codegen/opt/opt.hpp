@@ -15,7 +15,9 @@
 //   PADTO   pads an output or reduce axis up to a multiple of `amount`, so a later UPCAST, UNROLL
 //           or vector of `amount` divides it (odd and prime sizes keep the fast path). The padded
 //           iterations are masked: every load and store along the axis is gated (a gated load
-//           reads nothing and yields 0), and a reduce over the axis adds its identity for them
+//           reads nothing and yields 0), and a reduce over the axis adds its identity for them;
+//           but a load stepping over an output axis by more than kMaxShuffleStride elements reads
+//           the axis' last real element instead (clamped: no branch in the loops inside it)
 //   BLOCK   cuts a reduce axis into blocks of `amount`: the loop over blocks (a new BLOCK axis)
 //           runs outside the output loops and each block adds its partial sums into the output
 //           (block.cpp; CPU targets; an ADD reduce stored in its own dtype, its epilogue run in
@@ -175,6 +177,10 @@ bool pad_to(OptPlan& plan, const UOp& r, int64_t amount);
 // STAGE (stage.cpp). The buffer lives on the stack of the thread running the kernel: at most
 // this many bytes (thread stacks are 8 MiB on Linux; a larger panel is not staged).
 inline constexpr int64_t kMaxStageBytes = int64_t{256} << 10;
+// A vector gather whose index moves by 2 to this many elements a lane is the few vector loads that
+// cover its span and a pick of their lanes (expander.cpp); PADTO gates such accesses rather than
+// clamp them (a clamp is no stride, and the lanes would be gathered one by one).
+inline constexpr int64_t kMaxShuffleStride = 4;
 // Why STAGE(axis, amount) does not apply to `ast` (r is the range of `axis`), or "".
 std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt);
 // Applies it (stage_problem must be ""): the copy loops get axis ids from `first_axis` on.
@@ -203,6 +209,9 @@ UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vec
 
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
+// `idx` with PADTO's clamps of an output axis (where(e < n, e, n - 1), pad_range) replaced by e:
+// how an access moves along its ranges, for layouts (STAGE's), never for addresses.
+UOp without_clamps(const UOp& idx);
 int64_t range_axis(const UOp& r);
 // The kernel's ranges (toposort order).
 std::vector<UOp> ranges_of(const UOp& ast);

@@ -78,7 +78,8 @@ std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Stagin
     if (r.op() != Ops::RANGE || std::find(outer.begin(), outer.end(), r) != outer.end()) continue;
     if (!r.src(0).is_const()) return cat("axis ", range_axis(r), " has a symbolic size");
     int64_t stride;
-    if (!stride_of(index.src(1), r, stride)) return cat("the index of input ", opt.amount, " is not linear in axis ", range_axis(r));
+    if (!stride_of(without_clamps(index.src(1)), r, stride))
+      return cat("the index of input ", opt.amount, " is not linear in axis ", range_axis(r));
     s.elems *= const_size(r);
     if (range_vectorized(r)) lanes = r;
     else by_stride.push_back({stride, r});
