@@ -116,10 +116,10 @@ int64_t tile_amount(const OptPlan& plan, const UOp& r, int64_t want) {
 // A matmul tile's rows on an AVX-512 CPU: up to a quarter more than `want` when that divides the
 // rows (10 for 8: 20 accumulators, 23 of its 32 registers), else tile_amount's (measured there
 // only; 16-register targets keep theirs). An exact tile computes no padded rows (those read A's
-// last row again, pad_range), and a taller tile reads B's panel fewer times. A/B on AVX-512, interleaved pairs, kernel time: 1000^3 10 rows
-// over 8 0.94x (9 of 10 pairs faster), 500^3 10 over 8 padded to 504 0.95x (10 of 12), 999^3
-// 9 over 8 padded to 1000 0.97x (8 of 10), train_step's 10 x 512 x 256 gradient one tile of 10
-// over two of 5 0.61x (10 of 10).
+// last row again, pad_range), and a taller tile reads B's panel fewer times. A/B on AVX-512,
+// interleaved pairs, kernel time: 1000^3 10 rows over 8 0.94x (9 of 10 pairs faster), 500^3 10 over
+// 8 padded to 504 0.95x (10 of 12), 999^3 9 over 8 padded to 1000 0.97x (8 of 10), train_step's 10
+// x 512 x 256 gradient one tile of 10 over two of 5 0.61x (10 of 10).
 int64_t cpu_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
   const int64_t n = remaining(r, plan.opts());
   for (int64_t rows = want + want / 4; rows >= want; --rows)

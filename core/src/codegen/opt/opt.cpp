@@ -274,7 +274,8 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
     if (u.op() == Ops::STORE) stored[u.src(0).node()] = 1;
   auto clamps = [&](const UOp& u, const UOp& x) {
     int64_t s = 0;
-    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !stride_of(x.src(1), padded, s) || std::abs(s) <= kMaxShuffleStride) return false;
+    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2) return false;
+    if (!stride_of(x.src(1), padded, s) || std::abs(s) <= kMaxShuffleStride) return false;
     const std::vector<UOp> sub = toposort(x.src(1));
     return std::none_of(sub.begin(), sub.end(), [](const UOp& v) { return v.op() == Ops::LOAD; });
   };
