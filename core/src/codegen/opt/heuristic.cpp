@@ -146,10 +146,8 @@ int64_t avx2_tile_rows(const KernelShape& k, const OptPlan& plan, const UOp& r, 
   const int64_t n = remaining(r, plan.opts()), six = want + want / 2;
   for (int64_t rows : {six, want + want / 4})
     if (n > 0 && n % rows == 0) return rows;
-  const bool clamps = std::all_of(k.load_indices.begin(), k.load_indices.end(), [&](const UOp& idx) {
-    int64_t s = 0;
-    return stride_of(idx, r, s) && (s == 0 || std::abs(s) > kMaxShuffleStride);
-  });
+  const bool clamps = std::all_of(k.load_indices.begin(), k.load_indices.end(),
+                                  [&](const UOp& idx) { return has_stride(idx, r, 0) || clamps_along(idx, r); });
   const bool deep = !k.reduce.empty() && const_size(k.reduce[0]) >= kDeepReduce;  // else the stores bound it
   if (n > 0 && ((n + six - 1) / six * six - n) * kClampedPadShare < n && clamps && deep) return six;
   return tile_amount(plan, r, want);

@@ -165,6 +165,11 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   return dn.is_const() && dn.arg_int() == stride * (n - 1);
 }
 
+bool clamps_along(const UOp& idx, const UOp& r) {
+  int64_t s = 0;
+  return stride_of(idx, r, s) && std::abs(s) > kMaxShuffleStride;
+}
+
 UOp without_clamps(const UOp& idx) {
   std::vector<std::pair<UOp, UOp>> clamps;
   for (const UOp& u : toposort(idx)) {
@@ -273,9 +278,7 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   for (const UOp& u : toposort(out))
     if (u.op() == Ops::STORE) stored[u.src(0).node()] = 1;
   auto clamps = [&](const UOp& u, const UOp& x) {
-    int64_t s = 0;
-    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2) return false;
-    if (!stride_of(x.src(1), padded, s) || std::abs(s) <= kMaxShuffleStride) return false;
+    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !clamps_along(x.src(1), padded)) return false;
     const std::vector<UOp> sub = toposort(x.src(1));
     return std::none_of(sub.begin(), sub.end(), [](const UOp& v) { return v.op() == Ops::LOAD; });
   };

@@ -209,6 +209,9 @@ UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vec
 
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
+// Whether PADTO on output axis `r` clamps a load at `idx` instead of gating it: the load steps
+// over r by more than kMaxShuffleStride elements (pad_range; the heuristic asks before padding).
+bool clamps_along(const UOp& idx, const UOp& r);
 // `idx` with PADTO's clamps of an output axis (where(e < n, e, n - 1), pad_range) replaced by e:
 // how an access moves along its ranges, for layouts (STAGE's), never for addresses.
 UOp without_clamps(const UOp& idx);
