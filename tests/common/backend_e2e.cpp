@@ -105,6 +105,14 @@ void check_odd_sizes(const std::string& device) {
                            device);
   expect_matches_reference({"odd_softmax", {m}, [](const std::vector<Tensor>& t) { return t[0].softmax(0); }, nullptr},
                            device);
+  // columns padded to whole vectors (61 -> 64) and rows to the tile (19 -> 20): the padded lanes
+  // read the last real column or row (clamped, pad_range) and are never stored; A.T's rows too
+  HostArray a = make_array({19, 37}, dtypes::float32, 5), at = make_array({37, 19}, dtypes::float32, 6),
+            b = make_array({37, 61}, dtypes::float32, 7);
+  expect_matches_reference({"padded_matmul", {a, b}, [](const std::vector<Tensor>& t) { return t[0].matmul(t[1]); }, nullptr},
+                           device);
+  expect_matches_reference(
+      {"padded_matmul_at", {at, b}, [](const std::vector<Tensor>& t) { return t[0].transpose().matmul(t[1]); }, nullptr}, device);
 }
 
 void check_long_reductions(const std::string& device) {

@@ -165,9 +165,11 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   return dn.is_const() && dn.arg_int() == stride * (n - 1);
 }
 
-bool clamps_along(const UOp& idx, const UOp& r) {
+bool clamps_along(const UOp& idx, const UOp& r, const Target* target) {
   int64_t s = 0;
-  return stride_of(idx, r, s) && std::abs(s) > kMaxShuffleStride;
+  const bool vectors_masked = !target || target->has(KILN_TARGET_HAS_MASKED_VECTORS);
+  // (an index clamped by an earlier PADTO stays in bounds when r's padding clamps again)
+  return stride_of(without_clamps(idx), r, s) && (std::abs(s) > kMaxShuffleStride || (!vectors_masked && s != 0));
 }
 
 UOp without_clamps(const UOp& idx) {
@@ -256,7 +258,7 @@ bool zero_when_masked(const UOp& x, const UOp& valid) {
 
 // PADTO: range r grows to a multiple of `amount`; every access along it is gated by r < n (or
 // clamped, below) and a reduce over it takes the identity for the masked iterations.
-UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
+UOp pad_range(const UOp& ast, const UOp& r, int64_t amount, const Target* target) {
   const int64_t n = const_size(r);
   std::vector<int64_t> arg = r.arg_ints();
   UOp padded = UOp::make(Ops::RANGE, r.dtype(), {UOp::cindex((n + amount - 1) / amount * amount)}, Arg{arg});
@@ -278,7 +280,7 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount) {
   for (const UOp& u : toposort(out))
     if (u.op() == Ops::STORE) stored[u.src(0).node()] = 1;
   auto clamps = [&](const UOp& u, const UOp& x) {
-    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !clamps_along(x.src(1), padded)) return false;
+    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !clamps_along(x.src(1), padded, target)) return false;
     const std::vector<UOp> sub = toposort(x.src(1));
     return std::none_of(sub.begin(), sub.end(), [](const UOp& v) { return v.op() == Ops::LOAD; });
   };
@@ -409,7 +411,7 @@ UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   const OptAction& a = opt_action(opt.op);
   UOp r = find_axis(ast, opt.axis);
   if (a.split == OptSplit::exchange) return swap_loops(ast, r, find_axis(ast, opt.amount));
-  if (a.split == OptSplit::pad) return pad_range(ast, r, opt.amount);
+  if (a.split == OptSplit::pad) return pad_range(ast, r, opt.amount, target);
   if (a.split == OptSplit::stage) return stage_operand(ast, r, opt, next_axis(ast));
   if (a.split == OptSplit::blocks) return block_reduce(ast, r, opt, next_axis(ast));
   const UOp& size = r.src(0);

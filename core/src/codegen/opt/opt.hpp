@@ -16,8 +16,9 @@
 //           or vector of `amount` divides it (odd and prime sizes keep the fast path). The padded
 //           iterations are masked: every load and store along the axis is gated (a gated load
 //           reads nothing and yields 0), and a reduce over the axis adds its identity for them;
-//           but a load stepping over an output axis by more than kMaxShuffleStride elements reads
-//           the axis' last real element instead (clamped: no branch in the loops inside it)
+//           but a load stepping over an output axis by more than kMaxShuffleStride elements (any
+//           step, on a target without masked vectors) reads the axis' last real element instead
+//           (clamped: no branch in the loops inside it)
 //   BLOCK   cuts a reduce axis into blocks of `amount`: the loop over blocks (a new BLOCK axis)
 //           runs outside the output loops and each block adds its partial sums into the output
 //           (block.cpp; CPU targets; an ADD reduce stored in its own dtype, its epilogue run in
@@ -210,8 +211,10 @@ UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vec
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
 // Whether PADTO on output axis `r` clamps a load at `idx` instead of gating it: the load steps
-// over r by more than kMaxShuffleStride elements (pad_range; the heuristic asks before padding).
-bool clamps_along(const UOp& idx, const UOp& r);
+// over r by more than kMaxShuffleStride elements, or at all where `target` has no masked vectors
+// (a gated vector there is gated lanes anyway; a null target has them) (pad_range; the heuristic
+// asks before padding).
+bool clamps_along(const UOp& idx, const UOp& r, const Target* target = nullptr);
 // `idx` with PADTO's clamps of an output axis (where(e < n, e, n - 1), pad_range) replaced by e:
 // how an access moves along its ranges, for layouts (STAGE's), never for addresses.
 UOp without_clamps(const UOp& idx);
