@@ -186,6 +186,23 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
     EXPECT_EQ(vector_axis(big), 0) << big.str();
     EXPECT_TRUE(big.has(OptOp::BLOCK)) << big.str();
   }
+  // a pointwise panel larger than half the L1d (1 vector x 8 channels x 2048 x 4 bytes: 64 KiB
+  // against 16) is staged in blocks of input channels that fit it; a larger L1d takes it whole
+  const Tensor pointwise = in({1, 2048, 7, 7}).conv2d(in({512, 2048, 1, 1}));
+  for (uint64_t l1 : {uint64_t{32} << 10, uint64_t{1} << 20}) {
+    Target t = avx2;
+    t.l1d_bytes = l1;
+    Chosen c = main_kernel(pointwise, t);
+    const auto block = std::find_if(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::BLOCK; });
+    EXPECT_TRUE(c.has(OptOp::STAGE)) << c.str();
+    if (l1 > (uint64_t{64} << 10)) {
+      EXPECT_EQ(block, c.opts.end()) << c.str();
+      continue;
+    }
+    ASSERT_NE(block, c.opts.end()) << c.str();
+    EXPECT_LE(block->amount * 8 * 4, static_cast<int64_t>(l1 / 2)) << c.str();
+    EXPECT_GE(block->amount, 64) << c.str();
+  }
   // (a cast to float16 after the sum would round blocks' partial sums, and one vector's panel,
   // 288 KiB, does not fit a stage buffer either)
   for (const Tensor& out : {in({1, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1),
