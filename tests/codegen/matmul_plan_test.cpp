@@ -432,7 +432,8 @@ TEST(Stage, GivenStagesComputeTheReference) {
 // passes over B's panel), else 8, padded when cheap; a 16-register CPU (AVX2) takes 6 or 5 where
 // that divides (ten or twelve accumulators hide a 5-cycle FMA), else 6 padded where that adds
 // less than a 32nd, the reduce is deep and A's rows clamp (not A.T's: its rows are contiguous, a
-// gate), else 4, and a convolution keeps 4 (its unrolled taps need the registers).
+// gate, unless A.T is staged), else 4, and a convolution keeps 4 (its unrolled taps need the
+// registers).
 TEST(Tile, RowsThatDivideBeatPaddedRows) {
   auto rows_of = [](const std::vector<Opt>& opts) {
     for (const Opt& o : opts)
@@ -454,6 +455,17 @@ TEST(Tile, RowsThatDivideBeatPaddedRows) {
       << "a reduce of 10 steps: its stores bound it, padded rows cost as much as real ones";
   EXPECT_EQ(rows_of(to_program(kernel_of(ref({64, 1024}).transpose().matmul(ref({64, 256}))), avx2).opts), 4)
       << "A.T's rows are contiguous: padded ones would be gated";
+  // staged with B (stage_both: A.T's k steps 4 KiB apart), A.T's gates stay in its copy: 6 rows,
+  // padded to 1026 with both inputs staged; 1001 rows padded to 1002 compute the product (B past
+  // a 16 KiB L2: column panels, staged)
+  const std::vector<Opt> at = to_program(kernel_of(ref({1024, 1024}).transpose().matmul(ref({1024, 1024}))), avx2).opts;
+  EXPECT_EQ(rows_of(at), 6) << opts_text(at);
+  EXPECT_EQ(std::count_if(at.begin(), at.end(), [](const Opt& o) { return o.op == OptOp::STAGE; }), 2) << opts_text(at);
+  Target small_l2 = avx2;
+  small_l2.l2_bytes = 16 << 10;
+  const std::vector<Opt> odd = to_program(kernel_of(ref({256, 1001}).transpose().matmul(ref({256, 512}))), small_l2).opts;
+  EXPECT_EQ(rows_of(odd), 6) << opts_text(odd);
+  expect_matmul(1001, 256, 512, small_l2, /*a_transposed=*/true);
   expect_matmul(30, 50, 70, avx512);  // tiles of 10 rows
   expect_matmul(45, 33, 40, avx512);  // of 9
   expect_matmul(42, 33, 40, avx2);    // of 6

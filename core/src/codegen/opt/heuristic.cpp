@@ -142,12 +142,15 @@ int64_t cpu_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
 // percentiles of 60 runs, alternating pairs, 6 rows over 4): 512^3 to 516 rows 0.92x (5 of 5),
 // 1024^3 to 1026 0.95x (4 of 4). (Gated, the padded rows were branches in the k loop and the
 // broadcasts spilled: 1024^3 42 ms against 16.)
-int64_t avx2_tile_rows(const KernelShape& k, const OptPlan& plan, const UOp& r, int64_t want) {
+// `staged`: the loads that move along the rows will be staged (their gates stay in the copy; the
+// caller keeps the plan only if they are: stage_both).
+int64_t avx2_tile_rows(const KernelShape& k, const OptPlan& plan, const UOp& r, int64_t want, bool staged) {
   const int64_t n = remaining(r, plan.opts()), six = want + want / 2;
   for (int64_t rows : {six, want + want / 4})
     if (n > 0 && n % rows == 0) return rows;
-  const bool clamps = std::all_of(k.load_indices.begin(), k.load_indices.end(),
-                                  [&](const UOp& idx) { return has_stride(idx, r, 0) || clamps_along(idx, r); });
+  const bool clamps = staged || std::all_of(k.load_indices.begin(), k.load_indices.end(), [&](const UOp& idx) {
+                        return has_stride(idx, r, 0) || clamps_along(idx, r);
+                      });
   const bool deep = !k.reduce.empty() && const_size(k.reduce[0]) >= kDeepReduce;  // else the stores bound it
   if (n > 0 && ((n + six - 1) / six * six - n) * kClampedPadShare < n && clamps && deep) return six;
   return tile_amount(plan, r, want);
@@ -350,7 +353,7 @@ namespace {
 // The heuristic's plan. `across`: a matmul whose B is read across its columns (x @ w.T: w's rows
 // are the output columns, contiguous along K) tiled as a matmul anyway, its vector loads of B
 // gathers until the panel is staged (the caller keeps the plan only if it is).
-OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
+OptPlan plan_kernel(const UOp& ast, const Target& target, bool across, bool rows_staged = false) {
   OptPlan plan(ast, target);
   KernelShape k = inspect_kernel(ast);
   if (!k.store_index) return plan;
@@ -413,7 +416,7 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across) {
     else if (!taps_rows && remaining(contiguous, opts) % 2 == 0) plan.add({OptOp::UPCAST, range_axis(contiguous), 2});
     for (auto it = k.out.rbegin(); it != k.out.rend(); ++it)
       if (int64_t rows = wide_cpu                            ? cpu_tile_rows(plan, *it, tile_rows * 2)
-                         : avx2_cpu && k.reduce.size() == 1 ? avx2_tile_rows(k, plan, *it, tile_rows * 2)
+                         : avx2_cpu && k.reduce.size() == 1 ? avx2_tile_rows(k, plan, *it, tile_rows * 2, rows_staged)
                                                              : tile_amount(plan, *it, tile_rows * 2);
           !(*it == contiguous) && const_size(*it) >= 8 && reuses_loads_of(k, *it, contiguous, rows) &&
           rows > 1 && pad_to(plan, *it, rows) && plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
@@ -603,6 +606,22 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
 // down its columns too (A.T @ B.T), both inputs staged, the row tiles outside (stage_both; Zen 3,
 // best of 15 calls, two rounds: 1024 x 512 over K = 768 18-20 -> 6.6-8.0 ms, the search had found
 // 11-12; 1024^3 49 -> 21 ms; 1001 x 513 over 777 11.6 -> 9.5 ms; torch 7.4, 18.7, 8.8).
+// Whether some load moves contiguously along an output axis other than the contiguous one (A.T's
+// rows in A.T @ B).
+bool reads_down_columns(const KernelShape& k) {
+  return k.reduce.size() == 1 && std::any_of(k.out.begin(), k.out.end(), [&](const UOp& r) {
+           return !(r == k.contiguous) && std::any_of(k.load_indices.begin(), k.load_indices.end(),
+                                                      [&](const UOp& idx) { return has_stride(idx, r, 1); });
+         });
+}
+
+// Whether a plan stages both inputs of a matmul around its row tiles (stage_both's plan: two
+// stages, no swap).
+bool staged_both(const OptPlan& p) {
+  const auto count = [&](OptOp op) { return std::count_if(p.opts().begin(), p.opts().end(), [&](const Opt& o) { return o.op == op; }); };
+  return count(OptOp::STAGE) == 2 && count(OptOp::SWAP) == 0;
+}
+
 bool staged_across(const OptPlan& p) {
   int stages = 0;
   bool swapped = false;
@@ -628,6 +647,12 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
         const_size(k.contiguous) >= 2 * lanes && !contiguous_loads(k, k.contiguous, kMaxGatherStride))
       if (OptPlan p = plan_kernel(ast, target, true); staged_across(p)) return p;
   }
+  // an A read down its columns (A.T @ B) on AVX2: its loads along the rows are contiguous, so a
+  // padded row would gate them; staged with B (stage_both: two stages, no swap), the gates stay in
+  // A's copy and the tile takes 6 rows as A @ B does (1024^3: 4 rows 23-26 ms, 6 padded to 1026
+  // 18.8-19.9 over three alternating rounds; numpy 15-16)
+  if (target.has(KILN_TARGET_HAS_THREADS) && target.max_vector_width == 8 && reads_down_columns(inspect_kernel(ast)))
+    if (OptPlan p = plan_kernel(ast, target, false, true); staged_both(p)) return p;
   return plan_kernel(ast, target, false);
 }
 
