@@ -352,7 +352,9 @@ namespace {
 
 // The heuristic's plan. `across`: a matmul whose B is read across its columns (x @ w.T: w's rows
 // are the output columns, contiguous along K) tiled as a matmul anyway, its vector loads of B
-// gathers until the panel is staged (the caller keeps the plan only if it is).
+// gathers until the panel is staged (the caller keeps the plan only if it is). `rows_staged`: an
+// AVX2 tile may pad rows whose loads are contiguous (the caller keeps the plan only if it stages
+// them, staged_both).
 OptPlan plan_kernel(const UOp& ast, const Target& target, bool across, bool rows_staged = false) {
   OptPlan plan(ast, target);
   KernelShape k = inspect_kernel(ast);
@@ -599,13 +601,6 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
   return std::nullopt;
 }
 
-// x @ w.T with enough row tiles to pay for staging w (each thread copies all of it once): a dot
-// product kernel (lanes along K) folds the lanes of every output and runs its epilogue on
-// scalars; staged, it is the matmul kernel (mlp's 256 x 784 -> 512 layer: 0.87 -> 0.69 ms;
-// mlp_gelu's 512 x 512 -> 2048 with the gelu epilogue: 20 -> 9 ms for the pair). With an A read
-// down its columns too (A.T @ B.T), both inputs staged, the row tiles outside (stage_both; Zen 3,
-// best of 15 calls, two rounds: 1024 x 512 over K = 768 18-20 -> 6.6-8.0 ms, the search had found
-// 11-12; 1024^3 49 -> 21 ms; 1001 x 513 over 777 11.6 -> 9.5 ms; torch 7.4, 18.7, 8.8).
 // Whether some load moves contiguously along an output axis other than the contiguous one (A.T's
 // rows in A.T @ B).
 bool reads_down_columns(const KernelShape& k) {
@@ -622,6 +617,13 @@ bool staged_both(const OptPlan& p) {
   return count(OptOp::STAGE) == 2 && count(OptOp::SWAP) == 0;
 }
 
+// x @ w.T with enough row tiles to pay for staging w (each thread copies all of it once): a dot
+// product kernel (lanes along K) folds the lanes of every output and runs its epilogue on
+// scalars; staged, it is the matmul kernel (mlp's 256 x 784 -> 512 layer: 0.87 -> 0.69 ms;
+// mlp_gelu's 512 x 512 -> 2048 with the gelu epilogue: 20 -> 9 ms for the pair). With an A read
+// down its columns too (A.T @ B.T), both inputs staged, the row tiles outside (stage_both; Zen 3,
+// best of 15 calls, two rounds: 1024 x 512 over K = 768 18-20 -> 6.6-8.0 ms, the search had found
+// 11-12; 1024^3 49 -> 21 ms; 1001 x 513 over 777 11.6 -> 9.5 ms; torch 7.4, 18.7, 8.8).
 bool staged_across(const OptPlan& p) {
   int stages = 0;
   bool swapped = false;

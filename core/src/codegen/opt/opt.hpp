@@ -216,7 +216,8 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
 // asks before padding).
 bool clamps_along(const UOp& idx, const UOp& r, const Target* target = nullptr);
 // `idx` with PADTO's clamps of an output axis (where(e < n, e, n - 1), pad_range) replaced by e:
-// how an access moves along its ranges, for layouts (STAGE's), never for addresses.
+// how an access moves along its ranges, for layouts (STAGE's) and PADTO's clamp rule, never for
+// addresses.
 UOp without_clamps(const UOp& idx);
 int64_t range_axis(const UOp& r);
 // The kernel's ranges (toposort order).
