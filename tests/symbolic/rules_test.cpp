@@ -93,6 +93,11 @@ TEST(Symbolic, DivModFromBounds) {
   EXPECT_EQ(s((h * 8 + w + 9).idiv(16)), "((h+1)//2)");
   EXPECT_EQ(s((h * 8 + w + 9).mod(16)), "(((w+(h*8))+9)%16)") << "its remainder would be no smaller";
   EXPECT_EQ(s((h * 8 + x() + 9).idiv(16)), "(((x+(h*8))+9)//16)") << "x + 9 spans several rows: nothing to lend";
+  // a scaled sum counts as its terms: a stride-2 window over a 59-wide row (ky < 3, oy < 29), whose
+  // 60 = 59 + 1 leaves ky + 2*oy < 59 (the MOD stayed, and a padded oy could not drop it later)
+  UOp ky = UOp::variable("ky", 0, 2), oy = UOp::variable("oy", 0, 28);
+  EXPECT_EQ(s(((ky * 30 + oy) * 2).mod(59)), "(ky+(oy*2))");
+  EXPECT_EQ(s(((ky * 30 + oy) * 2).idiv(59)), "ky");
 }
 
 TEST(Symbolic, DivModRecombine) {

@@ -192,6 +192,33 @@ UOp if_not_larger(const UOp& candidate, const UOp& original) {
   return a < kTreeSizeSaturated && a <= b ? candidate : UOp{};
 }
 
+// Like split_sum, but a sum scaled by a constant counts as its terms, each scaled: (a + b)*k holds
+// a*k and b*k (only where every such product stays in the dtype, so the sum keeps its value).
+bool split_sum_scaled(const UOp& u, Terms& out, int64_t& offset) {
+  Term todo[kMaxTerms + 2];
+  size_t top = 0;
+  todo[top++] = {&u, 1};
+  while (top) {
+    if (out.n + top > kMaxTerms) return false;
+    auto [t, k] = todo[--top];
+    int64_t kk = 0;
+    if (t->op() == Ops::ADD && top + 2 <= std::size(todo)) {
+      todo[top++] = {&t->src(1), k};
+      todo[top++] = {&t->src(0), k};
+    } else if (t->is_const()) {
+      if (__builtin_mul_overflow(as_int(value_of(*t)), k, &kk) || __builtin_add_overflow(offset, kk, &offset)) return false;
+    } else if (t->op() == Ops::MUL && t->src(1).is_const() && !__builtin_mul_overflow(as_int(value_of(t->src(1))), k, &kk)) {
+      if (k != 1 && !mul_fits(t->src(0), kk)) return false;  // a distributed product must not wrap
+      if (t->src(0).op() == Ops::ADD) todo[top++] = {&t->src(0), kk};
+      else out.push({&t->src(0), kk});
+    } else {
+      if (k != 1 && !mul_fits(*t, k)) return false;
+      out.push({t, k});
+    }
+  }
+  return true;
+}
+
 // (a*k + b) // (k*m) = a // m and (a*k + b) % (k*m) = (a % m)*k + b when 0 <= b < k (then a >= 0,
 // since the numerator is): a flattened index divided by the size of a block of its axes, e.g.
 // ((r1*56 + r2) + r0*3136) // 50176 = r0 // 16 for a grouped convolution's group. A b within
@@ -224,9 +251,10 @@ UOp fold_divmod(const Match& m) {
   if (lo < 0) return {};
   if (hi < c) return is_div ? u.const_like(0) : num;
   if (lo / c == hi / c) return is_div ? u.const_like(lo / c) : num - (lo / c) * c;
+  // (a scaled sum counts as its terms: a strided window's ((ky*30 + y)*2) % 59 is ky + 2*y)
   Terms terms;
   int64_t offset = 0;
-  if (!split_sum(num, terms, offset)) return {};
+  if (!split_sum_scaled(num, terms, offset)) return {};
   // gcd of every factor with the divisor
   int64_t g = c;
   for (const Term& t : terms) g = std::gcd(g, t.k);
@@ -255,33 +283,6 @@ UOp fold_divmod(const Match& m) {
     return if_not_larger(rhi < c ? q : q + r.idiv(c), u);
   }
   return if_not_larger(rhi < c ? r : r.mod(c), u);
-}
-
-// Like split_sum, but a sum scaled by a constant counts as its terms, each scaled: (a + b)*k holds
-// a*k and b*k (only where every such product stays in the dtype, so the sum keeps its value).
-bool split_sum_scaled(const UOp& u, Terms& out, int64_t& offset) {
-  Term todo[kMaxTerms + 2];
-  size_t top = 0;
-  todo[top++] = {&u, 1};
-  while (top) {
-    if (out.n + top > kMaxTerms) return false;
-    auto [t, k] = todo[--top];
-    int64_t kk = 0;
-    if (t->op() == Ops::ADD && top + 2 <= std::size(todo)) {
-      todo[top++] = {&t->src(1), k};
-      todo[top++] = {&t->src(0), k};
-    } else if (t->is_const()) {
-      if (__builtin_mul_overflow(as_int(value_of(*t)), k, &kk) || __builtin_add_overflow(offset, kk, &offset)) return false;
-    } else if (t->op() == Ops::MUL && t->src(1).is_const() && !__builtin_mul_overflow(as_int(value_of(t->src(1))), k, &kk)) {
-      if (k != 1 && !mul_fits(t->src(0), kk)) return false;  // a distributed product must not wrap
-      if (t->src(0).op() == Ops::ADD) todo[top++] = {&t->src(0), kk};
-      else out.push({&t->src(0), kk});
-    } else {
-      if (k != 1 && !mul_fits(*t, k)) return false;
-      out.push({t, k});
-    }
-  }
-  return true;
 }
 
 // u as base + constant (the constant 0 when u is no such sum).
