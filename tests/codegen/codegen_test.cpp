@@ -610,6 +610,10 @@ TEST(Opt, PaddedOutputRowsReadTheLastRowUngated) {
   EXPECT_EQ(gates(kernel_of(in({7, 13}).matmul(in({13, 16}))), 1, t), std::pair(0, 1)) << "A's rows: clamped";
   EXPECT_EQ(gates(kernel_of(in({13, 7}).transpose().matmul(in({13, 16}))), 1, t), std::pair(1, 0)) << "A.T's rows: gated";
   EXPECT_EQ(gates(kernel_of(in({7, 3}).matmul(in({3, 16}))), 1, t), std::pair(1, 0)) << "rows 3 apart: a shuffle's, gated";
+  // where the columns have the vector lanes the rows never will (one vector axis per value): a
+  // load along them is a scalar, clamped (a gated scalar is a branch)
+  const UOp col_lanes = apply_opt(kernel_of(in({7, 3}).matmul(in({3, 16}))), Opt{OptOp::UPCAST, 1, 8, true}, &t);
+  EXPECT_EQ(gates(col_lanes, 1, t), std::pair(0, 1)) << "rows 3 apart beside column lanes: clamped";
   // without masked vectors a gated vector would be gated lanes anyway: every stride clamps
   const Target gpu = gpu_target();
   EXPECT_EQ(gates(kernel_of(in({13, 7}).transpose().matmul(in({13, 16}))), 1, gpu), std::pair(0, 1)) << "A.T's rows, no masks";

@@ -203,6 +203,14 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
     EXPECT_LE(block->amount * 8 * 4, static_cast<int64_t>(l1 / 2)) << c.str();
     EXPECT_GE(block->amount, 64) << c.str();
   }
+  // a prime width (29 columns after a stride of 2) is padded to the tile's 6 columns (2 vectors
+  // x 6: 12 accumulators of 16 registers); 28 keeps the 4 that divide it
+  for (const auto& [width, cols] : {std::pair{int64_t{57}, int64_t{6}}, std::pair{int64_t{56}, int64_t{4}}}) {
+    Chosen c = main_kernel(in({1, 64, width, width}).conv2d(in({128, 64, 3, 3}), std::nullopt, 2, 1), avx2);
+    EXPECT_EQ(vector_axis(c), 0) << c.str();
+    EXPECT_EQ(rows_along(c, 2), cols) << c.str();
+    EXPECT_EQ(c.has(OptOp::PADTO), width == 57) << c.str();
+  }
   // (a cast to float16 after the sum would round blocks' partial sums, and one vector's panel,
   // 288 KiB, does not fit a stage buffer either)
   for (const Tensor& out : {in({1, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1),

@@ -141,6 +141,7 @@ TEST_P(ShapeSweep, Conv2dOneDimensionAtATime) {
   }
   check_conv2d(GetParam(), 33, 31, 31, 17, 1, 1);  // everything odd at once
   check_conv2d(GetParam(), 16, 57, 57, 31, 2, 0);  // strided, no padding
+  check_conv2d(GetParam(), 16, 57, 57, 32, 2, 1);  // strided to a prime width (29): channel vectors, columns padded
 }
 
 // Strided loads along the vector axis (codegen/expander.cpp: the vector loads covering a stride

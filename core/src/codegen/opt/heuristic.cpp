@@ -525,6 +525,19 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across, bool rows
 // pointwise, 2048 -> 512 on 7 x 7 1.06 -> 0.52, 1024 -> 256 on 14 x 14 0.75 -> 0.38 (on 28 x 28,
 // wider than a vector, 1.08x slower: those keep their column vectors).
 constexpr int64_t kConvPanelBytes = int64_t{128} << 10;  // blocks of 64 channels (73 KiB) beat 32 and 16
+// Columns a channel-vector tile takes (at most `most`): the widest divisor of n, or where that is
+// under 3 (a prime width: 29 after a stride of 2) the width whose padding of n is least (the
+// widest of those), padded by at most an eighth (PADTO; the padded columns' image loads are
+// clamped: a channel vector leaves them scalars). 64 -> 128 channels, stride 2, 57 x 57 -> 29 x 29,
+// AVX2: 6.1 ms (column vectors) -> 1.2-1.5 (2 x 6 padded to 30; 1.0-1.4 for 28 x 28, whose 4
+// columns divide: padding 28 to 30 for 6 was slower, 1.15-1.25).
+int64_t tile_width(int64_t n, int64_t most) {
+  if (const int64_t w = fit(n, most, false); w >= 3 || n <= most) return w;
+  int64_t best = 1, best_padded = n + n / 8 + 1;
+  for (int64_t w = most; w >= 2; --w)
+    if (const int64_t padded = (n + w - 1) / w * w; padded < best_padded) best = w, best_padded = padded;
+  return best;
+}
 constexpr int64_t kMinPointwiseBlock = 64;                 // fewer channels a block: its loop costs more
 std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target) {
   KernelShape k = inspect_kernel(ast);
@@ -566,6 +579,7 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
   auto tile = [&](int64_t vecs, int64_t width) -> std::optional<OptPlan> {
     OptPlan plan(ast, target);
     if (!plan.add({OptOp::UPCAST, range_axis(*f), lanes, true}) || (vecs > 1 && !plan.add({OptOp::UPCAST, range_axis(*f), vecs})) ||
+        (const_size(cols) % width != 0 && !plan.add({OptOp::PADTO, range_axis(cols), width})) ||
         !plan.add({OptOp::UPCAST, range_axis(cols), width}))
       return std::nullopt;
     add_threads(k, target, plan, range_axis(*f), kChunksPerThread);
@@ -593,7 +607,7 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
   const int64_t regs = lanes >= 16 ? 32 : 16;
   std::vector<std::pair<int64_t, int64_t>> tiles;  // (vectors, columns)
   for (int64_t v : {int64_t{2}, int64_t{1}})
-    if (const int64_t w = fit(const_size(cols), std::min<int64_t>(8, (regs - v - 2) / v), false); const_size(*f) % (v * lanes) == 0 && w >= 2)
+    if (const int64_t w = tile_width(const_size(cols), std::min<int64_t>(8, (regs - v - 2) / v)); const_size(*f) % (v * lanes) == 0 && w >= 2)
       tiles.emplace_back(v, w);
   std::stable_sort(tiles.begin(), tiles.end(), [](const auto& a, const auto& b) { return a.first * a.second > b.first * b.second; });
   for (const auto& [vecs, width] : tiles)

@@ -165,11 +165,11 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   return dn.is_const() && dn.arg_int() == stride * (n - 1);
 }
 
-bool clamps_along(const UOp& idx, const UOp& r, const Target* target) {
+bool clamps_along(const UOp& idx, const UOp& r, const Target* target, bool lanes_elsewhere) {
   int64_t s = 0;
   const bool vectors_masked = !target || target->has(KILN_TARGET_HAS_MASKED_VECTORS);
   // (an index clamped by an earlier PADTO stays in bounds when r's padding clamps again)
-  return stride_of(without_clamps(idx), r, s) && (std::abs(s) > kMaxShuffleStride || (!vectors_masked && s != 0));
+  return stride_of(without_clamps(idx), r, s) && (std::abs(s) > kMaxShuffleStride || ((!vectors_masked || lanes_elsewhere) && s != 0));
 }
 
 UOp without_clamps(const UOp& idx) {
@@ -275,12 +275,18 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount, const Target* target
   // nearly so along the axis (it may become a vector: one masked load, or a few and a shuffle,
   // kMaxShuffleStride), one inside a gated access, or one whose address reads a load.
   const bool output_axis = range_type(r) == AxisType::LOOP;
+  // r's accesses are scalars for good where another axis has the vector lanes of a value that
+  // depends on r too (one vector axis per value): a convolution's channel vectors
+  const std::vector<UOp> ranges = ranges_of(ast);
+  const bool lanes_elsewhere = std::any_of(ranges.begin(), ranges.end(), [&](const UOp& x) {
+    return !(x == r) && range_vectorized(x) && !independent(ast, x, r);
+  });
   const UOp last = valid.where(padded, UOp::cindex(n - 1));
   PtrMap<char> stored;
   for (const UOp& u : toposort(out))
     if (u.op() == Ops::STORE) stored[u.src(0).node()] = 1;
   auto clamps = [&](const UOp& u, const UOp& x) {
-    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !clamps_along(x.src(1), padded, target)) return false;
+    if (!output_axis || stored.contains(u.node()) || x.nsrc() > 2 || !clamps_along(x.src(1), padded, target, lanes_elsewhere)) return false;
     const std::vector<UOp> sub = toposort(x.src(1));
     return std::none_of(sub.begin(), sub.end(), [](const UOp& v) { return v.op() == Ops::LOAD; });
   };

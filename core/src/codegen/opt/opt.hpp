@@ -212,9 +212,10 @@ UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vec
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
 // Whether PADTO on output axis `r` clamps a load at `idx` instead of gating it: the load steps
 // over r by more than kMaxShuffleStride elements, or at all where `target` has no masked vectors
-// (a gated vector there is gated lanes anyway; a null target has them) (pad_range; the heuristic
-// asks before padding).
-bool clamps_along(const UOp& idx, const UOp& r, const Target* target = nullptr);
+// (a gated vector there is gated lanes anyway; a null target has them) or where r can no longer
+// take vector lanes (`lanes_elsewhere`: another axis has them) (pad_range; the heuristic asks
+// before padding).
+bool clamps_along(const UOp& idx, const UOp& r, const Target* target = nullptr, bool lanes_elsewhere = false);
 // `idx` with PADTO's clamps of an output axis (where(e < n, e, n - 1), pad_range) replaced by e:
 // how an access moves along its ranges, for layouts (STAGE's) and PADTO's clamp rule, never for
 // addresses.
