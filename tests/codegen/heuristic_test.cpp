@@ -169,7 +169,8 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
                         {{1, 512, 7, 7}, {256, 512, 1, 1}, 1, 0, 2},  // pointwise, rows narrower than a vector
                         {{1, 64, 56, 56}, {128, 64, 3, 3}, 2, 0, 2},
                         {{1, 512, 7, 7}, {512, 512, 3, 3}, 1, 0, 2},
-                        {{2, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 3}};
+                        {{2, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 3},
+                        {{1, 256, 56, 56}, {512, 256, 1, 1}, 2, 0, 2}};  // pointwise, strided: column vectors would be gathers
   for (const Target& t : {avx512(), avx2})
     for (const Case& k : cases) {
       Chosen c = main_kernel(in(k.x).conv2d(in(k.w), std::nullopt, k.stride, k.w[2] / 2), t);
