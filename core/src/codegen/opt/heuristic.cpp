@@ -566,8 +566,8 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
   // channel vectors where a row of its image is narrower than a vector (an image, unlike a
   // matmul's B, also moves along output rows where the weights stay put), or where its stride
   // (2 to kMaxShuffleStride; a matmul's transposed input moves by whole rows) makes column vectors
-  // gathers (ResNet's downsampling shortcut, 256 -> 512 channels, 56 x 56 -> 28 x 28: 5.4 -> 2.6
-  // ms on AVX2; 57 -> 29 wide 5.9-7.3 -> 3.6-3.8)
+  // gathers (ResNet's downsampling shortcut, 256 -> 512 channels, 56 x 56 -> 28 x 28: 5.4 -> 2.5
+  // ms on AVX2; 57 -> 29 wide 5.4-7.2 -> 3.9-4.8)
   const bool image_rows = std::any_of(k.out.begin(), k.out.end(), [&](const UOp& r) {
     return !(r == cols) && !has_stride(image, r, 0) && has_stride(weights, r, 0);
   });
