@@ -70,6 +70,9 @@ UOp cast_to_bool(const Match& m) {
 
 UOp fold_const_where(const Match& m) { return std::get<bool>(value_of(m[c0])) ? m[x] : m[y]; }
 
+// An access whose gate always holds is not gated (PADTO's gate on a loop its tail was peeled from).
+UOp drop_true_gate(const Match& m) { return m[r0].replace_src({m[x], m[y]}); }
+
 // ---------------------------------------------------------------------------------------------
 // canonical order and bounds
 
@@ -468,6 +471,7 @@ const PatternMatcher& symbolic_simple() {
       rule(UPat(x).logical_not().where(y, z), UPat(x).where(z, y)),
       rule(UPat(a).where(UPat(b).where(x, y), y), (UPat(a) & UPat(b)).where(x, y)),
       rule(UPat(a).where(x, UPat(b).where(x, y)), (UPat(a) | UPat(b)).where(x, y)),
+      rule(UPat::op(Ops::INDEX, {x, y, UPat::cbool(true)}).named(r0), drop_true_gate),
       // ** casts **
       rule(UPat::ops({Ops::CAST, Ops::BITCAST}, {x}).named(r0), fold_noop_cast),
       rule(UPat::op(Ops::CAST, {UPat::op(Ops::CAST, {x}).named(r1)}).named(r0), fold_double_cast),
