@@ -69,13 +69,21 @@ struct Linearizer {
     std::vector<Node> ends;
     for (Node n : order)
       if (n->op == Ops::END && n->nsrc > 1) ends.push_back(n);
-    std::sort(ends.begin(), ends.end(), [&](Node a, Node b) { return loops.find(a)->size() < loops.find(b)->size(); });
-    for (Node e : ends) {
+    // (by loop set size, then each once every range of its loop set is open: an END nested in
+    // another's loop, as a peeled loop's, may depend on fewer ranges than the one around it)
+    std::stable_sort(ends.begin(), ends.end(), [&](Node a, Node b) { return loops.find(a)->size() < loops.find(b)->size(); });
+    auto ready = [&](Node e) {
+      const auto& set = *loops.find(e);
+      return std::all_of(set.begin(), set.end(), [&](Node r) { return depth.contains(r); });
+    };
+    for (size_t done = 0; done < ends.size(); ++done) {
+      auto next = std::find_if(ends.begin() + static_cast<std::ptrdiff_t>(done), ends.end(), ready);
+      KILN_CHECK(next != ends.end(), "linearize: range used by an END before the END that opens it");
+      std::rotate(ends.begin() + static_cast<std::ptrdiff_t>(done), next, next + 1);
+      Node e = ends[done];
       Node up = nullptr;
-      for (Node r : *loops.find(e)) {
-        KILN_CHECK(depth.contains(r), "linearize: range used by an END before the END that opens it");
+      for (Node r : *loops.find(e))
         if (!up || *depth.find(r) > *depth.find(up)) up = r;
-      }
       for (uint32_t i = 1; i < e->nsrc; ++i) {
         Node r = e->srcs()[i].node();
         KILN_CHECK(!parent.contains(r), "linearize: a range closed by two ENDs (", arg_str(r->arg), ")");

@@ -27,6 +27,9 @@ UOp fold_onehot_reduces(const UOp& ast);
 // An output range that the kernel reads as r // c and r % c becomes two ranges, so its indices
 // are linear again (split_axes.cpp).
 UOp split_digit_axes(const UOp& ast);
+// A reduce loop (or, where output loops stay loops, an output loop) whose gates hold on every
+// iteration but the last runs that one apart, ungated elsewhere (peel.cpp).
+UOp peel_partial_iterations(const UOp& ast, const Target& target);
 // UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
 UOp expand_ranges(const UOp& ast);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).

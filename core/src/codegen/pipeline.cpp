@@ -42,6 +42,10 @@ constexpr CodegenPass kPasses[] = {
        return out;
      }},
     {"postopt symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
+    // a padded loop's last iteration apart (a reduce loop; an output loop where it stays a loop),
+    // so the others access memory unmasked; before the expander, while the gates are scalar
+    // comparisons the bounds decide
+    {"peel partial iterations", [](const UOp& s, PassContext& c) { return peel_partial_iterations(s, c.target); }},
     // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
     {"expand ranges", [](const UOp& s, PassContext&) { return expand_ranges(s); }},
     // launch dimensions: THREAD/output/LOCAL ranges become SPECIAL indices; after the expander so
@@ -132,6 +136,19 @@ void estimate(const UOp& ast, ProgramSpec& p) {
   }
 }
 
+// Every buffer of the kernel stays a parameter where the passes folded away all its accesses (a
+// select whose condition the bounds decide, in a peeled loop): a launch passes the schedule's
+// buffers by slot, and a renderer declares the parameters the program lists.
+void keep_buffers(const UOp& ast, std::vector<UOp>& linear) {
+  auto listed = [&](int64_t slot) {
+    return std::any_of(linear.begin(), linear.end(), [&](const UOp& u) { return u.op() == Ops::PARAM && u.arg_int() == slot; });
+  };
+  std::vector<UOp> missing;
+  for (const UOp& u : toposort(ast))
+    if (u.op() == Ops::PARAM && !listed(u.arg_int())) missing.push_back(u);
+  linear.insert(linear.begin(), missing.begin(), missing.end());
+}
+
 }  // namespace
 
 ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<Opt>* given) {
@@ -141,6 +158,7 @@ ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<O
   estimate(ast, p);
   p.sink = full_rewrite_to_sink(ast, target, p.dims, &p.opts, given);
   std::vector<UOp> linear = do_linearize(p.sink);
+  keep_buffers(ast, linear);
   check_target_support(linear, target, p.name);
   p.lir = to_lir(linear, p.name);
   p.var_names = p.lir.var_names;
