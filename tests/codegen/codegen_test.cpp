@@ -483,16 +483,18 @@ TEST(Opt, IndependentReducesEachGetVectorLanes) {
 
 TEST(Opt, ActionsReadBackAsTheyArePrinted) {
   const std::vector<Opt> opts{{OptOp::UPCAST, 1, 8, true}, {OptOp::UNROLL, 2, 4}, {OptOp::LOCAL, 0, 16},
-                              {OptOp::THREAD, 0, 64}, {OptOp::SWAP, 0, 1}, {OptOp::GROUP, 3, 256}};
+                              {OptOp::THREAD, 0, 64}, {OptOp::SWAP, 0, 1}, {OptOp::GROUP, 3, 256},
+                              {OptOp::PADTO, 1, 8, false, true}};
   const std::string text = opts_text(opts);  // (what the search cache stores)
   EXPECT_EQ(text.find("  "), std::string::npos);
   std::vector<Opt> back = parse_opts(text);
   ASSERT_EQ(back.size(), opts.size());
-  for (size_t i = 0; i < opts.size(); ++i) EXPECT_EQ(back[i].str(), opts[i].str());
+  for (size_t i = 0; i < opts.size(); ++i) EXPECT_EQ(back[i], opts[i]) << opts[i].str();
+  EXPECT_EQ(opts.back().str(), "PADTO(1, 8, gated)");
   EXPECT_EQ(parse_opts("UPCAST(1,8,vector);THREAD(0,2)").size(), 2u);
   EXPECT_TRUE(parse_opts("  ").empty());
   EXPECT_EQ(opts_text({}), "");
-  for (const char* bad : {"UPCAST(1 8)", "TILE(0, 2)", "UPCAST(1, 8, lanes)", "UPCAST(1, x)", "UPCAST(1, 8", "(1, 2)"})
+  for (const char* bad : {"UPCAST(1 8)", "TILE(0, 2)", "UPCAST(1, 8, lanes)", "UPCAST(1, x)", "UPCAST(1, 8", "(1, 2)", "PADTO(1, 8, masked)"})
     EXPECT_NE(error_of([&] { parse_opts(bad); }).find("cannot read the action"), std::string::npos) << bad;
 }
 

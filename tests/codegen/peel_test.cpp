@@ -9,6 +9,7 @@
 #include "codegen/opt/opt.hpp"
 #include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
+#include "error_check.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
 #include "simulated_cpu.hpp"
@@ -17,6 +18,7 @@
 using namespace kiln;
 using kiln::testing::simulated_cpu;
 using kiln::testing::simulated_gpu;
+using kiln::testing::error_of;
 
 namespace {
 
@@ -108,6 +110,14 @@ TEST(Peel, AnOddOutputRowStoresWholeVectorsButTheLast) {
   EXPECT_TRUE(cpu.has_loop(125));
   EXPECT_EQ(cpu.in_loop(125), 0);
   EXPECT_EQ(cpu.in_loop(7), 2) << "the last vector's load and store, in the row loop";
+  // a gated pad (the search's other choice) keeps the loop whole and its gates in every iteration
+  const std::vector<Opt> gated{{OptOp::PADTO, 1, 8, false, true}, {OptOp::UPCAST, 1, 8, true}};
+  const Gates kept = gates_of(ast, avx2(), gated);
+  EXPECT_TRUE(kept.has_loop(126) && !kept.has_loop(125));
+  EXPECT_EQ(kept.in_loop(126), 2);
+  EXPECT_EQ(kept.total(), 2);
+  EXPECT_NE(error_of([&] { apply_opts(ast, std::vector<Opt>{{OptOp::UPCAST, 1, 8, false, true}}, avx2()); }).find("only PADTO keeps its gates"),
+            std::string::npos);
   const Gates gpu = gates_of(ast, simulated_gpu(8), opts);
   EXPECT_TRUE(gpu.loops.empty());
   EXPECT_EQ(gpu.in_loop(0), gpu.total());

@@ -29,7 +29,9 @@ UOp fold_onehot_reduces(const UOp& ast);
 UOp split_digit_axes(const UOp& ast);
 // A reduce loop (or, where output loops stay loops, an output loop) whose gates hold on every
 // iteration but the last runs that one apart, ungated elsewhere (peel.cpp).
-UOp peel_partial_iterations(const UOp& ast, const Target& target);
+// Axes a given PADTO(axis, amount, gated) names keep their gates (a search's choice; the heuristic
+// never gates).
+UOp peel_partial_iterations(const UOp& ast, const Target& target, const std::vector<Opt>* given = nullptr);
 // UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
 UOp expand_ranges(const UOp& ast);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).

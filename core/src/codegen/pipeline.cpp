@@ -45,7 +45,7 @@ constexpr CodegenPass kPasses[] = {
     // a padded loop's last iteration apart (a reduce loop; an output loop where it stays a loop),
     // so the others access memory unmasked; before the expander, while the gates are scalar
     // comparisons the bounds decide
-    {"peel partial iterations", [](const UOp& s, PassContext& c) { return peel_partial_iterations(s, c.target); }},
+    {"peel partial iterations", [](const UOp& s, PassContext& c) { return peel_partial_iterations(s, c.target, c.given); }},
     // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
     {"expand ranges", [](const UOp& s, PassContext&) { return expand_ranges(s); }},
     // launch dimensions: THREAD/output/LOCAL ranges become SPECIAL indices; after the expander so

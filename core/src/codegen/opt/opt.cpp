@@ -20,7 +20,7 @@ AxisType range_type(const UOp& r) { return static_cast<AxisType>(r.arg_ints()[1]
 bool range_vectorized(const UOp& r) { return r.arg_ints().size() > 2 && r.arg_ints()[2]; }
 
 std::string Opt::str() const {
-  return cat(opt_action(op).name, "(", axis, ", ", amount, vectorize ? ", vector)" : ")");
+  return cat(opt_action(op).name, "(", axis, ", ", amount, vectorize ? ", vector)" : gated ? ", gated)" : ")");
 }
 
 Opt parse_opt(std::string_view text) {
@@ -28,7 +28,7 @@ Opt parse_opt(std::string_view text) {
     std::string names;
     for (const OptAction& a : kOptActions) names += cat(names.empty() ? "" : ", ", a.name);
     fail(ErrorCode::invalid_argument, "cannot read the action '", text,
-         "': write NAME(axis, amount) or NAME(axis, amount, vector), NAME one of ", names);
+         "': write NAME(axis, amount), NAME(axis, amount, vector) or PADTO(axis, amount, gated), NAME one of ", names);
   };
   size_t open = text.find('('), close = text.rfind(')');
   if (open == std::string_view::npos || close != text.size() - 1) return bad();
@@ -49,8 +49,9 @@ Opt parse_opt(std::string_view text) {
   };
   if (parts.size() < 2 || parts.size() > 3 || !number(parts[0], o.axis) || !number(parts[1], o.amount)) return bad();
   if (parts.size() == 3) {
-    if (parts[2] != "vector") return bad();
-    o.vectorize = true;
+    if (parts[2] == "vector") o.vectorize = true;
+    else if (parts[2] == "gated") o.gated = true;
+    else return bad();
   }
   return o;
 }
@@ -373,6 +374,7 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   if (!r) return cat("the kernel has no axis ", opt.axis);
   if (opt.op != OptOp::STAGE && is_staged(ast)) return "the kernel is staged (STAGE actions come last)";
   const OptAction& a = opt_action(opt.op);
+  if (opt.gated && a.split != OptSplit::pad) return "only PADTO keeps its gates";
   if (a.split == OptSplit::exchange) return swap_problem(ast, r, opt);
   AxisType t = range_type(r);
   if (!(a.on & axis_bit(t)))

@@ -18,7 +18,9 @@
 //           reads nothing and yields 0), and a reduce over the axis adds its identity for them;
 //           but a load stepping over an output axis by more than kMaxShuffleStride elements (any
 //           step, on a target without masked vectors) reads the axis' last real element instead
-//           (clamped: no branch in the loops inside it)
+//           (clamped: no branch in the loops inside it). After the actions the loop left on the
+//           axis runs its partial last iteration apart (peel.cpp); PADTO(axis, amount, gated)
+//           keeps the gates in every iteration instead (a search's choice)
 //   BLOCK   cuts a reduce axis into blocks of `amount`: the loop over blocks (a new BLOCK axis)
 //           runs outside the output loops and each block adds its partial sums into the output
 //           (block.cpp; CPU targets; an ADD reduce stored in its own dtype, its epilogue run in
@@ -102,7 +104,12 @@ struct Opt {
   int64_t axis;    // RANGE axis id
   int64_t amount;
   bool vectorize = false;  // UPCAST/UNROLL: lanes of one vector (at most one per kernel)
+  // PADTO: every iteration keeps the gates, the partial last one is not run apart (peel.cpp).
+  // Whether the peel pays depends on how the backend compiles the shorter loop (on the cpu,
+  // LLVM may unroll it and spill a register tile), so it is the search's to try.
+  bool gated = false;
   std::string str() const;
+  bool operator==(const Opt&) const = default;
 };
 
 // Reads one action as Opt::str() writes it: "UPCAST(1, 8, vector)", "SWAP(0,1)"; a list is separated

@@ -99,7 +99,10 @@ std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
         }
         case OptOp::PADTO:
           for (int64_t n : {int64_t{8}, lanes, lanes * 2})
-            if (n != 8 || lanes != 8) add({a.op, axis, n});
+            if (n != 8 || lanes != 8) {
+              add({a.op, axis, n});
+              add({a.op, axis, n, false, true});  // the same pad, its loop not peeled
+            }
           break;
         case OptOp::SWAP:
           for (const UOp& o : ranges)
@@ -118,6 +121,13 @@ std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
   return out;
 }
 
+Key128 candidate_key(const UOp& kernel, const std::vector<Opt>& list, const Target& target) {
+  Key128 k = apply_opts(kernel, list, target).key();
+  for (const Opt& o : list)
+    if (o.gated) k.lo ^= 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(o.axis + 1), k.hi += 1;
+  return k;
+}
+
 namespace {
 
 struct Entry {
@@ -133,10 +143,10 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   SearchResult res;
   std::unordered_set<Key128, Key128Hash> seen;
-  // the kernel a list leaves (its structural key), or nothing when the list does not apply
+  // the kernel a list leaves (candidate_key), or nothing when the list does not apply
   auto key_of = [&](const std::vector<Opt>& list) -> std::optional<Key128> {
     try {
-      return apply_opts(kernel, list, target).key();
+      return candidate_key(kernel, list, target);
     } catch (const Error&) {
       return std::nullopt;
     }
@@ -167,6 +177,12 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
   std::optional<Key128> plain = key_of({});
   const bool heuristic_differs = hk && plain && !(*hk == *plain);
   if (plain && seen.insert(*plain).second) first.push_back({});
+  // the heuristic's plan with its pads gated (a search only appends actions, so it would not
+  // otherwise meet the heuristic's plan without the peel),
+  std::vector<Opt> gated = heuristic;
+  for (Opt& o : gated) o.gated = o.gated || o.op == OptOp::PADTO;
+  if (gated != heuristic)
+    if (std::optional<Key128> k = key_of(gated); k && seen.insert(*k).second) first.push_back(std::move(gated));
   // and the heuristic's partial plans: a complete plan (STAGE actions last) has few extensions,
   // and the bare kernel's are far from it; its prefixes branch where it chose
   for (size_t n = heuristic.size(); n-- > 1;) {
@@ -176,7 +192,7 @@ SearchResult beam_search(const UOp& kernel, const Target& target, const std::vec
   std::vector<Entry> beam = run(first);
   for (const Entry& e : beam) {
     if (e.opts.empty()) res.unoptimised = e.seconds;
-    else if (e.opts.size() == heuristic.size()) res.heuristic = e.seconds;
+    else if (e.opts == heuristic) res.heuristic = e.seconds;
   }
   if (!heuristic_differs) res.unoptimised = res.heuristic = std::max(res.unoptimised, res.heuristic);  // (one kernel)
   auto by_time = [](const Entry& a, const Entry& b) { return a.seconds < b.seconds; };

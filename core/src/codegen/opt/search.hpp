@@ -6,8 +6,9 @@
 // pipeline (apply_opts validates it; an invalid one is never timed).
 //
 //   round 0   the heuristic's list and the unoptimised kernel (always candidates: the search never
-//             returns something slower than what would run without it), and the heuristic's
-//             prefixes (its partial plans: the beam branches where it chose)
+//             returns something slower than what would run without it), the heuristic's list
+//             with its pads gated (PADTO(a, n, gated): no peel), and the heuristic's prefixes
+//             (its partial plans: the beam branches where it chose)
 //   round r   every beam entry extended by every action that applies to the kernel it leaves
 //             (next_actions), minus lists whose kernel is one already seen (the structural key of
 //             the kernel after the actions: UPCAST(0,4) UPCAST(0,2) and UPCAST(0,8) are one)
@@ -58,6 +59,10 @@ struct SearchResult {
 // most 16 chunks per thread in all), workgroup sizes, paddings to a vector or two, swaps of
 // output axes, staging of each input, reduce blocks. Each is checked by opt_problem.
 std::vector<Opt> next_actions(const UOp& kernel, const Target& target);
+// What makes two candidates the same kernel: the structural key of the kernel `list` leaves, and
+// which axes keep their gates (a gated PADTO leaves the same kernel, but the peel after the
+// actions reads it). Throws kiln::Error when the list does not apply.
+Key128 candidate_key(const UOp& kernel, const std::vector<Opt>& list, const Target& target);
 
 // `kernel` as the pipeline's "apply opts" step sees it (codegen/pipeline.cpp), `heuristic` the
 // list the heuristic picks for it. Throws kiln::Error only through `time`.
