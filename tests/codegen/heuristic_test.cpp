@@ -234,6 +234,51 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
   EXPECT_EQ(vector_axis(*conv), 2) << conv->str();
 }
 
+// A pointwise (1 x 1) convolution over more output positions than output channels walks its
+// channel panels inside the output rows (it would otherwise read the whole image once per panel):
+// the channels threaded one chunk a thread (and another axis where a target has more threads than
+// panels), swapped inside the rows, each thread's weights staged once. Fewer positions than
+// channels (2048 -> 512 on 7 x 7), and a thread's weights past a stage buffer (512 -> 1024
+// channels: 1 MiB a thread on 2 threads), keep the panels outermost.
+TEST(Heuristic, PointwiseConvolutionsOverManyPositionsWalkTheirPanelsInsideTheRows) {
+  auto target = [](uint32_t lanes, uint32_t threads) {
+    Target t = simulated_cpu(lanes, threads);
+    t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+    return t;
+  };
+  auto find = [](const Chosen& c, OptOp op) { return std::find_if(c.opts.begin(), c.opts.end(), [&](const Opt& o) { return o.op == op; }); };
+  struct Case {
+    Tensor out;
+    int64_t channels;  // the output channels' axis
+  };
+  const Case inside[] = {{in({8, 256, 56, 56}).conv2d(in({512, 256, 1, 1}), std::nullopt, 2, 0), 1},
+                         {in({1, 256, 56, 56}).conv2d(in({512, 256, 1, 1}), std::nullopt, 2, 0), 0},
+                         {in({64, 256, 7, 7}).conv2d(in({512, 256, 1, 1})), 1}};
+  for (const Case& k : inside)
+    for (const auto& [lanes, threads] : {std::pair{8u, 2u}, std::pair{16u, 8u}, std::pair{8u, 64u}}) {
+      Chosen c = main_kernel(k.out, target(lanes, threads));
+      const auto swap = find(c, OptOp::SWAP), stage = find(c, OptOp::STAGE);
+      ASSERT_NE(swap, c.opts.end()) << c.str();
+      EXPECT_EQ(swap->axis, k.channels) << c.str();
+      EXPECT_EQ(swap->amount, k.channels + 1) << "inside the output rows: " << c.str();
+      ASSERT_NE(stage, c.opts.end()) << c.str();
+      EXPECT_EQ(stage->amount, 2) << "the weights: " << c.str();
+      EXPECT_GT(stage, swap) << c.str();
+      int64_t chunks = 1;
+      for (const Opt& o : c.opts) chunks *= o.op == OptOp::THREAD ? o.amount : 1;
+      EXPECT_GE(chunks, threads) << c.str();
+      const auto thread = find(c, OptOp::THREAD);
+      ASSERT_NE(thread, c.opts.end()) << c.str();
+      EXPECT_EQ(thread->axis, k.channels) << c.str();
+      EXPECT_LE(thread->amount, threads) << "one chunk of channels a thread: " << c.str();
+    }
+  for (const Tensor& out : {in({1, 2048, 7, 7}).conv2d(in({512, 2048, 1, 1})), in({1, 512, 28, 28}).conv2d(in({1024, 512, 1, 1}), std::nullopt, 2, 0)}) {
+    Chosen c = main_kernel(out, target(8, 2));
+    EXPECT_EQ(find(c, OptOp::SWAP), c.opts.end()) << c.str();
+    EXPECT_NE(find(c, OptOp::STAGE), c.opts.end()) << c.str();
+  }
+}
+
 // On AVX2 (16 registers) a convolution whose columns would need padding to take two vectors, and
 // whose output channels do not take whole vectors (36 of 8 lanes), takes its second vector from
 // the image's rows (an UPCAST by 2 of the output rows, axis 1): padded, the last column block's

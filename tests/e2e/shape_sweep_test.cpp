@@ -67,9 +67,10 @@ void check_matmul(const std::string& device, int64_t m, int64_t k, int64_t n) {
   expect_close(got, want, scale, kDotTol, 1e-30, "matmul " + dims({m, k}) + " @ " + dims({k, n}) + " on " + device);
 }
 
-// conv2d of x[1,c,h,w] with o filters kernel x kernel (3x3 unless given) against host_array's loops.
-void check_conv2d(const std::string& device, int64_t c, int64_t h, int64_t w, int64_t o, int stride, int pad, int64_t kernel = 3) {
-  HostArray x = random({1, c, h, w}, 3000 + c * 7 + h + w), f = random({o, c, kernel, kernel}, 4000 + o);
+// conv2d of x[batch,c,h,w] with o filters kernel x kernel (3x3 unless given) against host_array's loops.
+void check_conv2d(const std::string& device, int64_t c, int64_t h, int64_t w, int64_t o, int stride, int pad, int64_t kernel = 3,
+                  int64_t batch = 1) {
+  HostArray x = random({batch, c, h, w}, 3000 + c * 7 + h + w), f = random({o, c, kernel, kernel}, 4000 + o);
   HostArray want = conv2d(x, f, stride, pad, 1, 1);
   HostArray abs_x = map(x, [](double v) { return std::fabs(v); }, dtypes::float64);
   HostArray abs_f = map(f, [](double v) { return std::fabs(v); }, dtypes::float64);
@@ -142,6 +143,8 @@ TEST_P(ShapeSweep, Conv2dOneDimensionAtATime) {
   check_conv2d(GetParam(), 16, 57, 57, 31, 2, 0);  // strided, no padding
   check_conv2d(GetParam(), 16, 57, 57, 32, 2, 1);  // strided to a prime width (29): channel vectors, columns padded
   for (int64_t w : {56, 57}) check_conv2d(GetParam(), 24, w, w, 32, 2, 0, 1);  // pointwise, strided: channel vectors
+  // ... over more positions than channels, batched: the channel panels inside the rows (cpu)
+  check_conv2d(GetParam(), 24, 30, 30, 48, 2, 0, 1, 3);
 }
 
 // Strided loads along the vector axis (codegen/expander.cpp: the vector loads covering a stride
