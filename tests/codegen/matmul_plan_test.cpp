@@ -344,8 +344,8 @@ TEST(Stage, ATransposedThatLeavesTheL2StagesBothInputs) {
 
 // A.T @ B.T (A stored K x M, its columns far apart; B stored N x K, read across its columns) gets
 // the same plan as A.T @ B: both inputs staged, the row tiles outside (the staged B panels are
-// what the x @ w.T plan stages too), also with odd sizes; and the kernel computes the product on
-// several widths.
+// what the x @ w.T plan stages too), on AVX2 six rows padded, also with odd sizes; and the kernel
+// computes the product on several widths (544 rows padded to 546 on AVX2).
 TEST(Stage, BothTransposedStagesBothInputs) {
   auto plan = [&](int64_t m, int64_t k, int64_t n, const Target& t) {
     return to_program(kernel_of(ref({k, m}).transpose().matmul(ref({n, k}).transpose())), t).opts;
@@ -359,6 +359,10 @@ TEST(Stage, BothTransposedStagesBothInputs) {
       SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + ": " + opts_text(opts));
       EXPECT_EQ(count(opts, OptOp::STAGE), 2);
       EXPECT_EQ(count(opts, OptOp::SWAP), 0);
+      // on AVX2 the rows pad to a tile of 6 (12 accumulators), their gates left in A's copy
+      if (t.max_vector_width == 8) {
+        EXPECT_NE(opts_text(opts).find("PADTO(0, 6) UPCAST(0, 6)"), std::string::npos);
+      }
     }
   for (const Target& t : {kiln::testing::simulated_cpu(16, 2), avx2, kiln::testing::simulated_cpu(4, 1)}) {
     SCOPED_TRACE(opts_text(plan(544, 160, 256, t)));
