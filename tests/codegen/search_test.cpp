@@ -264,3 +264,37 @@ TEST(Search, TimesTheHeuristicsPadsWithAndWithoutThePeel) {
   EXPECT_TRUE(std::any_of(next.begin(), next.end(), [](const Opt& o) { return o.op == OptOp::PADTO && o.gated; }));
   EXPECT_TRUE(std::any_of(next.begin(), next.end(), [](const Opt& o) { return o.op == OptOp::PADTO && !o.gated; }));
 }
+
+// On a GPU an output axis is a launch index, which the peel never takes: a gated pad there is the
+// plain pad's kernel, so the search neither offers it nor times the heuristic's pads gated (one
+// key for both); a reduce axis, a loop in every work item, is offered both ways.
+TEST(Search, OffersGatedPadsOnlyWhereThePeelCanTakeTheLoop) {
+  const Target gpu = kiln::testing::simulated_gpu(4);
+  Tensor a = Tensor::empty({63, 97}, dtypes::float32, "ref"), b = Tensor::empty({97, 125}, dtypes::float32, "ref");
+  UOp k;
+  for (const ExecItem& e : (a.matmul(b)).schedule())
+    if (!e.is_copy) k = kernel_for_opts(e.ast, gpu);
+  const std::vector<Opt> next = next_actions(apply_opts(k, {}, gpu), gpu);
+  auto gated_on = [&](int64_t axis) {
+    return std::any_of(next.begin(), next.end(), [&](const Opt& o) { return o.op == OptOp::PADTO && o.gated && o.axis == axis; });
+  };
+  auto padded_on = [&](int64_t axis) {
+    return std::any_of(next.begin(), next.end(), [&](const Opt& o) { return o.op == OptOp::PADTO && !o.gated && o.axis == axis; });
+  };
+  for (int64_t axis : {0, 1}) {
+    EXPECT_TRUE(padded_on(axis)) << axis;
+    EXPECT_FALSE(gated_on(axis)) << "output axis " << axis;
+  }
+  EXPECT_TRUE(padded_on(2));
+  EXPECT_TRUE(gated_on(2)) << "the reduce axis";
+  const std::vector<Opt> plain{{OptOp::PADTO, 1, 8}}, gated{{OptOp::PADTO, 1, 8, false, true}};
+  EXPECT_EQ(candidate_key(k, plain, gpu), candidate_key(k, gated, gpu));
+  const std::vector<Opt> reduce_plain{{OptOp::PADTO, 2, 8}}, reduce_gated{{OptOp::PADTO, 2, 8, false, true}};
+  EXPECT_FALSE(candidate_key(k, reduce_plain, gpu) == candidate_key(k, reduce_gated, gpu));
+  // the cpu keeps both for an output axis (its loops stay loops)
+  const Target cpu = simulated_cpu(8, 2);
+  UOp kc;
+  for (const ExecItem& e : (a.matmul(b)).schedule())
+    if (!e.is_copy) kc = kernel_for_opts(e.ast, cpu);
+  EXPECT_FALSE(candidate_key(kc, plain, cpu) == candidate_key(kc, gated, cpu));
+}

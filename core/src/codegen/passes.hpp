@@ -32,6 +32,10 @@ UOp split_digit_axes(const UOp& ast);
 // Axes a given PADTO(axis, amount, gated) names keep their gates (a search's choice; the heuristic
 // never gates).
 UOp peel_partial_iterations(const UOp& ast, const Target& target, const std::vector<Opt>* given = nullptr);
+// Whether that pass may peel a loop of this type on `target`: reduce loops everywhere, output loops
+// where they stay loops (no workgroups: a GPU's output axes are launch indices). A gated PADTO
+// on any other axis leaves the same kernel as the plain one (the search times one of them).
+bool peel_may_take(AxisType type, const Target& target);
 // UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
 UOp expand_ranges(const UOp& ast);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).

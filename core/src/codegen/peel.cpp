@@ -171,10 +171,14 @@ UOp peel(const Match& m, PeelCtx& ctx) {
 
 }  // namespace
 
+bool peel_may_take(AxisType type, const Target& target) {
+  return type == AxisType::REDUCE || (type == AxisType::LOOP && !target.has(KILN_TARGET_HAS_LOCAL));
+}
+
 UOp peel_partial_iterations(const UOp& ast, const Target& target, const std::vector<Opt>* given) {
   static const PatternMatcher pm{rule(UPat::ops({Ops::REDUCE, Ops::END}).allow_any_len().named(r0), peel)};
   PeelCtx ctx;
-  ctx.loops_stay = !target.has(KILN_TARGET_HAS_LOCAL);
+  ctx.loops_stay = peel_may_take(AxisType::LOOP, target);
   if (given)
     for (const Opt& o : *given)
       if (o.op == OptOp::PADTO && o.gated) ctx.gated.push_back(o.axis);

@@ -7,6 +7,7 @@
 #include <limits>
 #include <unordered_set>
 
+#include "codegen/passes.hpp"
 #include "codegen/target.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/error.hpp"
@@ -101,7 +102,7 @@ std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
           for (int64_t n : {int64_t{8}, lanes, lanes * 2})
             if (n != 8 || lanes != 8) {
               add({a.op, axis, n});
-              add({a.op, axis, n, false, true});  // the same pad, its loop not peeled
+              if (peel_may_take(type, target)) add({a.op, axis, n, false, true});  // the same pad, its loop not peeled
             }
           break;
         case OptOp::SWAP:
@@ -123,8 +124,13 @@ std::vector<Opt> next_actions(const UOp& kernel, const Target& target) {
 
 Key128 candidate_key(const UOp& kernel, const std::vector<Opt>& list, const Target& target) {
   Key128 k = apply_opts(kernel, list, target).key();
-  for (const Opt& o : list)
-    if (o.gated) k.lo ^= 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(o.axis + 1), k.hi += 1;
+  const std::vector<UOp> ranges = ranges_of(kernel);
+  for (const Opt& o : list) {
+    // (a gate on an axis the peel never takes changes nothing; an axis a split made counts)
+    const auto r = std::find_if(ranges.begin(), ranges.end(), [&](const UOp& x) { return range_axis(x) == o.axis; });
+    if (o.gated && (r == ranges.end() || peel_may_take(range_type(*r), target)))
+      k.lo ^= 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(o.axis + 1), k.hi += 1;
+  }
   return k;
 }
 
