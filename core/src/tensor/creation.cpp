@@ -46,8 +46,12 @@ Tensor uniform(const Shape& shape, DType dtype, const std::string& dev) {
     UOp u = UOp::make(Ops::CONST, dtypes::uint64, {device_node(dev)}, Arg{static_cast<int64_t>(v)});
     return make(u, {}, dev).reshape({1}).expand({n});
   };
-  c = c + u64(offset);
-  Tensor bits = alu(Ops::THREEFRY, {c, u64(k)}, dtypes::uint64);
+  // The counter's offset and the key reach the kernel in a buffer, not as constants: a constant
+  // would make every call's kernel a new one, compiled again (a 1024 x 1024 rand took 49 ms a
+  // call, nearly all of it LLVM; torch 7).
+  Tensor state = Tensor::from_vector<uint64_t>({offset, k}, {2}, dev);
+  c = c + state.shrink({{0, 1}}).expand({n});
+  Tensor bits = alu(Ops::THREEFRY, {c, state.shrink({{1, 2}}).expand({n})}, dtypes::uint64);
   Tensor top = alu(Ops::SHR, {bits, u64(static_cast<uint64_t>(64 - mant))}, dtypes::uint64);
   Tensor v = top.cast(compute) * const_tensor(std::ldexp(1.0, -mant), compute, {n}, dev);
   return v.cast(dtype).reshape(shape);
