@@ -538,6 +538,11 @@ int64_t tile_width(int64_t n, int64_t most) {
     if (const int64_t padded = (n + w - 1) / w * w; padded < best_padded) best = w, best_padded = padded;
   return best;
 }
+// Stages input `slot` at the outermost output loop where its part fits a stage buffer.
+bool stage_outermost(const KernelShape& k, OptPlan& plan, int64_t slot) {
+  return std::any_of(k.out.begin(), k.out.end(), [&](const UOp& r) { return plan.add({OptOp::STAGE, range_axis(r), slot}); });
+}
+
 // A pointwise (1 x 1) convolution over more output positions than output channels reads more of
 // its image than of its weights, and walking its channel panels outermost reads the whole image
 // once per panel (from the L3 at best). Its panels go inside the output rows instead: each thread
@@ -563,9 +568,7 @@ std::optional<OptPlan> panels_inside_rows(const KernelShape& k, const Target& ta
   OptPlan plan = tiled;
   add_threads(k, target, plan, range_axis(channels_out), 1);
   if (!plan.add({OptOp::SWAP, range_axis(channels_out), range_axis(*rows)})) return std::nullopt;
-  for (const UOp& r : k.out)
-    if (plan.add({OptOp::STAGE, range_axis(r), weight_slot})) return plan;
-  return std::nullopt;
+  return stage_outermost(k, plan, weight_slot) ? std::optional{plan} : std::nullopt;
 }
 
 constexpr int64_t kMinPointwiseBlock = 64;                 // fewer channels a block: its loop costs more
@@ -628,9 +631,7 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
       for (int64_t cb = fits; cb >= kMinPointwiseBlock; --cb)
         if (const_size(*channels) % cb == 0 && plan.add({OptOp::BLOCK, range_axis(*channels), cb})) break;
     // staged at the outermost loop where the panel fits
-    auto stage = [&] {
-      return std::any_of(k.out.begin(), k.out.end(), [&](const UOp& r) { return plan.add({OptOp::STAGE, range_axis(r), weight_slot}); });
-    };
+    auto stage = [&] { return stage_outermost(k, plan, weight_slot); };
     if (stage()) return plan;
     if (!channels) return std::nullopt;
     for (int64_t cb = std::min(const_size(*channels) / 2, kConvPanelBytes / (vecs * lanes * taps * k.itemsize)); cb >= 1; --cb)
