@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 
 namespace kiln::sdk {
 
@@ -107,7 +108,9 @@ std::string CStyleRenderer::bitcast(const std::string& x, const kiln_lir_type& /
 
 std::string CStyleRenderer::compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
                                     const kiln_lir_type& result) const {
-  std::string e = "(" + a + op + b + ")";
+  // (bool vector lanes are -1 for true: false < true is 0 > -1)
+  const bool reversed = operand.count > 1 && operand.scalar == KILN_LIR_DTYPE_BOOL && std::string_view(op) == "<";
+  std::string e = reversed ? "(" + b + op + a + ")" : "(" + a + op + b + ")";
   if (result.count == 1) return e;
   // vector comparisons produce signed lanes as wide as the operands; bool vectors are int lanes
   if (lir_scalar_size(operand.scalar) == lir_scalar_size(bool_vector_lane()) && operand.scalar != KILN_LIR_DTYPE_BOOL) return e;
@@ -117,6 +120,7 @@ std::string CStyleRenderer::compare(const char* op, const std::string& a, const 
 
 std::string CStyleRenderer::max(const std::string& a, const std::string& b, const kiln_lir_type& t) const {
   bool f = lir_is_float(t.scalar);
+  if (t.count > 1 && t.scalar == KILN_LIR_DTYPE_BOOL) return "(" + a + "|" + b + ")";  // (lanes -1 for true)
   if (t.count == 1) return f ? "((" + a + ">" + b + "||" + a + "!=" + a + ")?" + a + ":" + b + ")" : "((" + a + ">" + b + ")?" + a + ":" + b + ")";
   std::string m = f ? "((" + a + ">" + b + ")|(" + a + "!=" + a + "))" : "(" + a + ">" + b + ")";
   return "(" + m + "?" + a + ":" + b + ")";

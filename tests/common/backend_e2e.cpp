@@ -145,6 +145,11 @@ void check_every_dtype_and_axis(const std::string& device, const std::vector<DTy
                                device);
     expect_matches_reference(
         {"max_t", {a}, [](const std::vector<Tensor>& t) { return t[0].transpose(0, 2).max({1}); }, nullptr}, device);
+    // whole vectors: bool lanes are -1 for true in C-style vectors, which reverses their order
+    // (a bool lt rendered as the lanes' signed < was inverted, and a max picked false)
+    HostArray c = make_array({20}, d, 8, -20, 20), e = make_array({20}, d, 9, -20, 20);  // (4 lanes)
+    expect_matches_reference({"lt_vec", {c, e}, [](const std::vector<Tensor>& t) { return t[0].lt(t[1]); }, nullptr}, device);
+    expect_matches_reference({"max_vec", {c, e}, [](const std::vector<Tensor>& t) { return t[0].maximum(t[1]); }, nullptr}, device);
   }
   // half types: computed natively where the target has them, else emulated (stored as bits)
   for (DType d : {dtypes::float16, dtypes::bfloat16}) {
