@@ -52,7 +52,7 @@ TEST(Pipeline, ElementwiseIsVectorizedAndThreaded) {
   ProgramSpec p = to_program(kernel_of(((in({64, 1024}) + 1.0) * 2.0).relu()), cpu_target());
   std::string opts;
   for (const Opt& o : p.opts) opts += o.str() + " ";
-  EXPECT_EQ(opts, "UPCAST(1, 8, vector) THREAD(0, 2) ");
+  EXPECT_EQ(opts, "UPCAST(0, 8, vector) THREAD(0, 2) ");  // (64 x 1024 merged: one axis)
   EXPECT_TRUE(p.dims.global[0].is_const());
   EXPECT_EQ(p.dims.global[0].arg_int(), 2);
   kiln_lir l = p.lir.view();
@@ -176,6 +176,42 @@ TEST(Pipeline, DigitsOfAnOutputAxisBecomeAxes) {
   // an axis the kernel does not divide stays whole
   UOp plain = kernel_of(in({64, 768}) * 2.0);
   EXPECT_EQ(split_digit_axes(plain), plain);
+}
+
+// The other way: an NCHW kernel over 7 x 7 maps loops over rows of 7 columns although every
+// access walks the 49 positions as one run (vectors padded 7 -> 8, register tiles of 7 columns).
+// merge_adjacent_axes makes such neighbours one axis, for outputs and reduces alike, and leaves
+// apart those that some access reads on their own: a padded window's rows and columns (its gates),
+// a strided input, a transposed one, a per-row operand.
+TEST(Pipeline, AdjacentAxesReadAsOneNumberBecomeOne) {
+  auto sizes = [](const UOp& ast, AxisType type) {
+    std::vector<int64_t> s;
+    for (const UOp& r : ranges_of(ast))
+      if (range_type(r) == type) s.push_back(const_size(r));
+    std::sort(s.begin(), s.end());
+    return s;
+  };
+  using Sizes = std::vector<int64_t>;
+  const UOp pointwise = merge_adjacent_axes(kernel_of(in({4, 64, 7, 7}).conv2d(in({32, 64, 1, 1}))), cpu_target());
+  EXPECT_EQ(sizes(pointwise, AxisType::LOOP), (Sizes{4, 32, 49}));
+  EXPECT_EQ(sizes(pointwise, AxisType::REDUCE), (Sizes{64}));
+  EXPECT_EQ(sizes(merge_adjacent_axes(kernel_of(in({3, 5, 7}) + 1.0), cpu_target()), AxisType::LOOP), (Sizes{105}));
+  // a GPU's output axes are launch dimensions: merged only while they fit the smallest
+  Target gpu = kiln::testing::simulated_gpu(4);
+  for (uint32_t& g : gpu.global_max) g = 64;
+  EXPECT_EQ(sizes(merge_adjacent_axes(kernel_of(in({3, 5, 7}) + 1.0), gpu), AxisType::LOOP), (Sizes{3, 35}));
+  const UOp pooled = merge_adjacent_axes(kernel_of(in({32, 64, 7, 7}).sum({2, 3})), cpu_target());
+  EXPECT_EQ(sizes(pooled, AxisType::LOOP), (Sizes{2048}));
+  EXPECT_EQ(sizes(pooled, AxisType::REDUCE), (Sizes{49}));
+  const Tensor apart[] = {in({1, 8, 9, 9}).conv2d(in({4, 8, 3, 3}), std::nullopt, 1, 1),
+                          in({1, 8, 14, 14}).conv2d(in({4, 8, 1, 1}), std::nullopt, 2, 0), in({6, 10}).transpose() + 1.0,
+                          in({3, 100}) * in({3, 1})};
+  for (size_t i = 0; i < std::size(apart); ++i) {
+    const UOp ast = kernel_of(apart[i]);
+    EXPECT_EQ(sizes(merge_adjacent_axes(ast, cpu_target()), AxisType::LOOP), sizes(ast, AxisType::LOOP)) << "case " << i;
+  }
+  // (the kernel's name, from the scheduler, keeps the tensor's dimensions)
+  EXPECT_EQ(to_program(kernel_of(in({3, 5, 7}) + 1.0), cpu_target()).name, "E_3_5_7");
 }
 
 // A GPU-like target: workgroups, shared memory, 4 float lanes.

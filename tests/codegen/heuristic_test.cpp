@@ -28,6 +28,9 @@ const Target& avx512() {
 }
 
 Tensor in(const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); }
+// A 7 x 7 map cropped from a wider NCHW image: its rows and columns stay two axes (a whole 7 x 7
+// map's merge into one axis of positions, merge_adjacent_axes).
+Tensor crop7(const Tensor& x) { return x.shrink({{0, x.shape()[0]}, {0, x.shape()[1]}, {0, 7}, {0, 7}}); }
 
 // One kernel of a program and what the heuristic chose for it.
 struct Chosen {
@@ -142,7 +145,8 @@ TEST(Heuristic, BatchOneConvolutionIsARegisterTile) {
 // batch), the image's columns as the tile's rows, and stages its weights (read across the
 // channels): whole where the panel fits a stage buffer, else in blocks of the input channels.
 // A pointwise (1 x 1) convolution, a matmul but for its image's rows, takes them where a row is
-// narrower than a vector. Columns that take whole vectors (64), output channels that do not (36),
+// narrower than a vector and its rows stay apart (a cropped map; a whole one merges its rows and
+// columns into one axis of positions and is a matmul, merge_adjacent_axes). Columns that take whole vectors (64), output channels that do not (36),
 // a pointwise convolution with rows wider than a vector (28), and a convolution cast
 // to float16 (no blocks: they would round its partial sums) whose panel is too large to stage
 // whole keep their column vectors.
@@ -166,14 +170,16 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
     int64_t channels, cols;  // axes
   };
   const Case cases[] = {{{1, 64, 56, 56}, {64, 64, 3, 3}, 1, 0, 2},
-                        {{1, 512, 7, 7}, {256, 512, 1, 1}, 1, 0, 2},  // pointwise, rows narrower than a vector
+                        {{1, 512, 7, 8}, {256, 512, 1, 1}, 1, 0, 2},  // pointwise, rows narrower than a vector (cropped)
                         {{1, 64, 56, 56}, {128, 64, 3, 3}, 2, 0, 2},
                         {{1, 512, 7, 7}, {512, 512, 3, 3}, 1, 0, 2},
                         {{2, 256, 14, 14}, {256, 256, 3, 3}, 1, 1, 3},
                         {{1, 256, 56, 56}, {512, 256, 1, 1}, 2, 0, 2}};  // pointwise, strided: column vectors would be gathers
   for (const Target& t : {avx512(), avx2})
     for (const Case& k : cases) {
-      Chosen c = main_kernel(in(k.x).conv2d(in(k.w), std::nullopt, k.stride, k.w[2] / 2), t);
+      // (an image 8 wide is cropped to 7 x 7: its rows stay apart)
+      const Tensor x = k.x[3] == 8 ? crop7(in(k.x)) : in(k.x);
+      Chosen c = main_kernel(x.conv2d(in(k.w), std::nullopt, k.stride, k.w[2] / 2), t);
       EXPECT_EQ(vector_axis(c), k.channels) << c.str();
       EXPECT_GE(rows_along(c, k.cols), 2) << "columns as the tile's rows: " << c.str();
       EXPECT_TRUE(c.has(OptOp::STAGE)) << c.str();
@@ -189,7 +195,7 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
   }
   // a pointwise panel larger than half the L1d (1 vector x 8 channels x 2048 x 4 bytes: 64 KiB
   // against 16) is staged in blocks of input channels that fit it; a larger L1d takes it whole
-  const Tensor pointwise = in({1, 2048, 7, 7}).conv2d(in({512, 2048, 1, 1}));
+  const Tensor pointwise = crop7(in({1, 2048, 7, 8})).conv2d(in({512, 2048, 1, 1}));
   for (uint64_t l1 : {uint64_t{32} << 10, uint64_t{1} << 20}) {
     Target t = avx2;
     t.l1d_bytes = l1;
@@ -214,12 +220,13 @@ TEST(Heuristic, ConvolutionsWithNarrowImagesVectorizeTheirOutputChannels) {
   }
   // (a cast to float16 after the sum would round blocks' partial sums, and one vector's panel,
   // 288 KiB, does not fit a stage buffer either)
-  for (const Tensor& out : {in({1, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1),
-                            in({1, 64, 56, 56}).conv2d(in({36, 64, 3, 3}), std::nullopt, 1, 1),
-                            in({1, 256, 28, 28}).conv2d(in({128, 256, 1, 1})),
-                            in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1).cast(dtypes::float16)}) {
+  // (the pointwise one's rows and columns are one axis of 784 positions, axis 1)
+  for (const auto& [out, columns] : {std::pair{in({1, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1), 2},
+                                     std::pair{in({1, 64, 56, 56}).conv2d(in({36, 64, 3, 3}), std::nullopt, 1, 1), 2},
+                                     std::pair{in({1, 256, 28, 28}).conv2d(in({128, 256, 1, 1})), 1},
+                                     std::pair{in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1).cast(dtypes::float16), 2}}) {
     Chosen c = main_kernel(out);
-    EXPECT_EQ(vector_axis(c), 2) << "column vectors: " << c.str();
+    EXPECT_EQ(vector_axis(c), columns) << "column vectors: " << c.str();
     EXPECT_FALSE(std::any_of(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE && o.amount == 2; }))
         << "the weights (input 2) in place: " << c.str();
   }
@@ -253,7 +260,7 @@ TEST(Heuristic, PointwiseConvolutionsOverManyPositionsWalkTheirPanelsInsideTheRo
   };
   const Case inside[] = {{in({8, 256, 56, 56}).conv2d(in({512, 256, 1, 1}), std::nullopt, 2, 0), 1},
                          {in({1, 256, 56, 56}).conv2d(in({512, 256, 1, 1}), std::nullopt, 2, 0), 0},
-                         {in({64, 256, 7, 7}).conv2d(in({512, 256, 1, 1})), 1}};
+                         {crop7(in({64, 256, 7, 8})).conv2d(in({512, 256, 1, 1})), 1}};
   for (const Case& k : inside)
     for (const auto& [lanes, threads] : {std::pair{8u, 2u}, std::pair{16u, 8u}, std::pair{8u, 64u}}) {
       Chosen c = main_kernel(k.out, target(lanes, threads));
@@ -272,7 +279,7 @@ TEST(Heuristic, PointwiseConvolutionsOverManyPositionsWalkTheirPanelsInsideTheRo
       EXPECT_EQ(thread->axis, k.channels) << c.str();
       EXPECT_LE(thread->amount, threads) << "one chunk of channels a thread: " << c.str();
     }
-  for (const Tensor& out : {in({1, 2048, 7, 7}).conv2d(in({512, 2048, 1, 1})), in({1, 512, 28, 28}).conv2d(in({1024, 512, 1, 1}), std::nullopt, 2, 0)}) {
+  for (const Tensor& out : {crop7(in({1, 2048, 7, 8})).conv2d(in({512, 2048, 1, 1})), in({1, 512, 28, 28}).conv2d(in({1024, 512, 1, 1}), std::nullopt, 2, 0)}) {
     Chosen c = main_kernel(out, target(8, 2));
     EXPECT_EQ(find(c, OptOp::SWAP), c.opts.end()) << c.str();
     EXPECT_NE(find(c, OptOp::STAGE), c.opts.end()) << c.str();
@@ -453,7 +460,7 @@ TEST(Heuristic, PermutedViewsAreTiled) {
 // A leading axis shorter than the thread count (batch 1-4) does not hold the threads: it takes
 // what it can and the next axes take the rest (their chunks multiply).
 TEST(Heuristic, ThreadsSplitTheAxisWithTheMostIterations) {
-  Chosen c = main_kernel(in({3, 1 << 18}) * 2.0);
+  Chosen c = main_kernel(in({3, 1 << 18}) * in({3, 1}));  // (a per-row operand: the axes stay two)
   int64_t chunks = 1;
   bool long_axis = false;
   for (const Opt& o : c.opts)

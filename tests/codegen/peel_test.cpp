@@ -104,7 +104,8 @@ TEST(Peel, APaddedReduceLoadsUngatedInItsLoop) {
 // partial) runs 125 ungated and the last vector apart. On a GPU the output loops are launch
 // indices: no loop to peel, every work item keeps its gates.
 TEST(Peel, AnOddOutputRowStoresWholeVectorsButTheLast) {
-  const UOp ast = kernel_of((in({7, 1001}) * 2.0f + 1.0f).exp());
+  // (a per-row operand keeps the rows an axis: merged, 7 x 1001 would be one run of 7007)
+  const UOp ast = kernel_of((in({7, 1001}) * in({7, 1}) + 1.0f).exp());
   const std::vector<Opt> opts{{OptOp::PADTO, 1, 8}, {OptOp::UPCAST, 1, 8, true}};
   const Gates cpu = gates_of(ast, avx2(), opts);
   EXPECT_TRUE(cpu.has_loop(125));

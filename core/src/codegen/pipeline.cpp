@@ -30,6 +30,9 @@ constexpr CodegenPass kPasses[] = {
     {"initial symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic(), nullptr, "symbolic"); }},
     // an output axis read as digits (a head and its position, from a reshape) becomes two axes
     {"split digit axes", [](const UOp& s, PassContext&) { return split_digit_axes(s); }},
+    // adjacent axes read as one number (a 7 x 7 map's positions) become one axis: longer runs
+    // for vectors and register tiles
+    {"merge adjacent axes", [](const UOp& s, PassContext& c) { return merge_adjacent_axes(s, c.target); }},
     // a gather's one-hot sum over the table's rows is one gated load of the indexed row
     {"fold one-hot reduces", [](const UOp& s, PassContext&) { return fold_onehot_reduces(s); }},
     // softmax's exp once per element: summed and stored in a row buffer, read back by the output

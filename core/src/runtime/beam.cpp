@@ -349,7 +349,7 @@ struct DeviceTimer {
 
 Key128 cache_key(Device& dev, const UOp& ast, const Target& t, int width) {
   return Fingerprint()
-      .str("kiln-beam-1")
+      .str("kiln-beam-2")  // (bumped where the steps before the actions renumber axes: merged axes)
       .key(ast.key())
       .str(dev.name())
       .str(dev.backend())
