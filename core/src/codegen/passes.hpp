@@ -29,7 +29,7 @@ UOp fold_onehot_reduces(const UOp& ast);
 UOp split_digit_axes(const UOp& ast);
 // Two adjacent ranges that every access reads as outer * n + inner (NCHW's rows and columns
 // where nothing pads them) become one range (split_axes.cpp); on a GPU, output ranges only while
-// the product fits every launch dimension of `target`.
+// the product fits every launch dimension of `target` and takes whole vectors.
 UOp merge_adjacent_axes(const UOp& ast, const Target& target);
 // A reduce loop (or, where output loops stay loops, an output loop) whose gates hold on every
 // iteration but the last runs that one apart, ungated elsewhere (peel.cpp).
