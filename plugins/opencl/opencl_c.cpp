@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <string_view>
 
 #include "../common/plugin_util.hpp"
 
@@ -114,9 +113,7 @@ std::string OpenclDialect::bitcast(const std::string& x, const kiln_lir_type&, c
 
 std::string OpenclDialect::compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
                                    const kiln_lir_type& result) const {
-  // (bool vector lanes are -1 for true: false < true is 0 > -1)
-  const bool reversed = operand.count > 1 && operand.scalar == KILN_LIR_DTYPE_BOOL && std::string_view(op) == "<";
-  std::string e = reversed ? "(" + b + op + a + ")" : "(" + a + op + b + ")";
+  std::string e = ordered(op, a, b, operand);
   if (result.count == 1) return e;
   uint8_t lanes = operand.scalar == KILN_LIR_DTYPE_BOOL ? bool_vector_lane() : mask_lane(operand.scalar);
   return lanes == bool_vector_lane() ? e : "convert_" + type_name(result) + e;

@@ -106,11 +106,14 @@ std::string CStyleRenderer::bitcast(const std::string& x, const kiln_lir_type& /
   return "(" + type_name(to) + ")(" + x + ")";
 }
 
+std::string CStyleRenderer::ordered(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand) {
+  const bool reversed = operand.count > 1 && operand.scalar == KILN_LIR_DTYPE_BOOL && std::string_view(op) == "<";
+  return reversed ? "(" + b + op + a + ")" : "(" + a + op + b + ")";
+}
+
 std::string CStyleRenderer::compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
                                     const kiln_lir_type& result) const {
-  // (bool vector lanes are -1 for true: false < true is 0 > -1)
-  const bool reversed = operand.count > 1 && operand.scalar == KILN_LIR_DTYPE_BOOL && std::string_view(op) == "<";
-  std::string e = reversed ? "(" + b + op + a + ")" : "(" + a + op + b + ")";
+  std::string e = ordered(op, a, b, operand);
   if (result.count == 1) return e;
   // vector comparisons produce signed lanes as wide as the operands; bool vectors are int lanes
   if (lir_scalar_size(operand.scalar) == lir_scalar_size(bool_vector_lane()) && operand.scalar != KILN_LIR_DTYPE_BOOL) return e;

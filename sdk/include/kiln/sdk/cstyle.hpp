@@ -61,6 +61,9 @@ class CStyleRenderer {
   // A comparison; for vectors the result must be a bool vector (lanes of bool_vector_lane()).
   virtual std::string compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
                               const kiln_lir_type& result) const;
+  // "(a op b)" for compare: a bool vector's < is b < a, its lanes being -1 for true (false < true
+  // is 0 > -1).
+  static std::string ordered(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand);
   // NaN-propagating for floats.
   virtual std::string max(const std::string& a, const std::string& b, const kiln_lir_type& t) const;
   virtual std::string where(const std::string& c, const std::string& a, const std::string& b, const kiln_lir_type& t) const;
