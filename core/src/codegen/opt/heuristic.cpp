@@ -412,6 +412,10 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across, bool rows
     // cpu_tile_rows; two vectors beat one, three and four.) Sizes that do not
     // divide are padded when that is cheap (999 -> 1024 columns, 1001 rows), else take the largest
     // amount that divides.
+    // (asked again on purpose: an axis the first call padded for narrower vectors may pad once
+    // more for whole ones, each step judged against the size before it. 49 columns -> 56 -> 64
+    // with 16 lanes measured 0.54-0.91 ms on an AVX-512 Xeon, 1 x 2048 x 7 x 7 -> 512, against
+    // 1.0-1.8 ms for 56 columns of 8 lanes, whose narrower tile also takes another thread plan)
     int64_t vec = vector_lanes(plan, contiguous, vectors);
     plan.add({OptOp::UPCAST, range_axis(contiguous), vec, true});
     if (second) plan.add({OptOp::UPCAST, range_axis(*second), 2});
