@@ -324,6 +324,17 @@ TEST(Cli, BeamSearchesAWorkloadsKernelsAndRemembersThem) {
                               "--first-runs", "1", "--no-peak", "--json"}, env);
   EXPECT_EQ(bench.exit_code, 0) << bench.err;
   EXPECT_EQ(bench.out.find("\"ok\": false"), std::string::npos) << bench.out;
+  // KILN_BEAM in the environment: the first calls' fresh caches keep the searched lists too, so a
+  // second bench searches nothing (each first call searched every kernel again, and timed it)
+  std::map<std::string, std::string> beam_env = env;
+  beam_env.insert({{"KILN_BEAM", "1"}, {"KILN_DEBUG", "1"}});
+  const std::vector<std::string> bench_args = {"bench", "--device", "cpu:0", "--only", "sum", "--iters", "1", "--warmup", "0",
+                                               "--first-runs", "2", "--no-peak", "--no-check"};
+  ASSERT_EQ(run_kiln(bench_args, beam_env).exit_code, 0);
+  CliResult warm = run_kiln(bench_args, beam_env);
+  EXPECT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_CONTAINS(warm.err, ": cached [");
+  EXPECT_EQ(warm.err.find("candidates in"), std::string::npos) << warm.err;
   std::filesystem::remove_all(cache);
   CliResult bad = run_kiln({"beam", "--device", "cpu:0", "matmul3"});
   EXPECT_EQ(bad.exit_code, 2);

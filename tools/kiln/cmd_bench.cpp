@@ -131,10 +131,13 @@ int run_bench(const std::vector<std::string>& args) {
       bench::search(*w, device, width);
     }
     if (progress) std::fprintf(stderr, "\033[K");
-    // the first calls' fresh compile caches keep the searched lists: as a second process would
-    setenv("KILN_BEAM_DIR", std::filesystem::absolute(dir).c_str(), 1);
     set_knob(Knob::beam, width);
   }
+  // The first calls' fresh compile caches keep the searched lists, as a second process would:
+  // with --beam or KILN_BEAM (without this, `KILN_BEAM=4 kiln bench` searched every kernel again in
+  // each first call's empty cache, minutes for the default set, and timed the search as `first`).
+  if (knob(Knob::beam) > 0)
+    if (const std::string dir = runtime::beam_cache_dir(); !dir.empty()) setenv("KILN_BEAM_DIR", std::filesystem::absolute(dir).c_str(), 1);
 
   std::optional<bench::MachinePeak> peak;
   if (!vm.count("no-peak")) peak = device_peak(device, vm.count("remeasure-peak"));
