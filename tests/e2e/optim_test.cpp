@@ -79,7 +79,7 @@ TEST(Optim, AStepIsOneScheduleAndZeroGradForgets) {
   optim::Adam opt({w1, w2}, 0.01);
   (x.matmul(w1) + w2).relu().sum().backward();
   std::vector<Tensor> step = opt.step_tensors();
-  EXPECT_EQ(step.size(), 6u);  // m, v and the parameter, for each
+  EXPECT_EQ(step.size(), 10u);  // beta1^t, beta2^t, m, v and the parameter, for each
   size_t stores = 0;
   for (const ExecItem& e : Tensor::schedule_all(step)) stores += e.is_copy ? 0 : 1;
   EXPECT_GE(stores, 1u);

@@ -153,7 +153,11 @@ class Tensor {
   Tensor& realize();
   static void realize_all(std::vector<Tensor>& tensors);
   Tensor contiguous() const;
-  Tensor clone() const;  // a new buffer with a copy of the value (contiguous() of a buffer is itself)
+  // A new buffer with a copy of the value (contiguous() of a buffer is itself). A snapshot: the
+  // copy of a realized tensor (a Jit's output, a buffer assigned later) is made now, so later
+  // writes to the source do not show through; a lazy tensor's copy is its graph's value, made with
+  // its next realize. A tensor that requires grad is copied lazily (the copy passes gradients).
+  Tensor clone() const;
   Tensor to(const std::string& device) const;  // a placement "cpu:0,cpu:1" replicates; a sharded tensor is gathered
 
   // multi-device: one logical tensor whose data lives on several devices. Operations on tensors of

@@ -171,6 +171,7 @@ UOp rank_assigns(const UOp& sink) {
 // ASSIGNs (most calls) one toposort serves.
 struct Normalized {
   UOp sink;                  // binds stripped, assigns ranked; buffers still in place
+  std::vector<UOp> assigns;  // the ASSIGNs of the graph as given (before ranking)
   std::vector<UOp> inputs;   // each input BUFFER, in slot order
   Key128 key;                // the schedule cache's key of the graph with PARAMs
   static UOp param(const UOp& buffer, size_t slot) {
@@ -184,9 +185,11 @@ struct Normalized {
 };
 
 Normalized normalize(const UOp& big_sink, VarVals& vals) {
-  Normalized out{big_sink, {}, {}};
+  Normalized out{big_sink, {}, {}, {}};
   std::vector<const UOpNode*> order = toposort_nodes(big_sink);
-  if (std::any_of(order.begin(), order.end(), [](const UOpNode* n) { return n->op == Ops::BIND || n->op == Ops::ASSIGN; })) {
+  for (const UOpNode* n : order)
+    if (n->op == Ops::ASSIGN) out.assigns.push_back(UOpAccess::from_node(n));
+  if (!out.assigns.empty() || std::any_of(order.begin(), order.end(), [](const UOpNode* n) { return n->op == Ops::BIND; })) {
     out.sink = rank_assigns(strip_binds(big_sink, vals));
     order = toposort_nodes(out.sink);
   }
@@ -231,6 +234,7 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   auto t0 = std::chrono::steady_clock::now();
   LinearResult out;
   Normalized norm = normalize(big_sink, out.var_vals);
+  out.assigns = norm.assigns;
   const std::vector<UOp>& inputs = norm.inputs;
   bool use_cache = knob(Knob::scache) != 0;
   const Key128& key = norm.key;

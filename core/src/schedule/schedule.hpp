@@ -36,6 +36,10 @@ struct LinearResult {
   int kernels = 0;               // CALLs that run kernels (not copies)
   uint64_t planned_bytes = 0;    // intermediate bytes after memory planning
   uint64_t unplanned_bytes = 0;  // ... and without it
+  // Every ASSIGN of the graph as it was given: running the schedule writes each one's target, so
+  // the caller points every live graph that still reads one at its target instead (an assign
+  // runs once, docs/architecture.md "Assign").
+  std::vector<UOp> assigns;
   // The template's prepared kernels: prepared->prepare(linear, var_vals) gives the items to run.
   std::shared_ptr<runtime::PreparedKernels> prepared;
 };

@@ -33,15 +33,30 @@ LiveTensors& live_tensors() {
   return *r;
 }
 
-// One tensor to realize: its state and the graph read from it.
+// A chain of views that keeps element 0 where it is (RESHAPE, SHRINK of a prefix), as is_view walks.
+bool is_prefix_view_op(const UOp& u) {
+  return u.op() == Ops::RESHAPE || (u.op() == Ops::SHRINK && u.arg_ints()[0] == 0 && u.arg_ints().size() == 2);
+}
+
+// The ASSIGN under such a chain (`u` itself when it is one), or null.
+const UOp* assign_under_view(const UOp& u) {
+  const UOp* x = &u;
+  while (is_prefix_view_op(*x)) x = &x->src(0);
+  return x->op() == Ops::ASSIGN ? x : nullptr;
+}
+
+// One tensor to realize: its state, the graph read from it, and what the schedule computes for it:
+// the graph itself, or, for a view of a pending assign, the assign (the tensor then views the
+// assign's target, as a view of a realized buffer does, and no copy is made).
 struct Pending {
   std::shared_ptr<TensorState> state;
   UOp uop;
+  UOp sched;
 };
 
-// The states to realize (lazy, deduplicated by node) for these tensors (a multi-device tensor's
-// parts: one schedule realizes them all).
-std::vector<Pending> pending(const std::vector<Tensor>& ts) {
+// The states to realize (lazy) for these tensors (a multi-device tensor's parts: one schedule
+// realizes them all), and the distinct graphs to schedule for them.
+std::vector<Pending> pending(const std::vector<Tensor>& ts, std::vector<UOp>& roots) {
   std::vector<Pending> out;
   std::vector<Tensor> flat;
   for (const Tensor& t : ts) {
@@ -51,15 +66,13 @@ std::vector<Pending> pending(const std::vector<Tensor>& ts) {
   for (const Tensor& t : flat) {
     UOp u = t.state()->uop();
     if (is_view(u)) continue;
-    if (std::none_of(out.begin(), out.end(), [&](const Pending& o) { return o.uop == u; })) out.push_back({t.state(), u});
+    if (std::any_of(out.begin(), out.end(), [&](const Pending& o) { return o.state == t.state(); })) continue;
+    const UOp* a = assign_under_view(u);
+    UOp sched = a && is_view(a->src(0)) ? *a : u;
+    out.push_back({t.state(), u, sched});
+    if (std::find(roots.begin(), roots.end(), sched) == roots.end()) roots.push_back(sched);
   }
   return out;
-}
-
-UOp sink_of(const std::vector<Pending>& states) {
-  std::vector<UOp> src;
-  for (const Pending& p : states) src.push_back(p.uop);
-  return UOp::sink(src);
 }
 
 void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
@@ -140,26 +153,38 @@ int64_t Tensor::numel() const { return numel_of(s_->shape); }
 
 std::vector<ExecItem> Tensor::schedule_all(const std::vector<Tensor>& outputs) {
   std::lock_guard<std::mutex> lock(realize_mutex());
-  auto states = pending(outputs);
-  if (states.empty()) return {};
-  return linear_to_schedule(create_linear_with_vars(sink_of(states)));
+  std::vector<UOp> roots;
+  pending(outputs, roots);
+  if (roots.empty()) return {};
+  return linear_to_schedule(create_linear_with_vars(UOp::sink(roots)));
 }
 std::vector<ExecItem> Tensor::schedule() const { return schedule_all({*this}); }
 
 void Tensor::realize_all(std::vector<Tensor>& tensors) {
   std::lock_guard<std::mutex> lock(realize_mutex());
-  auto states = pending(tensors);  // under the lock: what another thread realized is a view now
-  if (states.empty()) return;
-  LinearResult lr = create_linear_with_vars(sink_of(states));
+  std::vector<UOp> roots;
+  auto states = pending(tensors, roots);  // under the lock: what another thread realized is a view now
+  if (roots.empty()) return;
+  LinearResult lr = create_linear_with_vars(UOp::sink(roots));
   std::vector<runtime::PreparedItem> items = lr.prepared->prepare(lr.linear, lr.var_vals);
   if (runtime::Capture* c = runtime::Capture::active()) c->record(items, lr.var_vals);  // a Jit's call 2
   runtime::run_items(items);
+  // Every assign ran with this schedule: a graph that still reads one (a handle built on it, the
+  // assigned tensor itself when a reader was realized first) reads its target from now on, so no
+  // later realize runs it again (docs/architecture.md, "Assign").
   std::vector<std::pair<UOp, UOp>> becomes;
-  for (size_t i = 0; i < states.size(); ++i) {
-    UOp view = buffer_view(lr.outputs[i], states[i].state->shape);
-    becomes.push_back({states[i].uop, view});
-    states[i].state->update([&](TensorGraph& g) {
-      if (g.uop == states[i].uop) g = {view, {}};
+  for (const UOp& a : lr.assigns) becomes.push_back({a, a.src(0)});
+  for (const Pending& p : states) {
+    UOp now;
+    if (!(p.sched == p.uop)) {
+      now = substitute(p.uop, {{p.sched, p.sched.src(0)}});  // a view of the assign's target
+    } else {
+      size_t at = static_cast<size_t>(std::find(roots.begin(), roots.end(), p.sched) - roots.begin());
+      now = buffer_view(lr.outputs[at], p.state->shape);
+    }
+    if (p.uop.op() != Ops::ASSIGN) becomes.push_back({p.uop, now});
+    p.state->update([&](TensorGraph& g) {
+      if (g.uop == p.uop) g = {now, p.sched == p.uop ? std::vector<UOp>{} : g.vars};
     });
   }
   apply_becomes(becomes);
@@ -182,6 +207,9 @@ Tensor Tensor::clone() const {
   if (multi_of(*this)) return map_parts(*this, [](const Tensor& p) { return p.clone(); });
   Tensor copy = Tensor::empty(shape(), dtype(), device());
   copy.assign(*this);
+  // a buffer's contents change under a lazy copy (the next replay of the Jit that wrote it, an
+  // assign): copy it now
+  if (is_view(s_->uop()) && !requires_grad()) copy.realize();
   return copy;
 }
 

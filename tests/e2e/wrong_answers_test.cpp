@@ -1,0 +1,215 @@
+// tests/e2e/wrong_answers_test.cpp - the silent wrong answers a probe of the public API found (issue
+// 43), each one a program a user wrote and the number it must give. Every case here gave another
+// number with no error before its fix.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "error_check.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/compile_cache.hpp"
+
+using kiln::testing::expect_error;
+
+using namespace kiln;
+
+namespace {
+
+const char* kDevice = "cpu:0";
+
+Tensor vec(const std::vector<float>& v) { return Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}, kDevice); }
+
+}  // namespace
+
+// --- an assign is realized exactly once ------------------------------------------------------
+
+TEST(AssignOnce, AReaderRealizedFirstRunsTheAssignOnlyOnce) {
+  Tensor a = Tensor::zeros({4}, dtypes::float32, kDevice).contiguous().realize();
+  a.assign(a + 1.0);
+  EXPECT_EQ((a * 1.0).to_vector<float>(), (std::vector<float>(4, 1)));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>(4, 1)));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>(4, 1)));  // and reading again changes nothing
+}
+
+TEST(AssignOnce, ALazyReaderBuiltBeforeTheRealizeSeesTheAssignOnce) {
+  Tensor a = vec({1, 2}).realize();
+  a.assign(a * 10.0);
+  Tensor r1 = a + 0.0, r2 = a * 2.0;  // both read the pending assign
+  EXPECT_EQ(r1.to_vector<float>(), (std::vector<float>{10, 20}));
+  EXPECT_EQ(r2.to_vector<float>(), (std::vector<float>{20, 40}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{10, 20}));
+}
+
+TEST(AssignOnce, ChainedAssignsEachApplyOnce) {
+  Tensor a = vec({1}).realize();
+  a.assign(a * 10.0);
+  Tensor view = a.reshape({1, 1});
+  EXPECT_EQ(view.to_vector<float>(), (std::vector<float>{10}));
+  a.assign(a * 10.0);
+  EXPECT_EQ((a + 0.0).to_vector<float>(), (std::vector<float>{100}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{100}));
+  EXPECT_EQ(view.to_vector<float>(), (std::vector<float>{100}));
+}
+
+// (tinygrad's semantics: an assign pending on one handle is not seen through another handle of the
+// same buffer until it is realized; then every handle reads the buffer)
+TEST(AssignOnce, AnAssignThroughAViewHandleAppliesOnce) {
+  Tensor a = vec({1, 2, 3, 4}).realize();
+  Tensor m = a.reshape({2, 2});
+  m.assign(m + 1.0);
+  EXPECT_EQ((a * 1.0).to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{2, 3, 4, 5}));
+  EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{2, 3, 4, 5}));
+}
+
+TEST(AssignOnce, AReaderBuiltBeforeTheAssignAndRealizedAfterReadsTheOldValue) {
+  Tensor c = vec({1, 2}).realize();
+  Tensor r = c + 0.0;
+  c.assign(c * 3.0);
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{3, 6}));
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{1, 2}));
+}
+
+TEST(AssignOnce, AnSgdStepRealizedAfterAReadOfTheParameterAppliesOnce) {
+  Tensor p = vec({1, 2}).requires_grad_();
+  optim::SGD opt({p}, 0.5);
+  (p * p).sum().backward();  // gradient 2p
+  std::vector<Tensor> st = opt.step_tensors();
+  EXPECT_FLOAT_EQ((p * 1.0).sum().item<float>(), 0.0f);  // p - 0.5 * 2p = 0
+  Tensor::realize_all(st);
+  EXPECT_EQ(p.to_vector<float>(), (std::vector<float>{0, 0}));
+}
+
+TEST(AssignOnce, AnInputAJitAssignsInPlaceAdvancesOncePerCall) {
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    Tensor x = in[0];
+    x.assign(x + 1.0);
+    return std::vector<Tensor>{x * 1.0};
+  });
+  Tensor x = Tensor::zeros({1}, dtypes::float32, kDevice).contiguous().realize();
+  for (int call = 1; call <= 5; ++call) {
+    EXPECT_EQ(f({x})[0].to_vector<float>(), (std::vector<float>{static_cast<float>(call)})) << "call " << call;
+    EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{static_cast<float>(call)})) << "call " << call;
+  }
+}
+
+// --- clone snapshots ---------------------------------------------------------------------------
+
+TEST(CloneSnapshots, ACloneOfAJitOutputKeepsThatCallsValue) {
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{in[0] * 2.0}; });
+  std::vector<Tensor> kept;
+  for (int call = 1; call <= 4; ++call) kept.push_back(f({vec({static_cast<float>(call)}).realize()})[0].clone());
+  for (int call = 1; call <= 4; ++call)
+    EXPECT_EQ(kept[call - 1].to_vector<float>(), (std::vector<float>{2.0f * call})) << "call " << call;
+}
+
+TEST(CloneSnapshots, ACloneKeepsTheValueBeforeALaterAssign) {
+  Tensor a = vec({1, 2}).realize();
+  Tensor c = a.clone();
+  a.assign(a * 3.0).realize();
+  EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{3, 6}));
+}
+
+// --- step state lives on the device -------------------------------------------------------------
+
+namespace {
+
+// 50 steps of `make_opt` on a small regression problem with a new batch every step (a constant
+// gradient pattern too, which is where baked bias corrections showed first), eager and replayed by
+// a Jit; returns every step's loss and the final weights.
+template <typename MakeOpt>
+std::vector<float> train(MakeOpt make_opt, bool jitted, int steps = 50) {
+  auto batch = [](int s) {
+    std::vector<float> v(12);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * static_cast<float>((i * 5 + static_cast<size_t>(s) * 3) % 7) - 0.3f;
+    return Tensor::from_vector<float>(v, {4, 3}, kDevice);
+  };
+  Tensor target = Tensor::from_vector<float>({1, 0, 0, 1, 1, 0, 0, 1}, {4, 2}, kDevice);
+  Tensor w = Tensor::from_vector<float>({0.1f, -0.2f, 0.3f, 0.05f, 0.2f, -0.1f}, {2, 3}, kDevice).requires_grad_();
+  Tensor b = Tensor::from_vector<float>({0.4f, -0.3f}, {2}, kDevice).requires_grad_();
+  auto opt = make_opt(std::vector<Tensor>{w, b});
+  auto step = [&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    opt.zero_grad();
+    Tensor loss = (in[0].linear(w, b).log_softmax(1) * target).sum() * -0.25;
+    loss.backward();
+    std::vector<Tensor> out = opt.step_tensors();
+    out.push_back(loss);
+    return out;
+  };
+  Jit jit(step);
+  std::vector<float> trace;
+  for (int s = 0; s < steps; ++s) {
+    std::vector<Tensor> out = jitted ? jit({batch(s)}) : step({batch(s)}, {});
+    if (!jitted) Tensor::realize_all(out);
+    trace.push_back(out.back().item<float>());
+  }
+  EXPECT_EQ(jit.captured(), jitted);
+  for (const Tensor& p : {w, b})
+    for (float v : p.to_vector<float>()) trace.push_back(v);
+  return trace;
+}
+
+template <typename MakeOpt>
+void expect_jit_equals_eager(MakeOpt make_opt, const char* name) {
+  SCOPED_TRACE(name);
+  std::vector<float> eager = train(make_opt, false), jitted = train(make_opt, true);
+  ASSERT_EQ(eager.size(), jitted.size());
+  for (size_t i = 0; i < eager.size(); ++i) EXPECT_EQ(jitted[i], eager[i]) << (i < 50 ? "loss of step " : "weight ") << i;
+  EXPECT_NE(eager[0], eager[49]);  // it trained
+}
+
+}  // namespace
+
+TEST(StepState, AJittedStepEqualsTheEagerStepBitForBitOverFiftySteps) {
+  expect_jit_equals_eager([](std::vector<Tensor> p) { return optim::SGD(p, 0.1); }, "SGD");
+  expect_jit_equals_eager([](std::vector<Tensor> p) { return optim::SGD(p, 0.05, 0.9, 0.01); }, "SGD momentum, weight decay");
+  expect_jit_equals_eager([](std::vector<Tensor> p) { return optim::SGD(p, 0.05, 0.9, 0.01, true); }, "SGD Nesterov");
+  expect_jit_equals_eager([](std::vector<Tensor> p) { return optim::Adam(p, 0.01); }, "Adam");
+  expect_jit_equals_eager([](std::vector<Tensor> p) { return optim::Adam(p, 0.01, 0.9, 0.999, 1e-8, 0.1); }, "AdamW");
+}
+
+// Adam's bias corrections changed every step as host constants, so eager Adam compiled new kernels
+// at every step (12 ms a step, a cache file each). Now step 3 on runs step 2's kernels.
+TEST(StepState, EagerAdamCompilesNothingAfterItsSecondStep) {
+  Tensor w = Tensor::from_vector<float>({0.3f, -0.2f, 0.1f, 0.4f}, {4}, kDevice).requires_grad_();
+  Tensor x = Tensor::from_vector<float>({0.5f, -1, 2, 0.25f}, {4}, kDevice);
+  optim::Adam opt({w}, 0.01);
+  std::optional<runtime::CompileStats> before;
+  for (int s = 0; s < 6; ++s) {
+    if (s == 2) before = runtime::compile_stats();
+    opt.zero_grad();
+    ((w * x - 1.0) * (w * x - 1.0)).sum().backward();
+    opt.step();
+  }
+  runtime::CompileStats after = runtime::compile_stats();
+  EXPECT_EQ(after.compiles + after.disk_hits + after.memory_hits, before->compiles + before->disk_hits + before->memory_hits);
+}
+
+TEST(StepState, ALearningRateScheduleIsSeenByAJittedStep) {
+  Tensor w = Tensor::from_vector<float>({1, 2}, {2}, kDevice).requires_grad_();
+  optim::SGD opt({w}, 0.5);
+  Jit step([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    opt.zero_grad();
+    (w * in[0]).sum().backward();  // gradient: in
+    return opt.step_tensors();
+  });
+  Tensor ones = Tensor::from_vector<float>({1, 1}, {2}, kDevice);
+  float want = 1;
+  for (int s = 0; s < 6; ++s) {
+    double lr = 0.5 / (s + 1);
+    opt.set_lr(lr);
+    EXPECT_EQ(opt.lr(), lr);
+    step({ones});
+    want -= static_cast<float>(lr);
+    EXPECT_FLOAT_EQ(w.to_vector<float>()[0], want) << "step " << s;
+  }
+  EXPECT_TRUE(step.captured());
+  const ErrorCode bad = ErrorCode::invalid_argument;
+  expect_error([&] { opt.set_lr(std::nan("")); }, bad, "learning rate must be a finite number >= 0 (got nan)");
+  expect_error([&] { opt.set_lr(-1); }, bad, "(got -1)");
+  expect_error([&] { optim::Adam({w}, std::nan("")); }, bad, "learning rate");
+  expect_error([&] { optim::SGD({w}, -0.1); }, bad, "(got -0.1)");
+}
