@@ -8,6 +8,7 @@
 #include "error_check.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/compile_cache.hpp"
+#include "tensor/tensor_state.hpp"
 
 using kiln::testing::expect_error;
 
@@ -212,4 +213,74 @@ TEST(StepState, ALearningRateScheduleIsSeenByAJittedStep) {
   expect_error([&] { opt.set_lr(-1); }, bad, "(got -1)");
   expect_error([&] { optim::Adam({w}, std::nan("")); }, bad, "learning rate");
   expect_error([&] { optim::SGD({w}, -0.1); }, bad, "(got -0.1)");
+}
+
+// --- gradients follow torch at the kinks ---------------------------------------------------------
+
+namespace {
+std::vector<float> grad_of(const Tensor& loss, const Tensor& wrt) { return loss.gradient({wrt})[0].to_vector<float>(); }
+}  // namespace
+
+TEST(GradientKinks, ReluAndAbsTakeZeroAtZero) {
+  Tensor x = vec({-1, 0, 2, -0.0f});
+  EXPECT_EQ(grad_of(x.relu().sum(), x), (std::vector<float>{0, 0, 1, 0}));
+  EXPECT_EQ(grad_of(x.abs().sum(), x), (std::vector<float>{-1, 0, 1, 0}));
+  Tensor n = vec({std::nanf(""), -3});
+  std::vector<float> r = n.relu().to_vector<float>();
+  EXPECT_TRUE(std::isnan(r[0]));  // relu keeps NaN
+  EXPECT_EQ(r[1], 0.0f);
+  EXPECT_FALSE(std::signbit(r[1]));  // +0, not -0
+}
+
+TEST(GradientKinks, ProdWithZerosIsTheProductOfTheOthers) {
+  Tensor x = Tensor::from_vector<float>({2, 0, 3, 1, 2, 3, 0, 0, 1}, {3, 3}, kDevice);
+  EXPECT_EQ(grad_of(x.prod({1}).sum(), x), (std::vector<float>{0, 6, 0, 6, 3, 2, 0, 0, 0}));
+  Tensor all = vec({0, 4, 5});
+  EXPECT_EQ(grad_of(all.prod(), all), (std::vector<float>{20, 0, 0}));
+}
+
+TEST(GradientKinks, PowAtZero) {
+  Tensor b = vec({0, 0, 2, 0}), e = vec({0, 2, 3, -1});
+  Tensor loss = b.pow(e).sum();
+  std::vector<Tensor> g = loss.gradient({b, e});
+  std::vector<float> db = g[0].to_vector<float>(), de = g[1].to_vector<float>();
+  EXPECT_EQ(db[0], 0.0f);  // torch: 0 where the exponent is 0
+  EXPECT_EQ(db[1], 0.0f);
+  EXPECT_FLOAT_EQ(db[2], 12.0f);
+  EXPECT_TRUE(std::isinf(db[3]));  // -1 * 0^-2 = -inf (torch)
+  EXPECT_EQ(de[0], 0.0f);          // torch: 0 where the base is 0 and the exponent >= 0
+  EXPECT_EQ(de[1], 0.0f);
+  EXPECT_FLOAT_EQ(de[2], 8.0f * std::log(2.0f));
+}
+
+TEST(GradientKinks, SigmoidAndTanhAtInfinityAreZero) {
+  float inf = std::numeric_limits<float>::infinity();
+  Tensor x = vec({-inf, inf, 0});
+  EXPECT_EQ(grad_of(x.sigmoid().sum(), x), (std::vector<float>{0, 0, 0.25f}));
+  EXPECT_EQ(grad_of(x.tanh().sum(), x), (std::vector<float>{0, 0, 1}));
+}
+
+TEST(GradientKinks, TiesSplitEvenlyAsTorchsMaximumAndAmax) {
+  Tensor a = vec({1, 2, 3}), b = vec({1, 5, 0});
+  std::vector<Tensor> g = a.maximum(b).sum().gradient({a, b});
+  EXPECT_EQ(g[0].to_vector<float>(), (std::vector<float>{0.5f, 0, 1}));
+  EXPECT_EQ(g[1].to_vector<float>(), (std::vector<float>{0.5f, 1, 0}));
+  Tensor m = vec({3, 1, 3, 2});
+  EXPECT_EQ(grad_of(m.max(), m), (std::vector<float>{0.5f, 0, 0.5f, 0}));
+  EXPECT_EQ(grad_of(m.min(), m), (std::vector<float>{0, 1, 0, 0}));
+}
+
+TEST(GradientKinks, ComparisonsAndRoundingPassNoGradientOnPurpose) {
+  Tensor x = vec({0.5f, -1.5f, 2});
+  Tensor loss = (x.lt(Tensor::zeros({3}, dtypes::float32, kDevice)).cast(dtypes::float32) * x + x.sign()).sum();
+  EXPECT_EQ(grad_of(loss, x), (std::vector<float>{0, 1, 0}));
+}
+
+// An op with no rule is an error that names it, never a silent zero gradient.
+TEST(GradientKinks, AnOpWithoutARuleIsAnErrorNamingIt) {
+  Tensor x = vec({1, 2});
+  const UOp& u = x.uop();
+  Tensor fused = detail::make(UOp::make(Ops::MULACC, u.dtype(), {u, u, u}), x.shape(), x.device());
+  expect_error([&] { (void)fused.sum().gradient({x}); }, ErrorCode::unimplemented, "the op MULACC has no gradient rule");
+  EXPECT_EQ(grad_of(fused.detach().sum() + x.sum(), x), (std::vector<float>{1, 1}));
 }

@@ -100,8 +100,24 @@ Tensor Tensor::sign() const {
   // sign(NaN) = NaN (x != x only for NaN); x*0 would also make sign(+-inf) NaN
   return dtype().is_float() ? where(ne(*this), *this, s) : s;
 }
-Tensor Tensor::relu() const { return maximum(const_like(*this, 0)); }
-Tensor Tensor::sigmoid() const { return (1.0 + (-as_float(*this)).exp()).reciprocal(); }
+Tensor Tensor::relu() const {
+  if (!dtype().is_float()) return maximum(const_like(*this, 0));
+  // x where x > 0, else 0 (NaN stays NaN): the gradient is 0 at 0 (torch), where maximum(x, 0)
+  // would split it between the tied sides
+  Tensor zero = const_like(*this, 0);
+  return where(gt(zero), *this, where(ne(*this), *this, zero));
+}
+Tensor Tensor::sigmoid() const {
+  auto form = [](const Tensor& x) { return (1.0 + (-x).exp()).reciprocal(); };
+  Tensor x = as_float(*this), s = form(x);
+  // s (1 - s): the chain through exp would give 0 * inf = NaN at -inf (torch: 0). (The function
+  // builds s again from x, the same node, rather than holding its own output.)
+  set_gradient(s, {x}, [x, form](const Tensor& g) {
+    Tensor again = form(x);
+    return std::vector<Tensor>{g * again * (1.0 - again)};
+  });
+  return s;
+}
 Tensor Tensor::tanh() const { return 2.0 * (2.0 * as_float(*this)).sigmoid() - 1.0; }
 Tensor Tensor::gelu() const {
   Tensor x = as_float(*this);

@@ -3,13 +3,15 @@
 // The backward pass is built from the same Tensor ops as the forward one, so it fuses and
 // schedules like any other graph. `gradient_rules` is one PatternMatcher with one rule per
 // differentiable op: given the gradient of a node (ctx.g), a rule sets the gradient of each of
-// its sources (none for sources that take no gradient) and returns the node to say it fired. Ops
-// without a rule (comparisons, bitwise ops, integer division, random bits, DETACH) pass no gradient.
+// its sources (none for sources that take no gradient) and returns the node to say it fired. The
+// ops that pass no gradient on purpose (comparisons, bitwise ops, integer division, random bits,
+// rounding, DETACH) are listed in no_gradient(); any other op without a rule is an error.
 // An assign that has not been realized yet passes the gradient to the value it writes.
 //
-// Ties: elementwise maximum gives each side half the gradient where they are equal (torch); a max
-// reduction splits the gradient evenly among the elements equal to the maximum (tinygrad; torch
-// gives it all to one).
+// At the kinks, torch's conventions (docs/autograd.md lists them): elementwise maximum gives each
+// side half the gradient where they are equal; a max reduction splits the gradient evenly among
+// the elements equal to the maximum (torch's amax); relu and abs take 0 at 0 (their forms in
+// tensor/elementwise.cpp); prod at a zero is the product of the others; pow(0, 0) gives 0 to both.
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -112,6 +114,17 @@ constexpr double kLn2 = 0.69314718055994530942;
 
 Tensor zeros_like(const Tensor& t) { return const_like(t, 0); }
 
+// d prod(in, axes) / d in: the product of the other elements of each element's group, as torch
+// computes it: prod / x where the group has no zero, the product of the rest at a group's only zero,
+// 0 elsewhere (prod / x would give 0 / 0 = NaN at a zero).
+Tensor prod_others(const Tensor& in, const std::vector<int>& axes) {
+  Tensor zero = zeros_like(in), is_zero = in.eq(zero);
+  Tensor nonzero_prod = Tensor::where(is_zero, const_like(in, 1), in).prod(axes, true).expand(in.shape());
+  Tensor zeros = is_zero.cast(in.dtype()).sum(axes, true).expand(in.shape());
+  return Tensor::where(zeros.eq(zero), nonzero_prod / in,
+                       Tensor::where(zeros.eq(const_like(in, 1)), Tensor::where(is_zero, nonzero_prod, zero), zero));
+}
+
 // torch's rule for elementwise max: the larger side takes the gradient, ties split it evenly.
 Tensor max_share(const Tensor& g, const Tensor& a, const Tensor& b) {
   return Tensor::where(a.gt(b), g, Tensor::where(a.eq(b), g * 0.5, zeros_like(g)));
@@ -150,8 +163,13 @@ const PatternMatcher& gradient_rules() {
       rule(UPat::op(O::MAX, {x, y}), [](const Match&, GradCtx& c) {
         return c.set({max_share(c.g, c.src(0), c.src(1)), max_share(c.g, c.src(1), c.src(0))});
       }),
+      // torch at the kinks: d/dbase is 0 where the exponent is 0 (pow(0, 0) would give 0 * inf);
+      // d/dexponent is 0 where the base is 0 and the exponent >= 0 (log(0) = -inf)
       rule(UPat::op(O::POW, {x, y}), [](const Match&, GradCtx& c) {
-        return c.set({c.g * c.src(1) * c.src(0).pow(c.src(1) - 1.0), c.g * c.self() * c.src(0).log()});
+        Tensor b = c.src(0), e = c.src(1), zero = zeros_like(c.g);
+        Tensor db = Tensor::where(e.eq(zero), zero, c.g * e * b.pow(e - 1.0));
+        Tensor de = Tensor::where(b.eq(zero), Tensor::where(e.ge(zero), zero, c.g * c.self() * b.log()), c.g * c.self() * b.log());
+        return c.set({db, de});
       }),
       rule(UPat::op(O::EXP2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g * c.self() * kLn2}); }),
       rule(UPat::op(O::LOG2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g / (c.src(0) * kLn2)}); }),
@@ -204,13 +222,27 @@ const PatternMatcher& gradient_rules() {
         Tensor in = c.src(0);
         Ops op = static_cast<Ops>(c.node.arg_ints()[0]);
         if (op == Ops::ADD) return c.set({c.g.expand(in.shape())});
-        if (op == Ops::MUL) return c.set({(c.g * c.self()).expand(in.shape()) / in});
+        if (op == Ops::MUL) return c.set({c.g.expand(in.shape()) * prod_others(in, reduced_axes(c.node))});
         // MAX: the gradient is split evenly among the elements equal to the maximum
         Tensor hit = in.eq(c.self().expand(in.shape())).cast(c.g.dtype());
         return c.set({c.g.expand(in.shape()) * hit / hit.sum(reduced_axes(c.node), true).expand(in.shape())});
       }),
   };
   return pm;
+}
+
+// The ops that take no gradient, on purpose (torch: comparisons, bitwise and integer ops, random
+// bits and rounding have none or a zero one). Every other op reached by a backward pass needs a
+// rule in gradient_rules: a missing one is an error naming the op, never a silent zero.
+bool no_gradient(Ops op) {
+  switch (op) {
+    case Ops::CMPLT: case Ops::CMPNE: case Ops::CMPEQ: case Ops::AND: case Ops::OR: case Ops::XOR: case Ops::SHL:
+    case Ops::SHR: case Ops::IDIV: case Ops::MOD: case Ops::THREEFRY: case Ops::TRUNC: case Ops::BITCAST: case Ops::DETACH:
+    case Ops::BIND:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // The composites with their own gradient (set_gradient), by their output's node. An entry holds
@@ -276,7 +308,12 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
     } else {
       gradient_rules().rewrite(u, &ctx);
     }
-    if (ctx.out.empty()) continue;  // no rule: no gradient through it
+    if (ctx.out.empty()) {
+      bool through = std::any_of(u.src().begin(), u.src().end(), [&](const UOp& src) { return leads.contains(src.node()); });
+      if (!through || no_gradient(u.op())) continue;  // a leaf (a target), or no gradient on purpose
+      fail(ErrorCode::unimplemented, "gradient: the op ", op_name(u.op()), " has no gradient rule (", shape_str(nodes.shape(u)),
+           " ", u.dtype().name(), "); detach() its input to treat it as a constant, or add its rule in tensor/gradient.cpp");
+    }
     const std::span<const UOp> sources = composite ? std::span<const UOp>(composite->inputs) : u.src();
     for (size_t i = 0; i < ctx.out.size() && i < sources.size(); ++i) {
       const UOp& s = sources[i];
