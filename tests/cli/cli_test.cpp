@@ -363,6 +363,11 @@ TEST(Cli, CompileTakesCheckedActionLists) {
   CliResult bad = run_kiln({"compile", "--device", "cpu:0", "--workload", "matmul256", "--opts", "UPCAST(0 8)"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_CONTAINS(bad.err, "cannot read the action 'UPCAST(0 8)'");
+  // an amount past 64 bits wrapped to INT64_MAX and was taken (issue 43)
+  CliResult huge = run_kiln({"compile", "--device", "cpu:0", "--workload", "matmul256", "--opts", "UPCAST(1, 99999999999999999999999)"});
+  EXPECT_EQ(huge.exit_code, 2);
+  EXPECT_CONTAINS(huge.err, "cannot read the action 'UPCAST(1, 99999999999999999999999)'");
+  EXPECT_CONTAINS(huge.err, "integers from 0 to 2^31 - 1");
 }
 
 // --arch reaches the backend as the backend option offline_arch (through the ABI, not the

@@ -284,3 +284,16 @@ TEST(GradientKinks, AnOpWithoutARuleIsAnErrorNamingIt) {
   expect_error([&] { (void)fused.sum().gradient({x}); }, ErrorCode::unimplemented, "the op MULACC has no gradient rule");
   EXPECT_EQ(grad_of(fused.detach().sum() + x.sum(), x), (std::vector<float>{1, 1}));
 }
+
+// --- errors that must be clear -------------------------------------------------------------------
+
+// A Jit whose function called the same Jit waited forever on its own lock.
+TEST(ClearErrors, AJitWhoseFunctionCallsItselfThrows) {
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&)> inner;
+  Jit self([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return inner(in); });
+  inner = [&](const std::vector<Tensor>& in) { return self(in); };
+  expect_error([&] { self({vec({1}).realize()}); }, ErrorCode::failed_precondition, "called the Jit that is running it");
+  // and the Jit is usable afterwards with a function that does not recurse
+  inner = [](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + 1.0}; };
+  for (int call = 0; call < 3; ++call) EXPECT_EQ(self({vec({1}).realize()})[0].to_vector<float>(), (std::vector<float>{2}));
+}

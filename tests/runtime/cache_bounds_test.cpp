@@ -58,3 +58,29 @@ TEST(CacheKnobs, SizesTakeBinarySuffixesAndRejectTheRest) {
     kiln::testing::expect_error([&] { bytes(bad); }, kiln::ErrorCode::invalid_argument, "KILN_TEST_SIZE");
   }
 }
+
+// Issue 43: KILN_BEAM=-1, KILN_CACHE_ENTRIES=-5, KILN_CACHE_MAX=12Q and integers past 64 bits were
+// taken (as 0, as unbounded, or wrapped); each is now an error naming the variable and its range.
+TEST(CacheKnobs, OutOfRangeKnobsAreErrorsAndAWideBeamIsCapped) {
+  auto read = [](const char* env, const char* v, kiln::Knob k) {
+    setenv(env, v, 1);
+    struct Unset {
+      const char* e;
+      ~Unset() { unsetenv(e); }
+    } unset{env};
+    return kiln::read_knob(k);
+  };
+  using kiln::Knob;
+  const auto bad = kiln::ErrorCode::invalid_argument;
+  kiln::testing::expect_error([&] { read("KILN_BEAM", "-1", Knob::beam); }, bad, "KILN_BEAM=-1 is out of range: expected 0 to 64");
+  kiln::testing::expect_error([&] { read("KILN_CACHE_ENTRIES", "-5", Knob::cache_entries); }, bad,
+                              "KILN_CACHE_ENTRIES=-5 is out of range: expected 0 or more");
+  kiln::testing::expect_error([&] { read("KILN_CACHE_MAX", "12Q", Knob::cache_max); }, bad, "KILN_CACHE_MAX='12Q' is not a size");
+  kiln::testing::expect_error([&] { read("KILN_CACHE_ENTRIES", "99999999999999999999999", Knob::cache_entries); }, bad,
+                              "out of the range of a 64-bit integer");
+  kiln::testing::expect_error([&] { read("KILN_NOOPT", "2", Knob::noopt); }, bad, "expected 0 to 1");
+  EXPECT_EQ(read("KILN_BEAM", "4", Knob::beam), 4);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(read("KILN_BEAM", "100000", Knob::beam), 64);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("KILN_BEAM=100000 is above the largest value, 64; using 64"), std::string::npos);
+}

@@ -4,6 +4,7 @@
 #include <array>
 #include <climits>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -16,8 +17,10 @@ int64_t getenv_int(const char* name, int64_t def) {
   const char* v = std::getenv(name);
   if (!v || !*v) return def;
   char* end = nullptr;
+  errno = 0;
   long long x = std::strtoll(v, &end, 10);
-  if (*end != '\0') fail(ErrorCode::invalid_argument, "environment variable ", name, "='", v, "' is not an integer");
+  if (*end != '\0' || end == v) fail(ErrorCode::invalid_argument, "environment variable ", name, "='", v, "' is not an integer");
+  if (errno == ERANGE) fail(ErrorCode::invalid_argument, "environment variable ", name, "='", v, "' is out of the range of a 64-bit integer");
   return x;
 }
 
@@ -25,8 +28,9 @@ int64_t getenv_bytes(const char* name, int64_t def) {
   const char* v = std::getenv(name);
   if (!v || !*v) return def;
   char* end = nullptr;
+  errno = 0;
   long long x = std::strtoll(v, &end, 10);
-  bool digits = end != v;
+  bool digits = end != v && errno != ERANGE;
   int shift = 0;
   switch (*end) {
     case 'K': case 'k': shift = 10; ++end; break;
@@ -51,25 +55,44 @@ constexpr int kKnobs = static_cast<int>(Knob::count_);
 struct KnobDef {
   const char* env;
   int64_t def;
+  int64_t min, max;    // a value outside is an error naming the knob and its range ...
   bool bytes = false;  // read with getenv_bytes
+  bool clamp = false;  // ... or, with clamp, is brought to max with a warning (once)
 };
-constexpr std::array<KnobDef, kKnobs> kDefs{{{"KILN_DEBUG", 0},
-                                             {"KILN_NOOPT", 0},
-                                             {"KILN_SCACHE", 1},
-                                             {"KILN_BEAM", 0},
-                                             {"KILN_CACHE_ENTRIES", 4096},
-                                             {"KILN_CACHE_MAX", int64_t{1} << 30, true},
-                                             {"KILN_CHECK_BOUNDS", 0},
-                                             {"KILN_RING", -1}}};
+constexpr int64_t kAny = INT64_MAX;
+// KILN_BEAM is the search's width: past 64 candidates a round the search takes minutes a kernel and
+// finds nothing a narrower one misses (docs/optimizer.md), so wider asks are capped.
+constexpr int64_t kBeamCap = 64;
+constexpr std::array<KnobDef, kKnobs> kDefs{{{"KILN_DEBUG", 0, 0, kAny},
+                                             {"KILN_NOOPT", 0, 0, 1},
+                                             {"KILN_SCACHE", 1, 0, 1},
+                                             {"KILN_BEAM", 0, 0, kBeamCap, false, true},
+                                             {"KILN_CACHE_ENTRIES", 4096, 0, kAny},
+                                             {"KILN_CACHE_MAX", int64_t{1} << 30, 0, kAny, true},
+                                             {"KILN_CHECK_BOUNDS", 0, 0, 1},
+                                             {"KILN_RING", -1, -1, kAny}}};
+int64_t checked(const KnobDef& d, int64_t v) {
+  if (v >= d.min && v <= d.max) return v;
+  if (d.clamp && v > d.max) {
+    log_line(cat("kiln: ", d.env, "=", v, " is above the largest value, ", d.max, "; using ", d.max));
+    return d.max;
+  }
+  fail(ErrorCode::invalid_argument, "environment variable ", d.env, "=", v, " is out of range: expected ", d.min,
+       d.max == kAny ? " or more" : cat(" to ", d.max), " (unset it for the default, ", d.def, ")");
+}
 std::array<std::atomic<int64_t>, kKnobs> g_values;
 std::array<std::atomic<bool>, kKnobs> g_loaded;
 }  // namespace
 
+int64_t read_knob(Knob k) {
+  const KnobDef& d = kDefs[static_cast<int>(k)];
+  return checked(d, d.bytes ? getenv_bytes(d.env, d.def) : getenv_int(d.env, d.def));
+}
+
 int64_t knob(Knob k) {
   int i = static_cast<int>(k);
   if (!g_loaded[i].load(std::memory_order_acquire)) {
-    const KnobDef& d = kDefs[i];
-    g_values[i].store(d.bytes ? getenv_bytes(d.env, d.def) : getenv_int(d.env, d.def), std::memory_order_relaxed);
+    g_values[i].store(read_knob(k), std::memory_order_relaxed);
     g_loaded[i].store(true, std::memory_order_release);
   }
   return g_values[i].load(std::memory_order_relaxed);

@@ -25,6 +25,10 @@ int64_t getenv_bytes(const char* name, int64_t def);
 // check_bounds: KILN_CHECK_BOUNDS=1 makes an out-of-range gather index an error.
 // ring: KILN_RING, the all-reduce algorithm: 0 naive, 1 ring, unset (-1) chosen by size and devices.
 enum class Knob : int { debug, noopt, scache, beam, cache_entries, cache_max, check_bounds, ring, count_ };
+// Reads a knob's environment variable now, checked against its range (the cached knob() reads it
+// once this way): an integer out of range is a kiln::Error naming the variable and the range,
+// KILN_BEAM above its cap is capped with a warning on stderr.
+int64_t read_knob(Knob k);
 int64_t knob(Knob k);               // cached value (KILN_DEBUG, KILN_NOOPT, KILN_SCACHE=1, KILN_BEAM, ...)
 void set_knob(Knob k, int64_t v);   // override (tests)
 inline int64_t debug_level() { return knob(Knob::debug); }

@@ -2,6 +2,7 @@
 // holds the plan itself).
 #include "kiln/jit.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -269,7 +270,17 @@ Jit& Jit::operator=(Jit&&) noexcept = default;
 std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs, const std::vector<BoundVariable>& vars) {
   if (!impl_) fail(ErrorCode::invalid_argument, "Jit: used after it was moved from");
   Impl& j = *impl_;
+  // The Jits this thread is inside of: fn calling its own Jit would wait on the lock it holds.
+  thread_local std::vector<const Impl*> running;
+  if (std::find(running.begin(), running.end(), &j) != running.end())
+    fail(ErrorCode::failed_precondition, "Jit: the function called the Jit that is running it (recursion); a Jit's function "
+         "must not call its own Jit (call the plain function there instead)");
   std::lock_guard<std::mutex> lock(j.mu);
+  running.push_back(&j);
+  struct Pop {
+    std::vector<const Impl*>& r;
+    ~Pop() { r.pop_back(); }
+  } pop{running};
   std::vector<Tensor> ins = inputs;
   Tensor::realize_all(ins);  // views of a buffer stay; anything else becomes one
   // Called inside another Jit's capture: run the function, so that the outer plan records its

@@ -2,6 +2,7 @@
 #include "codegen/opt/opt.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "ir/alu.hpp"
@@ -28,7 +29,8 @@ Opt parse_opt(std::string_view text) {
     std::string names;
     for (const OptAction& a : kOptActions) names += cat(names.empty() ? "" : ", ", a.name);
     fail(ErrorCode::invalid_argument, "cannot read the action '", text,
-         "': write NAME(axis, amount), NAME(axis, amount, vector) or PADTO(axis, amount, gated), NAME one of ", names);
+         "': write NAME(axis, amount), NAME(axis, amount, vector) or PADTO(axis, amount, gated), with axis and amount ",
+         "integers from 0 to 2^31 - 1 and NAME one of ", names);
   };
   size_t open = text.find('('), close = text.rfind(')');
   if (open == std::string_view::npos || close != text.size() - 1) return bad();
@@ -44,8 +46,9 @@ Opt parse_opt(std::string_view text) {
   }
   auto number = [&](const std::string& s, int64_t& v) {
     char* end = nullptr;
+    errno = 0;
     v = std::strtoll(s.c_str(), &end, 10);
-    return !s.empty() && *end == 0;
+    return !s.empty() && *end == 0 && errno != ERANGE && v >= 0 && v <= INT32_MAX;
   };
   if (parts.size() < 2 || parts.size() > 3 || !number(parts[0], o.axis) || !number(parts[1], o.amount)) return bad();
   if (parts.size() == 3) {
