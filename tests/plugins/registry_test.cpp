@@ -496,5 +496,23 @@ TEST_F(OddFiles, UnreadableManifestIsAWarning) {
   EXPECT_TRUE(warned);
 }
 
+// Issue 43: a bad option (`isa = "bogus"`, `devices = 0`) made the cpu backend a config error and
+// every program silently ran on the next device (PoCL). The default's choice names the backend it
+// passed over on stderr, once.
+TEST(Registry, ADefaultChosenPastABackendWithAConfigErrorSaysSo) {
+  Settings s = only({"kinds/cl_cpu.toml", "bad_options.toml"});  // bad_options would be an accelerator
+  s.report_problems = true;
+  Registry r(s);
+  ::testing::internal::CaptureStderr();
+  std::string dev = r.default_device();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(dev, "cl_cpu:0");
+  EXPECT_NE(err.find("kiln: backend bad_options has a configuration error: the plugin rejected its options"), std::string::npos) << err;
+  EXPECT_NE(err.find("The default device is cl_cpu:0 without it"), std::string::npos) << err;
+  ::testing::internal::CaptureStderr();
+  r.default_device();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("without it"), std::string::npos) << "said once";
+}
+
 }  // namespace
 }  // namespace kiln

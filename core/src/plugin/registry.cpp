@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
 
 #include "plugin/isolate.hpp"
 #include "support/check.hpp"
@@ -376,6 +377,18 @@ std::string Registry::default_device() {
   }
   DeviceChoice c = default_choice();
   if (c.device.empty()) fail(ErrorCode::not_found, "no usable device; ", available_list());
+  // A configuration error must not silently move a program to another device: the backends the
+  // choice passed over for one are named on stderr, once per process (the CLI reports them itself).
+  std::string broken;
+  for (const BackendRecord& r : backends_)
+    if (r.status == BackendStatus::config_error && c.device.rfind(r.name + ":", 0) != 0)
+      broken += cat(broken.empty() ? "" : "; ", "backend ", r.name, " has a configuration error: ", r.reason);
+  static std::once_flag warned;
+  if (!broken.empty() && report_debug() >= 0)
+    std::call_once(warned, [&] {
+      log_line(cat("kiln: ", broken, ". The default device is ", c.device, " without it; fix the configuration (kiln info NAME "
+                   "says more) or choose a device with KILN_DEVICE"));
+    });
   return c.device;
 }
 
