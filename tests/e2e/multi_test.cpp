@@ -181,7 +181,8 @@ TEST_F(Multi, MatmulDataParallelTensorParallelAndRowParallel) {
     EXPECT_EQ(y.shard_axis(), m.axis) << m.name;
     expect_near(y.to_vector<float>(), want, 1e-5f, m.name);
   }
-  expect_error([&] { (void)x.shard(devs, 0).matmul(w.shard(devs, 1)); }, {"laid out differently", "axis 0", "axis 1", ".shard("});
+  // x on its batch axis, w on its output axis: one is resharded (it threw before, issue 43)
+  expect_near(x.shard(devs, 0).matmul(w.shard(devs, 1)).to_vector<float>(), want, 1e-5f, "batch x output");
 }
 
 TEST_F(Multi, SoftmaxConvCatStackAndAssign) {
@@ -293,10 +294,10 @@ TEST_F(Multi, PlacementErrorsNameTheTensorsAndTheFix) {
   expect_error([&] { (void)x.shard({}, 0); }, {"shard", "no devices"});
   expect_error([&] { (void)host({1, 6}).shard(devs, 0); }, {"shard", "1 rows", "fewer than"});
   expect_error([&] { (void)(x.shard(devs, 0) + x); }, {"cpu:0", detail::join_placement(devs)});
-  expect_error([&] { (void)(x.shard(devs, 0) + x.shard(devs, 1)); }, {"laid out differently", "axis 0", "axis 1"});
+  // laid out differently (another axis, another order of the devices): one is resharded (issue 43)
+  EXPECT_EQ((x.shard(devs, 0) + x.shard(devs, 1)).to_vector<float>(), (x + x).to_vector<float>());
   std::vector<std::string> reversed(devs.rbegin(), devs.rend());
-  expect_error([&] { (void)(x.shard(devs, 0) + x.shard(reversed, 0)); }, {detail::join_placement(devs), detail::join_placement(reversed)});
-  // a reshard is explicit and then works
+  EXPECT_EQ((x.shard(devs, 0) * x.shard(reversed, 0)).to_vector<float>(), (x * x).to_vector<float>());
   EXPECT_EQ((x.shard(devs, 0) + x.shard(devs, 1).shard(devs, 0)).to_vector<float>(), (x + x).to_vector<float>());
 }
 
@@ -380,4 +381,47 @@ TEST_F(Multi, DataParallelGradientsAllReduceIntoReplicatedGradients) {
   expect_near(d2.to_vector<float>(), w2.to_vector<float>(), 1e-5f, "w2 after a step");
   for (const std::string& d : devs)  // every replica holds the same bits
     EXPECT_EQ(detail::gather_to(d1, d).to_vector<float>(), detail::gather_to(d1, devs[0]).to_vector<float>()) << d;
+}
+
+// Issue 43, finding 6: gradients through max, min, var, std and softmax over the shard axis threw
+// "operands are on different devices" (the forward values were right). Each equals the gradient on
+// one device, even splits and uneven ones.
+TEST_F(Multi, GradientsThroughReductionsOverTheShardAxisEqualOneDevice) {
+  using Fn = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<const char*, Fn>> fns{
+      {"max", [](const Tensor& t) { return t.max({0}); }},
+      {"min", [](const Tensor& t) { return t.min({0}); }},
+      {"max all", [](const Tensor& t) { return t.max(); }},
+      {"var", [](const Tensor& t) { return t.var({0}); }},
+      {"std", [](const Tensor& t) { return t.std({0}); }},
+      {"mean", [](const Tensor& t) { return t.mean({0}); }},
+      {"softmax", [](const Tensor& t) { return t.softmax(0) * t; }},
+      {"log_softmax", [](const Tensor& t) { return t.log_softmax(0) * t; }},
+      {"prod", [](const Tensor& t) { return (t * 0.5).prod({0}); }},
+  };
+  for (int64_t rows : {int64_t(4) * static_cast<int64_t>(devs.size()), int64_t(7)}) {
+    for (const auto& [name, f] : fns) {
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(rows) + " rows");
+      Tensor x = host({rows, 3}, 0.3f);
+      Tensor one = x.contiguous().realize().requires_grad_();
+      std::vector<float> want = (f(one) * f(one)).sum().gradient({one})[0].to_vector<float>();
+      Tensor sharded = x.shard(devs, 0).contiguous().realize().requires_grad_();
+      Tensor g = (f(sharded) * f(sharded)).sum().gradient({sharded})[0];
+      EXPECT_EQ(g.shard_axis(), std::optional<int>(0));
+      expect_near(g.to_vector<float>(), want, 1e-4f, name);
+    }
+  }
+}
+
+// Finding 7: x sharded on its batch axis times w sharded on its output axis threw "operands are laid
+// out differently"; one is resharded now (the result equals one device's).
+TEST_F(Multi, DifferentlyShardedOperandsAreResharded) {
+  Tensor x = host({6, 4}), w = host({4, 5}, 0.125f);
+  std::vector<float> want = x.matmul(w).to_vector<float>();
+  Tensor xs = x.shard(devs, 0), ws = w.shard(devs, 1);
+  expect_near(xs.matmul(ws).to_vector<float>(), want, 1e-5f, "matmul");
+  Tensor a = host({6, 6}), b = host({6, 6}, 0.5f);
+  std::vector<float> sum = (a + b * a).to_vector<float>();
+  Tensor as = a.shard(devs, 0), bs = b.shard(devs, 1);
+  expect_near((as + bs * as).to_vector<float>(), sum, 1e-5f, "elementwise");
 }

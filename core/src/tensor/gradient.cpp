@@ -39,6 +39,12 @@ class NodeInfo {
     Info i = info(u);
     return make(u, i.shape, i.device);
   }
+  // `u` read on `device`: a part an all-reduce reads in place is one node on every device that
+  // reads it, so a node's sources are taken where the node is
+  Tensor wrap_on(const UOp& u, const std::string& device) {
+    Info i = info(u);
+    return make(u, i.shape, device.empty() ? i.device : device);
+  }
 
  private:
   struct Info {
@@ -100,7 +106,8 @@ struct GradCtx {
   UOp node;                          // the node whose sources get gradients
   Tensor g;                          // its gradient
   std::vector<std::optional<Tensor>> out;  // per source
-  Tensor src(size_t i) { return nodes.wrap(node.src(i)); }
+  // (a COPY's source is on another device; its rule does not read it)
+  Tensor src(size_t i) { return node.op() == Ops::COPY ? nodes.wrap(node.src(i)) : nodes.wrap_on(node.src(i), nodes.device(node)); }
   Tensor self() { return nodes.wrap(node); }
   UOp set(std::vector<std::optional<Tensor>> grads) {
     out = std::move(grads);

@@ -225,24 +225,46 @@ Tensor match_layout(const Tensor& value, const Tensor& like, const char* op) {
     fail(ErrorCode::invalid_argument, op, ": cannot combine a tensor on ", value.device(), " with one on ", placement_str(like),
          "; move it there first with .shard({", like.device(), "}", m.axis ? cat(", ", *m.axis) : std::string(), ")");
   }
+  std::vector<int64_t> offs = m.axis ? offsets(m) : std::vector<int64_t>{};
+  auto wanted = [&](size_t i) {  // device i's rows along like's axis
+    return std::pair<int64_t, int64_t>{offs[i], offs[i] + m.parts[i].shape()[*m.axis]};
+  };
   if (v->axis) {
     bool same = v->axis == m.axis && v->devices == m.devices;
     for (size_t i = 0; same && i < m.parts.size(); ++i) same = v->parts[i].shape()[*m.axis] == m.parts[i].shape()[*m.axis];
-    if (!same)
-      fail(ErrorCode::invalid_argument, op, ": operands are laid out differently: ", placement_str(value), " and ", placement_str(like),
-           "; reshard one with .shard(devices, axis) so both are split the same way");
-    return value;
+    if (same) return value;
+    // Resharded (tinygrad does too): device i takes, from each part of the value, the block that
+    // falls in its own rows along like's axis, and joins the blocks along the value's axis. Each
+    // element is copied at most once, and only to a device that needs it.
+    std::vector<int64_t> voffs = offsets(*v);
+    std::vector<Tensor> parts;
+    for (size_t i = 0; i < m.parts.size(); ++i) {
+      std::vector<Tensor> blocks;
+      for (size_t j = 0; j < v->parts.size(); ++j) {
+        Tensor b = v->parts[j];
+        if (m.axis) {
+          auto [lo, hi] = wanted(i);
+          if (*m.axis == *v->axis) {  // the same axis split otherwise: the overlap, in part j's rows
+            int64_t first = voffs[j], last = voffs[j] + b.shape()[*v->axis];
+            lo = std::max(lo, first) - first;
+            hi = std::min(hi, last) - first;
+            if (lo >= hi) continue;
+          }
+          b = rows(b, *m.axis, lo, hi);
+        }
+        blocks.push_back(b.device() == m.devices[i] ? b : b.to(m.devices[i]));
+      }
+      parts.push_back(blocks.size() == 1 ? blocks[0] : Tensor::cat(blocks, *v->axis));
+    }
+    return make_multi(std::move(parts), m.axis);
   }
-  // replicated: the copy on each device, cut to that device's part
+  // replicated: the copy on each device (or a copy of the first one brought there), cut to that
+  // device's part
   std::vector<Tensor> parts;
-  std::vector<int64_t> offs = m.axis ? offsets(m) : std::vector<int64_t>{};
   for (size_t i = 0; i < m.parts.size(); ++i) {
     auto it = std::find(v->devices.begin(), v->devices.end(), m.devices[i]);
-    if (it == v->devices.end())
-      fail(ErrorCode::invalid_argument, op, ": operands are on different devices: ", placement_str(value), " has no copy on ", m.devices[i],
-           " where ", placement_str(like), " has a part; replicate it there with .to(\"", like.device(), "\")");
-    const Tensor& r = v->parts[static_cast<size_t>(it - v->devices.begin())];
-    parts.push_back(m.axis ? rows(r, *m.axis, offs[i], offs[i] + m.parts[i].shape()[*m.axis]) : r);
+    const Tensor r = it == v->devices.end() ? v->parts[0].to(m.devices[i]) : v->parts[static_cast<size_t>(it - v->devices.begin())];
+    parts.push_back(m.axis ? rows(r, *m.axis, wanted(i).first, wanted(i).second) : r);
   }
   return make_multi(std::move(parts), m.axis);
 }
