@@ -211,11 +211,13 @@ TEST_F(CompileCache, ValidEntriesThatDoNotLoadAreRebuiltAndOverwritten) {
 // cache without bound; the in-memory caches now keep KILN_CACHE_ENTRIES entries each and the disk
 // cache KILN_CACHE_MAX bytes (the least recently used entries are evicted).
 TEST_F(CompileCache, AScalarPerIterationStaysWithinTheBounds) {
-  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3}, kDevice);
+  // (an integer scalar is baked into its kernel, so each i is a new kernel; a float one would be a
+  // kernel argument and compile once)
+  Tensor x = Tensor::from_vector<int32_t>({1, 2, 3}, {3}, kDevice);
   x.realize();
   auto step = [&](int i) {
-    Tensor y = x * static_cast<float>(i) + 1.0;
-    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{i + 1.0f, 2.0f * i + 1, 3.0f * i + 1})) << i;
+    Tensor y = x * Tensor::full({3}, i, dtypes::int32, kDevice) + Tensor::full({3}, 1, dtypes::int32, kDevice);
+    EXPECT_EQ(y.to_vector<int32_t>(), (std::vector<int32_t>{i + 1, 2 * i + 1, 3 * i + 1})) << i;
   };
   step(0);
   uint64_t entry = 0;

@@ -276,6 +276,14 @@ inline void UOp::retain() const {
   if (n_) n_->refs.fetch_add(1, std::memory_order_relaxed);
 }
 
+// Host scalars reach kernels as variables named kScalarVarPrefix + k (schedule/create_schedule.cpp
+// lifts them; no Variable may take such a name). Their values are a dtype's bits, not sizes.
+inline constexpr std::string_view kScalarVarPrefix = "__scalar";
+inline bool is_scalar_var(const UOp& def) {
+  const auto* n = std::get_if<NamedInts>(&def.arg());
+  return def.op() == Ops::DEFINE_VAR && n && std::string_view(n->name).substr(0, kScalarVarPrefix.size()) == kScalarVarPrefix;
+}
+
 // Number of live interned nodes (for tests and leak checks).
 size_t intern_table_size();
 

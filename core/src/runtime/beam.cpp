@@ -50,7 +50,8 @@ struct Param {
   bool loaded = false, stored = false;
 };
 
-// The kernel's buffers by slot; false when a size is not constant (symbolic kernels).
+// The kernel's buffers by slot; false when a size is not constant (symbolic kernels). Host scalars
+// (kernel arguments) are timed as zeros.
 bool params_of(const UOp& ast, std::vector<Param>& out) {
   auto at = [&](int64_t slot) -> Param* {
     for (Param& p : out)
@@ -58,7 +59,7 @@ bool params_of(const UOp& ast, std::vector<Param>& out) {
     return nullptr;
   };
   for (const UOp& u : toposort(ast)) {
-    if (u.op() == Ops::DEFINE_VAR) return false;
+    if (u.op() == Ops::DEFINE_VAR && !is_scalar_var(u)) return false;  // (a host scalar's value is any number)
     if (u.op() == Ops::PARAM && u.dtype().is_ptr() && !at(u.arg_int())) {
       if (u.dtype().ptr_size() <= 0) return false;
       out.push_back({u.arg_int(), u.dtype().base(), u.dtype().ptr_size()});
@@ -205,15 +206,15 @@ struct DeviceTimer {
     std::optional<double> seconds;
     bool late = false, lost = false;
   };
-  Run launch(const std::shared_ptr<Program>& program, const uint32_t* g, const uint32_t* l, double limit) {
+  Run launch(const std::shared_ptr<Program>& program, const uint32_t* g, const uint32_t* l, size_t n_values, double limit) {
     auto done = std::make_shared<std::promise<double>>();
     std::future<double> result = done->get_future();
     std::array<uint32_t, 6> dims{g[0], g[1], g[2], l[0], l[1], l[2]};
     const bool skip = reference && skip_launches.load();
-    std::thread([done, program, dev = dev, handles = scratch.handles(), dims, skip] {
+    std::thread([done, program, dev = dev, handles = scratch.handles(), dims, skip, values = std::vector<int64_t>(n_values)] {
       try {
         if (skip) return done->set_value(1e-9);
-        done->set_value(dev->launch(*program, handles, {}, {}, dims.data(), dims.data() + 3, true));
+        done->set_value(dev->launch(*program, handles, {}, values, dims.data(), dims.data() + 3, true));
       } catch (...) {
         done->set_exception(std::current_exception());
       }
@@ -316,7 +317,7 @@ struct DeviceTimer {
         const ProgramSpec& spec = built[c.list].spec;
         if (run == 0) scratch.reset();  // the checked run: outputs poisoned first
         if (launch_observer_for_tests) launch_observer_for_tests(c.list, run);
-        Run r = launch(c.program, spec.lir.global, spec.lir.local, timeout(best));
+        Run r = launch(c.program, spec.lir.global, spec.lir.local, spec.var_names.size(), timeout(best));
         if (r.late) {
           log_line(cat("beam: ", name, " [", list_text(lists[c.list]), "] ran past ", timeout(best), " s and is dropped",
                        r.lost ? "; it still runs, so the search of this kernel stops" : ""));

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <queue>
@@ -18,6 +20,7 @@
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/flat_map.hpp"
+#include "support/half.hpp"
 #include "support/lru_map.hpp"
 
 namespace kiln {
@@ -142,6 +145,49 @@ UOp strip_binds(const UOp& sink, VarVals& vals) {
   return repl.empty() ? sink : substitute(sink, repl);
 }
 
+// Host scalars are kernel arguments (docs/architecture.md, "Scalars"): a float CONST of the tensor
+// graph, other than the values that shape a kernel (0, -0, 1, -1, +-inf, NaN: identities, masks and
+// padding the simplifier folds), becomes a variable bound to the constant's bits in its dtype, as a
+// Variable is bound. A new scalar then runs the same schedule and kernels (`for i: (x * i + 1).sum()`
+// compiles once). A graph lifts at most kMaxScalars, in graph order, so no kernel takes more
+// arguments than every backend passes; the rest stay baked, and so stay in the cache key.
+constexpr size_t kMaxScalars = 16;
+
+bool liftable(const UOpNode* n) {
+  if (n->op != Ops::CONST || n->nsrc != 1 || !n->dtype.is_float() || n->dtype.count() != 1) return false;
+  double v = std::get<Float>(n->arg).v;
+  return !(v == 0 || v == 1 || v == -1 || std::isinf(v) || std::isnan(v));
+}
+
+int64_t scalar_bits(DType d, double v) {
+  switch (d.scalar()) {
+    case Scalar::float64: {
+      int64_t b;
+      std::memcpy(&b, &v, sizeof b);
+      return b;
+    }
+    case Scalar::float16: return float_to_half(static_cast<float>(v));
+    case Scalar::bfloat16: return float_to_bf16(static_cast<float>(v));
+    default: return f32_bits(static_cast<float>(v));  // float32 (liftable() takes only floats)
+  }
+}
+
+// The CONSTs to lift, as (CONST, its variable), the variables' values appended to `vals`. The
+// variable keeps the CONST's DEVICE source (kernelize places a kernel by it); rangeify turns it
+// into the bits of an int64 kernel argument (schedule/rangeify.cpp, scalar_argument).
+std::vector<std::pair<UOp, UOp>> lift_scalars(const std::vector<const UOpNode*>& order, VarVals& vals) {
+  std::vector<std::pair<UOp, UOp>> out;
+  for (const UOpNode* n : order) {
+    if (out.size() == kMaxScalars) break;
+    if (!liftable(n)) continue;
+    UOp c = UOpAccess::from_node(n);
+    std::string name = cat(kScalarVarPrefix, out.size());
+    vals.push_back({name, scalar_bits(c.dtype(), std::get<Float>(c.arg()).v)});
+    out.push_back({c, UOp::make(Ops::DEFINE_VAR, c.dtype(), {c.src(0)}, Arg{NamedInts{name, {0, 0}}})});
+  }
+  return out;
+}
+
 // ASSIGN args (a global program-order counter, see Tensor::assign) -> their rank among the graph's
 // ASSIGNs: kernelize needs only the order, and the same program on later steps must hit the cache.
 UOp rank_assigns(const UOp& sink) {
@@ -187,10 +233,19 @@ struct Normalized {
 Normalized normalize(const UOp& big_sink, VarVals& vals) {
   Normalized out{big_sink, {}, {}, {}};
   std::vector<const UOpNode*> order = toposort_nodes(big_sink);
-  for (const UOpNode* n : order)
+  bool binds = false, scalars = false;
+  for (const UOpNode* n : order) {
     if (n->op == Ops::ASSIGN) out.assigns.push_back(UOpAccess::from_node(n));
-  if (!out.assigns.empty() || std::any_of(order.begin(), order.end(), [](const UOpNode* n) { return n->op == Ops::BIND; })) {
-    out.sink = rank_assigns(strip_binds(big_sink, vals));
+    binds |= n->op == Ops::BIND;
+    scalars |= liftable(n);
+  }
+  if (!out.assigns.empty() || binds || scalars) {
+    UOp sink = binds || !out.assigns.empty() ? rank_assigns(strip_binds(big_sink, vals)) : big_sink;
+    if (scalars) {
+      std::vector<std::pair<UOp, UOp>> lifted = lift_scalars(binds || !out.assigns.empty() ? toposort_nodes(sink) : order, vals);
+      sink = substitute(sink, lifted);
+    }
+    out.sink = sink;
     order = toposort_nodes(out.sink);
   }
   PtrMap<Key128> changed(order.size() * 2 + 16);  // nodes whose key the PARAMs change

@@ -98,7 +98,7 @@ GraphInfo analyze(const UOp& sink) {
       case Ops::SINK: case Ops::DEVICE: break;
       case Ops::PARAM: shape = {UOp::cindex(n.dtype().ptr_size())}; dev = n.src(0).arg_string(); break;
       case Ops::CONST: dev = n.nsrc() ? n.src(0).arg_string() : ""; break;
-      case Ops::DEFINE_VAR: break;
+      case Ops::DEFINE_VAR: dev = n.nsrc() ? n.src(0).arg_string() : ""; break;  // (a lifted scalar keeps its device)
       case Ops::IOTA: shape = {UOp::cindex(n.arg_int())}; dev = n.src(0).arg_string(); break;
       case Ops::RESHAPE: case Ops::EXPAND: shape = movement_dims(n, 0, n.arg_ints().size()); break;
       case Ops::PERMUTE: {

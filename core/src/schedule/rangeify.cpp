@@ -39,6 +39,17 @@ std::vector<UOp> movement_dims(const UOp& mop, size_t begin, size_t count) {
 
 namespace {
 
+// A lifted host scalar (schedule/create_schedule.cpp): its value reaches the kernel as the bits of
+// its dtype in an int64 argument (every backend passes integer arguments), read back here.
+UOp scalar_argument(const UOp& var) {
+  const std::string& name = std::get<NamedInts>(var.arg()).name;
+  UOp bits = UOp::make(Ops::DEFINE_VAR, dtypes::int64, {}, Arg{NamedInts{name, {INT64_MIN, INT64_MAX}}});
+  DType d = var.dtype();
+  if (d.itemsize() == 8) return UOp::make(Ops::BITCAST, d, {bits});
+  DType u = d.itemsize() == 4 ? dtypes::uint32 : dtypes::uint16;
+  return UOp::make(Ops::BITCAST, d, {bits.cast(u)});
+}
+
 bool is_one(const UOp& u) { return u.is_const() && u.arg_int() == 1; }
 bool is_true(const UOp& u) { return u.is_const() && u.dtype().is_bool() && u.arg_bool(); }
 
@@ -222,7 +233,7 @@ class Builder {
     switch (n.op()) {
       case Ops::PARAM: return {load(n, BufRef{false, static_cast<uint32_t>(n.arg_int())}, idx, valid), {}, {}};
       case Ops::CONST: return {UOp::make(Ops::CONST, n.dtype(), {}, n.arg()), {}, {}};
-      case Ops::DEFINE_VAR: return {n, {}, {}};
+      case Ops::DEFINE_VAR: return {n.nsrc() ? scalar_argument(n) : n, {}, {}};
       case Ops::IOTA: return {idx[0].cast(n.dtype()), {}, {}};
       case Ops::CONTIGUOUS: case Ops::DETACH: return forward({n.src(0), idx, valid});
       case Ops::RESHAPE: return forward({n.src(0), reshape_index(n, idx), valid});

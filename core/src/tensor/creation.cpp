@@ -77,6 +77,8 @@ void manual_seed(uint64_t seed) {
 
 Variable::Variable(const std::string& name, int64_t min, int64_t max) {
   if (name.empty()) fail(ErrorCode::invalid_argument, "Variable: the name must not be empty");
+  if (name.rfind("__", 0) == 0)
+    fail(ErrorCode::invalid_argument, "Variable '", name, "': names starting with \"__\" are kiln's own (host scalars passed to kernels)");
   if (min > max) fail(ErrorCode::invalid_argument, "Variable '", name, "': min ", min, " > max ", max);
   if (min < 0) fail(ErrorCode::invalid_argument, "Variable '", name, "': a dimension cannot be negative (min ", min, ")");
   var_ = UOp::variable(name, min, max);
