@@ -336,3 +336,25 @@ TEST(Scalars, EveryFloatDtypeAndTheBakedValuesGiveTheirNumbers) {
   // (the name prefix is kiln's)
   expect_error([] { Variable("__scalar0", 0, 4); }, ErrorCode::invalid_argument, "kiln's own");
 }
+
+// An unwritable KILN_CACHE_DIR was ignored without a word: every process compiled everything again.
+TEST(ClearErrors, AnUnwritableCacheDirectoryIsNamedOnce) {
+  const std::string file = ::testing::TempDir() + "kiln_cache_is_a_file";
+  std::FILE* f = std::fopen(file.c_str(), "w");
+  ASSERT_TRUE(f);
+  std::fclose(f);
+  const char* old = std::getenv("KILN_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("KILN_CACHE_DIR", (file + "/sub").c_str(), 1);  // a directory under a file: no one can create it, root neither
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ((vec({1, 2, 3}).reshape({3, 1}).expand({3, 37}) * 1.0).sum().item<float>(), 222.0f);
+  EXPECT_EQ((vec({1, 2, 3}).reshape({3, 1}).expand({3, 41}) * 1.0).sum().item<float>(), 246.0f);
+  std::string err = ::testing::internal::GetCapturedStderr();
+  if (old) setenv("KILN_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("KILN_CACHE_DIR");
+  std::remove(file.c_str());
+  size_t at = err.find("kiln: cannot write the cache directory " + file + "/sub");
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_NE(err.find("set KILN_CACHE_DIR to a writable directory, or to off"), std::string::npos) << err;
+  EXPECT_EQ(err.find("kiln: cannot write the cache directory", at + 1), std::string::npos) << "said once:\n" << err;
+}

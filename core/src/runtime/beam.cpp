@@ -1,11 +1,14 @@
 // runtime/beam.cpp - BEAM search on a real device, and the search cache (see beam.hpp).
 #include "runtime/beam.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -462,16 +465,28 @@ std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, co
     limits = limits_override;
   }
   limits.width = width;
+  // A search takes seconds to minutes a kernel: without a progress callback of the caller's (kiln
+  // beam's), a terminal still sees which kernel is searched and how far it got.
+  static const bool tty = isatty(STDERR_FILENO);
+  bool printed = false;
   limits.on_round = [&](int round, double best) {
     std::lock_guard<std::mutex> lock(observer_mu);
-    if (progress) progress(r.kernel, round, best);
+    if (progress) {
+      progress(r.kernel, round, best);
+    } else if (tty) {
+      std::fprintf(stderr, "\033[Kkiln: KILN_BEAM=%d: searching %s, round %d, best %.4f ms\r", width, r.kernel.c_str(), round, best * 1e3);
+      printed = true;
+    }
   };
   r.result = beam_search(kernel, target, heuristic, limits, DeviceTimer{dev, ast, target, scratch, r.kernel, std::nullopt});
+  if (printed) std::fprintf(stderr, "\033[K");
   if (!path.empty() && r.result.seconds > 0) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    write_compile_cache_entry(path, cat("kiln beam search\nkernel: ", r.kernel, "\nopts: ", opts_text(r.result.opts),
-                                        "\nseconds: ", r.result.seconds, "\nheuristic: ", r.result.heuristic, "\nwidth: ", width, "\n"));
+    if (!write_compile_cache_entry(path, cat("kiln beam search\nkernel: ", r.kernel, "\nopts: ", opts_text(r.result.opts),
+                                             "\nseconds: ", r.result.seconds, "\nheuristic: ", r.result.heuristic, "\nwidth: ", width, "\n")))
+      warn_unwritable_cache(dir, getenv_str("KILN_BEAM_DIR").empty() ? "KILN_BEAM_DIR (or KILN_CACHE_DIR)" : "KILN_BEAM_DIR",
+                            ec ? ec.message() : "writing an entry failed");
   }
   notify(r);
   if (report) *report = r;

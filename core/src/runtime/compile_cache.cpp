@@ -116,6 +116,16 @@ bool write_compile_cache_entry(const std::string& path, const std::string& data)
   return !ec;
 }
 
+void warn_unwritable_cache(const std::string& dir, const char* knob, const std::string& why) {
+  static std::mutex mu;
+  static std::vector<std::string> warned;
+  std::lock_guard<std::mutex> lock(mu);
+  if (std::find(warned.begin(), warned.end(), dir) != warned.end()) return;
+  warned.push_back(dir);
+  log_line(cat("kiln: cannot write the cache directory ", dir, " (", why, "), so every process redoes its work; set ", knob,
+               " to a writable directory, or to off"));
+}
+
 std::string compile_cache_dir() {
   std::string d = getenv_str("KILN_CACHE_DIR");
   if (d == "off") return "";
@@ -143,6 +153,7 @@ Slot slot_of(Device& dev, const CompileJob& job) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (!ec) s.dir = dir, s.path = compile_cache_path(dir, s.key);
+    else warn_unwritable_cache(dir, "KILN_CACHE_DIR", ec.message());
   }
   return s;
 }
@@ -232,7 +243,10 @@ std::optional<std::string> lookup(const Slot& s, bool& corrupt) {
 }
 
 void store(const Slot& s, const std::string& binary, bool corrupt) {
-  if (!s.path.empty() && write_compile_cache_entry(s.path, binary)) charge_disk(s.dir, kHeaderBytes + binary.size());
+  if (!s.path.empty()) {
+    if (write_compile_cache_entry(s.path, binary)) charge_disk(s.dir, kHeaderBytes + binary.size());
+    else warn_unwritable_cache(s.dir, "KILN_CACHE_DIR", "writing an entry failed");
+  }
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   ++c.stats.compiles;

@@ -59,5 +59,8 @@ CompileStats compile_stats();
 void clear_compile_memory_cache();   // tests: forget in-memory binaries (disk stays)
 size_t compile_memory_cache_size();
 std::string compile_cache_dir();     // "" when the disk cache is off
+// Says once per directory, on stderr, that a cache directory cannot be written (`knob` names the
+// variable that chose it): the work it would keep is redone in every process.
+void warn_unwritable_cache(const std::string& dir, const char* knob, const std::string& why);
 
 }  // namespace kiln::runtime
