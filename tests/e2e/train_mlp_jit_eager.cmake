@@ -1,0 +1,23 @@
+# ctest -P script (test example_train_mlp_jit_equals_eager): runs examples/train_mlp through its Jit
+# and eagerly (--eager), prints both loss curves, and fails unless every loss is the same: a
+# jitted training step must compute what the eager one computes (issue 43).
+foreach(mode jit eager)
+  set(args "")
+  if(mode STREQUAL "eager")
+    set(args --eager)
+  endif()
+  execute_process(COMMAND ${TRAIN_MLP} ${args} OUTPUT_VARIABLE out_${mode} ERROR_VARIABLE err RESULT_VARIABLE rc)
+  message("---- train_mlp ${args} (${mode})\n${out_${mode}}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "train_mlp ${args} exited ${rc}: ${err}")
+  endif()
+  string(REGEX MATCHALL "step +[0-9]+  loss [^\n]*" losses_${mode} "${out_${mode}}")
+endforeach()
+list(LENGTH losses_jit n)
+if(n LESS 2)
+  message(FATAL_ERROR "no loss lines in the output of train_mlp")
+endif()
+if(NOT losses_jit STREQUAL losses_eager)
+  message(FATAL_ERROR "the jitted losses differ from the eager ones:\n jit:   ${losses_jit}\n eager: ${losses_eager}")
+endif()
+message("the ${n} losses printed are the same with and without the Jit")
