@@ -133,8 +133,18 @@ Tensor chain32(const Tensor& x) {
   return y;
 }
 
+// Whether `device` can be used here (the opencl entries skip without an OpenCL driver).
+bool usable(benchmark::State& state, const char* device) {
+  if (std::string(device) == "ref") return true;  // (the reference executor is always there)
+  for (const std::string& d : kiln::devices())
+    if (d == device) return true;
+  state.SkipWithError((std::string(device) + " is not a device here").c_str());
+  return false;
+}
+
 void BM_RealizeCached32(benchmark::State& state, const char* device) {
   setup();  // the clang-15 config, like the other benchmarks
+  if (!usable(state, device)) return;
   Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
   chain32(x).realize();  // compiles the 32 kernels once
   for (auto _ : state) benchmark::DoNotOptimize(chain32(x).realize());
@@ -142,6 +152,7 @@ void BM_RealizeCached32(benchmark::State& state, const char* device) {
 }
 BENCHMARK_CAPTURE(BM_RealizeCached32, cpu, "cpu:0");
 BENCHMARK_CAPTURE(BM_RealizeCached32, ref, "ref");
+BENCHMARK_CAPTURE(BM_RealizeCached32, opencl, "opencl:0");
 
 // Running the 32 items of one schedule again (no graph building, no scheduling): dispatch alone.
 void BM_RunSchedule32(benchmark::State& state, const char* device) {
@@ -174,6 +185,7 @@ BENCHMARK_CAPTURE(BM_RunPrepared32, ref, "ref");
 // BM_RunPrepared32 (launches alone): their difference is the replay's own cost.
 void BM_JitReplay32(benchmark::State& state, const char* device) {
   setup();
+  if (!usable(state, device)) return;
   Tensor x = Tensor::ones({16}, dtypes::float32, device).realize();
   Jit jit([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{chain32(in[0])}; });
   jit({x});
@@ -182,6 +194,7 @@ void BM_JitReplay32(benchmark::State& state, const char* device) {
   state.SetItemsProcessed(state.iterations() * 32);
 }
 BENCHMARK_CAPTURE(BM_JitReplay32, cpu, "cpu:0");
+BENCHMARK_CAPTURE(BM_JitReplay32, opencl, "opencl:0");
 
 // A small matmul called eagerly, as a user's loop calls one (the tensors made, the graph built,
 // the schedule and program caches hit, one kernel launched and waited for): the host cost per
