@@ -425,3 +425,19 @@ TEST_F(Multi, DifferentlyShardedOperandsAreResharded) {
   Tensor as = a.shard(devs, 0), bs = b.shard(devs, 1);
   expect_near((as + bs * as).to_vector<float>(), sum, 1e-5f, "elementwise");
 }
+
+// Issue 43, finding 1 on several devices: a pending assign of a sharded tensor runs once, whether
+// its own tensor or a reader is realized first.
+TEST_F(Multi, AShardedAssignRunsOnceWhenAReaderIsRealizedFirst) {
+  for (std::optional<int> axis : {std::optional<int>(0), std::optional<int>()}) {
+    Tensor a = Tensor::zeros({static_cast<int64_t>(2 * devs.size()), 3}, dtypes::float32, "cpu:0").shard(devs, axis).contiguous().realize();
+    a.assign(a + 1.0);
+    std::vector<float> ones(static_cast<size_t>(a.numel()), 1.0f);
+    EXPECT_EQ((a * 1.0).to_vector<float>(), ones);
+    EXPECT_EQ(a.to_vector<float>(), ones);
+    a.assign(a * 3.0);
+    Tensor v = a.reshape({-1});
+    EXPECT_EQ(v.to_vector<float>(), std::vector<float>(ones.size(), 3.0f));
+    EXPECT_EQ(a.to_vector<float>(), std::vector<float>(ones.size(), 3.0f));
+  }
+}
