@@ -236,6 +236,13 @@ UOp wrap_signed_arith(const UOp& ast) {
   return graph_rewrite(ast, pm, nullptr, "wrap signed arithmetic");
 }
 
+UOp emulated_param(const UOp& param, const Target& target) {
+  Ctx ctx{target};
+  DType d = param.dtype();
+  if (!d.is_ptr() || !emulated(d.base(), ctx)) return param;
+  return UOp::make(param.op(), bits_of(d.base()).ptr(d.ptr_size(), d.addrspace()), param.src(), param.arg(), param.tag());
+}
+
 UOp decompose(const UOp& ast, const Target& target) {
   Ctx ctx{target};
   // half emulation first: everything after sees float32 math

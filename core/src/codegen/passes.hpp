@@ -55,6 +55,9 @@ UOp wrap_signed_arith(const UOp& ast);
 UOp lower_index_dtype(const UOp& ast);
 // Every op and dtype the target lacks becomes ops it has (decompose.cpp, transcendental.cpp).
 UOp decompose(const UOp& ast, const Target& target);
+// A buffer parameter as decompose() leaves it for `target`: a pointer to an emulated half type
+// (float16/bfloat16 the target lacks) becomes a pointer to its 16-bit patterns.
+UOp emulated_param(const UOp& param, const Target& target);
 
 // One linearized kernel: instructions in program order (see linearize.cpp).
 std::vector<UOp> linearize(const UOp& ast);

@@ -141,14 +141,16 @@ void estimate(const UOp& ast, ProgramSpec& p) {
 
 // Every buffer of the kernel stays a parameter where the passes folded away all its accesses (a
 // select whose condition the bounds decide, in a peeled loop): a launch passes the schedule's
-// buffers by slot, and a renderer declares the parameters the program lists.
-void keep_buffers(const UOp& ast, std::vector<UOp>& linear) {
+// buffers by slot, and a renderer declares the parameters the program lists. Such a parameter is
+// typed as decompose() types the others (a float16 buffer on a target without float16 is 16-bit
+// patterns), or the target check would refuse a kernel that never touches it.
+void keep_buffers(const UOp& ast, const Target& target, std::vector<UOp>& linear) {
   auto listed = [&](int64_t slot) {
     return std::any_of(linear.begin(), linear.end(), [&](const UOp& u) { return u.op() == Ops::PARAM && u.arg_int() == slot; });
   };
   std::vector<UOp> missing;
   for (const UOp& u : toposort(ast))
-    if (u.op() == Ops::PARAM && !listed(u.arg_int())) missing.push_back(u);
+    if (u.op() == Ops::PARAM && !listed(u.arg_int())) missing.push_back(emulated_param(u, target));
   linear.insert(linear.begin(), missing.begin(), missing.end());
 }
 
@@ -161,7 +163,7 @@ ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<O
   estimate(ast, p);
   p.sink = full_rewrite_to_sink(ast, target, p.dims, &p.opts, given);
   std::vector<UOp> linear = do_linearize(p.sink);
-  keep_buffers(ast, linear);
+  keep_buffers(ast, target, linear);
   check_target_support(linear, target, p.name);
   p.lir = to_lir(linear, p.name);
   p.var_names = p.lir.var_names;
