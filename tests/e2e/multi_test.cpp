@@ -293,7 +293,12 @@ TEST_F(Multi, PlacementErrorsNameTheTensorsAndTheFix) {
   expect_error([&] { (void)x.shard(devs, 2); }, {"shard", "axis 2", "out of range"});
   expect_error([&] { (void)x.shard({}, 0); }, {"shard", "no devices"});
   expect_error([&] { (void)host({1, 6}).shard(devs, 0); }, {"shard", "1 rows", "fewer than"});
-  expect_error([&] { (void)(x.shard(devs, 0) + x); }, {"cpu:0", detail::join_placement(devs)});
+  // a tensor on one device meets a sharded one: it is copied to the devices (issue 43)
+  EXPECT_EQ((x.shard(devs, 0) + x).to_vector<float>(), (x + x).to_vector<float>());
+  // rows of one part are a tensor on that device, and it combines with a sharded tensor
+  Tensor first = x.shard(devs, 0).shrink({{0, 1}, {0, 6}});
+  EXPECT_EQ(first.placement(), std::vector<std::string>{devs[0]});
+  EXPECT_EQ((first * x.shard(devs, 0)).sum().item<float>(), (x.shrink({{0, 1}, {0, 6}}) * x).sum().item<float>());
   // laid out differently (another axis, another order of the devices): one is resharded (issue 43)
   EXPECT_EQ((x.shard(devs, 0) + x.shard(devs, 1)).to_vector<float>(), (x + x).to_vector<float>());
   std::vector<std::string> reversed(devs.rbegin(), devs.rend());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 
 #include "error_check.hpp"
 #include "kiln/kiln.hpp"
@@ -357,4 +358,50 @@ TEST(ClearErrors, AnUnwritableCacheDirectoryIsNamedOnce) {
   EXPECT_NE(at, std::string::npos) << err;
   EXPECT_NE(err.find("set KILN_CACHE_DIR to a writable directory, or to off"), std::string::npos) << err;
   EXPECT_EQ(err.find("kiln: cannot write the cache directory", at + 1), std::string::npos) << "said once:\n" << err;
+}
+
+// --- found by the fuzzer (tests/e2e/fuzz_test.cpp) -------------------------------------------------
+
+// A float16 buffer whose every read the passes folded away (a gate the bounds decide, in a peeled
+// loop) stayed a parameter typed float16, and the cpu target, which emulates float16, refused the
+// kernel: "computes in float16 (PARAM), which the target does not support".
+TEST(FuzzFindings, AnUnreadHalfBufferOnATargetThatEmulatesHalf) {
+  auto run = [](const std::string& dev) {
+    std::vector<double> a{-1.375, -1.375, -0.25, 1.625, 1.75, 1.125, -0.25, -1.5, -1.625, -1, -0.5,
+                          0.5, 0.75, -1.75, 0, -0.5, -0.125, 1.875, -0.25, -1.75, 2};
+    Tensor t0 = Tensor::from_vector<double>(a, {7, 3}, dev).cast(dtypes::float16).realize();
+    Tensor t2 = t0.pad({{1, 0}, {0, 2}}).shrink({{2, 8}, {3, 4}});
+    Tensor t3 = Tensor::from_vector<double>({0, 1.875, 1.5, 1.25, 0.5, 0.75}, {6, 1}, dev).cast(dtypes::float16).realize();
+    return Tensor::where(t2.gt(t3), t2, t3).pad({{1, 1}, {2, 0}}).cast(dtypes::float32).to_vector<float>();
+  };
+  EXPECT_EQ(run(kDevice), run("ref"));
+}
+
+// Gradients with respect to a replicated tensor that shard() made from one device counted a part
+// twice: the parts on other devices are copies of the first, so a part's gradient also flowed into
+// the part it was copied from, and the all-reduce of the parts added it again (-2 for -1).
+TEST(FuzzFindings, AReplicatedInputsGradientCountsEachPartOnce) {
+  std::vector<std::string> cpus;
+  for (const std::string& d : kiln::devices())
+    if (d.rfind("cpu:", 0) == 0) cpus.push_back(d);
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two cpu devices (ctest: test_fuzz's config)";
+  std::vector<float> v(21);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * static_cast<float>(i) - 1;
+  Tensor x = Tensor::from_vector<float>(v, {21, 1}, kDevice).shard(cpus, 0);
+  Tensor c = Tensor::from_vector<float>({0.5f}, {1, 1}, kDevice).shard(cpus);  // parts 1.. are copies of part 0
+  x = x + 30.0 / 21;
+  EXPECT_EQ((x - c).shrink({{11, 12}, {0, 1}}).sum().gradient({c})[0].to_vector<float>(), (std::vector<float>{-1}));
+  EXPECT_NEAR((x * c).sum().gradient({c})[0].item<float>(), std::accumulate(v.begin(), v.end(), 0.0) + 30, 1e-4);
+}
+
+// std over a group of equal values: torch's gradient is 0; sqrt's inf times var's 0 gave NaN.
+TEST(GradientKinks, StdOfAConstantGroupHasAZeroGradient) {
+  Tensor x = vec({0.5f, 0.5f, 0.5f});
+  std::vector<float> g = grad_of(x.std(), x);
+  EXPECT_EQ(g, (std::vector<float>{0, 0, 0}));
+  EXPECT_EQ(x.std().item<float>(), 0.0f);
+  Tensor y = vec({1, 2, 4});
+  std::vector<float> gy = grad_of(y.std(), y);  // (x - mean) / ((n - 1) std)
+  double sd = std::sqrt(((1 - 7 / 3.0) * (1 - 7 / 3.0) + (2 - 7 / 3.0) * (2 - 7 / 3.0) + (4 - 7 / 3.0) * (4 - 7 / 3.0)) / 2);
+  EXPECT_NEAR(gy[0], (1 - 7 / 3.0) / (2 * sd), 1e-5);
 }

@@ -289,8 +289,12 @@ Leaves& leaves() {
 }
 
 // d(root)/d(targets) with the gradient of root being root_grad; nullopt for a target root does not
-// depend on (through ops that pass gradients).
-std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root_grad, const std::vector<UOp>& targets) {
+// depend on (through ops that pass gradients). A node in `stops` takes its gradient but passes none
+// on: the parts of a multi-device tensor are its own leaves, though one part may be a copy of
+// another (a replicated tensor made by shard() from one device), so that no part's gradient also
+// reaches the part it was copied from (the all-reduce of the parts' gradients would count it twice).
+std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root_grad, const std::vector<UOp>& targets,
+                                             const PtrMap<char>& stops) {
   NodeInfo nodes;
   PtrMap<char> is_target, leads;  // leads: the node reaches a target
   for (const UOp& t : targets) is_target[t.node()] = 1;
@@ -307,7 +311,7 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const UOp& u = *it;
     const size_t* gi = at.find(u.node());
-    if (!gi || !leads.contains(u.node())) continue;
+    if (!gi || !leads.contains(u.node()) || stops.contains(u.node())) continue;
     GradCtx ctx{nodes, u, grads[*gi], {}};
     std::optional<Composite> composite = composite_of(u);
     if (composite) {
@@ -427,15 +431,19 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
   // a multi-device scalar is replicated (an all-reduce made it): any part's graph reads every device
   const Tensor root = multi_of(*this) ? multi_of(*this)->parts[0] : *this;
   std::vector<UOp> targets;
+  PtrMap<char> stops;  // the parts of multi-device targets (see gradients())
   for (const Tensor& t : wrt) {
     check_differentiable(t, "gradient");
-    for (const UOp& u : nodes_of(t)) targets.push_back(u);
+    for (const UOp& u : nodes_of(t)) {
+      targets.push_back(u);
+      if (multi_of(t)) stops[u.node()] = 1;
+    }
   }
   UOp root_uop = root.state()->uop();
   if (is_view(root_uop) && std::none_of(targets.begin(), targets.end(), [&](const UOp& t) { return t == root_uop; }))
     fail(ErrorCode::failed_precondition, "gradient: this tensor was already realized, so the graph that computed it is gone; "
          "take gradients before realizing it (realize the loss and the gradients together)");
-  std::vector<std::optional<Tensor>> g = gradients(root_uop, const_like(root, 1.0), targets);
+  std::vector<std::optional<Tensor>> g = gradients(root_uop, const_like(root, 1.0), targets, stops);
   std::vector<Tensor> out;
   size_t at = 0;
   for (const Tensor& t : wrt) {

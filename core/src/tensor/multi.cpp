@@ -207,10 +207,9 @@ Tensor multi_movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, 
         p[2 * a] = b, p[2 * a + 1] = e;
         return p;
       });
-      if (parts.size() == 1) return parts[0];
+      if (parts.size() == 1) return parts[0];  // (rows of one part: a tensor on that device)
       break;
-    }
-    default:
+    }    default:
       KILN_UNREACHABLE("not a movement op: ", op_name(op));
   }
   return make_multi(std::move(parts), axis);
@@ -222,8 +221,11 @@ Tensor match_layout(const Tensor& value, const Tensor& like, const char* op) {
   if (!v) {
     if (is_placement(value.device()))
       fail(ErrorCode::invalid_argument, op, ": malformed placement ", value.device());
-    fail(ErrorCode::invalid_argument, op, ": cannot combine a tensor on ", value.device(), " with one on ", placement_str(like),
-         "; move it there first with .shard({", like.device(), "}", m.axis ? cat(", ", *m.axis) : std::string(), ")");
+    // a tensor on one device (a constant, or what a shrink of a sharded tensor kept of one part):
+    // copied to each of like's devices, as a replicated tensor would be there, and cut below
+    std::vector<Tensor> copies;
+    for (const std::string& d : m.devices) copies.push_back(value.device() == d ? value : value.to(d));
+    return match_layout(make_multi(std::move(copies), std::nullopt), like, op);
   }
   std::vector<int64_t> offs = m.axis ? offsets(m) : std::vector<int64_t>{};
   auto wanted = [&](size_t i) {  // device i's rows along like's axis
@@ -254,6 +256,7 @@ Tensor match_layout(const Tensor& value, const Tensor& like, const char* op) {
         }
         blocks.push_back(b.device() == m.devices[i] ? b : b.to(m.devices[i]));
       }
+      if (blocks.empty()) blocks.push_back(rows(v->parts[0], *m.axis, 0, 0).to(m.devices[i]));  // (an empty part)
       parts.push_back(blocks.size() == 1 ? blocks[0] : Tensor::cat(blocks, *v->axis));
     }
     return make_multi(std::move(parts), m.axis);

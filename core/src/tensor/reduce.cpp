@@ -119,7 +119,11 @@ Tensor Tensor::var(const std::vector<int>& axes, bool keepdim, double correction
 }
 
 Tensor Tensor::std(const std::vector<int>& axes, bool keepdim, double correction) const {
-  return var(axes, keepdim, correction).sqrt();
+  // sqrt(var), except where var is 0: there the value is the same 0, and the gradient goes to var
+  // unscaled instead of through sqrt's infinite slope (inf * 0 = NaN at constant rows; torch masks
+  // it to 0, which this gives: var's own gradient is 0 there)
+  Tensor v = var(axes, keepdim, correction), zero = v.eq(const_like(v, 0));
+  return where(zero, v, where(zero, const_like(v, 1), v).sqrt());  // (sqrt of 1 there: 0 * inf would be NaN again)
 }
 
 Tensor Tensor::argmax(int axis, bool keepdim) const {

@@ -178,8 +178,8 @@ UOp var_at(const StateView& s, size_t i) { return i < s.vars.size() ? s.vars[i] 
 
 std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char* op) {
   const StateView sa = st(a), sb = st(b);
-  // (two multi-device operands may be placed differently: multi_alu reshards one)
-  if (sa.device != sb.device && !(multi_of(a) && multi_of(b)))
+  // (a multi-device operand may meet one placed otherwise: multi_alu copies or reshards the other)
+  if (sa.device != sb.device && !multi_of(a) && !multi_of(b))
     fail(ErrorCode::invalid_argument, op, ": operands are on different devices (", sa.device, " and ", sb.device,
          "); move one with .to(\"", sa.device, "\")");
   if (sa.shape == sb.shape && sa.vars == sb.vars) return {a, b};
