@@ -405,3 +405,14 @@ TEST(GradientKinks, StdOfAConstantGroupHasAZeroGradient) {
   double sd = std::sqrt(((1 - 7 / 3.0) * (1 - 7 / 3.0) + (2 - 7 / 3.0) * (2 - 7 / 3.0) + (4 - 7 / 3.0) * (4 - 7 / 3.0)) / 2);
   EXPECT_NEAR(gy[0], (1 - 7 / 3.0) / (2 * sd), 1e-5);
 }
+
+// Empty reductions: the gradient of a sum over no elements is an empty tensor of the input's shape,
+// and a max over an empty axis passes nothing (no 0 / 0 from counting no maxima).
+TEST(GradientKinks, EmptyReductionsHaveEmptyGradients) {
+  Tensor x = Tensor::zeros({0, 3}, dtypes::float32, kDevice).contiguous().realize();
+  std::vector<Tensor> g = x.sum({0}).sum().gradient({x});
+  EXPECT_EQ(g[0].shape(), (Shape{0, 3}));
+  EXPECT_TRUE(g[0].to_vector<float>().empty());
+  Tensor y = Tensor::from_vector<float>({1, 2, 3}, {1, 3}, kDevice);
+  EXPECT_EQ(grad_of(y.sum({0}).sum() + x.sum(), y), (std::vector<float>{1, 1, 1}));
+}
