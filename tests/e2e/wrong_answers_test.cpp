@@ -416,3 +416,32 @@ TEST(GradientKinks, EmptyReductionsHaveEmptyGradients) {
   Tensor y = Tensor::from_vector<float>({1, 2, 3}, {1, 3}, kDevice);
   EXPECT_EQ(grad_of(y.sum({0}).sum() + x.sum(), y), (std::vector<float>{1, 1, 1}));
 }
+
+// A loss whose first part sits on another device than the graph's node for it (the parts flipped,
+// then an all-reduce that reads them in place) threw 'operands are on different devices' in the
+// backward pass: the rule ran on the root's gradient where the node was not (fuzzer, seed 12 case
+// 1423, as it shards: inputs of 3 rows or more split on axis 0, the others replicated).
+TEST(FuzzFindings, AGradientThroughFlippedPartsAndAnAllReduce) {
+  std::vector<std::string> cpus;
+  for (const std::string& d : kiln::devices())
+    if (d.rfind("cpu:", 0) == 0) cpus.push_back(d);
+  if (cpus.size() < 3) GTEST_SKIP() << "needs three cpu devices (ctest: test_e2e_cpu_devices' config)";
+  cpus.resize(3);
+  auto in = [&](const std::vector<float>& v, bool split) {
+    Tensor t = Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}, kDevice).realize();
+    return split ? t.shard(cpus, 0) : t.shard(cpus);
+  };
+  Tensor t0 = in({-0.83f, -0.76f, -0.54f, -1.49f, 0.32f, 0.59f, -1.44f}, true), t1 = in({0.87f}, false);
+  Tensor t5 = in({-0.38f, -1.17f, 0.52f}, true);
+  Tensor t4 = (t0 + t1).max({0}, true).expand({3});
+  Tensor t9 = Tensor::where(t4.gt(t5), t4, t5).pad({{0, 0}}).flip({0}).mean({0});
+  Tensor w = Tensor::from_vector<float>({0.5f}, {}, kDevice).shard(cpus);
+  std::vector<Tensor> g = (t9 * w).sum().gradient({t0, t1});
+  // t4 (the max, row 5: 0.59 + 0.87 = 1.46) wins every where over t5: d/d t0[5] =
+  // 3 * (0.5 / 3), d/d t1 = the same
+  std::vector<float> want(7, 0.0f);
+  want[5] = 0.5f;
+  std::vector<float> got = g[0].to_vector<float>();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+  EXPECT_NEAR(g[1].to_vector<float>()[0], 0.5f, 1e-6);
+}

@@ -312,10 +312,14 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
     const UOp& u = *it;
     const size_t* gi = at.find(u.node());
     if (!gi || !leads.contains(u.node()) || stops.contains(u.node())) continue;
-    GradCtx ctx{nodes, u, grads[*gi], {}};
+    // the rule works where the node is: a node an all-reduce reads in place is one node on every
+    // device, so the gradient reaching it (the root's among them) may sit on another one
+    Tensor here = grads[*gi];
+    if (std::string d = nodes.device(u); !d.empty() && here.device() != d) here = here.to(d);
+    GradCtx ctx{nodes, u, here, {}};
     std::optional<Composite> composite = composite_of(u);
     if (composite) {
-      for (Tensor& g : composite->fn(grads[*gi])) ctx.out.push_back(std::move(g));
+      for (Tensor& out : composite->fn(ctx.g)) ctx.out.push_back(std::move(out));
     } else {
       gradient_rules().rewrite(u, &ctx);
     }
