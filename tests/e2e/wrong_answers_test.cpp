@@ -1,6 +1,8 @@
-// tests/e2e/wrong_answers_test.cpp - the silent wrong answers a probe of the public API found (issue
-// 43), each one a program a user wrote and the number it must give. Every case here gave another
-// number with no error before its fix.
+// tests/e2e/wrong_answers_test.cpp - what a probe of the public API (issue 43) and the fuzzer
+// (fuzz_test.cpp) found: each case a program a user could write and what it must give. Before its
+// fix each gave another number without a word, or threw on a valid program, hung, or kept silent
+// about a problem it should name. The FuzzFindings cases that need several devices run in
+// test_e2e_fuzz_findings_3 (three cpu devices); with one device they skip.
 #include <gtest/gtest.h>
 
 #include <cmath>
