@@ -16,8 +16,8 @@
 //    Pass a weight either as an input or by reference, not both on the capture call: its reads
 //    would all become the input's.
 //  - The outputs of a call view the plan's output buffers: they stay valid until the next call of
-//    the same Jit, which overwrites them (keep a copy with `out.clone()`, or read it). An output
-//    that is an input unchanged is this call's input.
+//    the same Jit, which overwrites them (keep a copy with `out.clone()`, which copies at once, or
+//    read it). An output that is an input unchanged is this call's input.
 //  - A function that runs no kernel or copy cannot be captured: call 2 throws kiln::Error.
 //  - A BoundVariable passed in `vars` is re-bound on every replay: launch sizes and kernel
 //    arguments follow its value, and outputs whose shape uses it take the new size.
@@ -26,8 +26,8 @@
 //    every replay repeats the capture call's numbers (pass random tensors in as inputs instead).
 //  - Calls are serialised with realizes (one at a time in the process), and calls of one Jit from
 //    several threads one after another; several Jits may be alive and used in any order. fn must
-//    not call the Jit that runs it; another Jit called inside fn while fn is being captured runs its
-//    function, so the outer plan holds its kernels.
+//    not call the Jit that runs it (that throws kiln::Error); another Jit called inside fn while fn
+//    is being captured runs its function, so the outer plan holds its kernels.
 #pragma once
 #include <cstddef>
 #include <functional>
