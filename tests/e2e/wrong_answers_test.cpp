@@ -468,3 +468,22 @@ TEST(Accuracy, TanhIsAccurateNearZeroAndEverywhere) {
     EXPECT_NEAR(g[i], 1 - th * th, 1e-6) << i;
   }
 }
+
+// A graph lifts at most 16 scalars (the rest stay baked), and a kernel may take them beside its own
+// variables: 20 distinct scalars and a symbolic size in one kernel give the right numbers.
+TEST(Scalars, ManyScalarsAndAVariableInOneKernel) {
+  Variable n("n", 1, 8);
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {8}, kDevice).realize();
+  for (int64_t len : {int64_t(5), int64_t(8)}) {
+    Tensor y = x.shrink(0, n.bind(len));
+    double want_scale = 1;
+    for (int k = 0; k < 20; ++k) {
+      double s = 1.0 + 0.01 * (k + 1);
+      y = y * s;
+      want_scale *= static_cast<float>(s);
+    }
+    std::vector<float> got = y.contiguous().to_vector<float>();
+    ASSERT_EQ(got.size(), static_cast<size_t>(len));
+    for (int64_t i = 0; i < len; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], (i + 1) * want_scale, 1e-4 * (i + 1) * want_scale) << i;
+  }
+}

@@ -19,7 +19,7 @@ namespace kiln::runtime {
 
 namespace {
 
-constexpr size_t kMaxBuffers = 64, kMaxVars = 16;
+constexpr size_t kMaxBuffers = 64, kMaxVars = 32;  // (vars: a graph's 16 lifted scalars and its own variables)
 
 // Device handles by name, resolved once per prepare_kernels call; null for host memory.
 class DeviceNames {
