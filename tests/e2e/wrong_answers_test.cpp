@@ -487,3 +487,47 @@ TEST(Scalars, ManyScalarsAndAVariableInOneKernel) {
     for (int64_t i = 0; i < len; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], (i + 1) * want_scale, 1e-4 * (i + 1) * want_scale) << i;
   }
 }
+
+namespace {
+std::vector<std::string> cpu_devices_or_skip(size_t n) {
+  std::vector<std::string> cpus;
+  for (const std::string& d : kiln::devices())
+    if (d.rfind("cpu:", 0) == 0) cpus.push_back(d);
+  if (cpus.size() > n) cpus.resize(n);
+  return cpus;
+}
+}  // namespace
+
+// The part of shard() on the source's own device was the source itself (a replica) or a view of its
+// buffer (a split): an assign to the source changed that replica alone, and an assign to a split
+// tensor threw. Found by the fuzzer's second version (B1, B2).
+TEST(FuzzFindings, EveryPartOfAShardOwnsItsStorage) {
+  std::vector<std::string> cpus = cpu_devices_or_skip(3);
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two cpu devices";
+  Tensor t = Tensor::from_vector<float>({1, 2, 3}, {3}, cpus[0]).realize();
+  Tensor s = t.shard(cpus).realize();
+  t.assign(t * 2.0).realize();
+  for (const std::string& d : cpus) EXPECT_EQ(s.to(d).to_vector<float>(), (std::vector<float>{1, 2, 3})) << d;
+  s.assign(s * 3.0).realize();
+  EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  for (const std::string& d : cpus) EXPECT_EQ(s.to(d).to_vector<float>(), (std::vector<float>{3, 6, 9})) << d;
+  Tensor split = Tensor::from_vector<float>({1, 2, 3, 4, 5}, {5}, cpus[0]).realize().shard(cpus, 0).realize();
+  split.assign(split * 0.5);
+  EXPECT_EQ(split.to_vector<float>(), (std::vector<float>{0.5f, 1, 1.5f, 2, 2.5f}));
+}
+
+// The parts of a sharded tensor's assign read every part as it was before (a sum, a flip): realized
+// one part at a time (a second assign, a reader of one part first), a later part read what an
+// earlier one had written already. Found by the fuzzer's second version (B3, B4).
+TEST(FuzzFindings, ASplitTensorsAssignWritesAllPartsFromTheOldValues) {
+  std::vector<std::string> cpus = cpu_devices_or_skip(3);
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two cpu devices";
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {6}, cpus[0]).shard(cpus, 0).realize();
+  a.assign(a.sum());
+  a.assign(a + 1.0);
+  EXPECT_EQ(a.to_vector<float>(), std::vector<float>(6, 22));
+  Tensor b = Tensor::from_vector<float>({0, 1, 2, 3, 4, 5}, {6}, cpus[0]).shard(cpus, 0).realize();
+  b.assign(b.flip({0}));
+  EXPECT_EQ(b.shrink({{4, 6}}).to_vector<float>(), (std::vector<float>{1, 0}));  // a reader of the last part first
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{5, 4, 3, 2, 1, 0}));
+}

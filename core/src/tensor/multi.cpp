@@ -439,9 +439,13 @@ Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int>
     return gather_to(*this, devs[0]).shard(devs, a);  // reshard through one device
   }
   if (devs.size() == 1) return to(devs[0]);
+  // Every part owns its storage, the one on this tensor's own device too (to() would return this
+  // tensor, and rows() a view of its buffer): an assign to the source or to a part must not show in
+  // the other, nor one replica differ from the rest.
+  auto placed = [&](const Tensor& piece, const std::string& d) { return d == piece.device() ? own_copy(piece) : piece.to(d); };
   std::vector<Tensor> parts;
   if (!a) {
-    for (const std::string& d : devs) parts.push_back(to(d));
+    for (const std::string& d : devs) parts.push_back(placed(*this, d));
     return make_multi(std::move(parts), std::nullopt);
   }
   int64_t n = shape()[*a];
@@ -450,7 +454,7 @@ Tensor Tensor::shard(const std::vector<std::string>& devices, std::optional<int>
          " devices (", join_placement(devs), "); every device needs a row: shard another axis, use fewer devices, or replicate (no axis)");
   int64_t at = 0;
   std::vector<int64_t> sizes = split_sizes(n, devs.size());
-  for (size_t i = 0; i < devs.size(); at += sizes[i], ++i) parts.push_back(rows(*this, *a, at, at + sizes[i]).to(devs[i]));
+  for (size_t i = 0; i < devs.size(); at += sizes[i], ++i) parts.push_back(placed(rows(*this, *a, at, at + sizes[i]), devs[i]));
   return make_multi(std::move(parts), a);
 }
 

@@ -75,6 +75,55 @@ std::vector<Pending> pending(const std::vector<Tensor>& ts, std::vector<UOp>& ro
   return out;
 }
 
+// Assigns made as one (the parts of a multi-device tensor, Tensor::assign): each part's value was
+// read from every part as it was before the assign, so the parts are written in one schedule. A
+// realize that runs one of them (a reader of one part, realized first) runs them all; a group is
+// dropped once it ran, or once none of its tensors is alive.
+struct AssignGroup {
+  std::vector<UOp> assigns;
+  std::vector<std::weak_ptr<TensorState>> states;
+};
+struct AssignGroups {
+  std::mutex mu;
+  std::vector<AssignGroup> all;
+};
+AssignGroups& assign_groups() {
+  static AssignGroups* g = new AssignGroups;
+  return *g;
+}
+
+// The live tensors of the groups whose assigns the graphs of `roots` contain.
+std::vector<Tensor> assign_siblings(const std::vector<UOp>& roots) {
+  AssignGroups& g = assign_groups();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.all.empty()) return {};
+  PtrMap<size_t> group_of;
+  for (size_t i = 0; i < g.all.size(); ++i)
+    for (const UOp& a : g.all[i].assigns) group_of[a.node()] = i;
+  std::vector<char> hit(g.all.size(), 0);
+  for (const UOpNode* n : toposort_nodes(UOp::sink(roots)))
+    if (const size_t* i = group_of.find(n)) hit[*i] = 1;
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < g.all.size(); ++i)
+    if (hit[i])
+      for (const auto& w : g.all[i].states)
+        if (auto s = w.lock()) out.push_back(Tensor(std::move(s)));
+  return out;
+}
+
+// Forgets the groups that ran (their assigns are in `ran`) or whose tensors are gone.
+void prune_assign_groups(const std::vector<UOp>& ran) {
+  AssignGroups& g = assign_groups();
+  std::lock_guard<std::mutex> lock(g.mu);
+  if (g.all.empty()) return;
+  PtrMap<char> done;
+  for (const UOp& a : ran) done[a.node()] = 1;
+  std::erase_if(g.all, [&](const AssignGroup& grp) {
+    return std::any_of(grp.assigns.begin(), grp.assigns.end(), [&](const UOp& a) { return done.contains(a.node()); }) ||
+           std::all_of(grp.states.begin(), grp.states.end(), [](const auto& w) { return w.expired(); });
+  });
+}
+
 void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
   LiveTensors& r = live_tensors();
   std::vector<std::shared_ptr<TensorState>> live;
@@ -156,6 +205,11 @@ std::vector<ExecItem> Tensor::schedule_all(const std::vector<Tensor>& outputs) {
   std::vector<UOp> roots;
   pending(outputs, roots);
   if (roots.empty()) return {};
+  if (std::vector<Tensor> siblings = assign_siblings(roots); !siblings.empty()) {  // (as realize_all)
+    siblings.insert(siblings.begin(), outputs.begin(), outputs.end());
+    roots.clear();
+    pending(siblings, roots);
+  }
   return linear_to_schedule(create_linear_with_vars(UOp::sink(roots)));
 }
 std::vector<ExecItem> Tensor::schedule() const { return schedule_all({*this}); }
@@ -165,6 +219,11 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
   std::vector<UOp> roots;
   auto states = pending(tensors, roots);  // under the lock: what another thread realized is a view now
   if (roots.empty()) return;
+  if (std::vector<Tensor> siblings = assign_siblings(roots); !siblings.empty()) {  // (see AssignGroups)
+    siblings.insert(siblings.begin(), tensors.begin(), tensors.end());
+    roots.clear();
+    states = pending(siblings, roots);
+  }
   LinearResult lr = create_linear_with_vars(UOp::sink(roots));
   std::vector<runtime::PreparedItem> items = lr.prepared->prepare(lr.linear, lr.var_vals);
   if (runtime::Capture* c = runtime::Capture::active()) c->record(items, lr.var_vals);  // a Jit's call 2
@@ -188,6 +247,7 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
     });
   }
   apply_becomes(becomes);
+  prune_assign_groups(lr.assigns);
 }
 
 Tensor& Tensor::realize() {
@@ -203,10 +263,17 @@ Tensor Tensor::contiguous() const {
   return make(UOp::make(Ops::CONTIGUOUS, dtype(), {g.uop}), s_->shape, s_->device, g.vars);
 }
 
+namespace detail {
+Tensor own_copy(const Tensor& x) {
+  Tensor copy = Tensor::empty(x.shape(), x.dtype(), x.device());
+  copy.assign(x);
+  return copy;
+}
+}  // namespace detail
+
 Tensor Tensor::clone() const {
   if (multi_of(*this)) return map_parts(*this, [](const Tensor& p) { return p.clone(); });
-  Tensor copy = Tensor::empty(shape(), dtype(), device());
-  copy.assign(*this);
+  Tensor copy = own_copy(*this);
   // a buffer's contents change under a lazy copy (the next replay of the Jit that wrote it, an
   // assign): copy it now
   if (is_view(s_->uop()) && !requires_grad()) copy.realize();
@@ -231,6 +298,14 @@ Tensor& Tensor::assign(const Tensor& value) {
     v = match_layout(v, *this, "assign");
     const Multi& vm = *multi_of(v);
     for (size_t i = 0; i < m->parts.size(); ++i) Tensor(m->parts[i]).assign(vm.parts[i]);
+    AssignGroup group;
+    for (const Tensor& p : m->parts) {
+      group.assigns.push_back(p.state()->uop());
+      group.states.push_back(p.state());
+    }
+    AssignGroups& g = assign_groups();
+    std::lock_guard<std::mutex> lock(g.mu);
+    g.all.push_back(std::move(group));
     return *this;
   }
   if (!is_view(s_->uop())) realize();

@@ -108,6 +108,11 @@ bool is_view(const UOp& u);
 const UOp& view_buffer(const UOp& u);
 UOp buffer_view(const UOp& buffer, const Shape& shape);
 
+// A tensor of its own buffer that x's value is written into when it is realized (lazily, as a copy
+// to another device is): shard() gives the part on x's own device this way, so that no part shares
+// storage with x or a view of it (an assign to one would show through the other).
+Tensor own_copy(const Tensor& x);
+
 // Realizes run one at a time (and Jit replays with them): two threads reading one lazy tensor must
 // not both schedule it, and the rewrite of live graphs after a realize must see every buffer it made.
 std::mutex& realize_mutex();
