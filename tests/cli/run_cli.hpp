@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "json_check.hpp"
+
 namespace kiln::test {
 
 struct CliResult {
@@ -14,9 +16,6 @@ struct CliResult {
 // Runs KILN_CLI_PATH with `args`. The child's environment holds only PATH, HOME and XDG_* (both
 // pointing at an empty directory, so no user configuration or manifests leak in) plus `env`.
 CliResult run_kiln(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
-
-// A strict JSON well-formedness check (RFC 8259 grammar); `error` says where it failed.
-bool is_valid_json(const std::string& text, std::string* error = nullptr);
 
 #ifdef KILN_FIXTURE_MANIFESTS
 // A file of the plugin tests' fixture manifest directory (tests/plugins/manifests, configured).

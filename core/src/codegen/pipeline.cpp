@@ -11,6 +11,7 @@
 
 #include "ir/uop_access.hpp"
 #include "ir/traverse.hpp"
+#include "codegen/lir.hpp"
 #include "codegen/target.hpp"
 #include "rewrite/graph_rewrite.hpp"
 #include "support/check.hpp"
@@ -162,10 +163,14 @@ ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<O
   p.name = ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel";
   estimate(ast, p);
   p.sink = full_rewrite_to_sink(ast, target, p.dims, &p.opts, given);
-  std::vector<UOp> linear = do_linearize(p.sink);
-  keep_buffers(ast, target, linear);
-  check_target_support(linear, target, p.name);
-  p.lir = to_lir(linear, p.name);
+  {  // the pass list's last step before the renderer: one instruction list, in the LIR's form
+    StepScope step("linearize", p.sink);
+    std::vector<UOp> linear = do_linearize(p.sink);
+    keep_buffers(ast, target, linear);
+    check_target_support(linear, target, p.name);
+    p.lir = to_lir(linear, p.name);
+    step.finish([&] { return cat(linear.size(), " instructions"); }, [&] { return lir_text(p.lir.view()); });
+  }
   p.var_names = p.lir.var_names;
   for (int d = 0; d < 3; ++d) {
     const UOp &g = p.dims.global[d], &l = p.dims.local[d];

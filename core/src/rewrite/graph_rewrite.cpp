@@ -9,11 +9,13 @@
 #include <deque>
 #include <map>
 
+#include "ir/print.hpp"
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/id_map.hpp"
+#include "support/trace.hpp"
 
 namespace kiln {
 
@@ -97,25 +99,33 @@ bool sources_final(const UOp& u, Memo& memo) {
 
 thread_local const char* t_step = nullptr;
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 }  // namespace
 
-StepScope::StepScope(const char* name, const UOp& in) : name_(name), outer_(t_step), on_(debug_level() >= 6) {
+StepScope::StepScope(const char* name)
+    : name_(name), outer_(t_step), logged_(debug_level() >= 6), traced_(trace::on()) {
   t_step = name_;
-  if (!on_) return;
-  nodes_in_ = toposort_nodes(in).size();
-  start_ns_ = now_ns();
+  if (logged_ || traced_) start_ns_ = trace::now_ns();
 }
 
-StepScope::~StepScope() { t_step = outer_; }
+StepScope::StepScope(const char* name, const UOp& in) : StepScope(name) {
+  if (logged_) size_in_ = std::to_string(toposort_nodes(in).size());
+}
+
+StepScope::~StepScope() {
+  t_step = outer_;
+  if (traced_) trace::event("step", name_, start_ns_, trace::now_ns());
+}
+
+bool StepScope::debug_ir() { return debug_level() >= 7; }
 
 void StepScope::finish(const UOp& out) {
-  if (!on_) return;
-  double ms = static_cast<double>(now_ns() - start_ns_) / 1e6;
-  log_line(cat("step '", name_, "': ", nodes_in_, " -> ", toposort_nodes(out).size(), " nodes, ", ms, " ms"));
+  if (logged_) report(cat(toposort_nodes(out).size(), " nodes"), debug_ir() ? print_graph(out) : std::string());
+}
+
+void StepScope::report(const std::string& size_out, const std::string& ir) {
+  double ms = static_cast<double>(trace::now_ns() - start_ns_) / 1e6;
+  log_line(cat("step '", name_, "': ", size_in_, " -> ", size_out, ", ", ms, " ms"));
+  if (!ir.empty()) log_line(cat("IR after step '", name_, "':\n", ir));
 }
 
 const char* StepScope::current() { return t_step; }

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "kiln/profile.hpp"
+#include "support/trace.hpp"
 #include "plugin/device.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/program_cache.hpp"
@@ -214,6 +215,7 @@ void Plan::plan_intermediates(const std::vector<std::shared_ptr<Storage>>& input
 }
 
 void Plan::replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<const int64_t> values) {
+  trace::Span span("jit", [&] { return cat("jit replay (", items_.size(), " items)"); });
   struct Unbind {  // the plan keeps no input alive, also when a launch throws
     Plan& plan;
     ~Unbind() { plan.unbind_inputs(); }
@@ -239,7 +241,7 @@ void Plan::replay(std::span<const std::shared_ptr<Storage>> inputs, std::span<co
     run_lanes(items_, lanes_);
     return;
   }
-  if (batched_ && !batches_.empty() && debug_level() < 2 && !Profile::active()) {
+  if (batched_ && !batches_.empty() && debug_level() < 2 && !Profile::active() && !trace::on()) {
     run_batched();
     return;
   }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "runtime/buffer.hpp"
+#include "runtime/profile_stack.hpp"
 
 namespace kiln::runtime {
 
@@ -144,7 +145,12 @@ void run_lanes(const std::vector<PreparedItem>& items, const LanePlan& plan) {
     }
   };
   std::vector<std::function<void()>> jobs;
-  for (uint32_t l = 1; l < plan.lanes; ++l) jobs.push_back([&lane, l] { lane(l); });
+  Profile* profiles = profile_stack();  // the caller's Profiles see every lane's launches
+  for (uint32_t l = 1; l < plan.lanes; ++l)
+    jobs.push_back([&lane, l, profiles] {
+      AdoptProfiles adopt(profiles);
+      lane(l);
+    });
   workers().run(jobs, [&lane] { lane(0); });
   if (error) std::rethrow_exception(error);
 }

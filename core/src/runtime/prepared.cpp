@@ -1,6 +1,7 @@
 // runtime/prepared.cpp - preparing schedule calls once, binding them to buffers, launching them.
 #include "runtime/prepared.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -13,6 +14,7 @@
 #include "runtime/runtime.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
+#include "support/trace.hpp"
 #include "symbolic/interpret.hpp"
 
 namespace kiln::runtime {
@@ -187,8 +189,9 @@ void bind_values(PreparedItem& it, const VarVals& vals) {
 
 void PreparedItem::run() const {
   const PreparedKernel& p = *kernel;
-  bool logged = debug_level() >= 2;
+  bool logged = debug_level() >= 2, traced = trace::on();
   auto t0 = std::chrono::steady_clock::now();
+  const int64_t start_ns = traced ? trace::now_ns() : 0;
   if (p.kind == CallKind::copy) {
     Storage &dst = *storages[0], &src = *storages[1];
     if (dst.is_host() && src.is_host()) {
@@ -197,14 +200,19 @@ void PreparedItem::run() const {
       copy_between_devices(dst, src, copy_bytes);
     }
     if (logged) log_time(p, t0);
+    if (traced)
+      trace::event("copy", cat("copy ", copy_bytes, " bytes"), start_ns, trace::now_ns(), p.device_name,
+                   cat("\"from\": \"", src.device(), "\""));
     return;
   }
   if (p.kind == CallKind::reference) {
     run_reference_kernel(p.ast, host, named);
     if (logged) log_time(p, t0);
+    if (traced) trace::event("launch", p.name, start_ns, trace::now_ns(), p.device_name);
     return;
   }
-  bool profiled = Profile::active(), timed = profiled || logged;
+  // a Profile, KILN_DEBUG=2 and KILN_TRACE wait for the kernel and time it
+  bool profiled = Profile::active(), timed = profiled || logged || traced;
   Device& dev = *p.device;
   const Kernel& k = *p.kernel;
   double s = dev.launch(*k.program, handles, {}, values, global, local, timed);
@@ -213,6 +221,12 @@ void PreparedItem::run() const {
   KernelRun run{k.spec.name, dev.name(), {global[0], global[1], global[2]}, {local[0], local[1], local[2]}, s,
                 k.spec.flops, k.spec.bytes};
   if (profiled) Profile::record(run);
+  if (traced) {  // the kernel's time on the device, ending now
+    const int64_t end_ns = trace::now_ns();
+    trace::event("launch", run.name, std::max(start_ns, end_ns - static_cast<int64_t>(s * 1e9)), end_ns, run.device,
+                 cat("\"global\": [", global[0], ", ", global[1], ", ", global[2], "], \"local\": [", local[0], ", ", local[1],
+                     ", ", local[2], "]"));
+  }
   if (logged)
     log_line(cat(dev.name(), "  ", run.name, "  global=(", global[0], ",", global[1], ",", global[2], ") local=(", local[0],
                  ",", local[1], ",", local[2], ")  ", s * 1e3, " ms  ", run.flops / s * 1e-9, " GFLOP/s  ",

@@ -1,7 +1,12 @@
-// runtime/profile.cpp - kiln::Profile: a per-thread stack of collectors fed by the launcher.
+// runtime/profile.cpp - kiln::Profile: a per-thread stack of collectors fed by the launcher. The
+// lane workers that run other devices' items adopt the stack of the thread that started the run
+// (runtime/lanes.cpp), so a Profile sees the launches of every device its program uses.
 #include "kiln/profile.hpp"
 
 #include <cstdio>
+#include <mutex>
+
+#include "runtime/profile_stack.hpp"
 
 namespace kiln {
 
@@ -15,8 +20,16 @@ Profile::~Profile() { current = outer_; }
 bool Profile::active() { return current != nullptr; }
 
 void Profile::record(const KernelRun& run) {
+  static std::mutex mu;  // lanes of one run record at once
+  std::lock_guard<std::mutex> lock(mu);
   for (Profile* p = current; p; p = p->outer_) p->runs_.push_back(run);
 }
+
+namespace runtime {
+Profile* profile_stack() { return current; }
+AdoptProfiles::AdoptProfiles(Profile* stack) : saved_(current) { current = stack; }
+AdoptProfiles::~AdoptProfiles() { current = saved_; }
+}  // namespace runtime
 
 double Profile::total_seconds() const {
   double s = 0;

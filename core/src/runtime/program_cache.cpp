@@ -14,11 +14,13 @@
 #include "runtime/beam.hpp"
 #include "runtime/compile_cache.hpp"
 #include "runtime/device_alloc.hpp"
+#include "rewrite/graph_rewrite.hpp"
 #include "schedule/schedule.hpp"
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/lru_map.hpp"
 #include "support/parallel.hpp"
+#include "support/trace.hpp"
 
 namespace kiln::runtime {
 
@@ -62,17 +64,29 @@ double ms_since(std::chrono::steady_clock::time_point& t) {
   return ms;
 }
 
-// The plugin's renderer turns the LIR into source in the target's format.
+// The plugin's renderer turns the LIR into source in the target's format: the last step of the
+// pass list, traced as the others are (KILN_DEBUG=6 its time, 7 the source).
 std::string do_render(Device& dev, const kiln_lir& lir) {
   if (!dev.has_renderer())
     fail(ErrorCode::unimplemented, "device ", dev.name(), " has no renderer, so kiln cannot generate kernels for it");
-  return dev.render(lir);
+  StepScope step("render", [&] { return cat(lir.n_insts, " LIR instructions"); });
+  std::string source = dev.render(lir);
+  step.finish([&] { return cat(source.size(), " bytes of source"); }, [&] { return source; });
+  return source;
 }
 
 // The plugin's compiler, behind the compile cache (memory, then disk, keyed by the LIR's
-// fingerprint and the compiler's own cache key).
+// fingerprint and the compiler's own cache key); traced as a step.
 std::string do_compile(Device& dev, const std::string& source, const std::string& name, const kiln_lir& lir) {
-  return compile_cached(dev, source, name, lir_key(lir));
+  StepScope step("compile", [&] { return cat(source.size(), " bytes of source"); });
+  std::string binary = compile_cached(dev, source, name, lir_key(lir));
+  step.finish([&] { return cat(binary.size(), " bytes of binary"); }, [] { return std::string(); });
+  return binary;
+}
+
+// A kernel AST's name (the scheduler names every kernel's SINK), for the trace.
+std::string kernel_name(const UOp& ast) {
+  return std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : std::string("kernel");
 }
 
 // A kernel on its way: lowered and rendered, not yet compiled and loaded.
@@ -118,6 +132,7 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
     const int width = knob(Knob::noopt) == 0 ? static_cast<int>(knob(Knob::beam)) : 0;
     const bool cached = !given && width > 0 && (given = beam_cached_opts(dev, ast, target, width));
     if (!given && width > 0) given = beam_opts(dev, ast, target, width);
+    trace::Span span("codegen", [&] { return cat("codegen ", kernel_name(ast)); });
     try {
       k.spec = to_program(ast, target, given ? &*given : nullptr);
     } catch (const Error& e) {
@@ -142,6 +157,7 @@ Pending lower(const std::shared_ptr<Device>& dev, const UOp& ast) {
 std::shared_ptr<Kernel> finish(Pending& p, const std::string& binary, bool compiled, double compile_ms) {
   Kernel& k = *p.k;
   auto t = std::chrono::steady_clock::now();
+  trace::Span span("load", [&] { return cat("load ", k.spec.name); });
   k.program = naming(k, [&] {
     try {
       return k.device->load(binary, k.spec.name);
@@ -242,6 +258,7 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
   for (auto& [dev, group] : together) {
     std::vector<CompileJob> jobs;
     for (Claim* c : group) jobs.push_back({c->pending.k->source, c->pending.k->spec.name, lir_key(c->pending.k->spec.lir.view())});
+    trace::Span span("compile", [&] { return cat("compile ", jobs.size(), " kernels on ", dev->name(), " at once"); });
     auto t = std::chrono::steady_clock::now();
     uint64_t compiles = compile_stats().compiles;
     try {

@@ -15,6 +15,7 @@
 #include "ir/uop_access.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/prepared.hpp"
+#include "rewrite/graph_rewrite.hpp"
 #include "schedule/kernelize.hpp"
 #include "schedule/schedule.hpp"
 #include "support/check.hpp"
@@ -22,6 +23,7 @@
 #include "support/flat_map.hpp"
 #include "support/half.hpp"
 #include "support/lru_map.hpp"
+#include "support/trace.hpp"
 
 namespace kiln {
 
@@ -286,9 +288,16 @@ bool row_fusion(const std::string& device) {
 }
 
 LinearResult create_linear_with_vars(const UOp& big_sink) {
+  trace::Span span("schedule", "schedule");
   auto t0 = std::chrono::steady_clock::now();
   LinearResult out;
-  Normalized norm = normalize(big_sink, out.var_vals);
+  // the first step of the schedule, before its cache (it makes the key): traced as the others are
+  Normalized norm = [&] {
+    StepScope step("normalize", big_sink);
+    Normalized n = normalize(big_sink, out.var_vals);
+    step.finish(n.sink);
+    return n;
+  }();
   out.assigns = norm.assigns;
   const std::vector<UOp>& inputs = norm.inputs;
   bool use_cache = knob(Knob::scache) != 0;
@@ -299,10 +308,9 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
     if (auto* hit = cache().map.find(key)) tmpl = *hit;
   }
   out.cache_hit = static_cast<bool>(tmpl);
+  if (trace::on()) span.set_args(cat("\"cache\": \"", out.cache_hit ? "hit" : "miss", "\""));
   if (!tmpl) {
-    auto t = std::make_shared<Template>(kernelize(norm.build(), inputs.size()));
-    create_schedule(*t);
-    memory_planner(*t);
+    auto t = std::make_shared<Template>(build_template(norm.build(), inputs.size()));
     t->prepared = std::make_shared<runtime::PreparedKernels>();
     tmpl = t;
     if (use_cache) {

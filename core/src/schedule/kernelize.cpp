@@ -330,13 +330,21 @@ static void unique_kernel_names(Template& t) {
   }
 }
 
-Template kernelize(const UOp& input_sink, size_t n_inputs) {
-  UOp sink = split_reduce(input_sink);
-  GraphInfo g = analyze(sink);
-  Decider d(g);
-  d.decide(sink);
+void find_boundaries(ScheduleState& s) {
+  s.g = analyze(s.sink);
+  Decider d(s.g);
+  d.decide(s.sink);
+  s.realize = std::move(d.realize);
+}
 
-  Template t;
+void group(ScheduleState& s) { s.groups = group_kernels(s.g, s.sink, s.realize); }
+
+void rangeify(ScheduleState& s) {
+  const GraphInfo& g = s.g;
+  const UOp& sink = s.sink;
+  const PtrMap<char>& realize = s.realize;
+  const std::vector<std::vector<const UOpNode*>>& groups = s.groups;
+  Template& t = s.t;
   PtrMap<BufRef> realized;
   auto new_local = [&](const UOp& n, const std::string& dev) {
     t.locals.push_back(LocalBuf{dev, n.dtype(), max_size(shape_of(g, n)), false, -1});
@@ -349,7 +357,7 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
     return *b;
   };
   PtrMap<int> producer;                         // realized node -> kernel index
-  std::vector<std::vector<int>> writers(n_inputs);  // input slot -> ASSIGN kernels (program order once sorted)
+  std::vector<std::vector<int>> writers(s.n_inputs);  // input slot -> ASSIGN kernels (program order once sorted)
   std::vector<int64_t> assign_seq;                  // kernel index -> its ASSIGN's program order (-1: no ASSIGN)
   // reader kernel, input slot, the writer kernel whose result it reads (-1: the original contents)
   struct Read {
@@ -358,7 +366,6 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
     int writer;
   };
   std::vector<Read> input_reads;
-  std::vector<std::vector<const UOpNode*>> groups = group_kernels(g, sink, d.realize);
   PtrMap<int> group_of;
   for (size_t i = 0; i < groups.size(); ++i)
     for (const UOpNode* m : groups[i]) group_of[m] = static_cast<int>(i);
@@ -369,13 +376,13 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
     const UOp n = UOpAccess::from_node(members.back());
     auto member = [&](const UOpNode* x) { const int* j = group_of.find(x); return j && *j == gi; };
     // what this kernel reads: realized nodes (their producers run first) and input buffers
-    auto stop = [&](const UOpNode* x) { return !member(x) && (d.realize.contains(x) || x->op == Ops::PARAM); };
+    auto stop = [&](const UOpNode* x) { return !member(x) && (realize.contains(x) || x->op == Ops::PARAM); };
     std::vector<const UOpNode*> reads;
     for (const UOpNode* m : members) {
       UOp mu = UOpAccess::from_node(m);
       for (const UOpNode* r : toposort_nodes(mu.op() == Ops::COPY ? mu.src(0) : value_of(mu), stop))
         if (!member(r)) {
-          if (d.realize.contains(r) && !producer.contains(r)) return false;
+          if (realize.contains(r) && !producer.contains(r)) return false;
           reads.push_back(r);
         }
     }
@@ -478,7 +485,6 @@ Template kernelize(const UOp& input_sink, size_t n_inputs) {
     t.outputs.push_back(b);
   }
   unique_kernel_names(t);
-  return t;
 }
 
 }  // namespace kiln

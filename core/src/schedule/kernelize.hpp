@@ -65,9 +65,23 @@ GraphInfo analyze(const UOp& sink);
 // than 4096 values, so precision and parallelism do not depend on the reduce's length.
 UOp split_reduce(const UOp& sink);
 
-// Kernel boundaries and kernels, in dependency order, for a normalised SINK whose inputs are
-// PARAM(slot) nodes; `n_inputs` is the number of input slots.
-Template kernelize(const UOp& sink, size_t n_inputs);
+// What the schedule's steps (schedule/passes.cpp) pass along, from a normalised SINK whose inputs
+// are PARAM(slot) nodes to the finished template. Each step fills its part.
+struct ScheduleState {
+  UOp sink;                 // the tensor graph (split_reduce rewrites it)
+  size_t n_inputs = 0;      // input slots
+  GraphInfo g;              // shapes, devices, consumers of `sink` (find_boundaries)
+  PtrMap<char> realize;     // the nodes that get a buffer: kernel boundaries (find_boundaries, group)
+  std::vector<std::vector<const UOpNode*>> groups;  // the realized nodes of each kernel (group)
+  Template t;               // the kernels (rangeify), ordered (create_schedule), planned (memory_planner)
+};
+
+// Which nodes of s.sink get their own buffer (the rules at the top of kernelize.cpp).
+void find_boundaries(ScheduleState& s);
+// Which realized nodes share a kernel (group_kernels).
+void group(ScheduleState& s);
+// One kernel per group, in dependency order, with the read/write edges between them.
+void rangeify(ScheduleState& s);
 
 // Which realized nodes (the keys of `realize`) share a kernel (group.cpp): the groups, each in
 // graph order. Drops from `realize` the shared reduces whose consumers all joined their kernel.
@@ -79,6 +93,13 @@ void create_schedule(Template& t);
 // Assigns template-local intermediates to shared storage groups when their lifetimes do not
 // overlap (outputs and inputs are never shared) and records the bytes before and after.
 void memory_planner(Template& t);
+
+// The schedule's pass list (schedule/passes.cpp): split_reduce, find_boundaries, group, rangeify,
+// create_schedule, memory_planner, each a traced step (KILN_DEBUG=6 times them, 7 prints the IR
+// after each). The template of a normalised SINK.
+Template build_template(const UOp& sink, size_t n_inputs);
+// The steps' names, in order (the table's; tests check a trace shows each).
+std::vector<const char*> schedule_pass_names();
 
 // One value a kernel stores: tensor node `node`, computed as `value` (node itself, or what a
 // CONTIGUOUS/ASSIGN wraps), into buffer `out`.

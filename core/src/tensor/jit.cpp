@@ -9,6 +9,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/jit.hpp"
 #include "support/env.hpp"
+#include "support/trace.hpp"
 #include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
 
@@ -114,6 +115,7 @@ std::vector<Tensor> Jit::Impl::run(const std::vector<Tensor>& ins, const std::ve
 }
 
 std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std::vector<BoundVariable>& vars) {
+  trace::Span span("jit", "jit capture");
   std::vector<Tensor> outs;
   std::vector<std::vector<UOp>> out_vars;  // each output's symbolic dimensions (BINDs), before it is realized
   runtime::Capture recorded;

@@ -13,6 +13,7 @@
 #include "runtime/prepared.hpp"
 #include "schedule/schedule.hpp"
 #include "support/flat_map.hpp"
+#include "support/trace.hpp"
 #include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
 
@@ -215,6 +216,7 @@ std::vector<ExecItem> Tensor::schedule_all(const std::vector<Tensor>& outputs) {
 std::vector<ExecItem> Tensor::schedule() const { return schedule_all({*this}); }
 
 void Tensor::realize_all(std::vector<Tensor>& tensors) {
+  trace::Span span("realize", "realize");
   std::lock_guard<std::mutex> lock(realize_mutex());
   std::vector<UOp> roots;
   auto states = pending(tensors, roots);  // under the lock: what another thread realized is a view now
