@@ -4,9 +4,10 @@
 //   out.realize();
 //   std::fputs(prof.table().c_str(), stdout); // one line per kernel launched since
 //
-// While a Profile is alive, every kernel launched by this thread waits for completion and is
-// timed (KILN_DEBUG=2 prints the same lines as they happen). Profiles nest; each sees every
-// launch made during its lifetime.
+// While a Profile is alive, every kernel launched by this thread's realizes waits for completion
+// and is timed, also those a schedule over several devices runs on another device's lane
+// (KILN_DEBUG=2 prints the same lines as they happen). Profiles nest; each sees every launch made
+// during its lifetime.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -34,7 +35,7 @@ class Profile {
   // A human-readable table: name, device, sizes, ms, GFLOP/s, GB/s; a total line at the end.
   std::string table() const;
 
-  // Called by the runtime for every launch on this thread.
+  // Called by the runtime for every launch of this thread's realizes (thread-safe).
   static bool active();
   static void record(const KernelRun& run);
 
