@@ -44,7 +44,7 @@ UOp graph_rewrite_topdown(const UOp& root, const PatternMatcher& pm, Ctx& ctx, c
 class StepScope {
  public:
   StepScope(const char* name, const UOp& in);  // a step over a UOp graph
-  // A step over another IR: `size` says how big its input is ("812 nodes"); called only when sized().
+  // A step over another IR: `size()` says how big its input is ("812 nodes"); called at KILN_DEBUG>=6 only.
   template <typename Size>
     requires std::invocable<Size>
   StepScope(const char* name, Size&& size) : StepScope(name) {
