@@ -30,10 +30,14 @@ struct NamedTarget {
   Target target;
 };
 
-Target cpu(uint32_t lanes, uint32_t threads, bool masked, uint64_t l1d_kib, uint64_t l2_kib) {
+// `facts`: the vector unit as the cpu backend fills it for that ISA level (32 registers with
+// AVX-512, else 16; two FMA pipes from AVX2 on, else one); without, unknown (Target::vector_regs
+// and fma_units assume the same from the width): both must plan alike.
+Target cpu(uint32_t lanes, uint32_t threads, bool masked, uint64_t l1d_kib, uint64_t l2_kib, bool facts = false) {
   Target t = simulated_cpu(lanes, threads);
   if (masked) t.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
   t.l1d_bytes = l1d_kib << 10, t.l2_bytes = l2_kib << 10;
+  if (facts) t.vector_registers = lanes >= 16 ? 32 : 16, t.fma_pipes = lanes >= 8 ? 2 : 1;
   return t;
 }
 
@@ -42,14 +46,14 @@ Target cpu(uint32_t lanes, uint32_t threads, bool masked, uint64_t l1d_kib, uint
 // GPUs as OpenCL (PoCL-like and discrete) and HIP report them.
 std::vector<NamedTarget> targets() {
   return {
-      {"avx2 t8 masked 32K/1M", cpu(8, 8, true, 32, 1024)},
+      {"avx2 t8 masked 32K/1M", cpu(8, 8, true, 32, 1024, true)},
       {"avx2 t2 masked 32K/512K", cpu(8, 2, true, 32, 512)},
-      {"avx2 t4 c 48K/2M", cpu(8, 4, false, 48, 2048)},
+      {"avx2 t4 c 48K/2M", cpu(8, 4, false, 48, 2048, true)},
       {"avx2 t1 masked unknown-caches", cpu(8, 1, true, 0, 0)},
-      {"avx512 t8 masked 48K/2M", cpu(16, 8, true, 48, 2048)},
+      {"avx512 t8 masked 48K/2M", cpu(16, 8, true, 48, 2048, true)},
       {"avx512 t2 c 32K/1M", cpu(16, 2, false, 32, 1024)},
       {"avx512 t16 masked 64K/16M", cpu(16, 16, true, 64, 16384)},
-      {"sse t4 masked 32K/256K", cpu(4, 4, true, 32, 256)},
+      {"sse t4 masked 32K/256K", cpu(4, 4, true, 32, 256, true)},
       {"sse t2 c unknown-caches", cpu(4, 2, false, 0, 0)},
       {"scalar t2 c 32K/1M", cpu(1, 2, false, 32, 1024)},
       {"opencl-pocl lanes8 256/64 shared 64K", gpu_caps(256, 64, 4096, 64 << 10, 8)},

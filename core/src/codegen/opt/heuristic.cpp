@@ -255,6 +255,15 @@ bool has_rows(const OptPlan& plan) {
                      [&](const Opt& o) { return o.op == OptOp::UPCAST && !o.vectorize && o.axis != vector_axis; });
 }
 
+// How a CPU's register tile takes its rows: `wide` with 32 vector registers (cpu_tile_rows),
+// `fma_latency` with fewer and two FMA pipes to keep busy (avx2_tile_rows), else `plain`.
+enum class TileRule { plain, fma_latency, wide };
+TileRule tile_rule(const Target& target) {
+  if (!target.has(KILN_TARGET_HAS_THREADS)) return TileRule::plain;
+  if (target.vector_regs() >= 32) return TileRule::wide;
+  return target.fma_units() >= 2 ? TileRule::fma_latency : TileRule::plain;
+}
+
 // The target's vector width in the kernel's elements (max_vector_width counts 4-byte lanes).
 int64_t lanes_of(const Target& target, const KernelShape& k) {
   return std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
@@ -364,9 +373,9 @@ OptPlan plan_kernel(const UOp& ast, const Target& target, bool across, bool rows
   const UOp& contiguous = k.contiguous;
   const Vectors vectors{lanes, target.has(KILN_TARGET_HAS_MASKED_VECTORS), target.has(KILN_TARGET_HAS_THREADS)};
   // A register tile needs registers: 32 vector registers with AVX-512 (16 lanes), else 16.
-  int tile_rows = target.max_vector_width >= 16 ? 4 : 2;
-  const bool wide_cpu = target.has(KILN_TARGET_HAS_THREADS) && target.max_vector_width >= 16;  // cpu_tile_rows
-  const bool avx2_cpu = target.has(KILN_TARGET_HAS_THREADS) && target.max_vector_width == 8;   // avx2_tile_rows
+  int tile_rows = target.vector_regs() >= 32 ? 4 : 2;
+  const bool wide_cpu = tile_rule(target) == TileRule::wide;        // cpu_tile_rows
+  const bool avx2_cpu = tile_rule(target) == TileRule::fma_latency;  // avx2_tile_rows
   std::optional<Opt> swap, dot_swap;  // applied last: THREAD still splits the outermost axis
   std::optional<RowsOutside> rows_swap;
   // a row kernel (schedule/kernelize.cpp's row fusion: softmax, layernorm): its reduces run over
@@ -644,7 +653,9 @@ std::optional<OptPlan> channel_vector_conv(const UOp& ast, const Target& target)
   };
   // the most accumulators the registers hold beside the weights' vectors and a broadcast, two
   // vectors of channels first
-  const int64_t regs = lanes >= 16 ? 32 : 16;
+  // (the target's registers for float32, where the tiles were measured; other dtypes keep the count
+  // by their element lanes until measured: docs/optimizer.md, "Known gaps")
+  const int64_t regs = k.itemsize == 4 ? target.vector_regs() : lanes >= 16 ? 32 : 16;
   std::vector<std::pair<int64_t, int64_t>> tiles;  // (vectors, columns)
   for (int64_t v : {int64_t{2}, int64_t{1}})
     if (const int64_t w = tile_width(const_size(cols), std::min<int64_t>(8, (regs - v - 2) / v)); const_size(*f) % (v * lanes) == 0 && w >= 2)
@@ -705,7 +716,7 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
       // are staged, as A.T @ B does below (Zen 3, kernel minimum per process, alternating rounds:
       // 1024 x 512 over K = 768 7.6-8.3 -> 6.4-7.0 ms in 5 of 5, torch 6.8-7.2; 1024^3 20.5-22.5 ->
       // 17.5-19.0 in 3 of 3; 1001 x 513 over 777 7.3-13.6 -> 6.7-11.4, medians 7.9 -> 7.7)
-      if (target.max_vector_width == 8 && reads_down_columns(k))
+      if (tile_rule(target) == TileRule::fma_latency && reads_down_columns(k))
         if (OptPlan p = plan_kernel(ast, target, true, true); staged_both(p)) return p;
       if (OptPlan p = plan_kernel(ast, target, true); staged_across(p)) return p;
     }
@@ -714,7 +725,7 @@ OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   // padded row would gate them; staged with B (stage_both: two stages, no swap), the gates stay in
   // A's copy and the tile takes 6 rows as A @ B does (1024^3: 4 rows 23-26 ms, 6 padded to 1026
   // 18.8-19.9 over three alternating rounds; numpy 15-16)
-  if (target.has(KILN_TARGET_HAS_THREADS) && target.max_vector_width == 8 && reads_down_columns(inspect_kernel(ast)))
+  if (tile_rule(target) == TileRule::fma_latency && reads_down_columns(inspect_kernel(ast)))
     if (OptPlan p = plan_kernel(ast, target, false, true); staged_both(p)) return p;
   return plan_kernel(ast, target, false);
 }
