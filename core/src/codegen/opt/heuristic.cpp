@@ -18,9 +18,7 @@ namespace {
 
 // Kernels with fewer operations than this stay on one thread (a launch across the pool costs more).
 constexpr int64_t kThreadWork = 65536;
-// Small reduce windows (a pooling window, a depthwise filter's taps) of at most kMaxWindow taps
-// are unrolled whole, kMaxWindowCopies copies in all.
-constexpr int64_t kMaxWindow = 4;
+// Small reduce windows (kMaxWindow) are unrolled whole, at most this many copies in all.
 constexpr int64_t kMaxWindowCopies = 16;
 
 // Unrolls small reduce windows whole (their loop and counter go, neighbouring taps' index math

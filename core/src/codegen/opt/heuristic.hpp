@@ -83,6 +83,12 @@ inline constexpr int64_t kNarrowestCpuVector = 4;
 inline constexpr int64_t kMinTileAxis = 8;
 // A register tile's rows as kFewRowTiles counts tiles (a matmul of 64 rows has 8 tiles of 8).
 inline constexpr int64_t kRowsPerTile = 8;
+// A matmul tile is this many vectors wide (two beat one, three and four); a channel-vector tile
+// tries this many vectors of channels first.
+inline constexpr int64_t kTileVectors = 2;
+// Reduce windows of at most this many taps are small: unrolled whole (a pooling window, a
+// depthwise filter's taps).
+inline constexpr int64_t kMaxWindow = 4;
 
 // ---- the kernel's predicates (classify.cpp) ----
 // Loads whose index moves along r all move by 1 to `max_stride` elements (some do).

@@ -104,7 +104,7 @@ std::optional<ChannelConv> channel_conv_shape(const Kernel& c) {
   const UOp &image = conv->image, &weights = conv->weights;
   int64_t step = 0;
   if (!stride_of(image, cols, step) || step < 1) return std::nullopt;
-  const int64_t n = const_size(cols), two = 2 * lanes;
+  const int64_t n = const_size(cols), two = kTileVectors * lanes;
   if (n < 1 || (step == 1 && n % two == 0)) return std::nullopt;
   // columns within a 32nd of whole vectors keep them, padded where vectors are masked
   if (step == 1 && c.target.has(KILN_TARGET_HAS_MASKED_VECTORS) && ((n + two - 1) / two * two - n) * kWholeVectorShare <= n) return std::nullopt;
@@ -138,7 +138,7 @@ std::optional<OptPlan> plan_channel_conv(const Kernel& c) {
   // by their element lanes until measured: docs/optimizer.md, "Known gaps")
   const int64_t regs = c.k.itemsize == 4 ? c.target.vector_regs() : c.lanes >= 16 ? 32 : 16;
   std::vector<std::pair<int64_t, int64_t>> tiles;  // (vectors, columns)
-  for (int64_t vecs : {int64_t{2}, int64_t{1}})
+  for (int64_t vecs : {kTileVectors, int64_t{1}})
     if (const int64_t w = tile_width(const_size(v->cols), std::min(kMaxTileColumns, (regs - vecs - kSpareRegisters) / vecs));
         const_size(v->channels_out) % (vecs * c.lanes) == 0 && w >= 2)
       tiles.emplace_back(vecs, w);

@@ -14,8 +14,6 @@ namespace {
 // bound by its stores).
 constexpr int64_t kClampedPadShare = 32;
 constexpr int64_t kDeepReduce = 64;
-// A matmul tile is this many vectors wide (two beat one, three and four).
-constexpr int64_t kTileVectors = 2;
 // A depthwise tile holds about this many outputs (4 rows of 16 lanes, 8 of 8).
 constexpr int64_t kDepthwiseTileOutputs = 64;
 
@@ -70,7 +68,7 @@ std::optional<UOp> second_vector_axis(const KernelShape& k, const UOp& cols, int
 // small windows unrolled: upcast by up to `tile` they share loads. Nothing for a stride of 2, a
 // window too large to unroll, or rows `tile` splits no way.
 std::optional<UOp> overlapping_rows_axis(const KernelShape& k, const UOp& cols, int64_t tile) {
-  const bool unrolled = std::any_of(k.reduce.begin(), k.reduce.end(), [](const UOp& r) { return const_size(r) >= 2 && const_size(r) <= 4; });
+  const bool unrolled = std::any_of(k.reduce.begin(), k.reduce.end(), [](const UOp& r) { return const_size(r) >= 2 && const_size(r) <= kMaxWindow; });
   if (k.reduce.size() < 2 || !unrolled) return std::nullopt;
   if (has_tile_rows(k, cols, cols)) return std::nullopt;
   for (const UOp& y : k.out) {
