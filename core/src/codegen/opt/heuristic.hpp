@@ -19,9 +19,9 @@
 
 namespace kiln {
 
-// What a kernel is, for planning. A kernel's classes (classify_kernel) are tried most specific
-// first: the first three decline where their plan does not come out as intended, and the last
-// class of the list, one of the others, always plans.
+// What a kernel is, for planning. Every kernel has one of the first eight classes, whose planner
+// always plans; the last three are variants tried before it where they apply (classify_kernel
+// lists them first), each declining where its plan does not come out as intended.
 enum class KernelClass : uint8_t {
   none,           // stores nothing: no actions
   elementwise,    // no reduce: vectors along the contiguous output axis
