@@ -71,6 +71,10 @@ sdk::Target CpuDevice::target() {
   const bool avx512 = config_.isa.empty() ? cpu.has("avx512f") : isa_rank(config_.isa) >= 4;
   t.ops = (config_.compiler.in_process() ? llvm_ir_ops(avx512) : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
+  // the vector unit the ISA level names: AVX-512's 32 registers, else x86-64's 16; two FMA pipes
+  // with FMA (x86-64-v3 and up: Haswell, Zen and later cores), else a multiply and an add pairing up
+  t.vector_registers = avx512 ? 32 : 16;
+  t.fma_pipes = fma ? 2 : 1;
   if (runnable()) {  // a device that compiles for another machine does not know that one's caches
     t.l1d_bytes = cpu.caches.l1d;
     t.l2_bytes = cpu.caches.l2;

@@ -4,6 +4,7 @@
 // property test runs such kernels against the reference.
 #include <gtest/gtest.h>
 
+#include "codegen/opt/heuristic.hpp"
 #include "codegen/opt/opt.hpp"
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
@@ -550,4 +551,50 @@ TEST(Heuristic, GpuMatmulPadsOddColumnsToVectorsThatClamp) {
   }
   EXPECT_EQ(gated_loads, 0) << "padded rows and columns clamp: " << c.str();
   EXPECT_EQ(gated_stores, 1) << c.str();
+}
+
+// The classifier (classify.cpp): each representative kernel's classes, most specific first, as
+// the heuristic tries their planners (docs/optimizer.md, "Kernel classes").
+TEST(Heuristic, KernelsAreClassified) {
+  Target avx2 = simulated_cpu(8, 8);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  const Target scalar = simulated_cpu(1, 2), gpu = kiln::testing::simulated_gpu(4);
+  auto classes = [](const Tensor& out, const Target& t) {
+    std::vector<ExecItem> items = out.schedule();
+    const ExecItem* main = nullptr;
+    int64_t most = -1;
+    for (const ExecItem& e : items) {
+      if (e.is_copy) continue;
+      int64_t ops = 1;
+      for (const UOp& u : toposort(e.ast))
+        if (u.op() == Ops::RANGE) ops *= const_size(u);
+      if (ops > most) most = ops, main = &e;
+    }
+    std::string s;
+    for (KernelClass c : classify_kernel(main->ast, t)) s += (s.empty() ? "" : " ") + std::string(kernel_class_name(c));
+    return s;
+  };
+  EXPECT_EQ(classes(in({512, 512}).matmul(in({512, 512})), avx512()), "matmul");
+  EXPECT_EQ(classes(in({512, 512}).matmul(in({512, 512})), gpu), "matmul");
+  EXPECT_EQ(classes(in({1024, 1024}).transpose().matmul(in({1024, 1024})), avx2), "staged_down_columns matmul");
+  EXPECT_EQ(classes(in({1024, 1024}).transpose().matmul(in({1024, 1024})), avx512()), "matmul");
+  EXPECT_EQ(classes(in({512, 1024}).linear(in({1024, 1024})), avx512()), "staged_transposed dot");
+  EXPECT_EQ(classes(in({512, 1024}).linear(in({1024, 1024})), gpu), "dot");
+  EXPECT_EQ(classes(in({512, 512}).linear(in({10, 512})), avx512()), "dot");
+  EXPECT_EQ(classes(in({4096}).dot(in({4096})), avx2), "dot");
+  EXPECT_EQ(classes(in({1, 64, 56, 56}).conv2d(in({64, 64, 3, 3}), std::nullopt, 1, 1), avx512()), "channel_conv matmul");
+  EXPECT_EQ(classes(in({8, 32, 64, 64}).conv2d(in({64, 32, 3, 3}), std::nullopt, 1, 1), avx512()), "matmul");
+  EXPECT_EQ(classes(in({1, 256, 56, 56}).conv2d(in({256, 1, 3, 3}), std::nullopt, 1, 1, 1, 256), avx512()), "depthwise");
+  EXPECT_EQ(classes(in({1, 256, 56, 56}).conv2d(in({512, 256, 1, 1}), std::nullopt, 2), avx2), "channel_conv matmul");
+  EXPECT_EQ(classes(in({4096, 4096}).sum({0}), avx512()), "reduce_across");
+  EXPECT_EQ(classes(in({4096, 4096}).sum({1}), avx512()), "dot");
+  EXPECT_EQ(classes(in({4096, 4096}).sum({1}), scalar), "reduce");
+  EXPECT_EQ(classes(in({4096, 4096}) + in({4096}), avx512()), "elementwise");
+  EXPECT_EQ(classes(in({4096, 4096}) + in({4096}), scalar), "elementwise");
+  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
+  clear_schedule_cache();
+  const std::string softmax = classes(in({4096, 1024}).softmax(-1), avx512());
+  set_row_fusion_query(old);
+  clear_schedule_cache();
+  EXPECT_EQ(softmax, "row");
 }

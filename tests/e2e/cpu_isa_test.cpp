@@ -24,8 +24,10 @@ struct Level {
   const char* isa;
   const char* device;
   uint32_t lanes;
+  uint32_t registers, fma_pipes;  // the vector unit the level names (the heuristics' register tiles)
 };
-constexpr Level kLevels[] = {{"x86-64-v2", "cpu:1", 4}, {"x86-64-v3", "cpu:2", 8}, {"x86-64-v4", "cpu:3", 16}};
+constexpr Level kLevels[] = {
+    {"x86-64-v2", "cpu:1", 4, 16, 1}, {"x86-64-v3", "cpu:2", 8, 16, 2}, {"x86-64-v4", "cpu:3", 16, 32, 2}};
 
 bool host_runs(const Level& l) { return cpu::isa_rank(l.isa) <= cpu::isa_rank(cpu::runnable_isa_level()); }
 
@@ -36,6 +38,8 @@ TEST(CpuIsa, EachLevelIsADeviceWithItsVectorWidth) {
     auto d = runtime::open_device(l.device);
     EXPECT_EQ(d->props().arch, l.isa);
     EXPECT_EQ(d->target().max_vector_width, l.lanes) << l.isa;
+    EXPECT_EQ(d->target().vector_registers, l.registers) << l.isa;
+    EXPECT_EQ(d->target().fma_pipes, l.fma_pipes) << l.isa;
     EXPECT_EQ(d->props().description.find("compiles only") == std::string::npos, host_runs(l)) << d->props().description;
   }
 }

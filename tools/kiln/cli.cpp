@@ -143,6 +143,8 @@ Json target_json(const Target& t) {
   j.set("shared_max", t.shared_max);
   j.set("l1d_bytes", t.l1d_bytes);  // 0 = unknown
   j.set("l2_bytes", t.l2_bytes);
+  j.set("vector_registers", t.vector_registers);  // 0 = unknown
+  j.set("fma_pipes", t.fma_pipes);
   Json dtypes = Json::array(), ops = Json::array();
   for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
     if (t.supports_dtype(d)) dtypes.push(lir_dtype_name(d));

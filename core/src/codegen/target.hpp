@@ -21,10 +21,18 @@ struct Target {
   uint64_t ops[2] = {0, 0};  // bit KILN_LIR_OP_x
   std::string source_format;
   uint64_t l1d_bytes = 0, l2_bytes = 0;  // a worker's data caches (CPU targets); 0 = unknown
+  // A worker's vector unit (CPU targets): architectural vector registers and vector multiply-adds
+  // started per cycle; 0 = unknown.
+  uint32_t vector_registers = 0, fma_pipes = 0;
 
   // The cache sizes the heuristics plan with: the target's, or a common core's (32 KiB, 1 MiB).
   uint64_t l1d() const { return l1d_bytes ? l1d_bytes : uint64_t{32} << 10; }
   uint64_t l2() const { return l2_bytes ? l2_bytes : uint64_t{1} << 20; }
+  // The vector unit the heuristics size register tiles by: the target's, or, unknown, an x86-64
+  // core's of that vector width: 32 registers at 16 float lanes (AVX-512), else 16; two FMA pipes
+  // at 8 lanes or more (AVX2, AVX-512), else one (docs/optimizer.md, "Machine facts").
+  uint32_t vector_regs() const { return vector_registers ? vector_registers : max_vector_width >= 16 ? 32 : 16; }
+  uint32_t fma_units() const { return fma_pipes ? fma_pipes : max_vector_width >= 8 ? 2 : 1; }
 
   bool has(uint32_t flag) const { return (flags & flag) == flag; }
   bool supports_op(uint32_t lir_op) const { return lir_op < 128 && (ops[lir_op / 64] >> (lir_op % 64)) & 1; }

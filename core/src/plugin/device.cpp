@@ -109,6 +109,8 @@ std::shared_ptr<Device> Device::open(const std::string& backend, const kiln_plug
   target.source_format = bounded_copy(t.source_format);
   target.l1d_bytes = t.l1d_bytes;  // 0 from a plugin that predates them (t is zeroed)
   target.l2_bytes = t.l2_bytes;
+  target.vector_registers = t.vector_registers;  // 0 likewise
+  target.fma_pipes = t.fma_pipes;
   return d;
 }
 

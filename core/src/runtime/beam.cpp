@@ -364,6 +364,8 @@ Key128 cache_key(Device& dev, const UOp& ast, const Target& t, int width) {
       .u64(t.max_vector_width)
       .u64(t.l1d_bytes)
       .u64(t.l2_bytes)
+      .u64(t.vector_registers)
+      .u64(t.fma_pipes)
       .u64(t.ops[0])
       .u64(t.ops[1])
       .i64(width)

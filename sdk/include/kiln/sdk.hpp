@@ -86,6 +86,7 @@ struct Target {
   std::array<uint64_t, 2> ops{};     // bit KILN_LIR_OP_x
   std::string source_format;         // what render() produces
   uint64_t l1d_bytes = 0, l2_bytes = 0;  // a worker's core's data caches (CPU-style targets); 0 = unknown
+  uint32_t vector_registers = 0, fma_pipes = 0;  // a worker's vector registers and FMA pipes (CPU-style targets); 0 = unknown
 
   void add_dtype(uint32_t dtype) { dtypes |= 1u << dtype; }
   // The ops are an allow-list: name what the renderer handles (add_ops with the sets of
@@ -322,6 +323,8 @@ struct Slots {
       full.source_format = t.source_format.c_str();
       full.l1d_bytes = t.l1d_bytes;
       full.l2_bytes = t.l2_bytes;
+      full.vector_registers = t.vector_registers;
+      full.fma_pipes = t.fma_pipes;
       write_out(out, full);
     });
   }
