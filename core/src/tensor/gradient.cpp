@@ -17,6 +17,7 @@
 #include <mutex>
 #include <span>
 
+#include "ir/shape.hpp"
 #include "ir/traverse.hpp"
 #include "rewrite/pattern_matcher.hpp"
 #include "support/flat_map.hpp"
@@ -60,33 +61,18 @@ class NodeInfo {
       case Ops::CONST: out = {{}, u.src(0).arg_string()}; break;
       case Ops::IOTA: out = {{u.arg_int()}, u.src(0).arg_string()}; break;
       case Ops::COPY: out = {info(u.src(0)).shape, u.src(1).arg_string()}; break;
-      case Ops::RESHAPE:
-      case Ops::EXPAND: {
-        out = {Shape(ints().begin(), ints().end()), info(u.src(0)).device};
-        if (u.nsrc() > 1 || std::any_of(out.shape.begin(), out.shape.end(), [](int64_t d) { return d < 0; }))
+      case Ops::RESHAPE: case Ops::EXPAND: case Ops::PERMUTE: case Ops::PAD: case Ops::SHRINK: case Ops::FLIP:
+      case Ops::REDUCE_AXIS: {
+        Info s = info(u.src(0));
+        bool sized = u.op() == Ops::RESHAPE || u.op() == Ops::EXPAND, windowed = u.op() == Ops::PAD || u.op() == Ops::SHRINK;
+        if (windowed && u.nsrc() > 1)
+          fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated; bind the variable first");
+        if (sized && (u.nsrc() > 1 || std::any_of(ints().begin(), ints().end(), [](int64_t d) { return d < 0; })))
           fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated (", op_name(u.op()),
                "); bind the variable first");
+        out = {shape_of(u.op(), ints(), s.shape), s.device};  // ir/shape.hpp
         break;
       }
-      case Ops::PERMUTE: {
-        Info s = info(u.src(0));
-        out.device = s.device;
-        for (int64_t a : ints()) out.shape.push_back(s.shape[static_cast<size_t>(a)]);
-        break;
-      }
-      case Ops::PAD:
-      case Ops::SHRINK: {
-        Info s = info(u.src(0));
-        out = s;
-        for (size_t i = 0; i < s.shape.size(); ++i)
-          out.shape[i] = u.op() == Ops::PAD ? s.shape[i] + ints()[2 * i] + ints()[2 * i + 1] : ints()[2 * i + 1] - ints()[2 * i];
-        if (u.nsrc() > 1) fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated; bind the variable first");
-        break;
-      }
-      case Ops::REDUCE_AXIS:
-        out = info(u.src(0));
-        for (size_t i = 1; i < ints().size(); ++i) out.shape[static_cast<size_t>(ints()[i])] = 1;
-        break;
       case Ops::BIND: out = {{}, ""}; break;
       case Ops::MSTACK: fail(ErrorCode::unimplemented, "gradient: a multi-device node inside a graph");
       default: {
