@@ -5,7 +5,8 @@
 // differentiable op: given the gradient of a node (ctx.g), a rule sets the gradient of each of
 // its sources (none for sources that take no gradient) and returns the node to say it fired. The
 // ops that pass no gradient on purpose (comparisons, bitwise ops, integer division, random bits,
-// rounding, DETACH) are listed in no_gradient(); any other op without a rule is an error.
+// rounding, DETACH) are ops.def's NotDifferentiable group; any other op without a rule is an error
+// when a backward pass reaches it (and a test walks every op: tests/tensor/gradient_rules_test.cpp).
 // An assign that has not been realized yet passes the gradient to the value it writes.
 //
 // At the kinks, torch's conventions (docs/autograd.md lists them): elementwise maximum gives each
@@ -224,19 +225,11 @@ const PatternMatcher& gradient_rules() {
   return pm;
 }
 
-// The ops that take no gradient, on purpose (torch: comparisons, bitwise and integer ops, random
-// bits and rounding have none or a zero one). Every other op reached by a backward pass needs a
-// rule in gradient_rules: a missing one is an error naming the op, never a silent zero.
-bool no_gradient(Ops op) {
-  switch (op) {
-    case Ops::CMPLT: case Ops::CMPNE: case Ops::CMPEQ: case Ops::AND: case Ops::OR: case Ops::XOR: case Ops::SHL:
-    case Ops::SHR: case Ops::IDIV: case Ops::MOD: case Ops::THREEFRY: case Ops::TRUNC: case Ops::BITCAST: case Ops::DETACH:
-    case Ops::BIND:
-      return true;
-    default:
-      return false;
-  }
-}
+// The ops that take no gradient, on purpose: ops.def's NotDifferentiable group (torch:
+// comparisons, bitwise and integer ops, random bits and rounding have none or a zero one). Every
+// other op reached by a backward pass needs a rule in gradient_rules: a missing one is an error
+// naming the op, never a silent zero.
+bool no_gradient(Ops op) { return groups::NotDifferentiable.has(op); }
 
 // The composites with their own gradient (set_gradient), by their output's node. An entry holds
 // its node, so the address stays that node's; an entry whose node only it still holds can no
@@ -381,6 +374,12 @@ void detail::set_gradient(const Tensor& out, const std::vector<Tensor>& inputs, 
   }
   const UOpNode* key = e.out.node();
   c.by_node[key] = std::move(e);
+}
+
+OpMask detail::gradient_rule_ops() {
+  OpMask ops;
+  for (const Rule& r : gradient_rules().rules()) ops = ops | r.pat.ops_;
+  return ops;
 }
 
 size_t detail::composite_gradients() {

@@ -163,6 +163,9 @@ using CompositeGradient = std::function<std::vector<Tensor>(const Tensor& g)>;
 void set_gradient(const Tensor& out, const std::vector<Tensor>& inputs, CompositeGradient fn);
 // How many composites the table holds (tests: entries no graph can reach are dropped).
 size_t composite_gradients();
+// The ops tensor/gradient.cpp has a rule for (tests: every tensor-level op has one, or is in
+// ops.def's NotDifferentiable group, or is a leaf).
+OpMask gradient_rule_ops();
 
 template <typename T>
 DType dtype_of() {
