@@ -1,8 +1,9 @@
 // tests/tensor/gradient_rules_test.cpp - every op of ops.def is classified for gradients.
 //
 // A tensor-level op (the Elementwise, Movement and TensorOnly kinds) has exactly one of: a rule in
-// tensor/gradient.cpp, a place in ops.def's NotDifferentiable group, or a place in the short list
-// of leaves below. A new op that has none fails here, before any backward pass meets it.
+// tensor/gradient.cpp or tensor/elementwise.cpp, a place in ops.def's NotDifferentiable group, or
+// a place in the short list below of ops a backward pass never differentiates. A new op that has
+// none fails here, before any backward pass meets it.
 #include <gtest/gtest.h>
 
 #include "tensor/tensor_state.hpp"

@@ -1,12 +1,14 @@
 // tensor/gradient.cpp - reverse-mode gradients over the lazy graph.
 //
 // The backward pass is built from the same Tensor ops as the forward one, so it fuses and
-// schedules like any other graph. `gradient_rules` is one PatternMatcher with one rule per
-// differentiable op: given the gradient of a node (ctx.g), a rule sets the gradient of each of
-// its sources (none for sources that take no gradient) and returns the node to say it fired. The
-// ops that pass no gradient on purpose (comparisons, bitwise ops, integer division, random bits,
-// rounding, DETACH) are ops.def's NotDifferentiable group; any other op without a rule is an error
-// when a backward pass reaches it (and a test walks every op: tests/tensor/gradient_rules_test.cpp).
+// schedules like any other graph. Given the gradient of a node (ctx.g), a rule gives the gradient
+// of each of its sources (none for sources that take no gradient). The elementwise ops' rules sit
+// beside their forward forms in tensor/elementwise.cpp (elementwise_gradient); `gradient_rules`
+// here is one PatternMatcher with the rules of the other differentiable ops (copies, assignment,
+// movement, reductions), each returning the node to say it fired. The ops that pass no gradient
+// on purpose (comparisons, bitwise ops, integer division, random bits, rounding, DETACH) are
+// ops.def's NotDifferentiable group; any other op without a rule is an error when a backward pass
+// reaches it, and tests/tensor/gradient_rules_test.cpp walks every op of ops.def to find one first.
 // An assign that has not been realized yet passes the gradient to the value it writes.
 //
 // At the kinks, torch's conventions (docs/autograd.md lists them): elementwise maximum gives each
@@ -104,7 +106,6 @@ struct GradCtx {
 
 using pat::x;
 using pat::y;
-constexpr double kLn2 = 0.69314718055994530942;
 
 Tensor zeros_like(const Tensor& t) { return const_like(t, 0); }
 
@@ -117,11 +118,6 @@ Tensor prod_others(const Tensor& in, const std::vector<int>& axes) {
   Tensor zeros = is_zero.cast(in.dtype()).sum(axes, true).expand(in.shape());
   return Tensor::where(zeros.eq(zero), nonzero_prod / in,
                        Tensor::where(zeros.eq(const_like(in, 1)), Tensor::where(is_zero, nonzero_prod, zero), zero));
-}
-
-// torch's rule for elementwise max: the larger side takes the gradient, ties split it evenly.
-Tensor max_share(const Tensor& g, const Tensor& a, const Tensor& b) {
-  return Tensor::where(a.gt(b), g, Tensor::where(a.eq(b), g * 0.5, zeros_like(g)));
 }
 
 // The axes EXPAND broadcast (size 1 in the source, larger in the result).
@@ -147,37 +143,6 @@ Pads pairs(const std::vector<int64_t>& arg) {
 const PatternMatcher& gradient_rules() {
   using O = Ops;
   static const PatternMatcher pm{
-      rule(UPat::op(O::ADD, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g, c.g}); }),
-      rule(UPat::op(O::SUB, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g, -c.g}); }),
-      rule(UPat::op(O::MUL, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g * c.src(1), c.g * c.src(0)}); }),
-      rule(UPat::op(O::FDIV, {x, y}), [](const Match&, GradCtx& c) {
-        return c.set({c.g / c.src(1), -c.g * c.src(0) / (c.src(1) * c.src(1))});
-      }),
-      rule(UPat::op(O::NEG, {x}), [](const Match&, GradCtx& c) { return c.set({-c.g}); }),
-      rule(UPat::op(O::MAX, {x, y}), [](const Match&, GradCtx& c) {
-        return c.set({max_share(c.g, c.src(0), c.src(1)), max_share(c.g, c.src(1), c.src(0))});
-      }),
-      // torch at the kinks: d/dbase is 0 where the exponent is 0 (pow(0, 0) would give 0 * inf);
-      // d/dexponent is 0 where the base is 0 and the exponent >= 0 (log(0) = -inf)
-      rule(UPat::op(O::POW, {x, y}), [](const Match&, GradCtx& c) {
-        Tensor b = c.src(0), e = c.src(1), zero = zeros_like(c.g);
-        Tensor db = Tensor::where(e.eq(zero), zero, c.g * e * b.pow(e - 1.0));
-        Tensor de = Tensor::where(b.eq(zero), Tensor::where(e.ge(zero), zero, c.g * c.self() * b.log()), c.g * c.self() * b.log());
-        return c.set({db, de});
-      }),
-      rule(UPat::op(O::EXP2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g * c.self() * kLn2}); }),
-      rule(UPat::op(O::LOG2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g / (c.src(0) * kLn2)}); }),
-      rule(UPat::op(O::SQRT, {x}), [](const Match&, GradCtx& c) { return c.set({c.g / (c.self() * 2.0)}); }),
-      rule(UPat::op(O::SIN, {x}), [](const Match&, GradCtx& c) { return c.set({c.g * c.src(0).cos()}); }),
-      rule(UPat::op(O::RECIPROCAL, {x}), [](const Match&, GradCtx& c) { return c.set({-c.g * c.self() * c.self()}); }),
-      rule(UPat::op(O::WHERE, {x, y, pat::z}), [](const Match&, GradCtx& c) {
-        Tensor cond = c.src(0), zero = zeros_like(c.g);
-        return c.set({std::nullopt, Tensor::where(cond, c.g, zero), Tensor::where(cond, zero, c.g)});
-      }),
-      rule(UPat::op(O::CAST, {x}), [](const Match&, GradCtx& c) {
-        DType from = c.node.src(0).dtype();
-        return c.set({from.is_float() ? std::optional<Tensor>(c.g.cast(from)) : std::nullopt});
-      }),
       rule(UPat::op(O::CONTIGUOUS, {x}), [](const Match&, GradCtx& c) { return c.set({c.g}); }),
       // an assign's value is what it writes: the gradient goes to the value, none to the old contents
       rule(UPat::op(O::ASSIGN, {x, y}), [](const Match&, GradCtx& c) { return c.set({std::nullopt, c.g}); }),
@@ -299,6 +264,9 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
     std::optional<Composite> composite = composite_of(u);
     if (composite) {
       for (Tensor& out : composite->fn(ctx.g)) ctx.out.push_back(std::move(out));
+    } else if (groups::Elementwise.has(u.op())) {
+      if (ElementwiseGradient rule = elementwise_gradient(u.op()))
+        ctx.out = rule(GradArgs{ctx.g, [&](size_t i) { return ctx.src(i); }, [&] { return ctx.self(); }});
     } else {
       gradient_rules().rewrite(u, &ctx);
     }
@@ -379,6 +347,8 @@ void detail::set_gradient(const Tensor& out, const std::vector<Tensor>& inputs, 
 OpMask detail::gradient_rule_ops() {
   OpMask ops;
   for (const Rule& r : gradient_rules().rules()) ops = ops | r.pat.ops_;
+  for (int i = 0; i < kNumOps; ++i)
+    if (elementwise_gradient(static_cast<Ops>(i))) ops.add(static_cast<Ops>(i));
   return ops;
 }
 
