@@ -274,7 +274,8 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
       bool through = std::any_of(u.src().begin(), u.src().end(), [&](const UOp& src) { return leads.contains(src.node()); });
       if (!through || no_gradient(u.op())) continue;  // a leaf (a target), or no gradient on purpose
       fail(ErrorCode::unimplemented, "gradient: the op ", op_name(u.op()), " has no gradient rule (", shape_str(nodes.shape(u)),
-           " ", u.dtype().name(), "); detach() its input to treat it as a constant, or add its rule in tensor/gradient.cpp");
+           " ", u.dtype().name(), "); detach() its input to treat it as a constant, or add its rule (tensor/elementwise.cpp for an elementwise op, ",
+           "else tensor/gradient.cpp)");
     }
     const std::span<const UOp> sources = composite ? std::span<const UOp>(composite->inputs) : u.src();
     for (size_t i = 0; i < ctx.out.size() && i < sources.size(); ++i) {
