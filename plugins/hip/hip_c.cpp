@@ -94,9 +94,11 @@ sdk::LirOpSet hip_ops() {
 
 void hip_caps(uint64_t ops[2], uint32_t& dtypes) {
   ops[0] = hip_ops().bits()[0], ops[1] = hip_ops().bits()[1];
-  dtypes = 0;
-  for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
-    if (d != KILN_LIR_DTYPE_BFLOAT16) dtypes |= 1u << d;
+  // an allow-list: a dtype added to kiln/lir.h later is not claimed until it is listed here
+  dtypes = (1u << KILN_LIR_DTYPE_VOID) | (1u << KILN_LIR_DTYPE_BOOL) | (1u << KILN_LIR_DTYPE_INT8) | (1u << KILN_LIR_DTYPE_INT16) |
+           (1u << KILN_LIR_DTYPE_INT32) | (1u << KILN_LIR_DTYPE_INT64) | (1u << KILN_LIR_DTYPE_UINT8) | (1u << KILN_LIR_DTYPE_UINT16) |
+           (1u << KILN_LIR_DTYPE_UINT32) | (1u << KILN_LIR_DTYPE_UINT64) |
+           (1u << KILN_LIR_DTYPE_FLOAT16) | (1u << KILN_LIR_DTYPE_FLOAT32) | (1u << KILN_LIR_DTYPE_FLOAT64);  // (no bfloat16)
 }
 
 }  // namespace kiln::hip

@@ -237,12 +237,13 @@ sdk::LirOpSet opencl_ops() {
 
 void opencl_caps(uint64_t ops[2], uint32_t& dtypes, bool fp16, bool fp64) {
   ops[0] = opencl_ops().bits()[0], ops[1] = opencl_ops().bits()[1];
-  dtypes = 0;
-  for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d) {
-    if (d == KILN_LIR_DTYPE_BFLOAT16 || (d == KILN_LIR_DTYPE_FLOAT16 && !fp16) || (d == KILN_LIR_DTYPE_FLOAT64 && !fp64))
-      continue;
-    dtypes |= 1u << d;
-  }
+  // an allow-list: a dtype added to kiln/lir.h later is not claimed until it is listed here
+  dtypes = (1u << KILN_LIR_DTYPE_VOID) | (1u << KILN_LIR_DTYPE_BOOL) | (1u << KILN_LIR_DTYPE_INT8) | (1u << KILN_LIR_DTYPE_INT16) |
+           (1u << KILN_LIR_DTYPE_INT32) | (1u << KILN_LIR_DTYPE_INT64) | (1u << KILN_LIR_DTYPE_UINT8) | (1u << KILN_LIR_DTYPE_UINT16) |
+           (1u << KILN_LIR_DTYPE_UINT32) | (1u << KILN_LIR_DTYPE_UINT64) |
+           (1u << KILN_LIR_DTYPE_FLOAT32);  // (no bfloat16; float16 and float64 where the device has them)
+  if (fp16) dtypes |= 1u << KILN_LIR_DTYPE_FLOAT16;
+  if (fp64) dtypes |= 1u << KILN_LIR_DTYPE_FLOAT64;
 }
 
 }  // namespace kiln::opencl

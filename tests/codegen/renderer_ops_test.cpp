@@ -146,16 +146,16 @@ TEST(RendererOps, EveryClaimedOpRenders) {
 }
 
 // The named sets of the SDK are frozen (an op added to the LIR later joins none of them, so no
-// renderer built from them claims it): their contents are pinned here.
+// renderer built from them claims it): their contents are pinned here. Their union is every op of
+// LIR version 1 (the numbers below PREFETCH, the first op appended after) but the transcendentals,
+// which each target lists itself; an op appended later needs no line here.
 TEST(RendererOps, TheSdksNamedSetsAreFrozen) {
   using namespace sdk::lir_ops;
-  EXPECT_EQ((kStructure | kVectors | kConversions | kArithmetic | kWorkgroup | kCustom |
-             sdk::LirOpSet{LirOp::EXP2, LirOp::LOG2, LirOp::SIN, LirOp::SQRT, LirOp::RECIPROCAL, LirOp::TRUNC, LirOp::POW,
-                           LirOp::PREFETCH}),
+  EXPECT_EQ((kStructure | kVectors | kConversions | kArithmetic | kWorkgroup | kCustom),
             [] {
-              sdk::LirOpSet all;
-              for (uint32_t op = 1; op < KILN_LIR_OP_COUNT; ++op) all.add(static_cast<LirOp>(op));
-              return all;
+              sdk::LirOpSet v1;
+              for (uint32_t op = 1; op < KILN_LIR_OP_PREFETCH; ++op) v1.add(static_cast<LirOp>(op));
+              return v1.without({LirOp::EXP2, LirOp::LOG2, LirOp::SIN, LirOp::SQRT, LirOp::RECIPROCAL, LirOp::TRUNC, LirOp::POW});
             }());
   EXPECT_EQ(kStructure, (sdk::LirOpSet{LirOp::PARAM, LirOp::VAR, LirOp::SPECIAL, LirOp::RANGE, LirOp::END, LirOp::IF,
                                        LirOp::ENDIF, LirOp::DEFINE_REG, LirOp::INDEX, LirOp::LOAD, LirOp::STORE,

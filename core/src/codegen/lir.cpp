@@ -127,8 +127,9 @@ uint32_t lir_dtype(Scalar s) {
     case Scalar::bfloat16: return KILN_LIR_DTYPE_BFLOAT16;
     case Scalar::float32: return KILN_LIR_DTYPE_FLOAT32;
     case Scalar::float64: return KILN_LIR_DTYPE_FLOAT64;
-    default: return KILN_LIR_DTYPE_COUNT;
+    case Scalar::index: return KILN_LIR_DTYPE_COUNT;  // (lowered to int32/int64 before the LIR)
   }
+  return KILN_LIR_DTYPE_COUNT;
 }
 
 kiln_lir LirProgram::view() const {

@@ -29,9 +29,26 @@ double round_float(DType d, double v) {
     case Scalar::float32: return static_cast<double>(static_cast<float>(v));
     case Scalar::float16: return half_to_float(float_to_half(static_cast<float>(v)));
     case Scalar::bfloat16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
-    default: return v;
+    case Scalar::float64: return v;
+    // (normalize rounds only float dtypes)
+    case Scalar::void_: case Scalar::bool_: case Scalar::int8: case Scalar::int16: case Scalar::int32: case Scalar::int64:
+    case Scalar::uint8: case Scalar::uint16: case Scalar::uint32: case Scalar::uint64: case Scalar::index:
+      return v;
   }
+  KILN_UNREACHABLE("round_float: scalar ", static_cast<int>(d.scalar()));
 }
+
+// The switches below name every ALU op (exec_alu turns the others away first; their labels come
+// from ops.def by kind), so a new ALU op does not compile until each dtype family says what it
+// computes or that it has no semantics there (AluResult::unimplemented).
+#define KILN_NOT_ALU_Unary(name)
+#define KILN_NOT_ALU_Binary(name)
+#define KILN_NOT_ALU_Ternary(name)
+#define KILN_NOT_ALU_Cast(name) case Ops::name:
+#define KILN_NOT_ALU_KernelOnly(name) case Ops::name:
+#define KILN_NOT_ALU_Movement(name) case Ops::name:
+#define KILN_NOT_ALU_TensorOnly(name) case Ops::name:
+#define KILN_NOT_ALU_ProgramLevel(name) case Ops::name:
 
 // Unsigned values are stored by bits; compare them as unsigned.
 bool int_less(DType d, int64_t a, int64_t b) {
@@ -42,7 +59,7 @@ double int_to_double(DType d, int64_t v) {
   return d.is_unsigned() ? static_cast<double>(static_cast<uint64_t>(v)) : static_cast<double>(v);
 }
 
-std::optional<Value> int_alu(Ops op, DType out, DType in, std::span<const Value> s) {
+AluResult int_alu(Ops op, DType out, DType in, std::span<const Value> s) {
   auto I = [&](int i) { return std::get<int64_t>(s[i]); };
   auto U = [&](int i) { return static_cast<uint64_t>(std::get<int64_t>(s[i])); };
   switch (op) {
@@ -62,7 +79,7 @@ std::optional<Value> int_alu(Ops op, DType out, DType in, std::span<const Value>
     case Ops::SHL:
     case Ops::SHR: {
       int64_t amount = I(1);
-      if (amount < 0 || amount >= width_bits(in)) return std::nullopt;
+      if (amount < 0 || amount >= width_bits(in)) return AluResult::undefined();
       if (op == Ops::SHL) return Value{wrap_int(out, U(0) << amount)};
       if (in.is_unsigned()) return Value{wrap_int(out, U(0) >> amount)};
       return Value{I(0) >> amount};
@@ -76,11 +93,16 @@ std::optional<Value> int_alu(Ops op, DType out, DType in, std::span<const Value>
     case Ops::MULACC: return Value{wrap_int(out, U(0) * U(1) + U(2))};
     case Ops::THREEFRY: return Value{static_cast<int64_t>(threefry2x32(U(0), U(1)))};
     case Ops::TRUNC: return s[0];
-    default: return std::nullopt;
+    case Ops::FDIV: case Ops::POW: case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::SQRT: case Ops::RECIPROCAL:
+    case Ops::WHERE:  // (exec_alu's)
+#define KILN_OP(name, kind, lir, doc) KILN_NOT_ALU_##kind(name)
+#include "kiln/ops.def"
+      return AluResult::unimplemented();
   }
+  KILN_UNREACHABLE("int_alu: op ", static_cast<int>(op));
 }
 
-std::optional<Value> float_alu(Ops op, DType out, std::span<const Value> s) {
+AluResult float_alu(Ops op, DType out, std::span<const Value> s) {
   auto F = [&](int i) { return std::get<double>(s[i]); };
   auto R = [&](double v) { return Value{round_float(out, v)}; };
   switch (op) {
@@ -101,11 +123,17 @@ std::optional<Value> float_alu(Ops op, DType out, std::span<const Value> s) {
     case Ops::CMPNE: return Value{F(0) != F(1)};
     case Ops::CMPEQ: return Value{F(0) == F(1)};
     case Ops::MULACC: return R(F(0) * F(1) + F(2));
-    default: return std::nullopt;
+    case Ops::IDIV: case Ops::MOD: case Ops::SHL: case Ops::SHR: case Ops::AND: case Ops::OR: case Ops::XOR:
+    case Ops::THREEFRY:
+    case Ops::WHERE:  // (exec_alu's)
+#define KILN_OP(name, kind, lir, doc) KILN_NOT_ALU_##kind(name)
+#include "kiln/ops.def"
+      return AluResult::unimplemented();
   }
+  KILN_UNREACHABLE("float_alu: op ", static_cast<int>(op));
 }
 
-std::optional<Value> bool_alu(Ops op, std::span<const Value> s) {
+AluResult bool_alu(Ops op, std::span<const Value> s) {
   auto B = [&](int i) { return std::get<bool>(s[i]); };
   switch (op) {
     case Ops::AND: case Ops::MUL: return Value{B(0) && B(1)};
@@ -114,9 +142,24 @@ std::optional<Value> bool_alu(Ops op, std::span<const Value> s) {
     case Ops::CMPEQ: return Value{B(0) == B(1)};
     case Ops::CMPLT: return Value{!B(0) && B(1)};
     case Ops::TRUNC: return s[0];
-    default: return std::nullopt;
+    case Ops::SUB: case Ops::NEG: case Ops::IDIV: case Ops::MOD: case Ops::FDIV: case Ops::POW: case Ops::SHL: case Ops::SHR:
+    case Ops::EXP2: case Ops::LOG2: case Ops::SIN: case Ops::SQRT: case Ops::RECIPROCAL: case Ops::MULACC: case Ops::THREEFRY:
+    case Ops::WHERE:  // (exec_alu's)
+#define KILN_OP(name, kind, lir, doc) KILN_NOT_ALU_##kind(name)
+#include "kiln/ops.def"
+      return AluResult::unimplemented();
   }
+  KILN_UNREACHABLE("bool_alu: op ", static_cast<int>(op));
 }
+
+#undef KILN_NOT_ALU_Unary
+#undef KILN_NOT_ALU_Binary
+#undef KILN_NOT_ALU_Ternary
+#undef KILN_NOT_ALU_Cast
+#undef KILN_NOT_ALU_KernelOnly
+#undef KILN_NOT_ALU_Movement
+#undef KILN_NOT_ALU_TensorOnly
+#undef KILN_NOT_ALU_ProgramLevel
 
 uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
 
@@ -180,14 +223,20 @@ UOp const_of(DType d, const Value& v) {
   return UOp::make(Ops::CONST, d, {}, Arg{std::get<int64_t>(n)});
 }
 
-std::optional<Value> exec_alu(Ops op, DType out, DType in, std::span<const Value> src) {
+const Value& AluResult::operator*() const {
+  KILN_CHECK(status_ == Status::value, "AluResult: no value (", status_ == Status::undefined ? "undefined for these operands" : "not implemented", ")");
+  return value_;
+}
+
+AluResult exec_alu(Ops op, DType out, DType in, std::span<const Value> src) {
+  KILN_CHECK(groups::ALU.has(op), "exec_alu: ", op_name(op), " is not an ALU op");
   if (op == Ops::WHERE) return std::get<bool>(src[0]) ? src[1] : src[2];
   if (in.is_bool()) return bool_alu(op, src);
   if (in.is_float()) return float_alu(op, out, src);
   return int_alu(op, out, in, src);
 }
 
-std::optional<Value> exec_cast(DType from, DType to, const Value& v) {
+AluResult exec_cast(DType from, DType to, const Value& v) {
   if (to.is_bool()) {
     if (const auto* f = std::get_if<double>(&v)) return Value{*f != 0 || std::isnan(*f)};
     return Value{as_int(v) != 0};
@@ -197,28 +246,31 @@ std::optional<Value> exec_cast(DType from, DType to, const Value& v) {
     return normalize(to, Value{as_double(v)});
   }
   if (const auto* f = std::get_if<double>(&v)) {  // float -> int truncates; out of range is undefined
-    if (std::isnan(*f)) return std::nullopt;
+    if (std::isnan(*f)) return AluResult::undefined();
     double t = std::trunc(*f);
     if (to.is_unsigned()) {
-      if (t < 0 || t >= std::ldexp(1.0, width_bits(to))) return std::nullopt;
+      if (t < 0 || t >= std::ldexp(1.0, width_bits(to))) return AluResult::undefined();
       return Value{wrap_int(to, static_cast<uint64_t>(t))};
     }
     double lim = std::ldexp(1.0, width_bits(to) - 1);
-    if (t < -lim || t >= lim) return std::nullopt;
+    if (t < -lim || t >= lim) return AluResult::undefined();
     return Value{static_cast<int64_t>(t)};
   }
   return normalize(to, Value{as_int(v)});
 }
 
-std::optional<Value> exec_bitcast(DType from, DType to, const Value& v) {
-  if (from.itemsize() != to.itemsize()) return std::nullopt;
+AluResult exec_bitcast(DType from, DType to, const Value& v) {
+  if (from.itemsize() != to.itemsize()) return AluResult::undefined();
   uint64_t bits = 0;
   switch (from.scalar()) {
     case Scalar::float64: { double x = std::get<double>(v); std::memcpy(&bits, &x, 8); break; }
     case Scalar::float32: bits = f32_bits(static_cast<float>(std::get<double>(v))); break;
     case Scalar::float16: bits = float_to_half(static_cast<float>(std::get<double>(v))); break;
     case Scalar::bfloat16: bits = float_to_bf16(static_cast<float>(std::get<double>(v))); break;
-    default: bits = static_cast<uint64_t>(as_int(v)); break;
+    case Scalar::void_: case Scalar::bool_: case Scalar::int8: case Scalar::int16: case Scalar::int32: case Scalar::int64:
+    case Scalar::uint8: case Scalar::uint16: case Scalar::uint32: case Scalar::uint64: case Scalar::index:
+      bits = static_cast<uint64_t>(as_int(v));
+      break;
   }
   switch (to.scalar()) {
     case Scalar::float64: { double x; std::memcpy(&x, &bits, 8); return Value{x}; }
@@ -226,8 +278,11 @@ std::optional<Value> exec_bitcast(DType from, DType to, const Value& v) {
     case Scalar::float16: return Value{static_cast<double>(half_to_float(static_cast<uint16_t>(bits)))};
     case Scalar::bfloat16: return Value{static_cast<double>(bf16_to_float(static_cast<uint16_t>(bits)))};
     case Scalar::bool_: return Value{(bits & 0xff) != 0};
-    default: return Value{wrap_int(to, bits)};
+    case Scalar::void_: case Scalar::int8: case Scalar::int16: case Scalar::int32: case Scalar::int64:
+    case Scalar::uint8: case Scalar::uint16: case Scalar::uint32: case Scalar::uint64: case Scalar::index:
+      return Value{wrap_int(to, bits)};
   }
+  KILN_UNREACHABLE("exec_bitcast: scalar ", static_cast<int>(to.scalar()));
 }
 
 }  // namespace kiln

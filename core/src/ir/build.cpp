@@ -27,13 +27,14 @@ std::string arg_str(const Arg& a) {
       for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
       return s + (v.size() == 1 ? ",)" : ")");
     }
-    default: {
+    case 6: {  // (uop.cpp asserts that NamedInts is the last alternative)
       const auto& n = std::get<NamedInts>(a);
       std::string s = cat("(\"", n.name, '"');
       for (int64_t x : n.ints) s += ", " + std::to_string(x);
       return s + ")";
     }
   }
+  KILN_UNREACHABLE("arg_str: Arg alternative ", a.index());
 }
 
 UOp UOp::replace_src(std::span<const UOp> src) const { return make(op(), dtype(), src, arg(), tag()); }

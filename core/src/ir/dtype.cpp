@@ -53,8 +53,9 @@ Set parents(Scalar s) {
     case Scalar::float16: return bit(Scalar::float32);
     case Scalar::bfloat16: return bit(Scalar::float32);
     case Scalar::float32: return bit(Scalar::float64);
-    default: return 0;
+    case Scalar::float64: case Scalar::void_: case Scalar::index: return 0;  // (the top; outside the lattice)
   }
+  return 0;
 }
 
 Set ancestors(Scalar s) {  // s and everything above it
@@ -100,8 +101,11 @@ double DType::fmax_finite() const {
     case Scalar::bfloat16: return 3.3895313892515355e38;
     case Scalar::float32: return 3.4028234663852886e38;
     case Scalar::float64: return std::numeric_limits<double>::max();
-    default: return static_cast<double>(imax());
+    case Scalar::void_: case Scalar::bool_: case Scalar::int8: case Scalar::int16: case Scalar::int32: case Scalar::int64:
+    case Scalar::uint8: case Scalar::uint16: case Scalar::uint32: case Scalar::uint64: case Scalar::index:
+      return static_cast<double>(imax());
   }
+  return static_cast<double>(imax());
 }
 
 std::string DType::name() const {

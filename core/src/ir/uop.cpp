@@ -60,6 +60,10 @@ uint64_t Float::bits() const {
   return b;
 }
 
+// The switches over an Arg's alternative below name each one (6: NamedInts, the last): a new
+// alternative must be hashed, fingerprinted and printed, not taken for a NamedInts.
+static_assert(std::variant_size_v<Arg> == 7, "a new Arg alternative: add its case to arg_hash, fingerprint_arg and arg_str");
+
 uint64_t arg_hash(const Arg& a) {
   uint64_t h = mix64(a.index() + 1);
   switch (a.index()) {
@@ -75,12 +79,13 @@ uint64_t arg_hash(const Arg& a) {
       const auto& v = std::get<std::vector<int64_t>>(a);
       return hash_combine(h, hash_bytes(v.data(), v.size() * 8));
     }
-    default: {
+    case 6: {
       const auto& n = std::get<NamedInts>(a);
       return hash_combine(hash_combine(h, hash_bytes(n.name.data(), n.name.size())),
                           hash_bytes(n.ints.data(), n.ints.size() * 8));
     }
   }
+  KILN_UNREACHABLE("arg_hash: Arg alternative ", a.index());
 }
 
 static void fingerprint_arg(Fingerprint& f, const Arg& a) {
@@ -97,11 +102,13 @@ static void fingerprint_arg(Fingerprint& f, const Arg& a) {
       for (int64_t x : v) f.i64(x);
       break;
     }
-    default: {
+    case 6: {
       const auto& n = std::get<NamedInts>(a);
       f.str(n.name).u64(n.ints.size());
       for (int64_t x : n.ints) f.i64(x);
+      break;
     }
+    default: KILN_UNREACHABLE("fingerprint_arg: Arg alternative ", a.index());
   }
 }
 

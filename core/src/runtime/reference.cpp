@@ -30,8 +30,9 @@ Value read_elem(const void* base, DType d, int64_t i) {
     case Scalar::bfloat16: { uint16_t v; std::memcpy(&v, p, 2); return Value{static_cast<double>(bf16_to_float(v))}; }
     case Scalar::float32: { float v; std::memcpy(&v, p, 4); return Value{static_cast<double>(v)}; }
     case Scalar::float64: { double v; std::memcpy(&v, p, 8); return Value{v}; }
-    default: KILN_UNREACHABLE("reference executor: cannot load ", d.name());
+    case Scalar::void_: case Scalar::index: break;
   }
+  KILN_UNREACHABLE("reference executor: cannot load ", d.name());
 }
 
 void write_elem(void* base, DType d, int64_t i, const Value& val) {
@@ -47,7 +48,7 @@ void write_elem(void* base, DType d, int64_t i, const Value& val) {
     case Scalar::bfloat16: { uint16_t x = float_to_bf16(static_cast<float>(std::get<double>(v))); std::memcpy(p, &x, 2); break; }
     case Scalar::float32: { float x = static_cast<float>(std::get<double>(v)); std::memcpy(p, &x, 4); break; }
     case Scalar::float64: { double x = std::get<double>(v); std::memcpy(p, &x, 8); break; }
-    default: KILN_UNREACHABLE("reference executor: cannot store ", d.name());
+    case Scalar::void_: case Scalar::index: KILN_UNREACHABLE("reference executor: cannot store ", d.name());
   }
 }
 
@@ -190,6 +191,9 @@ class Interp {
     for (size_t i = 0; i < u.nsrc(); ++i) vs[i] = eval(u.src(i));
     DType in = u.op() == Ops::WHERE ? u.src(1).dtype() : u.src(0).dtype();
     auto r = exec_alu(u.op(), u.dtype().scalar_type(), in.scalar_type(), std::span<const Value>(vs, u.nsrc()));
+    if (r.is_unimplemented())
+      fail(ErrorCode::internal, "reference executor: kernel ", name_, ": ", op_name(u.op()), " is not implemented for ",
+           in.scalar_type().name(), " (ir/alu.cpp gives it no semantics; the verifier should refuse it)");
     if (!r) fail(ErrorCode::out_of_range, "kernel ", name_, ": ", op_name(u.op()), " is undefined for these operands (",
                  "a shift by the operand's width or more)");
     return *r;

@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/shape.hpp"
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
 #include "schedule/schedule.hpp"
@@ -100,30 +101,10 @@ GraphInfo analyze(const UOp& sink) {
       case Ops::CONST: dev = n.nsrc() ? n.src(0).arg_string() : ""; break;
       case Ops::DEFINE_VAR: dev = n.nsrc() ? n.src(0).arg_string() : ""; break;  // (a lifted scalar keeps its device)
       case Ops::IOTA: shape = {UOp::cindex(n.arg_int())}; dev = n.src(0).arg_string(); break;
-      case Ops::RESHAPE: case Ops::EXPAND: shape = movement_dims(n, 0, n.arg_ints().size()); break;
-      case Ops::PERMUTE: {
-        auto in = src_shape(0);
-        for (int64_t a : n.arg_ints()) shape.push_back(in[a]);
+      case Ops::RESHAPE: case Ops::EXPAND: case Ops::PERMUTE: case Ops::PAD: case Ops::SHRINK: case Ops::FLIP:
+      case Ops::REDUCE_AXIS:
+        shape = shape_of(n, src_shape(0));
         break;
-      }
-      case Ops::PAD: {
-        shape = src_shape(0);
-        for (size_t i = 0; i < shape.size(); ++i) shape[i] = shape[i] + n.arg_ints()[2 * i] + n.arg_ints()[2 * i + 1];
-        break;
-      }
-      case Ops::SHRINK: {
-        auto in = src_shape(0);
-        for (size_t i = 0; i < in.size(); ++i) {
-          UOp end = movement_dims(n, 2 * i + 1, 1)[0];
-          shape.push_back(n.arg_ints()[2 * i] ? end - n.arg_ints()[2 * i] : end);
-        }
-        break;
-      }
-      case Ops::REDUCE_AXIS: {
-        shape = src_shape(0);
-        for (size_t k = 1; k < n.arg_ints().size(); ++k) shape[n.arg_ints()[k]] = UOp::cindex(1);
-        break;
-      }
       case Ops::COPY: shape = src_shape(0); dev = n.src(1).arg_string(); break;
       case Ops::WHERE: shape = src_shape(1); break;
       default:

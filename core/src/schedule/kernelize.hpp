@@ -115,7 +115,4 @@ struct KernelRoot {
 UOp rangeify_kernel(const GraphInfo& g, const std::vector<KernelRoot>& roots, const PtrMap<BufRef>& realized,
                     std::vector<BufRef>& params);
 
-// Decodes a movement op's dims (symbolic entries refer to sources).
-std::vector<UOp> movement_dims(const UOp& mop, size_t begin, size_t count);
-
 }  // namespace kiln

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 
+#include "ir/shape.hpp"
 #include "ir/traverse.hpp"
 #include "schedule/kernelize.hpp"
 #include "support/check.hpp"
@@ -21,21 +22,6 @@
 #include "symbolic/symbolic.hpp"
 
 namespace kiln {
-
-std::vector<UOp> movement_dims(const UOp& mop, size_t begin, size_t count) {
-  const auto& arg = mop.arg_ints();
-  std::vector<UOp> out;
-  for (size_t i = begin; i < begin + count; ++i) {
-    int64_t v = arg[i];
-    if (v >= 0) {
-      out.push_back(UOp::cint(dtypes::index, v));
-    } else {
-      UOp s = mop.src(static_cast<size_t>(-v));  // -1-k refers to source 1+k
-      out.push_back(s.op() == Ops::BIND ? s.src(0) : s);
-    }
-  }
-  return out;
-}
 
 namespace {
 

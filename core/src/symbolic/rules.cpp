@@ -22,6 +22,8 @@ UOp fold_const_alu(const Match& m) {
   for (size_t i = 0; i < u.nsrc(); ++i) vals[i] = value_of(u.src(i));
   DType in = u.op() == Ops::WHERE ? u.src(1).dtype() : u.src(0).dtype();
   auto v = exec_alu(u.op(), u.dtype(), in.scalar_type(), std::span<const Value>(vals, u.nsrc()));
+  // undefined for these operands (a shift by the width) or no semantics for the dtype: left to the
+  // backend as it is, never folded
   return v ? const_of(u.dtype(), *v) : UOp{};
 }
 

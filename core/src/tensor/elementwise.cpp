@@ -1,4 +1,5 @@
-// tensor/elementwise.cpp - arithmetic, math functions, comparisons, where and casts.
+// tensor/elementwise.cpp - arithmetic, math functions, comparisons, where and casts, and the
+// derivative of each elementwise primitive (elementwise_gradient, at the end).
 //
 // Math functions are compositions of the primitive ops (EXP2, LOG2, SIN, SQRT, RECIPROCAL, ...);
 // integer inputs to float functions compute in float32, as numpy computes in float.
@@ -202,5 +203,81 @@ Tensor operator+(const Tensor& t, double a) { return t + scalar_f(t, a); }
 Tensor operator-(const Tensor& t, double a) { return t - scalar_f(t, a); }
 Tensor operator*(const Tensor& t, double a) { return t * scalar_f(t, a); }
 Tensor operator/(const Tensor& t, double a) { return t / scalar_f(t, a); }
+
+// ---------------------------------------------------------------------------------------------
+// gradients (tensor/gradient.cpp runs them; torch's conventions at the kinks, docs/autograd.md)
+
+namespace {
+
+constexpr double kLn2 = 0.69314718055994530942;
+
+// torch's rule for elementwise max: the larger side takes the gradient, ties split it evenly.
+Tensor max_share(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return Tensor::where(a.gt(b), g, Tensor::where(a.eq(b), g * 0.5, const_like(g, 0)));
+}
+
+}  // namespace
+
+// Every elementwise op is named (the other kinds' labels come from ops.def), so a new one does
+// not compile until it has its derivative here or is listed as passing none (and in ops.def's
+// NotDifferentiable: tests/tensor/gradient_rules_test.cpp checks that the two agree) or as
+// having none at all.
+ElementwiseGradient detail::elementwise_gradient(Ops op) {
+  switch (op) {
+    case Ops::ADD: return [](const GradArgs& a) -> Grads { return {a.g, a.g}; };
+    case Ops::SUB: return [](const GradArgs& a) -> Grads { return {a.g, -a.g}; };
+    case Ops::MUL: return [](const GradArgs& a) -> Grads { return {a.g * a.src(1), a.g * a.src(0)}; };
+    case Ops::FDIV:
+      return [](const GradArgs& a) -> Grads { return {a.g / a.src(1), -a.g * a.src(0) / (a.src(1) * a.src(1))}; };
+    case Ops::NEG: return [](const GradArgs& a) -> Grads { return {-a.g}; };
+    case Ops::MAX:
+      return [](const GradArgs& a) -> Grads { return {max_share(a.g, a.src(0), a.src(1)), max_share(a.g, a.src(1), a.src(0))}; };
+    // torch at the kinks: d/dbase is 0 where the exponent is 0 (pow(0, 0) would give 0 * inf);
+    // d/dexponent is 0 where the base is 0 and the exponent >= 0 (log(0) = -inf)
+    case Ops::POW:
+      return [](const GradArgs& a) -> Grads {
+        Tensor b = a.src(0), e = a.src(1), zero = const_like(a.g, 0);
+        Tensor db = Tensor::where(e.eq(zero), zero, a.g * e * b.pow(e - 1.0));
+        Tensor de = Tensor::where(b.eq(zero), Tensor::where(e.ge(zero), zero, a.g * a.self() * b.log()), a.g * a.self() * b.log());
+        return {db, de};
+      };
+    case Ops::EXP2: return [](const GradArgs& a) -> Grads { return {a.g * a.self() * kLn2}; };
+    case Ops::LOG2: return [](const GradArgs& a) -> Grads { return {a.g / (a.src(0) * kLn2)}; };
+    case Ops::SQRT: return [](const GradArgs& a) -> Grads { return {a.g / (a.self() * 2.0)}; };
+    case Ops::SIN: return [](const GradArgs& a) -> Grads { return {a.g * a.src(0).cos()}; };
+    case Ops::RECIPROCAL: return [](const GradArgs& a) -> Grads { return {-a.g * a.self() * a.self()}; };
+    case Ops::WHERE:
+      return [](const GradArgs& a) -> Grads {
+        Tensor cond = a.src(0), zero = const_like(a.g, 0);
+        return {std::nullopt, Tensor::where(cond, a.g, zero), Tensor::where(cond, zero, a.g)};
+      };
+    case Ops::CAST:
+      return [](const GradArgs& a) -> Grads {
+        DType from = a.src(0).dtype();
+        return {from.is_float() ? std::optional<Tensor>(a.g.cast(from)) : std::nullopt};
+      };
+    // none, on purpose: ops.def's NotDifferentiable
+    case Ops::CMPLT: case Ops::CMPNE: case Ops::CMPEQ: case Ops::AND: case Ops::OR: case Ops::XOR: case Ops::SHL: case Ops::SHR:
+    case Ops::IDIV: case Ops::MOD: case Ops::THREEFRY: case Ops::TRUNC: case Ops::BITCAST:
+      return nullptr;
+    // none, and an error if a backward pass meets it: codegen fuses MULACC, a tensor graph has none
+    // (GradientKinks.AnOpWithoutARuleIsAnErrorNamingIt builds one to see the error)
+    case Ops::MULACC:
+      return nullptr;
+    // not elementwise: tensor/gradient.cpp's rules
+#define KILN_NOT_ELEMENTWISE_Unary(name)
+#define KILN_NOT_ELEMENTWISE_Binary(name)
+#define KILN_NOT_ELEMENTWISE_Ternary(name)
+#define KILN_NOT_ELEMENTWISE_Cast(name)
+#define KILN_NOT_ELEMENTWISE_KernelOnly(name) case Ops::name:
+#define KILN_NOT_ELEMENTWISE_Movement(name) case Ops::name:
+#define KILN_NOT_ELEMENTWISE_TensorOnly(name) case Ops::name:
+#define KILN_NOT_ELEMENTWISE_ProgramLevel(name) case Ops::name:
+#define KILN_OP(name, kind, lir, doc) KILN_NOT_ELEMENTWISE_##kind(name)
+#include "kiln/ops.def"
+      return nullptr;
+  }
+  return nullptr;
+}
 
 }  // namespace kiln

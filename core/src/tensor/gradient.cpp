@@ -1,11 +1,14 @@
 // tensor/gradient.cpp - reverse-mode gradients over the lazy graph.
 //
 // The backward pass is built from the same Tensor ops as the forward one, so it fuses and
-// schedules like any other graph. `gradient_rules` is one PatternMatcher with one rule per
-// differentiable op: given the gradient of a node (ctx.g), a rule sets the gradient of each of
-// its sources (none for sources that take no gradient) and returns the node to say it fired. The
-// ops that pass no gradient on purpose (comparisons, bitwise ops, integer division, random bits,
-// rounding, DETACH) are listed in no_gradient(); any other op without a rule is an error.
+// schedules like any other graph. Given the gradient of a node (ctx.g), a rule gives the gradient
+// of each of its sources (none for sources that take no gradient). The elementwise ops' rules sit
+// beside their forward forms in tensor/elementwise.cpp (elementwise_gradient); `gradient_rules`
+// here is one PatternMatcher with the rules of the other differentiable ops (copies, assignment,
+// movement, reductions), each returning the node to say it fired. The ops that pass no gradient
+// on purpose (comparisons, bitwise ops, integer division, random bits, rounding, DETACH) are
+// ops.def's NotDifferentiable group; any other op without a rule is an error when a backward pass
+// reaches it, and tests/tensor/gradient_rules_test.cpp walks every op of ops.def to find one first.
 // An assign that has not been realized yet passes the gradient to the value it writes.
 //
 // At the kinks, torch's conventions (docs/autograd.md lists them): elementwise maximum gives each
@@ -17,6 +20,7 @@
 #include <mutex>
 #include <span>
 
+#include "ir/shape.hpp"
 #include "ir/traverse.hpp"
 #include "rewrite/pattern_matcher.hpp"
 #include "support/flat_map.hpp"
@@ -60,33 +64,18 @@ class NodeInfo {
       case Ops::CONST: out = {{}, u.src(0).arg_string()}; break;
       case Ops::IOTA: out = {{u.arg_int()}, u.src(0).arg_string()}; break;
       case Ops::COPY: out = {info(u.src(0)).shape, u.src(1).arg_string()}; break;
-      case Ops::RESHAPE:
-      case Ops::EXPAND: {
-        out = {Shape(ints().begin(), ints().end()), info(u.src(0)).device};
-        if (u.nsrc() > 1 || std::any_of(out.shape.begin(), out.shape.end(), [](int64_t d) { return d < 0; }))
+      case Ops::RESHAPE: case Ops::EXPAND: case Ops::PERMUTE: case Ops::PAD: case Ops::SHRINK: case Ops::FLIP:
+      case Ops::REDUCE_AXIS: {
+        Info s = info(u.src(0));
+        bool sized = u.op() == Ops::RESHAPE || u.op() == Ops::EXPAND, windowed = u.op() == Ops::PAD || u.op() == Ops::SHRINK;
+        if (windowed && u.nsrc() > 1)
+          fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated; bind the variable first");
+        if (sized && (u.nsrc() > 1 || std::any_of(ints().begin(), ints().end(), [](int64_t d) { return d < 0; })))
           fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated (", op_name(u.op()),
                "); bind the variable first");
+        out = {shape_of(u.op(), ints(), s.shape), s.device};  // ir/shape.hpp
         break;
       }
-      case Ops::PERMUTE: {
-        Info s = info(u.src(0));
-        out.device = s.device;
-        for (int64_t a : ints()) out.shape.push_back(s.shape[static_cast<size_t>(a)]);
-        break;
-      }
-      case Ops::PAD:
-      case Ops::SHRINK: {
-        Info s = info(u.src(0));
-        out = s;
-        for (size_t i = 0; i < s.shape.size(); ++i)
-          out.shape[i] = u.op() == Ops::PAD ? s.shape[i] + ints()[2 * i] + ints()[2 * i + 1] : ints()[2 * i + 1] - ints()[2 * i];
-        if (u.nsrc() > 1) fail(ErrorCode::unimplemented, "gradient: symbolic shapes are not differentiated; bind the variable first");
-        break;
-      }
-      case Ops::REDUCE_AXIS:
-        out = info(u.src(0));
-        for (size_t i = 1; i < ints().size(); ++i) out.shape[static_cast<size_t>(ints()[i])] = 1;
-        break;
       case Ops::BIND: out = {{}, ""}; break;
       case Ops::MSTACK: fail(ErrorCode::unimplemented, "gradient: a multi-device node inside a graph");
       default: {
@@ -117,7 +106,6 @@ struct GradCtx {
 
 using pat::x;
 using pat::y;
-constexpr double kLn2 = 0.69314718055994530942;
 
 Tensor zeros_like(const Tensor& t) { return const_like(t, 0); }
 
@@ -130,11 +118,6 @@ Tensor prod_others(const Tensor& in, const std::vector<int>& axes) {
   Tensor zeros = is_zero.cast(in.dtype()).sum(axes, true).expand(in.shape());
   return Tensor::where(zeros.eq(zero), nonzero_prod / in,
                        Tensor::where(zeros.eq(const_like(in, 1)), Tensor::where(is_zero, nonzero_prod, zero), zero));
-}
-
-// torch's rule for elementwise max: the larger side takes the gradient, ties split it evenly.
-Tensor max_share(const Tensor& g, const Tensor& a, const Tensor& b) {
-  return Tensor::where(a.gt(b), g, Tensor::where(a.eq(b), g * 0.5, zeros_like(g)));
 }
 
 // The axes EXPAND broadcast (size 1 in the source, larger in the result).
@@ -160,37 +143,6 @@ Pads pairs(const std::vector<int64_t>& arg) {
 const PatternMatcher& gradient_rules() {
   using O = Ops;
   static const PatternMatcher pm{
-      rule(UPat::op(O::ADD, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g, c.g}); }),
-      rule(UPat::op(O::SUB, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g, -c.g}); }),
-      rule(UPat::op(O::MUL, {x, y}), [](const Match&, GradCtx& c) { return c.set({c.g * c.src(1), c.g * c.src(0)}); }),
-      rule(UPat::op(O::FDIV, {x, y}), [](const Match&, GradCtx& c) {
-        return c.set({c.g / c.src(1), -c.g * c.src(0) / (c.src(1) * c.src(1))});
-      }),
-      rule(UPat::op(O::NEG, {x}), [](const Match&, GradCtx& c) { return c.set({-c.g}); }),
-      rule(UPat::op(O::MAX, {x, y}), [](const Match&, GradCtx& c) {
-        return c.set({max_share(c.g, c.src(0), c.src(1)), max_share(c.g, c.src(1), c.src(0))});
-      }),
-      // torch at the kinks: d/dbase is 0 where the exponent is 0 (pow(0, 0) would give 0 * inf);
-      // d/dexponent is 0 where the base is 0 and the exponent >= 0 (log(0) = -inf)
-      rule(UPat::op(O::POW, {x, y}), [](const Match&, GradCtx& c) {
-        Tensor b = c.src(0), e = c.src(1), zero = zeros_like(c.g);
-        Tensor db = Tensor::where(e.eq(zero), zero, c.g * e * b.pow(e - 1.0));
-        Tensor de = Tensor::where(b.eq(zero), Tensor::where(e.ge(zero), zero, c.g * c.self() * b.log()), c.g * c.self() * b.log());
-        return c.set({db, de});
-      }),
-      rule(UPat::op(O::EXP2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g * c.self() * kLn2}); }),
-      rule(UPat::op(O::LOG2, {x}), [](const Match&, GradCtx& c) { return c.set({c.g / (c.src(0) * kLn2)}); }),
-      rule(UPat::op(O::SQRT, {x}), [](const Match&, GradCtx& c) { return c.set({c.g / (c.self() * 2.0)}); }),
-      rule(UPat::op(O::SIN, {x}), [](const Match&, GradCtx& c) { return c.set({c.g * c.src(0).cos()}); }),
-      rule(UPat::op(O::RECIPROCAL, {x}), [](const Match&, GradCtx& c) { return c.set({-c.g * c.self() * c.self()}); }),
-      rule(UPat::op(O::WHERE, {x, y, pat::z}), [](const Match&, GradCtx& c) {
-        Tensor cond = c.src(0), zero = zeros_like(c.g);
-        return c.set({std::nullopt, Tensor::where(cond, c.g, zero), Tensor::where(cond, zero, c.g)});
-      }),
-      rule(UPat::op(O::CAST, {x}), [](const Match&, GradCtx& c) {
-        DType from = c.node.src(0).dtype();
-        return c.set({from.is_float() ? std::optional<Tensor>(c.g.cast(from)) : std::nullopt});
-      }),
       rule(UPat::op(O::CONTIGUOUS, {x}), [](const Match&, GradCtx& c) { return c.set({c.g}); }),
       // an assign's value is what it writes: the gradient goes to the value, none to the old contents
       rule(UPat::op(O::ASSIGN, {x, y}), [](const Match&, GradCtx& c) { return c.set({std::nullopt, c.g}); }),
@@ -238,19 +190,11 @@ const PatternMatcher& gradient_rules() {
   return pm;
 }
 
-// The ops that take no gradient, on purpose (torch: comparisons, bitwise and integer ops, random
-// bits and rounding have none or a zero one). Every other op reached by a backward pass needs a
-// rule in gradient_rules: a missing one is an error naming the op, never a silent zero.
-bool no_gradient(Ops op) {
-  switch (op) {
-    case Ops::CMPLT: case Ops::CMPNE: case Ops::CMPEQ: case Ops::AND: case Ops::OR: case Ops::XOR: case Ops::SHL:
-    case Ops::SHR: case Ops::IDIV: case Ops::MOD: case Ops::THREEFRY: case Ops::TRUNC: case Ops::BITCAST: case Ops::DETACH:
-    case Ops::BIND:
-      return true;
-    default:
-      return false;
-  }
-}
+// The ops that take no gradient, on purpose: ops.def's NotDifferentiable group (torch:
+// comparisons, bitwise and integer ops, random bits and rounding have none or a zero one). Every
+// other op reached by a backward pass needs a rule in gradient_rules: a missing one is an error
+// naming the op, never a silent zero.
+bool no_gradient(Ops op) { return groups::NotDifferentiable.has(op); }
 
 // The composites with their own gradient (set_gradient), by their output's node. An entry holds
 // its node, so the address stays that node's; an entry whose node only it still holds can no
@@ -320,6 +264,9 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
     std::optional<Composite> composite = composite_of(u);
     if (composite) {
       for (Tensor& out : composite->fn(ctx.g)) ctx.out.push_back(std::move(out));
+    } else if (groups::Elementwise.has(u.op())) {
+      if (ElementwiseGradient rule = elementwise_gradient(u.op()))
+        ctx.out = rule(GradArgs{ctx.g, [&](size_t i) { return ctx.src(i); }, [&] { return ctx.self(); }});
     } else {
       gradient_rules().rewrite(u, &ctx);
     }
@@ -327,7 +274,8 @@ std::vector<std::optional<Tensor>> gradients(const UOp& root, const Tensor& root
       bool through = std::any_of(u.src().begin(), u.src().end(), [&](const UOp& src) { return leads.contains(src.node()); });
       if (!through || no_gradient(u.op())) continue;  // a leaf (a target), or no gradient on purpose
       fail(ErrorCode::unimplemented, "gradient: the op ", op_name(u.op()), " has no gradient rule (", shape_str(nodes.shape(u)),
-           " ", u.dtype().name(), "); detach() its input to treat it as a constant, or add its rule in tensor/gradient.cpp");
+           " ", u.dtype().name(), "); detach() its input to treat it as a constant, or add its rule (tensor/elementwise.cpp for an elementwise op, ",
+           "else tensor/gradient.cpp)");
     }
     const std::span<const UOp> sources = composite ? std::span<const UOp>(composite->inputs) : u.src();
     for (size_t i = 0; i < ctx.out.size() && i < sources.size(); ++i) {
@@ -395,6 +343,14 @@ void detail::set_gradient(const Tensor& out, const std::vector<Tensor>& inputs, 
   }
   const UOpNode* key = e.out.node();
   c.by_node[key] = std::move(e);
+}
+
+OpMask detail::gradient_rule_ops() {
+  OpMask ops;
+  for (const Rule& r : gradient_rules().rules()) ops = ops | r.pat.ops_;
+  for (int i = 0; i < kNumOps; ++i)
+    if (elementwise_gradient(static_cast<Ops>(i))) ops.add(static_cast<Ops>(i));
+  return ops;
 }
 
 size_t detail::composite_gradients() {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "ir/shape.hpp"
 #include "plugin/device.hpp"
 #include "runtime/buffer.hpp"
 #include "runtime/device_alloc.hpp"
@@ -47,27 +48,8 @@ Shape with_dim(Shape s, size_t axis, int64_t n) {
   return s;
 }
 
-// The shape movement op `op` with `arg` makes of a tensor of shape `in`.
-Shape moved_shape(Ops op, const std::vector<int64_t>& arg, const Shape& in) {
-  Shape out = in;
-  switch (op) {
-    case Ops::RESHAPE:
-    case Ops::EXPAND: return Shape(arg.begin(), arg.end());
-    case Ops::PERMUTE:
-      for (size_t i = 0; i < arg.size(); ++i) out[i] = in[static_cast<size_t>(arg[i])];
-      return out;
-    case Ops::PAD:
-      for (size_t i = 0; i < in.size(); ++i) out[i] = in[i] + arg[2 * i] + arg[2 * i + 1];
-      return out;
-    case Ops::SHRINK:
-      for (size_t i = 0; i < in.size(); ++i) out[i] = arg[2 * i + 1] - arg[2 * i];
-      return out;
-    default: return out;  // FLIP
-  }
-}
-
 Tensor move_part(const Tensor& p, Ops op, const std::vector<int64_t>& arg) {
-  return movement(p, op, arg, moved_shape(op, arg, p.shape()), {});
+  return movement(p, op, arg, shape_of(op, arg, p.shape()), {});
 }
 
 // RESHAPE of a sharded tensor: the axis of the new shape that the shard axis becomes, and each
@@ -209,7 +191,18 @@ Tensor multi_movement(const Tensor& x, Ops op, const std::vector<int64_t>& arg, 
       });
       if (parts.size() == 1) return parts[0];  // (rows of one part: a tensor on that device)
       break;
-    }    default:
+    }
+    // the ops of every other kind (a new Movement op does not compile until it has a case above)
+#define KILN_NOT_MOVEMENT_Unary(name) case Ops::name:
+#define KILN_NOT_MOVEMENT_Binary(name) case Ops::name:
+#define KILN_NOT_MOVEMENT_Ternary(name) case Ops::name:
+#define KILN_NOT_MOVEMENT_Cast(name) case Ops::name:
+#define KILN_NOT_MOVEMENT_KernelOnly(name) case Ops::name:
+#define KILN_NOT_MOVEMENT_Movement(name)
+#define KILN_NOT_MOVEMENT_TensorOnly(name) case Ops::name:
+#define KILN_NOT_MOVEMENT_ProgramLevel(name) case Ops::name:
+#define KILN_OP(name, kind, lir, doc) KILN_NOT_MOVEMENT_##kind(name)
+#include "kiln/ops.def"
       KILN_UNREACHABLE("not a movement op: ", op_name(op));
   }
   return make_multi(std::move(parts), axis);

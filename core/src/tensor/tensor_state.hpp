@@ -163,6 +163,22 @@ using CompositeGradient = std::function<std::vector<Tensor>(const Tensor& g)>;
 void set_gradient(const Tensor& out, const std::vector<Tensor>& inputs, CompositeGradient fn);
 // How many composites the table holds (tests: entries no graph can reach are dropped).
 size_t composite_gradients();
+// The ops with a gradient rule, elementwise or not (tests: every tensor-level op has one, or is in
+// ops.def's NotDifferentiable group, or is a leaf).
+OpMask gradient_rule_ops();
+
+// An elementwise node being differentiated: its gradient, its sources and itself as tensors.
+struct GradArgs {
+  const Tensor& g;
+  std::function<Tensor(size_t)> src;
+  std::function<Tensor()> self;
+};
+using Grads = std::vector<std::optional<Tensor>>;  // per source; nullopt: that source takes none
+using ElementwiseGradient = Grads (*)(const GradArgs&);
+// The derivative of an elementwise op, written beside its forward forms (tensor/elementwise.cpp);
+// nullptr for the ops that pass none (ops.def's NotDifferentiable). The other ops' rules are in
+// tensor/gradient.cpp.
+ElementwiseGradient elementwise_gradient(Ops op);
 
 template <typename T>
 DType dtype_of() {
