@@ -463,6 +463,13 @@ Tensor ne_(const Tensor& a, const Tensor& b) { return a.ne(b); }
 Tensor maximum_(const Tensor& a, const Tensor& b) { return a.maximum(b); }
 Tensor minimum_(const Tensor& a, const Tensor& b) { return a.minimum(b); }
 
+std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* fn) {
+  if ((nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) && nb::len(h) == 2 && nb::isinstance<nb::int_>(h[0]) &&
+      nb::isinstance<nb::int_>(h[1]))
+    return {nb::cast<int64_t>(h[0]), nb::cast<int64_t>(h[1])};
+  throw nb::type_error((std::string(fn) + "(): expected a pair of ints or None per axis, got " + nb::cast<std::string>(nb::repr(h))).c_str());
+}
+
 int int_or_uniform_pair(nb::handle v, const char* fn, const char* arg) {
   if (nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::bool_>(v)) return nb::cast<int>(v);
   if (nb::isinstance<nb::tuple>(v) || nb::isinstance<nb::list>(v)) {
@@ -751,7 +758,7 @@ NB_MODULE(_kiln, m) {
              } else {
                for (nb::handle h : padding) {
                  if (h.is_none()) pads.push_back({0, 0});
-                 else pads.push_back(nb::cast<std::pair<int64_t, int64_t>>(h));
+                 else pads.push_back(int_pair(h, "pad"));
                }
              }
              return t.pad(pads, value);
@@ -763,7 +770,7 @@ NB_MODULE(_kiln, m) {
              size_t i = 0;
              for (nb::handle h : arg) {
                if (h.is_none()) se.push_back({0, i < t.shape().size() ? t.shape()[i] : 0});
-               else se.push_back(nb::cast<std::pair<int64_t, int64_t>>(h));
+               else se.push_back(int_pair(h, "shrink"));
                ++i;
              }
              return t.shrink(se);
