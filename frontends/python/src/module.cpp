@@ -73,6 +73,29 @@ bool is_py_scalar(nb::handle v) {
   return nb::isinstance<nb::bool_>(v) || nb::isinstance<nb::int_>(v) || nb::isinstance<nb::float_>(v);
 }
 
+// Python ints as C++ integers: a size, axis or count out of range is a kiln::Error naming it (not
+// nanobind's bare std::bad_cast); data values wrap modulo 2**64 like a C cast (numpy's astype).
+int64_t i64(nb::handle h) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+  if (overflow || (v == -1 && PyErr_Occurred())) {
+    PyErr_Clear();
+    throw kiln::Error("the integer " + nb::cast<std::string>(nb::repr(h)) + " does not fit in 64 bits");
+  }
+  return v;
+}
+int i32(nb::handle h) {
+  int64_t v = i64(h);
+  if (v < INT32_MIN || v > INT32_MAX) throw kiln::Error("the axis or size " + std::to_string(v) + " does not fit in 32 bits");
+  return static_cast<int>(v);
+}
+uint64_t wrap_u64(nb::handle h) {
+  nb::int_ i(h);
+  unsigned long long v = PyLong_AsUnsignedLongLongMask(i.ptr());
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw nb::python_error();
+  return v;
+}
+
 // A shape from tinygrad's `*shape` convention: f(2, 3) or f((2, 3)) or f([2, 3]).
 Shape shape_args(const nb::args& args, const char* fn) {
   nb::handle src = args;
@@ -81,20 +104,20 @@ Shape shape_args(const nb::args& args, const char* fn) {
   for (nb::handle h : src) {
     if (!nb::isinstance<nb::int_>(h) || nb::isinstance<nb::bool_>(h))
       throw nb::type_error((std::string(fn) + "(): shape entries must be ints, got " + py_type_name(h)).c_str());
-    out.push_back(nb::cast<int64_t>(h));
+    out.push_back(i64(h));
   }
   return out;
 }
 
 Shape shape_of(nb::handle seq, const char* fn) {
   Shape out;
-  if (nb::isinstance<nb::int_>(seq) && !nb::isinstance<nb::bool_>(seq)) return {nb::cast<int64_t>(seq)};
+  if (nb::isinstance<nb::int_>(seq) && !nb::isinstance<nb::bool_>(seq)) return {i64(seq)};
   if (!nb::isinstance<nb::tuple>(seq) && !nb::isinstance<nb::list>(seq))
     throw nb::type_error((std::string(fn) + "(): shape must be an int or a tuple of ints, got " + py_type_name(seq)).c_str());
   for (nb::handle h : seq) {
     if (!nb::isinstance<nb::int_>(h) || nb::isinstance<nb::bool_>(h))
       throw nb::type_error((std::string(fn) + "(): shape entries must be ints, got " + py_type_name(h)).c_str());
-    out.push_back(nb::cast<int64_t>(h));
+    out.push_back(i64(h));
   }
   return out;
 }
@@ -108,13 +131,13 @@ std::vector<int> ints_args(const nb::args& args, const char* fn) {
 // axis=None (all), an int, or a tuple of ints.
 std::vector<int> axis_arg(nb::handle axis, const char* fn) {
   if (axis.is_none()) return {};
-  if (nb::isinstance<nb::int_>(axis) && !nb::isinstance<nb::bool_>(axis)) return {nb::cast<int>(axis)};
+  if (nb::isinstance<nb::int_>(axis) && !nb::isinstance<nb::bool_>(axis)) return {i32(axis)};
   if (nb::isinstance<nb::tuple>(axis) || nb::isinstance<nb::list>(axis)) {
     std::vector<int> out;
     for (nb::handle h : axis) {
       if (!nb::isinstance<nb::int_>(h) || nb::isinstance<nb::bool_>(h))
         throw nb::type_error((std::string(fn) + "(): axis entries must be ints, got " + py_type_name(h)).c_str());
-      out.push_back(nb::cast<int>(h));
+      out.push_back(i32(h));
     }
     return out;
   }
@@ -284,8 +307,7 @@ Tensor leaves_as(const std::vector<nb::handle>& leaves, const Shape& shape, cons
         v.push_back(static_cast<T>(nb::cast<double>(h)));
       } else {  // exact, wrapping like a C cast (tinygrad: numpy's cast)
         nb::int_ i(h);
-        if constexpr (std::is_signed_v<T>) v.push_back(static_cast<T>(nb::cast<int64_t>(i & nb::int_(-1))));
-        else v.push_back(static_cast<T>(nb::cast<uint64_t>(i & nb::int_(0xffffffffffffffffULL))));
+        v.push_back(static_cast<T>(wrap_u64(i)));
       }
     }
   }
@@ -405,7 +427,7 @@ Tensor scalar_operand(const Tensor& like, nb::handle v) {
   bool keep = d.is_float() || (d.is_int() && nb::isinstance<nb::int_>(v));
   DType sd = keep ? d : from_py(v);
   if (nb::isinstance<nb::int_>(v) && sd.is_int()) {  // exact for every int64
-    int64_t i = nb::cast<int64_t>(nb::int_(v) & nb::int_(-1));
+    int64_t i = static_cast<int64_t>(wrap_u64(v));
     if (sd == like.dtype()) return kiln::scalar_like(like, i);
     return Tensor::full({}, static_cast<double>(i), sd, like.device());
   }
@@ -466,17 +488,17 @@ Tensor minimum_(const Tensor& a, const Tensor& b) { return a.minimum(b); }
 std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* fn) {
   if ((nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) && nb::len(h) == 2 && nb::isinstance<nb::int_>(h[0]) &&
       nb::isinstance<nb::int_>(h[1]))
-    return {nb::cast<int64_t>(h[0]), nb::cast<int64_t>(h[1])};
+    return {i64(h[0]), i64(h[1])};
   throw nb::type_error((std::string(fn) + "(): expected a pair of ints or None per axis, got " + nb::cast<std::string>(nb::repr(h))).c_str());
 }
 
 int int_or_uniform_pair(nb::handle v, const char* fn, const char* arg) {
-  if (nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::bool_>(v)) return nb::cast<int>(v);
+  if (nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::bool_>(v)) return i32(v);
   if (nb::isinstance<nb::tuple>(v) || nb::isinstance<nb::list>(v)) {
     std::vector<int> xs;
     for (nb::handle h : v) {
       if (!nb::isinstance<nb::int_>(h)) break;
-      xs.push_back(nb::cast<int>(h));
+      xs.push_back(i32(h));
     }
     if (xs.size() == nb::len(v) && !xs.empty()) {
       for (int x : xs)
@@ -712,7 +734,7 @@ NB_MODULE(_kiln, m) {
            if (i >= t.shape().size()) throw kiln::Error("reshape(): None at axis " + std::to_string(i) + " of a " + std::to_string(t.ndim()) + "-d tensor");
            s.push_back(t.shape()[i]);
          } else if (nb::isinstance<nb::int_>(h) && !nb::isinstance<nb::bool_>(h)) {
-           s.push_back(nb::cast<int64_t>(h));
+           s.push_back(i64(h));
          } else {
            throw nb::type_error(("reshape(): shape entries must be ints or None, got " + py_type_name(h)).c_str());
          }
@@ -753,7 +775,7 @@ NB_MODULE(_kiln, m) {
                  throw kiln::Error("pad(): a flat padding needs an even count of at most 2 * ndim values");
                pads.assign(t.shape().size(), {0, 0});
                std::vector<int64_t> v;
-               for (nb::handle h : padding) v.push_back(nb::cast<int64_t>(h));
+               for (nb::handle h : padding) v.push_back(i64(h));
                for (size_t i = 0; i < v.size() / 2; ++i) pads[t.shape().size() - 1 - i] = {v[2 * i], v[2 * i + 1]};
              } else {
                for (nb::handle h : padding) {

@@ -55,6 +55,11 @@ def test_kiln_errors_carry_messages():
         Tensor([1, 2]).item()
     with pytest.raises(kiln.Error):
         Tensor.ones(2, 2).sum().backward()  # nothing requires grad
+    with pytest.raises(kiln.Error, match="64 bits"):
+        Tensor.zeros(2**70)
+    with pytest.raises(kiln.Error, match="32 bits"):
+        Tensor([1]).sum(axis=2**40)
+    assert Tensor([2**64 + 5, -1]).tolist() == [5, -1]  # data wraps like numpy's astype
 
 
 def test_unsupported_arrays():
