@@ -84,3 +84,4 @@ class _Device:
 
 Device = _Device()
 Tensor.training = False
+Tensor.__module__ = DType.__module__ = "kiln"  # the names users see: kiln.Tensor, not kiln._kiln.Tensor

@@ -519,7 +519,24 @@ nb::object same(Tensor& t) { return nb::find(&t); }
 NB_MODULE(_kiln, m) {
   m.doc() = "kiln: a tensor compiler (C++); tinygrad's Tensor API on kiln's engine";
 
-  nb::exception<kiln::Error>(m, "Error", PyExc_RuntimeError);
+  // kiln.Error: a RuntimeError with the C++ message and `code`, the ErrorCode's name
+  // ("invalid_argument", "not_found", ...).
+  // A plain pointer, never released: a static nb::object would drop its reference after the
+  // interpreter is gone.
+  static PyObject* error_type = PyErr_NewExceptionWithDoc(
+      "kiln.Error", "Every failure kiln reports (bad shapes or dtypes, unknown devices, compile and backend errors); "
+                    "`code` names the kind, e.g. 'invalid_argument'.", PyExc_RuntimeError, nullptr);
+  if (!error_type) throw nb::python_error();
+  m.attr("Error") = nb::handle(error_type);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const kiln::Error& e) {
+      nb::object exc = nb::handle(error_type)(e.what());
+      exc.attr("code") = kiln::error_code_name(e.code());
+      PyErr_SetObject(error_type, exc.ptr());
+    }
+  });
 
   nb::class_<DType>(m, "DType")
       .def_prop_ro("name", [](const DType& d) { return d.scalar() == Scalar::bool_ ? std::string("bool") : d.name(); })

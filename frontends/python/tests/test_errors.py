@@ -7,6 +7,9 @@ from kiln import Tensor, dtypes
 
 def test_error_type():
     assert issubclass(kiln.Error, RuntimeError)
+    with pytest.raises(kiln.Error) as e:
+        Tensor([1, 2, 3]).reshape(2, 2)
+    assert e.value.code == "invalid_argument" and "reshape" in str(e.value)
 
 
 @pytest.mark.parametrize("data", [None, "abc", object(), {1: 2}, [1, "a"], [[1], None]])
