@@ -890,20 +890,25 @@ NB_MODULE(_kiln, m) {
 
   // ---- reductions ----
   using Red = Tensor (Tensor::*)(const std::vector<int>&, bool) const;
-  auto reduction = [&](const char* name, Red fn) {
-    T.def(
-        name,
-        [fn, name](const Tensor& t, nb::handle axis, bool keepdim) {
-          if (reduces_nothing(axis)) return t;
-          return (t.*fn)(axis_arg(axis, name), keepdim);
-        },
-        nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false);
+  // sum and prod take tinygrad's dtype= (the dtype to reduce in: the input is cast to it first)
+  auto reduction = [&](const char* name, Red fn, bool with_dtype) {
+    auto body = [fn, name](const Tensor& t0, nb::handle axis, bool keepdim, nb::handle dtype) {
+      auto d = dtype_arg(dtype, name);
+      Tensor t = d && *d != t0.dtype() ? t0.cast(*d) : t0;
+      if (reduces_nothing(axis)) return t;
+      return (t.*fn)(axis_arg(axis, name), keepdim);
+    };
+    if (with_dtype)
+      T.def(name, body, nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype").none() = nb::none());
+    else
+      T.def(name, [body](const Tensor& t, nb::handle axis, bool keepdim) { return body(t, axis, keepdim, nb::none()); },
+            nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false);
   };
-  reduction("sum", &Tensor::sum);
-  reduction("max", &Tensor::max);
-  reduction("min", &Tensor::min);
-  reduction("mean", &Tensor::mean);
-  reduction("prod", &Tensor::prod);
+  reduction("sum", &Tensor::sum, true);
+  reduction("max", &Tensor::max, false);
+  reduction("min", &Tensor::min, false);
+  reduction("mean", &Tensor::mean, false);
+  reduction("prod", &Tensor::prod, true);
   T.def("var", [](const Tensor& t, nb::handle axis, bool keepdim, double correction) { return t.var(axis_arg(axis, "var"), keepdim, correction); },
         nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
       .def("std", [](const Tensor& t, nb::handle axis, bool keepdim, double correction) { return t.std(axis_arg(axis, "std"), keepdim, correction); },
@@ -914,8 +919,18 @@ NB_MODULE(_kiln, m) {
              return t.argmax(*axis, keepdim);
            },
            nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false)
-      .def("softmax", [](const Tensor& t, int axis) { return t.softmax(axis); }, nb::arg("axis") = -1)
-      .def("log_softmax", [](const Tensor& t, int axis) { return t.log_softmax(axis); }, nb::arg("axis") = -1);
+      .def("softmax",
+           [](const Tensor& t, int axis, nb::handle dtype) {
+             auto d = dtype_arg(dtype, "softmax");
+             return (d ? t.cast(*d) : t).softmax(axis);
+           },
+           nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none())
+      .def("log_softmax",
+           [](const Tensor& t, int axis, nb::handle dtype) {
+             auto d = dtype_arg(dtype, "log_softmax");
+             return (d ? t.cast(*d) : t).log_softmax(axis);
+           },
+           nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none());
 
   // ---- nn ----
   T.def("conv2d",

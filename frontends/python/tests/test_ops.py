@@ -115,6 +115,9 @@ def test_reductions():
     close(t.softmax(), e / e.sum(axis=-1, keepdims=True), rtol=1e-4)
     close(t.log_softmax(axis=0), a - a.max(0) - np.log(np.exp(a - a.max(0)).sum(0)), rtol=1e-4, atol=1e-5)
     assert Tensor([1, 2, 3]).sum().dtype == dtypes.int32
+    assert Tensor([100, 100], dtype=dtypes.int8).sum(dtype=dtypes.int32).item() == 200
+    assert Tensor([1.5, 2.5]).prod(dtype=dtypes.float64).dtype == dtypes.float64
+    assert t.softmax(dtype=dtypes.float64).dtype == dtypes.float64
 
 
 def test_matmul():
