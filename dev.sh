@@ -11,7 +11,12 @@
 #   ./dev.sh bench   build, then `kiln bench` on the default device
 #
 # Environment: BUILD_DIR (default ./build; the sanitized builds go to $BUILD_DIR-asan and
-# $BUILD_DIR-tsan), JOBS (default: nproc), KILN_SANITIZE (e.g. address,undefined).
+# $BUILD_DIR-tsan), JOBS (default: nproc), KILN_SANITIZE (e.g. address,undefined), PYTHON (the
+# interpreter of the venv, default python3).
+#
+# The Python package (frontends/python) is built in the same tree with the interpreter of a venv,
+# $BUILD_DIR/venv, holding the pinned nanobind, numpy and pytest (requirements-dev.txt); without
+# network or python3-venv the build goes on without it.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 build="${BUILD_DIR:-$here/build}"
@@ -20,8 +25,25 @@ jobs="${JOBS:-$(nproc)}"
 # run and test configure the tree alike (warnings are errors in both: the toolchain is the one
 # setup-deps.sh installs, and one set of flags means `test` after `run` recompiles nothing).
 configure() {
+  local py=()
+  python_venv && py=(-DPython_EXECUTABLE="$build/venv/bin/python")
   cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DKILN_WERROR=ON -DKILN_SANITIZE="${KILN_SANITIZE:-}" >/dev/null
+    -DKILN_WERROR=ON -DKILN_SANITIZE="${KILN_SANITIZE:-}" "${py[@]}" >/dev/null
+}
+
+# The venv the Python package builds and tests with; made once, remade when the pins change.
+python_venv() {
+  local venv="$build/venv" req="$here/frontends/python/requirements-dev.txt"
+  if [ -x "$venv/bin/python" ] && cmp -s "$req" "$venv/requirements-dev.txt"; then return 0; fi
+  mkdir -p "$build"
+  rm -rf "$venv"
+  if "${PYTHON:-python3}" -m venv "$venv" && "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"; then
+    cp "$req" "$venv/requirements-dev.txt"
+    return 0
+  fi
+  rm -rf "$venv"
+  echo "dev.sh: no Python venv (python3-venv missing or PyPI unreachable): building without the Python package" >&2
+  return 1
 }
 
 compile() { cmake --build "$build" -j "$jobs" "$@"; }
@@ -32,7 +54,7 @@ compile() { cmake --build "$build" -j "$jobs" "$@"; }
 sanitized_conformance() {
   local asan="${build}-asan"
   cmake -S "$here" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_WERROR=OFF \
-    -DKILN_SANITIZE=address,undefined -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF >/dev/null
+    -DKILN_SANITIZE=address,undefined -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_PYTHON=OFF >/dev/null
   cmake --build "$asan" -j "$jobs"
   env -u KILN_BACKENDS LSAN_OPTIONS="suppressions=$here/tests/opencl/lsan.supp" "$asan/tools/kiln/kiln" test cpu opencl
 }
@@ -45,7 +67,7 @@ sanitized_conformance() {
 thread_sanitized_tests() {
   local tsan="${build}-tsan"
   cmake -S "$here" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_WERROR=OFF \
-    -DKILN_SANITIZE=thread -DKILN_BUILD_BENCH=OFF >/dev/null
+    -DKILN_SANITIZE=thread -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_PYTHON=OFF >/dev/null
   cmake --build "$tsan" -j "$jobs" --target test_ir test_plugin_cpu test_cpu_internals test_runtime test_tensor \
     test_e2e_cpu test_plugins kiln_cpu
   # GTEST_FILTER keeps each entry's ctest environment (manifests, configs) and picks the cases
@@ -67,6 +89,10 @@ case "$cmd" in
     "$build/examples/mlp"        # an MLP classifying batches through a kiln::Jit, checked against plain C++, with per-kernel times
     "$build/examples/softmax"
     "$build/examples/train_mlp"  # trains a classifier (backward, Adam, a Jit per step); held-out accuracy about 99%
+    if [ -f "$build/python/kiln/__init__.py" ]; then  # the Python package, from the build tree
+      PYTHONPATH="$build/python" "$build/venv/bin/python" -c \
+        "import kiln; print('python: kiln.Tensor([1,2]).sum().item() =', kiln.Tensor([1,2]).sum().item(), 'on', kiln.Device.DEFAULT)"
+    fi
     ;;
   test)
     "$here/scripts/setup-deps.sh"

@@ -176,6 +176,8 @@ function(kiln_add_backend_plugin name)
                       "${arg_OPTIONS}")
   set(install_manifest "${CMAKE_CURRENT_BINARY_DIR}/${target}.install/${name}.toml")
   file(GENERATE OUTPUT "${install_manifest}" CONTENT "${text}")
+  # Where it is, for installs that carry the plugin elsewhere (the Python wheel, frontends/python).
+  set_property(TARGET ${target} PROPERTY KILN_INSTALL_MANIFEST "${install_manifest}")
   install(TARGETS ${target} LIBRARY DESTINATION "${plugin_dest}")
   install(FILES "${install_manifest}" DESTINATION "${manifest_dest}")
 endfunction()

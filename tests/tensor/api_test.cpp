@@ -144,6 +144,26 @@ TEST(TensorApi, ReadBackConvertsDtype) {
   EXPECT_FLOAT_EQ(x.sum().item<float>(), -1.0f);
 }
 
+TEST(TensorApi, BytesCrossInTheTensorsOwnDtype) {
+  // float16 1.5, -2, 65504 (the Python package moves numpy arrays of every dtype this way)
+  std::vector<uint16_t> half{0x3e00, 0xc000, 0x7bff};
+  Tensor h = Tensor::from_bytes(half.data(), 6, dtypes::float16, {3}, R);
+  EXPECT_EQ(h.dtype(), dtypes::float16);
+  EXPECT_EQ(h.to_vector<float>(), (std::vector<float>{1.5f, -2.0f, 65504.0f}));
+  std::vector<uint16_t> back(3);
+  (h * 1.0).to_bytes(back.data(), 6);
+  EXPECT_EQ(back, half);
+  std::vector<uint8_t> flags{1, 0, 1, 1};
+  Tensor b = Tensor::from_bytes(flags.data(), 4, dtypes::bool_, {2, 2}, R);
+  EXPECT_EQ(b.permute({1, 0}).to_vector<bool>(), (std::vector<bool>{true, true, false, true}));
+  std::vector<int64_t> out(2);
+  Tensor::from_vector<int64_t>({3, 4}, {2}, R).to_bytes(out.data(), 16);
+  EXPECT_EQ(out, (std::vector<int64_t>{3, 4}));
+  EXPECT_ERROR(Tensor::from_bytes(half.data(), 4, dtypes::float16, {3}, R), "from_bytes", "6 bytes");
+  EXPECT_ERROR(h.to_bytes(back.data(), 8), "to_bytes", "6 bytes");
+  EXPECT_NO_THROW(Tensor::from_bytes(nullptr, 0, dtypes::float32, {0, 3}, R).to_bytes(nullptr, 0));
+}
+
 TEST(TensorApi, RandIsSeededUniformAndRandnIsNormal) {
   manual_seed(7);
   auto a = Tensor::rand({1000}, dtypes::float32, R).to_vector<float>();

@@ -81,6 +81,9 @@ class Tensor {
   static Tensor randn(const Shape&, DType = dtypes::float32, const std::string& device = "");
   template <typename T>  // T: bool, int8..int64, uint8..uint64, float, double
   static Tensor from_vector(const std::vector<T>& data, const Shape&, const std::string& device = "");
+  // Raw element bytes of any scalar dtype (float16 and bfloat16 included), row-major: `nbytes` must
+  // be numel(shape) * itemsize (bool: one byte, 0 or 1). Copied at once; `data` may be freed after.
+  static Tensor from_bytes(const void* data, uint64_t nbytes, DType, const Shape&, const std::string& device = "");
 
   // movement: views, nothing is copied until realized
   Tensor reshape(const Shape&) const;  // one -1 allowed
@@ -187,6 +190,9 @@ class Tensor {
   Tensor& assign(const Tensor& value);
   template <typename T>
   std::vector<T> to_vector() const;  // realizes, copies to host
+  // Realizes and copies the elements to `dst` in this tensor's own dtype, row-major, without a
+  // cast; `nbytes` must be numel() * dtype().itemsize().
+  void to_bytes(void* dst, uint64_t nbytes) const;
   template <typename T>
   T item() const;  // for one-element tensors
   const Shape& shape() const;

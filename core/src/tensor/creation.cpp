@@ -167,6 +167,22 @@ Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape, const
   return h.to(dev).reshape(shape);
 }
 
+Tensor Tensor::from_bytes(const void* data, uint64_t nbytes, DType dtype, const Shape& shape, const std::string& device) {
+  if (dtype.is_ptr() || dtype.count() != 1 || dtype.is_void() || dtype.scalar() == Scalar::index)
+    fail(ErrorCode::invalid_argument, "from_bytes: ", dtype.name(), " is not an element type of a tensor");
+  check_size(shape, dtype, "from_bytes");
+  int64_t n = numel_of(shape);
+  uint64_t want = static_cast<uint64_t>(n) * static_cast<uint64_t>(dtype.itemsize());
+  if (nbytes != want)
+    fail(ErrorCode::invalid_argument, "from_bytes: ", nbytes, " bytes cannot fill shape ", shape_str(shape), " of ",
+         dtype.name(), " (", want, " bytes)");
+  if (n && !data) fail(ErrorCode::invalid_argument, "from_bytes: no data for ", n, " elements");
+  std::string dev = canonical_device(device);
+  UOp host = runtime::new_host_buffer(dtype, n, data);
+  Tensor h = make(host, {n}, runtime::kHostDevice);
+  return h.to(dev).reshape(shape);
+}
+
 #define KILN_FROM_VECTOR(T) template Tensor Tensor::from_vector<T>(const std::vector<T>&, const Shape&, const std::string&);
 KILN_FROM_VECTOR(bool)
 KILN_FROM_VECTOR(int8_t)

@@ -352,6 +352,22 @@ std::vector<T> Tensor::to_vector() const {
   }
 }
 
+void Tensor::to_bytes(void* dst, uint64_t nbytes) const {
+  uint64_t want = static_cast<uint64_t>(numel()) * static_cast<uint64_t>(dtype().itemsize());
+  if (nbytes != want)
+    fail(ErrorCode::invalid_argument, "to_bytes: the tensor holds ", want, " bytes (shape ", shape_str(shape()), " of ",
+         dtype().name(), "), the destination ", nbytes);
+  Tensor self = *this;
+  if (const Multi* m = multi_of(self)) {
+    self.realize();
+    return gather_to(self, m->devices[0]).to_bytes(dst, nbytes);
+  }
+  if (!is_view(self.state()->uop())) self.realize();
+  Tensor t = self;
+  if (!is_view(t.state()->uop())) t = t.contiguous().realize();
+  if (nbytes) read_into(t, dst, nbytes);
+}
+
 template <typename T>
 T Tensor::item() const {
   if (numel() != 1)
