@@ -137,7 +137,7 @@ int run_bench(const std::vector<std::string>& args) {
   // with --beam or KILN_BEAM (without this, `KILN_BEAM=4 kiln bench` searched every kernel again in
   // each first call's empty cache, minutes for the default set, and timed the search as `first`).
   if (knob(Knob::beam) > 0)
-    if (const std::string dir = runtime::beam_cache_dir(); !dir.empty()) setenv("KILN_BEAM_DIR", std::filesystem::absolute(dir).c_str(), 1);
+    if (const std::string dir = runtime::beam_cache_dir(); !dir.empty()) set_knob(TextKnob::beam_dir, std::filesystem::absolute(dir).string());
 
   std::optional<bench::MachinePeak> peak;
   if (!vm.count("no-peak")) peak = device_peak(device, vm.count("remeasure-peak"));
