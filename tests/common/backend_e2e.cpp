@@ -10,6 +10,7 @@
 #include "runtime/beam.hpp"
 #include "runtime/prepared.hpp"
 #include "runtime/program_cache.hpp"
+#include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 

@@ -26,10 +26,6 @@ set(modules support ir rewrite symbolic schedule codegen plugin runtime tensor)
 #  - plugin fills codegen's Target from the plugin's kiln_target when a device opens; the header
 #    depends on nothing but the ABI's C header.
 set(extra_plugin "codegen/target.hpp")
-#  - known debt, not a rule: instantiating a cached template (create_schedule.cpp) makes the
-#    locals' storages and owns the template's prepared kernels, which is runtime work done in the
-#    schedule; moving instantiation into the runtime removes both.
-set(extra_schedule "runtime/buffer.hpp" "runtime/prepared.hpp")
 
 set(violations "")
 # module: a core module name, "" for the SDK, "<plugins>" for plugins/*.

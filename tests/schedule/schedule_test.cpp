@@ -11,6 +11,7 @@
 #include "kiln/kiln.hpp"
 #include "runtime/buffer.hpp"
 #include "schedule/kernelize.hpp"
+#include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 

@@ -14,10 +14,6 @@
 
 namespace kiln {
 
-namespace runtime {
-class PreparedKernels;
-}
-
 struct BufRef {
   bool local = false;  // false: input slot `index`; true: template-local buffer `index`
   uint32_t index = 0;
@@ -40,6 +36,12 @@ struct LocalBuf {
   int group = -1;     // memory-plan group: locals in one group share storage
 };
 
+// What a cached template keeps for the code that runs it (the runtime's prepared kernels); the
+// schedule only holds it (ScheduleContext::new_state makes it).
+struct TemplateState {
+  virtual ~TemplateState() = default;
+};
+
 struct Template {
   std::vector<TemplateKernel> kernels;  // in execution order (after create_schedule)
   std::vector<LocalBuf> locals;
@@ -48,7 +50,7 @@ struct Template {
   uint64_t planned_bytes = 0, unplanned_bytes = 0;
   // The kernels prepared for running (runtime/prepared.hpp), filled by the first run: every
   // instance of a cached template launches them without resolving anything again.
-  std::shared_ptr<runtime::PreparedKernels> prepared;
+  std::shared_ptr<TemplateState> state;
 };
 
 // Shapes and devices of a normalised tensor graph, computed once per schedule.
