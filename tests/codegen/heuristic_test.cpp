@@ -8,6 +8,7 @@
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
+#include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
 #include "simulated_cpu.hpp"
 
@@ -117,11 +118,9 @@ TEST(Heuristic, TransposedOperandIsStagedOrADotProductTile) {
 // A row kernel (schedule/kernelize.cpp's row fusion): vector lanes along the row it writes, and
 // along each reduce over the row (with an unroll), threads over the rows.
 TEST(Heuristic, RowKernelHasVectorsAlongItsRowAndItsReduces) {
-  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
-  clear_schedule_cache();
+  runtime::set_target_override(&avx512());  // scheduled as for this cpu: it runs rows (clears the caches)
   Chosen c = main_kernel(in({4096, 1024}).softmax(-1));
-  set_row_fusion_query(old);
-  clear_schedule_cache();
+  runtime::set_target_override(nullptr);
   EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
   EXPECT_EQ(std::count_if(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::UNROLL && o.vectorize; }), 2) << c.str();
   EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();

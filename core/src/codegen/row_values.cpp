@@ -133,7 +133,7 @@ std::string row_buffer_problem(const UOp& ast, const UOp& r) {
 }
 
 UOp reuse_row_values(const UOp& ast, const Target& target, const std::vector<Opt>* given) {
-  if (!target.has(KILN_TARGET_HAS_THREADS) || target.has(KILN_TARGET_HAS_LOCAL)) return ast;
+  if (!target.runs_rows()) return ast;
   UOp out = ast;
   for (int64_t id = kRowRegId; reuse_one(out, id, target);) {
   }

@@ -1,9 +1,10 @@
 // runtime/instantiate.cpp - instantiating a schedule template: the locals' buffers and storages,
-// the calls, the template's prepared kernels.
+// the calls, the template's prepared kernels; the runtime's answers to the scheduler.
 #include "runtime/instantiate.hpp"
 
 #include "runtime/buffer.hpp"
 #include "runtime/prepared.hpp"
+#include "runtime/program_cache.hpp"
 #include "schedule/kernelize.hpp"
 #include "support/check.hpp"
 
@@ -12,6 +13,7 @@ namespace kiln {
 namespace {
 
 struct RuntimeContext final : ScheduleContext {
+  bool row_fusion(const std::string& device) const override { return runtime::runs_rows(device); }
   std::shared_ptr<TemplateState> new_state() const override { return std::make_shared<runtime::PreparedKernels>(); }
 };
 

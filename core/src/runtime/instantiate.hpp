@@ -9,7 +9,8 @@
 //             BUFFER nodes, the outputs first
 //   var_vals  the values bound to variables (BIND) in the graph
 //   outputs   for each source of big_sink, the BUFFER that holds its value
-// The runtime gives each template its prepared kernels (ScheduleContext). Running the result:
+// The runtime answers the scheduler's questions about devices (ScheduleContext: row fusion from
+// the device's target) and gives each template its prepared kernels. Running the result:
 // `prepared->prepare(linear, var_vals)` (runtime/prepared.hpp).
 #pragma once
 #include <memory>

@@ -273,16 +273,6 @@ Normalized normalize(const UOp& big_sink, VarVals& vals) {
 
 }  // namespace
 
-namespace {
-std::atomic<RowFusionQuery> row_fusion_query{nullptr};
-}  // namespace
-
-RowFusionQuery set_row_fusion_query(RowFusionQuery query) { return row_fusion_query.exchange(query); }
-bool row_fusion(const std::string& device) {
-  RowFusionQuery q = row_fusion_query.load();
-  return q && q(device);
-}
-
 ScheduledGraph schedule_graph(const UOp& big_sink, const ScheduleContext& ctx) {
   auto t0 = std::chrono::steady_clock::now();
   ScheduledGraph out;
@@ -297,7 +287,7 @@ ScheduledGraph schedule_graph(const UOp& big_sink, const ScheduleContext& ctx) {
   }
   out.cache_hit = static_cast<bool>(tmpl);
   if (!tmpl) {
-    auto t = std::make_shared<Template>(kernelize(norm.build(), norm.inputs.size()));
+    auto t = std::make_shared<Template>(kernelize(norm.build(), norm.inputs.size(), ctx));
     create_schedule(*t);
     memory_planner(*t);
     t->state = ctx.new_state();

@@ -13,7 +13,7 @@
 //    element of y), or feeds another reduce (nested reduce loops), or is used by several consumers,
 //    directly or through a shared elementwise/movement chain (two outputs realized together share
 //    it instead of computing it twice). Except row fusion (row_local), on devices that run a row
-//    per thread (schedule.hpp's row_fusion: the cpu): a reduce over the innermost axes, at most
+//    per thread (ScheduleContext::row_fusion: the cpu): a reduce over the innermost axes, at most
 //    kMaxRow elements and at least two rows, that is only broadcast back over those axes (softmax's max and sum,
 //    layernorm's mean and variance) stays in its consumer's kernel, which computes it once per
 //    row before its loop over the row: one pass over memory instead of two.
@@ -146,8 +146,9 @@ GraphInfo analyze(const UOp& sink) {
 namespace {
 
 struct Decider {
-  explicit Decider(const GraphInfo& info) : g(info) {}
+  Decider(const GraphInfo& info, const ScheduleContext& context) : g(info), ctx(context) {}
   const GraphInfo& g;
+  const ScheduleContext& ctx;
   PtrMap<char> realize;
 
   int users_of(const UOpNode* n) const {
@@ -205,7 +206,7 @@ struct Decider {
       else if (groups::Elementwise.has(x->op) && (x == n.node() || !realize.contains(x)))
         for (uint32_t i = 0; i < x->nsrc; ++i) st.push_back(x->srcs()[i].node());
     }
-    if (!red || !row_fusion(*g.device.find(red))) return false;
+    if (!red || !ctx.row_fusion(*g.device.find(red))) return false;
     const UOp& r = UOpAccess::from_node(red);
     const std::vector<UOp>& space = *g.shape.find(r.src(0).node());
     const std::vector<UOp>& narrow = *g.shape.find(red);
@@ -330,10 +331,10 @@ static void unique_kernel_names(Template& t) {
   }
 }
 
-Template kernelize(const UOp& input_sink, size_t n_inputs) {
+Template kernelize(const UOp& input_sink, size_t n_inputs, const ScheduleContext& ctx) {
   UOp sink = split_reduce(input_sink);
   GraphInfo g = analyze(sink);
-  Decider d(g);
+  Decider d(g, ctx);
   d.decide(sink);
 
   Template t;

@@ -67,9 +67,12 @@ GraphInfo analyze(const UOp& sink);
 // than 4096 values, so precision and parallelism do not depend on the reduce's length.
 UOp split_reduce(const UOp& sink);
 
+struct ScheduleContext;
+
 // Kernel boundaries and kernels, in dependency order, for a normalised SINK whose inputs are
-// PARAM(slot) nodes; `n_inputs` is the number of input slots.
-Template kernelize(const UOp& sink, size_t n_inputs);
+// PARAM(slot) nodes; `n_inputs` is the number of input slots. `ctx` answers what depends on the
+// devices (row fusion).
+Template kernelize(const UOp& sink, size_t n_inputs, const ScheduleContext& ctx);
 
 // Which realized nodes (the keys of `realize`) share a kernel (group.cpp): the groups, each in
 // graph order. Drops from `realize` the shared reduces whose consumers all joined their kernel.

@@ -29,9 +29,13 @@ struct TemplateState;
 
 using VarVals = std::vector<std::pair<std::string, int64_t>>;
 
-// What the scheduler asks of the code that runs its schedules (the runtime).
+// What the scheduler asks of the devices it schedules for. The runtime answers (it knows the
+// devices' targets, which the schedule layer does not see).
 struct ScheduleContext {
   virtual ~ScheduleContext() = default;
+  // Whether `device` runs row kernels (kernelize.cpp's row fusion: softmax or layernorm in one
+  // pass, a row's reduces before its loop): codegen's Target::runs_rows of the device's target.
+  virtual bool row_fusion(const std::string& device) const = 0;
   // What a new template keeps for the runtime (Template::state), made once per template.
   virtual std::shared_ptr<TemplateState> new_state() const = 0;
 };
@@ -48,14 +52,6 @@ struct ScheduledGraph {
 };
 
 ScheduledGraph schedule_graph(const UOp& big_sink, const ScheduleContext& ctx);
-
-// Whether a device runs row kernels (schedule/kernelize.cpp's row fusion: softmax or layernorm in
-// one pass, a row's reduces before its loop). A CPU does, a row per thread; a GPU spreads a row
-// over work items, each of which would redo the row's reduces. The runtime installs the query (it
-// knows the devices' targets); without one, nothing is row-fused.
-using RowFusionQuery = bool (*)(const std::string& device);
-RowFusionQuery set_row_fusion_query(RowFusionQuery query);  // returns the previous one
-bool row_fusion(const std::string& device);
 
 // Drops every cached schedule (tests).
 void clear_schedule_cache();
