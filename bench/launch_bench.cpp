@@ -20,6 +20,7 @@
 #include "plugin/registry.hpp"
 #include "runtime/prepared.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
 
 namespace {

@@ -1,12 +1,14 @@
 // plugins/opencl/config.cpp - validating the opencl backend's options.
 #include "config.hpp"
 
+#include <cstdlib>
+
 namespace kiln::opencl {
 
 OpenclConfig read_config(const sdk::Options& o) {
   OpenclConfig c;
-  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width", "frontend", "clang", "streaming_bytes"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width, frontend, clang, streaming_bytes)");
+  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width", "frontend", "clang", "streaming_bytes", "pocl_kernel_cache"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width, frontend, clang, streaming_bytes, pocl_kernel_cache)");
   c.devices = static_cast<DeviceType>(o.get_choice("devices", "all", {"all", "gpu", "cpu", "accelerator"}));
   c.build_options = o.get_string("build_options", "");
   c.shared_memory = static_cast<SharedMemory>(o.get_choice("shared_memory", "auto", {"auto", "on", "off"}));
@@ -24,7 +26,13 @@ OpenclConfig read_config(const sdk::Options& o) {
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'streaming_bytes' must be 0 (the device's cache size) or a byte count, got " + std::to_string(streaming)};
   c.streaming_bytes = static_cast<uint64_t>(streaming);
+  c.pocl_kernel_cache = o.get_bool("pocl_kernel_cache", true);
   return c;
+}
+
+void apply_pocl_kernel_cache(const sdk::Options& o) {
+  // PoCL reads it when the platform initialises; a value the user set wins (overwrite 0)
+  if (!o.get_bool("pocl_kernel_cache", true)) setenv("POCL_KERNEL_CACHE", "0", 0);
 }
 
 }  // namespace kiln::opencl

@@ -22,6 +22,10 @@
 //                           (at its first alloc, or 50 ms later), so the driver's compiler is
 //                           initialised (PoCL: ~0.7 s) before the first real kernel needs it;
 //                           false saves that CPU time when every kernel comes from the compile cache
+//   pocl_kernel_cache = true  false turns PoCL's own cache of built programs off for this process
+//                           (POCL_KERNEL_CACHE=0, set before the ICD loader loads PoCL; a
+//                           POCL_KERNEL_CACHE in the environment wins); `kiln bench` sets it false
+//                           so every `first` is measured with an empty driver cache
 #pragma once
 #include <string>
 
@@ -43,9 +47,13 @@ struct OpenclConfig {
   bool prewarm = true;
   uint32_t vector_width = 0;
   uint64_t streaming_bytes = 0;
+  bool pocl_kernel_cache = true;
 };
 
 // Throws sdk::Error{INVALID_ARGUMENT} naming a bad option; logs unknown keys as warnings.
 OpenclConfig read_config(const sdk::Options& options);
+
+// Applies pocl_kernel_cache to the process environment; before anything loads the ICD (the probe).
+void apply_pocl_kernel_cache(const sdk::Options& options);
 
 }  // namespace kiln::opencl

@@ -51,6 +51,12 @@ class OpenclPlugin final : public sdk::Plugin {
     }
   }
 
+  // The options before anything loads the ICD: pocl_kernel_cache must reach PoCL's start.
+  sdk::Probe probe_with_options(const sdk::Options& options) override {
+    apply_pocl_kernel_cache(options);
+    return probe();
+  }
+
   void initialize(const sdk::Options& options) override {
     config_ = read_config(options);
     devices_ = enumerate_devices(config_.devices);

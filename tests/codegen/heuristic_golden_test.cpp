@@ -15,6 +15,7 @@
 #include "codegen/pipeline.hpp"
 #include "golden.hpp"
 #include "kiln/kiln.hpp"
+#include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
 #include "sim_targets.hpp"
 #include "workloads.hpp"
@@ -203,12 +204,12 @@ std::string plans() {
   std::ostringstream out;
   const std::vector<NamedTarget> ts = targets();
   for (const Case& c : corpus()) {
-    RowFusionQuery old = set_row_fusion_query(c.row_fusion ? +[](const std::string&) { return true; } : nullptr);
-    clear_schedule_cache();
+    // scheduled as for a cpu (it runs rows: row fusion) or as for "ref" (no row fusion)
+    static const Target rows = simulated_cpu(16, 2);
+    runtime::set_target_override(c.row_fusion ? &rows : nullptr);  // (clears the caches)
     const std::vector<Tensor> outs = c.outputs();
     const std::vector<ExecItem> items = outs.size() == 1 ? outs[0].schedule() : Tensor::schedule_all(outs);
-    set_row_fusion_query(old);
-    clear_schedule_cache();
+    runtime::set_target_override(nullptr);
     out << "# " << c.name << "\n";
     for (const ExecItem& e : items) {
       if (e.is_copy) continue;

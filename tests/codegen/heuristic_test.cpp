@@ -9,6 +9,7 @@
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
+#include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
 #include "simulated_cpu.hpp"
 
@@ -118,11 +119,9 @@ TEST(Heuristic, TransposedOperandIsStagedOrADotProductTile) {
 // A row kernel (schedule/kernelize.cpp's row fusion): vector lanes along the row it writes, and
 // along each reduce over the row (with an unroll), threads over the rows.
 TEST(Heuristic, RowKernelHasVectorsAlongItsRowAndItsReduces) {
-  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
-  clear_schedule_cache();
+  runtime::set_target_override(&avx512());  // scheduled as for this cpu: it runs rows (clears the caches)
   Chosen c = main_kernel(in({4096, 1024}).softmax(-1));
-  set_row_fusion_query(old);
-  clear_schedule_cache();
+  runtime::set_target_override(nullptr);
   EXPECT_TRUE(c.has(OptOp::UPCAST, true)) << c.str();
   EXPECT_EQ(std::count_if(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::UNROLL && o.vectorize; }), 2) << c.str();
   EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
@@ -591,10 +590,8 @@ TEST(Heuristic, KernelsAreClassified) {
   EXPECT_EQ(classes(in({4096, 4096}).sum({1}), scalar), "reduce");
   EXPECT_EQ(classes(in({4096, 4096}) + in({4096}), avx512()), "elementwise");
   EXPECT_EQ(classes(in({4096, 4096}) + in({4096}), scalar), "elementwise");
-  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
-  clear_schedule_cache();
+  runtime::set_target_override(&avx512());  // scheduled as for this cpu: it runs rows (clears the caches)
   const std::string softmax = classes(in({4096, 1024}).softmax(-1), avx512());
-  set_row_fusion_query(old);
-  clear_schedule_cache();
+  runtime::set_target_override(nullptr);
   EXPECT_EQ(softmax, "row");
 }

@@ -7,6 +7,7 @@
 #include "codegen/pipeline.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
+#include "runtime/program_cache.hpp"
 #include "schedule/schedule.hpp"
 #include "simulated_cpu.hpp"
 
@@ -19,13 +20,12 @@ Tensor in(const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); }
 
 // The kernels of `out` as row fusion makes them (the cpu's scheduling, whatever device runs this).
 std::vector<UOp> row_kernels(const Tensor& out) {
-  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
-  clear_schedule_cache();
+  static const Target cpu = simulated_cpu(16, 2);
+  runtime::set_target_override(&cpu);  // scheduled as for a cpu: it runs rows (clears the caches)
   std::vector<UOp> asts;
   for (const ExecItem& e : out.schedule())
     if (!e.is_copy) asts.push_back(e.ast);
-  set_row_fusion_query(old);
-  clear_schedule_cache();
+  runtime::set_target_override(nullptr);
   return asts;
 }
 

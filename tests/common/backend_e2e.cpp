@@ -10,6 +10,7 @@
 #include "runtime/beam.hpp"
 #include "runtime/prepared.hpp"
 #include "runtime/program_cache.hpp"
+#include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 
@@ -28,9 +29,8 @@ void expect_matches_reference(const OpCase& c, const std::string& device, double
 }
 
 void check_beam_matches_reference(const std::string& device, size_t stride) {
-  const char* old_dir = std::getenv("KILN_BEAM_DIR");
-  const std::string saved = old_dir ? old_dir : "";
-  ::setenv("KILN_BEAM_DIR", "off", 1);
+  const std::string saved = knob(TextKnob::beam_dir);
+  set_knob(TextKnob::beam_dir, "off");
   SearchLimits short_search;
   short_search.max_rounds = 1;
   short_search.max_per_round = 6;
@@ -46,8 +46,7 @@ void check_beam_matches_reference(const std::string& device, size_t stride) {
   set_knob(Knob::beam, 0);
   runtime::set_beam_limits({});
   runtime::clear_program_cache();
-  if (old_dir) ::setenv("KILN_BEAM_DIR", saved.c_str(), 1);
-  else ::unsetenv("KILN_BEAM_DIR");
+  set_knob(TextKnob::beam_dir, saved);
 }
 
 void check_jit_matches_eager(const std::string& device, size_t stride) {

@@ -8,6 +8,7 @@
 
 #include "kiln/kiln.hpp"
 #include "runtime/lanes.hpp"
+#include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 #include "tensor/multi.hpp"

@@ -15,6 +15,7 @@
 #include "runtime/prepared.hpp"
 #include "runtime/program_cache.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 

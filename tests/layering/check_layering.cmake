@@ -1,8 +1,8 @@
 # tests/layering/check_layering.cmake - the include rules of docs/architecture.md ("Layers"), checked.
 #
 # Run as `cmake -DROOT=<source dir> -P check_layering.cmake` (ctest test_layering). Each module of
-# core/src may include only the modules below it; the SDK (headers and renderer library) includes
-# nothing of the core; the core includes the SDK's C headers only, never its C++ layer; a plugin
+# core/src may include only the modules below it; the SDK (headers, renderer library, conformance
+# kit, examples) includes nothing of core/src (the kit's current includes are listed debt); the core includes the SDK's C headers only, never its C++ layer; a plugin
 # includes the SDK, its own files and plugins/common, never the core or another plugin's files.
 # A violation names the file and the rule. The lists are the dependency graph itself:
 # change them only together with the architecture document.
@@ -26,10 +26,6 @@ set(modules support ir rewrite symbolic schedule codegen plugin runtime tensor)
 #  - plugin fills codegen's Target from the plugin's kiln_target when a device opens; the header
 #    depends on nothing but the ABI's C header.
 set(extra_plugin "codegen/target.hpp")
-#  - known debt, not a rule: instantiating a cached template (create_schedule.cpp) makes the
-#    locals' storages and owns the template's prepared kernels, which is runtime work done in the
-#    schedule; moving instantiation into the runtime removes both.
-set(extra_schedule "runtime/buffer.hpp" "runtime/prepared.hpp")
 
 set(violations "")
 # module: a core module name, "" for the SDK, "<plugins>" for plugins/*.
@@ -81,6 +77,50 @@ file(GLOB_RECURSE sdk_files ${ROOT}/sdk/include/*.hpp ${ROOT}/sdk/include/*.h ${
 foreach(f IN LISTS sdk_files)
   check_file(${f} "")
   math(EXPR checked "${checked} + 1")
+endforeach()
+
+# The rest of sdk/ (the conformance kit, the example backend) is installed or copied by backend
+# authors too, so the same rule holds there. Known debt, not a rule: the conformance kit's levels
+# still reach into core/src for the registry, devices, code generator and program cache (issue 44:
+# they move onto an installed interface). Each "file:header" below is one such include; a new one
+# is a violation, and an entry whose include is gone must leave the list.
+set(sdk_debt
+  "sdk/conformance/src/level_corpus.cpp:codegen/lir.hpp" "sdk/conformance/src/level_corpus.cpp:plugin/device.hpp"
+  "sdk/conformance/src/level_device.cpp:plugin/device.hpp" "sdk/conformance/src/level_device.cpp:plugin/host.hpp"
+  "sdk/conformance/src/level_device.cpp:plugin/registry.hpp" "sdk/conformance/src/level_kernels.cpp:codegen/lir.hpp"
+  "sdk/conformance/src/level_kernels.cpp:codegen/pipeline.hpp" "sdk/conformance/src/level_kernels.cpp:plugin/device.hpp"
+  "sdk/conformance/src/level_kernels.cpp:plugin/registry.hpp" "sdk/conformance/src/level_kernels.cpp:runtime/program_cache.hpp"
+  "sdk/conformance/src/level_lifecycle.cpp:plugin/device.hpp" "sdk/conformance/src/level_lifecycle.cpp:plugin/host.hpp"
+  "sdk/conformance/src/level_load.cpp:plugin/host.hpp" "sdk/conformance/src/level_load.cpp:plugin/manifest.hpp"
+  "sdk/conformance/src/level_load.cpp:plugin/registry.hpp" "sdk/conformance/src/level_memory.cpp:plugin/device.hpp"
+  "sdk/conformance/src/level_memory.cpp:plugin/registry.hpp" "sdk/conformance/src/runner.cpp:plugin/device.hpp"
+  "sdk/conformance/src/runner.cpp:plugin/isolate.hpp" "sdk/conformance/src/runner.cpp:plugin/manifest.hpp"
+  "sdk/conformance/src/runner.cpp:plugin/registry.hpp" "sdk/conformance/src/runner.cpp:support/text.hpp")
+set(sdk_debt_seen "")
+file(GLOB_RECURSE sdk_rest_files ${ROOT}/sdk/conformance/*.cpp ${ROOT}/sdk/conformance/*.hpp ${ROOT}/sdk/conformance/*.h
+     ${ROOT}/sdk/examples/*.cpp ${ROOT}/sdk/examples/*.hpp ${ROOT}/sdk/examples/*.h)
+if(NOT sdk_rest_files)
+  message(FATAL_ERROR "no sources under ${ROOT}/sdk/conformance or sdk/examples: wrong ROOT, or they moved (update this file)")
+endif()
+foreach(f IN LISTS sdk_rest_files)
+  file(RELATIVE_PATH rel ${ROOT} ${f})
+  file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line IN LISTS includes)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]*)\".*" "\\1" header "${line}")
+    if(header MATCHES "^([a-z_]+)/" AND CMAKE_MATCH_1 IN_LIST modules)
+      if("${rel}:${header}" IN_LIST sdk_debt)
+        list(APPEND sdk_debt_seen "${rel}:${header}")
+      else()
+        list(APPEND violations "${rel}: includes ${header}: the SDK (its conformance kit and examples too) includes nothing of core/src")
+      endif()
+    endif()
+  endforeach()
+  math(EXPR checked "${checked} + 1")
+endforeach()
+foreach(entry IN LISTS sdk_debt)
+  if(NOT entry IN_LIST sdk_debt_seen)
+    list(APPEND violations "${entry}: listed as known debt in check_layering.cmake, but the include is gone: remove the entry")
+  endif()
 endforeach()
 
 file(GLOB_RECURSE plugin_files ${ROOT}/plugins/*.cpp ${ROOT}/plugins/*.hpp)

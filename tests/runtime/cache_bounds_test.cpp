@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "error_check.hpp"
@@ -79,8 +80,25 @@ TEST(CacheKnobs, OutOfRangeKnobsAreErrorsAndAWideBeamIsCapped) {
   kiln::testing::expect_error([&] { read("KILN_CACHE_ENTRIES", "99999999999999999999999", Knob::cache_entries); }, bad,
                               "out of the range of a 64-bit integer");
   kiln::testing::expect_error([&] { read("KILN_NOOPT", "2", Knob::noopt); }, bad, "expected 0 to 1");
+  kiln::testing::expect_error([&] { read("KILN_BEAM_CACHE", "2", Knob::beam_cache); }, bad, "KILN_BEAM_CACHE=2 is out of range: expected 0 to 1");
+  EXPECT_EQ(read("KILN_BEAM_CACHE", "", Knob::beam_cache), 1) << "unset: the search cache is read";
   EXPECT_EQ(read("KILN_BEAM", "4", Knob::beam), 4);
   testing::internal::CaptureStderr();
   EXPECT_EQ(read("KILN_BEAM", "100000", Knob::beam), 64);
   EXPECT_NE(testing::internal::GetCapturedStderr().find("KILN_BEAM=100000 is above the largest value, 64; using 64"), std::string::npos);
+}
+
+// The text knobs: read once, on first use, and set by set_knob (the kiln tool sets them so, never
+// with setenv).
+TEST(CacheKnobs, TextKnobsAreReadOnceAndSetBySetKnob) {
+  const char* env = std::getenv("KILN_BEAM_DIR");
+  const std::optional<std::string> env_saved = env ? std::optional<std::string>(env) : std::nullopt;
+  const std::string saved = kiln::knob(kiln::TextKnob::beam_dir);
+  setenv("KILN_BEAM_DIR", "/somewhere/else", 1);
+  EXPECT_EQ(kiln::knob(kiln::TextKnob::beam_dir), saved) << "cached on first use";
+  if (env_saved) setenv("KILN_BEAM_DIR", env_saved->c_str(), 1);
+  else unsetenv("KILN_BEAM_DIR");
+  kiln::set_knob(kiln::TextKnob::beam_dir, "off");
+  EXPECT_EQ(kiln::knob(kiln::TextKnob::beam_dir), "off");
+  kiln::set_knob(kiln::TextKnob::beam_dir, saved);
 }

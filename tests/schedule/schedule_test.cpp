@@ -9,8 +9,11 @@
 #include "ir/print.hpp"
 #include "ir/traverse.hpp"
 #include "kiln/kiln.hpp"
+#include "codegen/target.hpp"
 #include "runtime/buffer.hpp"
+#include "runtime/program_cache.hpp"
 #include "schedule/kernelize.hpp"
+#include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
 #include "support/env.hpp"
 
@@ -177,8 +180,9 @@ TEST(Fusion, RowKernelsComputeARowsReducesBeforeItsLoop) {
   auto layernorm = [](const Tensor& x) { return (x - x.mean({-1}, true)) * (x.var({-1}, true, 0) + 1e-5).rsqrt(); };
   clear_schedule_cache();
   EXPECT_EQ(count(input({64, 100}).softmax(-1)), 2u);
-  RowFusionQuery old = set_row_fusion_query([](const std::string&) { return true; });
-  clear_schedule_cache();
+  Target cpu;  // threads, no workgroups: runs rows (Target::runs_rows)
+  cpu.flags = KILN_TARGET_HAS_THREADS;
+  runtime::set_target_override(&cpu);  // every device is scheduled as this one (clears the caches)
   EXPECT_EQ(count(input({64, 100}).softmax(-1)), 1u);
   EXPECT_EQ(count(input({2, 8, 16, 16}).softmax(-1)), 1u);
   EXPECT_EQ(count(layernorm(input({64, 100}))), 1u);
@@ -186,8 +190,7 @@ TEST(Fusion, RowKernelsComputeARowsReducesBeforeItsLoop) {
   EXPECT_EQ(count(input({1, 1000}).softmax(-1)), 2u) << "one row would run on one thread";
   Tensor y = input({64, 100});
   EXPECT_EQ(count(y - y.max({0}, true)), 2u) << "a column's max would be recomputed for every row";
-  set_row_fusion_query(old);
-  clear_schedule_cache();
+  runtime::set_target_override(nullptr);
 }
 
 // Multi-output kernels (schedule/group.cpp): outputs in one iteration space are stored by one

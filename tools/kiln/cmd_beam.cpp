@@ -13,6 +13,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "runtime/beam.hpp"
+#include "support/env.hpp"
 #include "workloads.hpp"
 
 namespace kiln::cli {
@@ -57,7 +58,7 @@ int run_beam(const std::vector<std::string>& args) {
     if (it == every.end()) throw UsageError("unknown workload '" + name + "'; the workloads are: " + names);
     selected.push_back(*it);
   }
-  if (vm.count("no-cache")) setenv("KILN_BEAM_CACHE", "0", 1);
+  if (vm.count("no-cache")) set_knob(Knob::beam_cache, 0);
   const std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device_or_config_error();
   const bool json = vm.count("json"), tty = isatty(STDERR_FILENO);
 

@@ -21,6 +21,7 @@
 #include "kiln/tensor.hpp"
 #include "peak.hpp"
 #include "plugin/device.hpp"
+#include "plugin/registry.hpp"
 #include "runtime/beam.hpp"
 #include "runtime/device_alloc.hpp"
 #include "support/env.hpp"
@@ -114,8 +115,14 @@ int run_bench(const std::vector<std::string>& args) {
   opt.fresh_cache = !vm.count("keep-cache");
   // tinygrad's `first` is measured with an empty PoCL kernel cache too: a driver's own cache of
   // built programs would flatter every `first` after the one that filled it. Set before any
-  // device (or default_device()) initialises the OpenCL platform; a value the user set wins.
-  if (opt.fresh_cache) setenv("POCL_KERNEL_CACHE", "0", 0);
+  // device (or default_device()) loads the opencl backend (its option pocl_kernel_cache; a
+  // POCL_KERNEL_CACHE the user set wins).
+  if (opt.fresh_cache) {
+    Registry& registry = Registry::get();
+    for (const BackendRecord& r : registry.known_backends())  // (a disabled or broken one takes no options)
+      if (r.name == "opencl" && r.pending && !r.is_shadowed())
+        registry.set_option("opencl", {"pocl_kernel_cache", "pocl_kernel_cache", "false", "kiln bench (fresh caches)"});
+  }
   opt.first_runs = vm["first-runs"].as<int>();
   if (opt.first_runs < 1) throw UsageError("--first-runs must be at least 1");
   std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device_or_config_error();
@@ -137,7 +144,7 @@ int run_bench(const std::vector<std::string>& args) {
   // with --beam or KILN_BEAM (without this, `KILN_BEAM=4 kiln bench` searched every kernel again in
   // each first call's empty cache, minutes for the default set, and timed the search as `first`).
   if (knob(Knob::beam) > 0)
-    if (const std::string dir = runtime::beam_cache_dir(); !dir.empty()) setenv("KILN_BEAM_DIR", std::filesystem::absolute(dir).c_str(), 1);
+    if (const std::string dir = runtime::beam_cache_dir(); !dir.empty()) set_knob(TextKnob::beam_dir, std::filesystem::absolute(dir).string());
 
   std::optional<bench::MachinePeak> peak;
   if (!vm.count("no-peak")) peak = device_peak(device, vm.count("remeasure-peak"));

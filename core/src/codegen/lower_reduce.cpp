@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "codegen/ids.hpp"
 #include "codegen/passes.hpp"
 #include "ir/alu.hpp"
 #include "ir/traverse.hpp"
@@ -45,7 +46,7 @@ bool is_group_index(const UOp& r) { return r.op() == Ops::SPECIAL && r.arg_strin
 // indices met so far (the stores that ignore them are gated).
 struct GroupCtx {
   std::vector<UOp> group_indices;
-  int64_t local_id = 0, fold_axis = 1 << 20;  // axis ids of the fold loops: past any real axis
+  int64_t local_id = 0, fold_axis = ids::kFoldAxes.first;  // axis ids of the fold loops (codegen/ids.hpp)
 };
 
 // A REDUCE over some group indices: each item's partial goes to local memory, every item folds
@@ -106,7 +107,7 @@ UOp lower_groups(const UOp& ast) {
 
 UOp lower_reduces(const UOp& ast) {
   UOp out = lower_groups(ast);
-  int64_t acc_id = 0;
+  int64_t acc_id = ids::kAccumulatorRegs.first;
   for (;;) {
     // innermost reduces, grouped by their ranges (in first-seen order, so output is deterministic)
     std::vector<std::pair<std::vector<UOp>, std::vector<UOp>>> groups;

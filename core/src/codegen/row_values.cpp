@@ -20,6 +20,7 @@
 // (PREFETCH, on targets that list it).
 #include <algorithm>
 
+#include "codegen/ids.hpp"
 #include "codegen/opt/opt.hpp"
 #include "codegen/passes.hpp"
 #include "codegen/target.hpp"
@@ -30,8 +31,8 @@ namespace kiln {
 
 namespace {
 
-// Row buffer ids: past the accumulators' (lower_reduce numbers those from 0) and STAGE's panel.
-constexpr int64_t kRowRegId = int64_t{1} << 21;
+// Row buffer ids: their own range (codegen/ids.hpp).
+constexpr int64_t kRowRegId = ids::kRowBufferRegs.first;
 
 bool has_costly(const UOp& v) {
   for (const UOpNode* n : toposort_nodes(v))
@@ -123,7 +124,7 @@ std::string row_buffer_problem(const UOp& ast, const UOp& r) {
     if (n->op != Ops::INDEX || n->srcs()[0].op() != Ops::AFTER) continue;
     const UOp& buf = n->srcs()[0].src(0);
     const auto* id = std::get_if<int64_t>(&buf.node()->arg);
-    if (buf.op() != Ops::DEFINE_REG || !id || *id < kRowRegId) continue;
+    if (buf.op() != Ops::DEFINE_REG || !id || !ids::kRowBufferRegs.contains(*id)) continue;
     const std::vector<const UOpNode*> idx = toposort_nodes(n->srcs()[1]);
     if (std::find(idx.begin(), idx.end(), r.node()) == idx.end())
       return cat("its copies would share the kernel's row buffer (softmax's exp, computed once per row): axis ", range_axis(r),
@@ -133,7 +134,7 @@ std::string row_buffer_problem(const UOp& ast, const UOp& r) {
 }
 
 UOp reuse_row_values(const UOp& ast, const Target& target, const std::vector<Opt>* given) {
-  if (!target.has(KILN_TARGET_HAS_THREADS) || target.has(KILN_TARGET_HAS_LOCAL)) return ast;
+  if (!target.runs_rows()) return ast;
   UOp out = ast;
   for (int64_t id = kRowRegId; reuse_one(out, id, target);) {
   }

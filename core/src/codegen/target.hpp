@@ -35,6 +35,10 @@ struct Target {
   uint32_t fma_units() const { return fma_pipes ? fma_pipes : max_vector_width >= 8 ? 2 : 1; }
 
   bool has(uint32_t flag) const { return (flags & flag) == flag; }
+  // Whether it runs row kernels (schedule/kernelize.cpp's row fusion: softmax or layernorm in one
+  // pass, a row's reduces before its loop): threads and no workgroups, a row per thread (a cpu). A
+  // GPU spreads a row over work items, each of which would redo the row's reduces.
+  bool runs_rows() const { return has(KILN_TARGET_HAS_THREADS) && !has(KILN_TARGET_HAS_LOCAL); }
   bool supports_op(uint32_t lir_op) const { return lir_op < 128 && (ops[lir_op / 64] >> (lir_op % 64)) & 1; }
   bool supports_dtype(uint32_t lir_dtype) const { return lir_dtype < 32 && (dtypes >> lir_dtype) & 1; }
 };

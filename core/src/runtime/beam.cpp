@@ -426,7 +426,7 @@ std::string entry_path(Device& dev, const UOp& ast, const Target& target, int wi
 std::optional<std::vector<Opt>> cache_hit(const std::shared_ptr<Device>& dev, const UOp& ast, const UOp* kernel, const Target& target,
                                           int width, BeamReport* report) {
   const std::string path = entry_path(*dev, ast, target, width);
-  if (path.empty() || getenv_str("KILN_BEAM_CACHE", "1") == "0") return std::nullopt;
+  if (path.empty() || knob(Knob::beam_cache) == 0) return std::nullopt;
   BeamReport r;
   r.kernel = kernel_name(ast);
   r.device = dev->name();
@@ -487,7 +487,7 @@ std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, co
     std::filesystem::create_directories(dir, ec);
     if (!write_compile_cache_entry(path, cat("kiln beam search\nkernel: ", r.kernel, "\nopts: ", opts_text(r.result.opts),
                                              "\nseconds: ", r.result.seconds, "\nheuristic: ", r.result.heuristic, "\nwidth: ", width, "\n")))
-      warn_unwritable_cache(dir, getenv_str("KILN_BEAM_DIR").empty() ? "KILN_BEAM_DIR (or KILN_CACHE_DIR)" : "KILN_BEAM_DIR",
+      warn_unwritable_cache(dir, knob(TextKnob::beam_dir).empty() ? "KILN_BEAM_DIR (or KILN_CACHE_DIR)" : "KILN_BEAM_DIR",
                             ec ? ec.message() : "writing an entry failed");
   }
   notify(r);
@@ -496,7 +496,7 @@ std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, co
 }
 
 std::string beam_cache_dir() {
-  std::string d = getenv_str("KILN_BEAM_DIR");
+  std::string d = knob(TextKnob::beam_dir);
   if (!d.empty()) return d == "off" ? "" : d;
   d = compile_cache_dir();
   return d.empty() ? "" : d + "/beam";

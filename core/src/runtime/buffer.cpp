@@ -181,6 +181,17 @@ std::shared_ptr<Storage> storage_of(const UOp& buffer) {
   return slot;
 }
 
+void storages_of(std::span<const UOp* const> buffers, std::shared_ptr<Storage>* out) {
+  for (const UOp* b : buffers) KILN_CHECK(b->op() == Ops::BUFFER, "storage_of(", op_name(b->op()), ")");
+  Table& t = table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  for (const UOp* b : buffers) {
+    auto& slot = t.map[b->arg_ints()[0]];
+    if (!slot) slot = std::make_shared<Storage>(buffer_device(*b), buffer_bytes(*b));
+    *out++ = slot;
+  }
+}
+
 void bind_storage(const UOp& buffer, std::shared_ptr<Storage> storage) {
   int64_t id = buffer.arg_ints()[0];
   Table& t = table();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -71,6 +72,8 @@ UOp new_buffer(const std::string& device, DType dtype, int64_t size);
 UOp new_host_buffer(DType dtype, int64_t size, const void* data);
 // The storage of a BUFFER node (creating an unallocated one on first request).
 std::shared_ptr<Storage> storage_of(const UOp& buffer);
+// storage_of for many buffers under one lock of the table (a schedule's buffers: none per buffer).
+void storages_of(std::span<const UOp* const> buffers, std::shared_ptr<Storage>* out);
 // Makes `buffer` use `storage` (aliasing); the buffer must not have storage yet.
 void bind_storage(const UOp& buffer, std::shared_ptr<Storage> storage);
 uint64_t buffer_bytes(const UOp& buffer);

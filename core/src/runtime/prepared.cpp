@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
 #include "ir/traverse.hpp"
 #include "kiln/profile.hpp"
@@ -136,10 +137,19 @@ std::vector<std::shared_ptr<const PreparedKernel>> prepare_kernels(std::span<con
 }
 
 PreparedItem bind_call(std::shared_ptr<const PreparedKernel> kernel, std::span<const UOp> buffers, const VarVals& vals) {
+  std::vector<const UOp*> refs;
+  for (const UOp& b : buffers) refs.push_back(&b);
+  std::vector<std::shared_ptr<Storage>> storages(buffers.size());
+  storages_of(refs, storages.data());
+  return bind_call(std::move(kernel), buffers, std::move(storages), vals);
+}
+
+PreparedItem bind_call(std::shared_ptr<const PreparedKernel> kernel, std::span<const UOp> buffers,
+                       std::vector<std::shared_ptr<Storage>> storages, const VarVals& vals) {
   const PreparedKernel& p = *kernel;
   KILN_CHECK(vals.size() == p.n_values, "kernel ", p.name, " was prepared for ", p.n_values, " values, bound to ", vals.size());
   PreparedItem it;
-  for (const UOp& b : buffers) it.storages.push_back(storage_of(b));
+  it.storages = std::move(storages);
   switch (p.kind) {
     case CallKind::copy: {
       it.copy_bytes = buffer_bytes(buffers[1]);
@@ -252,9 +262,23 @@ std::vector<PreparedItem> PreparedKernels::prepare(const UOp& linear, const VarV
     }
     kernels = kernels_;
   }
+  // every call's storages under one lock of the buffer table
+  std::vector<const UOp*> buffers;
+  for (const UOp& c : calls)
+    for (const UOp& b : c.src().subspan(1)) buffers.push_back(&b);
+  std::vector<std::shared_ptr<Storage>> storages(buffers.size());
+  storages_of(buffers, storages.data());
   std::vector<PreparedItem> items;
   items.reserve(calls.size());
-  for (size_t i = 0; i < calls.size(); ++i) items.push_back(bind_call(kernels[i], calls[i].src().subspan(1), vals));
+  size_t at = 0;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::span<const UOp> bufs = calls[i].src().subspan(1);
+    auto first = storages.begin() + static_cast<std::ptrdiff_t>(at);
+    std::vector<std::shared_ptr<Storage>> mine(std::make_move_iterator(first),
+                                               std::make_move_iterator(first + static_cast<std::ptrdiff_t>(bufs.size())));
+    items.push_back(bind_call(kernels[i], bufs, std::move(mine), vals));
+    at += bufs.size();
+  }
   return items;
 }
 

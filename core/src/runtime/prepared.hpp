@@ -33,6 +33,7 @@
 
 #include "kiln/uop.hpp"
 #include "runtime/reference.hpp"
+#include "schedule/kernelize.hpp"
 
 struct kiln_buffer;
 
@@ -103,6 +104,9 @@ std::vector<std::shared_ptr<const PreparedKernel>> prepare_kernels(std::span<con
 // Binds a prepared kernel to buffers and values (in the order prepare_kernels was given): looks up
 // the buffers' storages and allocates them on the prepared device handles.
 PreparedItem bind_call(std::shared_ptr<const PreparedKernel> kernel, std::span<const UOp> buffers, const VarVals& vals);
+// The same with the buffers' storages looked up already (storages_of: one lock for many calls).
+PreparedItem bind_call(std::shared_ptr<const PreparedKernel> kernel, std::span<const UOp> buffers,
+                       std::vector<std::shared_ptr<Storage>> storages, const VarVals& vals);
 
 // Sets an item's variable values and launch dims (checked) from `vals`, the values of the schedule
 // it was prepared for (same names, same order): the part of bind_call a JIT replay redoes when only
@@ -110,8 +114,9 @@ PreparedItem bind_call(std::shared_ptr<const PreparedKernel> kernel, std::span<c
 void bind_values(PreparedItem& item, const VarVals& vals);
 
 // The prepared kernels of one cached schedule, in call order, filled on its first run (and again
-// when stale). Thread-safe; one lock per prepare(), none per item.
-class PreparedKernels {
+// when stale); a schedule template's state (schedule/kernelize.hpp). Thread-safe; one lock of its
+// own and one of the buffer table per prepare(), none per item or buffer.
+class PreparedKernels final : public TemplateState {
  public:
   // The items of LINEAR(CALL(body, buffers...)...) for these values, ready to run.
   std::vector<PreparedItem> prepare(const UOp& linear, const VarVals& vals);

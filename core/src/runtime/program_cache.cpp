@@ -332,21 +332,14 @@ void clear_program_cache() {
 
 uint64_t program_cache_generation() { return generation.load(std::memory_order_acquire); }
 
-namespace {
-
-// Row fusion (schedule/kernelize.cpp) on devices that run a row per thread: threads and no
-// workgroups (the cpu). set_target_override's target counts, as for compiling.
 bool runs_rows(const std::string& device) {
   const Target* simulated = target_override.load();
   try {
     const Target& t = simulated ? *simulated : open_device(device)->target();
-    return t.has(KILN_TARGET_HAS_THREADS) && !t.has(KILN_TARGET_HAS_LOCAL);
+    return t.runs_rows();
   } catch (const Error&) {
     return false;
   }
 }
-const bool row_fusion_installed = (set_row_fusion_query(runs_rows), true);
-
-}  // namespace
 
 }  // namespace kiln::runtime

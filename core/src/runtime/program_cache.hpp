@@ -38,6 +38,10 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
 // host lacks: wider vectors, more threads); nullptr restores. Clears the program cache; `target`
 // must outlive its use. The device still renders, compiles and runs the result.
 void set_target_override(const Target* target);
+// Whether `device` runs row kernels (Target::runs_rows; the scheduler's row fusion asks): its
+// target's answer, set_target_override's target's when one is set; false for "ref" and devices
+// that do not open.
+bool runs_rows(const std::string& device);
 // Tests only: the actions each kernel gets (nullopt: the heuristic's), e.g. random valid lists
 // checked against the reference; an empty function restores. Clears the program cache; applied as
 // a given list (an action that does not apply is an error).

@@ -1,5 +1,5 @@
 // schedule/create_schedule.cpp - ordering, memory planning, the schedule cache and the entry
-// points create_linear_with_vars / linear_to_schedule.
+// point schedule_graph.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -13,8 +13,6 @@
 #include "ir/print.hpp"
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
-#include "runtime/buffer.hpp"
-#include "runtime/prepared.hpp"
 #include "rewrite/graph_rewrite.hpp"
 #include "schedule/kernelize.hpp"
 #include "schedule/schedule.hpp"
@@ -277,20 +275,10 @@ Normalized normalize(const UOp& big_sink, VarVals& vals) {
 
 }  // namespace
 
-namespace {
-std::atomic<RowFusionQuery> row_fusion_query{nullptr};
-}  // namespace
-
-RowFusionQuery set_row_fusion_query(RowFusionQuery query) { return row_fusion_query.exchange(query); }
-bool row_fusion(const std::string& device) {
-  RowFusionQuery q = row_fusion_query.load();
-  return q && q(device);
-}
-
-LinearResult create_linear_with_vars(const UOp& big_sink) {
+ScheduledGraph schedule_graph(const UOp& big_sink, const ScheduleContext& ctx) {
   trace::Span span("schedule", "schedule");
   auto t0 = std::chrono::steady_clock::now();
-  LinearResult out;
+  ScheduledGraph out;
   // the first step of the schedule, before its cache (it makes the key): traced as the others are
   Normalized norm = [&] {
     StepScope step("normalize", big_sink);
@@ -299,7 +287,6 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
     return n;
   }();
   out.assigns = norm.assigns;
-  const std::vector<UOp>& inputs = norm.inputs;
   bool use_cache = knob(Knob::scache) != 0;
   const Key128& key = norm.key;
   std::shared_ptr<const Template> tmpl;
@@ -310,42 +297,21 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
   out.cache_hit = static_cast<bool>(tmpl);
   if (trace::on()) span.set_args(cat("\"cache\": \"", out.cache_hit ? "hit" : "miss", "\""));
   if (!tmpl) {
-    auto t = std::make_shared<Template>(build_template(norm.build(), inputs.size()));
-    t->prepared = std::make_shared<runtime::PreparedKernels>();
+    auto t = std::make_shared<Template>(build_template(norm.build(), norm.inputs.size(), ctx));
+    t->state = ctx.new_state();
     tmpl = t;
     if (use_cache) {
       std::lock_guard<std::mutex> lock(cache().mu);
       cache().map.put(key, tmpl, cache_entries());
     }
   }
-  // instantiate: fresh buffers for the locals, one storage per memory group
-  std::vector<UOp> locals;
-  std::vector<std::shared_ptr<runtime::Storage>> groups(tmpl->n_groups);
-  for (const LocalBuf& l : tmpl->locals) {
-    UOp b = runtime::new_buffer(l.device, l.dtype, l.size);
-    auto& g = groups[l.group];
-    uint64_t bytes = static_cast<uint64_t>(l.size) * l.dtype.itemsize();
-    if (!g) g = std::make_shared<runtime::Storage>(l.device, bytes);
-    else g->reserve(bytes);
-    runtime::bind_storage(b, g);
-    locals.push_back(b);
-  }
-  auto resolve = [&](BufRef r) { return r.local ? locals[r.index] : inputs[r.index]; };
-  std::vector<UOp> calls;
-  for (const TemplateKernel& k : tmpl->kernels) {
-    std::vector<UOp> src{k.body};
-    for (BufRef b : k.bufs) src.push_back(resolve(b));
-    calls.push_back(UOp::make(Ops::CALL, dtypes::void_, src));
-    out.kernels += !k.is_copy;
-  }
-  out.linear = UOp::make(Ops::LINEAR, dtypes::void_, calls);
-  for (BufRef b : tmpl->outputs) out.outputs.push_back(resolve(b));
-  out.prepared = tmpl->prepared;
-  out.planned_bytes = tmpl->planned_bytes;
-  out.unplanned_bytes = tmpl->unplanned_bytes;
+  out.inputs = std::move(norm.inputs);
+  out.tmpl = tmpl;
+  int kernels = 0;
+  for (const TemplateKernel& k : tmpl->kernels) kernels += !k.is_copy;
   if (debug_level() >= 1) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    log_line(cat("scheduled ", out.kernels, " kernels in ", ms, " ms | cache ", out.cache_hit ? "hit" : "miss",
+    log_line(cat("scheduled ", kernels, " kernels in ", ms, " ms | cache ", out.cache_hit ? "hit" : "miss",
                  " | memory planner: ", tmpl->unplanned_bytes, " -> ", tmpl->planned_bytes, " bytes of intermediates"));
   }
   // every kernel's AST, hit or miss (a cache hit runs the same ASTs), in execution order; the
@@ -356,28 +322,10 @@ LinearResult create_linear_with_vars(const UOp& big_sink) {
       if (k.is_copy) continue;
       std::string ast = print_graph(k.body);
       if (!ast.empty() && ast.back() == '\n') ast.pop_back();
-      log_line(cat("kernel ", ++i, "/", out.kernels, " ", k.body.arg_string(), " AST:\n", ast));
+      log_line(cat("kernel ", ++i, "/", kernels, " ", k.body.arg_string(), " AST:\n", ast));
     }
   }
   return out;
-}
-
-std::vector<ExecItem> linear_to_schedule(const LinearResult& lr) {
-  std::vector<ExecItem> items;
-  for (const UOp& call : lr.linear.src()) {
-    ExecItem e;
-    const UOp& body = call.src(0);
-    e.is_copy = body.op() == Ops::COPY;
-    e.ast = body;
-    for (size_t i = 1; i < call.nsrc(); ++i) e.buffers.push_back(call.src(i));
-    e.device = runtime::buffer_device(e.buffers[0]);
-    e.name = e.is_copy ? cat("copy ", runtime::buffer_bytes(e.buffers[0]), " bytes ", runtime::buffer_device(e.buffers[1]), " -> ",
-                             e.device)
-                       : body.arg_string();
-    e.var_vals = lr.var_vals;
-    items.push_back(std::move(e));
-  }
-  return items;
 }
 
 void clear_schedule_cache() {

@@ -13,7 +13,7 @@
 //    element of y), or feeds another reduce (nested reduce loops), or is used by several consumers,
 //    directly or through a shared elementwise/movement chain (two outputs realized together share
 //    it instead of computing it twice). Except row fusion (row_local), on devices that run a row
-//    per thread (schedule.hpp's row_fusion: the cpu): a reduce over the innermost axes, at most
+//    per thread (ScheduleContext::row_fusion: the cpu): a reduce over the innermost axes, at most
 //    kMaxRow elements and at least two rows, that is only broadcast back over those axes (softmax's max and sum,
 //    layernorm's mean and variance) stays in its consumer's kernel, which computes it once per
 //    row before its loop over the row: one pass over memory instead of two.
@@ -127,8 +127,9 @@ GraphInfo analyze(const UOp& sink) {
 namespace {
 
 struct Decider {
-  explicit Decider(const GraphInfo& info) : g(info) {}
+  Decider(const GraphInfo& info, const ScheduleContext& context) : g(info), ctx(context) {}
   const GraphInfo& g;
+  const ScheduleContext& ctx;
   PtrMap<char> realize;
 
   int users_of(const UOpNode* n) const {
@@ -186,7 +187,7 @@ struct Decider {
       else if (groups::Elementwise.has(x->op) && (x == n.node() || !realize.contains(x)))
         for (uint32_t i = 0; i < x->nsrc; ++i) st.push_back(x->srcs()[i].node());
     }
-    if (!red || !row_fusion(*g.device.find(red))) return false;
+    if (!red || !ctx.row_fusion(*g.device.find(red))) return false;
     const UOp& r = UOpAccess::from_node(red);
     const std::vector<UOp>& space = *g.shape.find(r.src(0).node());
     const std::vector<UOp>& narrow = *g.shape.find(red);
@@ -313,7 +314,7 @@ static void unique_kernel_names(Template& t) {
 
 void find_boundaries(ScheduleState& s) {
   s.g = analyze(s.sink);
-  Decider d(s.g);
+  Decider d(s.g, *s.ctx);
   d.decide(s.sink);
   s.realize = std::move(d.realize);
 }

@@ -14,10 +14,6 @@
 
 namespace kiln {
 
-namespace runtime {
-class PreparedKernels;
-}
-
 struct BufRef {
   bool local = false;  // false: input slot `index`; true: template-local buffer `index`
   uint32_t index = 0;
@@ -40,6 +36,12 @@ struct LocalBuf {
   int group = -1;     // memory-plan group: locals in one group share storage
 };
 
+// What a cached template keeps for the code that runs it (the runtime's prepared kernels); the
+// schedule only holds it (ScheduleContext::new_state makes it).
+struct TemplateState {
+  virtual ~TemplateState() = default;
+};
+
 struct Template {
   std::vector<TemplateKernel> kernels;  // in execution order (after create_schedule)
   std::vector<LocalBuf> locals;
@@ -48,7 +50,7 @@ struct Template {
   uint64_t planned_bytes = 0, unplanned_bytes = 0;
   // The kernels prepared for running (runtime/prepared.hpp), filled by the first run: every
   // instance of a cached template launches them without resolving anything again.
-  std::shared_ptr<runtime::PreparedKernels> prepared;
+  std::shared_ptr<TemplateState> state;
 };
 
 // Shapes and devices of a normalised tensor graph, computed once per schedule.
@@ -65,11 +67,14 @@ GraphInfo analyze(const UOp& sink);
 // than 4096 values, so precision and parallelism do not depend on the reduce's length.
 UOp split_reduce(const UOp& sink);
 
+struct ScheduleContext;
+
 // What the schedule's steps (schedule/passes.cpp) pass along, from a normalised SINK whose inputs
 // are PARAM(slot) nodes to the finished template. Each step fills its part.
 struct ScheduleState {
   UOp sink;                 // the tensor graph (split_reduce rewrites it)
   size_t n_inputs = 0;      // input slots
+  const ScheduleContext* ctx = nullptr;  // what depends on the devices (row fusion)
   GraphInfo g;              // shapes, devices, consumers of `sink` (find_boundaries)
   PtrMap<char> realize;     // the nodes that get a buffer: kernel boundaries (find_boundaries, group)
   std::vector<std::vector<const UOpNode*>> groups;  // the realized nodes of each kernel (group)
@@ -96,8 +101,8 @@ void memory_planner(Template& t);
 
 // The schedule's pass list (schedule/passes.cpp): split_reduce, find_boundaries, group, rangeify,
 // create_schedule, memory_planner, each a traced step (KILN_DEBUG=6 times them, 7 prints the IR
-// after each). The template of a normalised SINK.
-Template build_template(const UOp& sink, size_t n_inputs);
+// after each). The template of a normalised SINK; `ctx` answers what depends on the devices.
+Template build_template(const UOp& sink, size_t n_inputs, const ScheduleContext& ctx);
 // The steps' names, in order (the table's; tests check a trace shows each).
 std::vector<const char*> schedule_pass_names();
 

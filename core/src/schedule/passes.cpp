@@ -110,10 +110,11 @@ constexpr SchedulePass kPasses[] = {
 
 }  // namespace
 
-Template build_template(const UOp& sink, size_t n_inputs) {
+Template build_template(const UOp& sink, size_t n_inputs, const ScheduleContext& ctx) {
   ScheduleState s;
   s.sink = sink;
   s.n_inputs = n_inputs;
+  s.ctx = &ctx;
   const SchedulePass* previous = nullptr;
   for (const SchedulePass& pass : kPasses) {
     StepScope scope(pass.name, [&] { return previous ? previous->size(s) : nodes(s); });

@@ -70,7 +70,8 @@ constexpr std::array<KnobDef, kKnobs> kDefs{{{"KILN_DEBUG", 0, 0, kAny},
                                              {"KILN_CACHE_ENTRIES", 4096, 0, kAny},
                                              {"KILN_CACHE_MAX", int64_t{1} << 30, 0, kAny, true},
                                              {"KILN_CHECK_BOUNDS", 0, 0, 1},
-                                             {"KILN_RING", -1, -1, kAny}}};
+                                             {"KILN_RING", -1, -1, kAny},
+                                             {"KILN_BEAM_CACHE", 1, 0, 1}}};
 int64_t checked(const KnobDef& d, int64_t v) {
   if (v >= d.min && v <= d.max) return v;
   if (d.clamp && v > d.max) {
@@ -102,6 +103,39 @@ void set_knob(Knob k, int64_t v) {
   int i = static_cast<int>(k);
   g_values[i].store(v, std::memory_order_relaxed);
   g_loaded[i].store(true, std::memory_order_release);
+}
+
+namespace {
+constexpr int kTextKnobs = static_cast<int>(TextKnob::count_);
+constexpr std::array<const char*, kTextKnobs> kTextEnv{{"KILN_BEAM_DIR"}};
+struct TextKnobs {
+  std::mutex mu;
+  std::array<std::string, kTextKnobs> values;
+  std::array<bool, kTextKnobs> loaded{};
+};
+TextKnobs& text_knobs() {
+  static TextKnobs* t = new TextKnobs;  // never destroyed: read during static destruction too
+  return *t;
+}
+}  // namespace
+
+std::string knob(TextKnob k) {
+  int i = static_cast<int>(k);
+  TextKnobs& t = text_knobs();
+  std::lock_guard<std::mutex> lock(t.mu);
+  if (!t.loaded[i]) {
+    t.values[i] = getenv_str(kTextEnv[i]);
+    t.loaded[i] = true;
+  }
+  return t.values[i];
+}
+
+void set_knob(TextKnob k, std::string v) {
+  int i = static_cast<int>(k);
+  TextKnobs& t = text_knobs();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.values[i] = std::move(v);
+  t.loaded[i] = true;
 }
 
 void log_line(const std::string& line) {

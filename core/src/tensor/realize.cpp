@@ -11,7 +11,7 @@
 #include "runtime/buffer.hpp"
 #include "runtime/jit.hpp"
 #include "runtime/prepared.hpp"
-#include "schedule/schedule.hpp"
+#include "runtime/instantiate.hpp"
 #include "support/flat_map.hpp"
 #include "support/trace.hpp"
 #include "tensor/multi.hpp"

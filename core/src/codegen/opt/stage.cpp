@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "codegen/ids.hpp"
 #include "codegen/opt/opt.hpp"
 #include "ir/traverse.hpp"
 #include "support/check.hpp"
@@ -26,8 +27,8 @@ namespace kiln {
 
 namespace {
 
-// Stage ids are past any accumulator's (lower_reduce numbers those from 0).
-constexpr int64_t kStageRegId = int64_t{1} << 20, kMaxSlots = int64_t{1} << 16;  // one id per staged input slot
+// A panel's register id: its range's first (codegen/ids.hpp) plus the staged input's slot.
+constexpr int64_t kStageRegId = ids::kStagePanelRegs.first;
 
 struct Staging {
   UOp load;                   // the LOAD being staged
@@ -98,7 +99,7 @@ std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Stagin
 
 bool is_staged(const UOp& ast) {
   for (const UOpNode* n : toposort_nodes(ast))
-    if (const auto* id = std::get_if<int64_t>(&n->arg); n->op == Ops::DEFINE_REG && id && *id >= kStageRegId && *id < kStageRegId + kMaxSlots) return true;
+    if (const auto* id = std::get_if<int64_t>(&n->arg); n->op == Ops::DEFINE_REG && id && ids::kStagePanelRegs.contains(*id)) return true;
   return false;
 }
 
