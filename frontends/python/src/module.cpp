@@ -551,19 +551,10 @@ NB_MODULE(_kiln, m) {
       .def("is_unsigned", &DType::is_unsigned);
 
   nb::module_ dt = m.def_submodule("_dtypes", "kiln's dtypes by tinygrad's names");
-  dt.attr("bool") = dtypes::bool_;
-  dt.attr("int8") = dtypes::int8;
-  dt.attr("int16") = dtypes::int16;
-  dt.attr("int32") = dtypes::int32;
-  dt.attr("int64") = dtypes::int64;
-  dt.attr("uint8") = dtypes::uint8;
-  dt.attr("uint16") = dtypes::uint16;
-  dt.attr("uint32") = dtypes::uint32;
-  dt.attr("uint64") = dtypes::uint64;
-  dt.attr("float16") = dtypes::float16;
-  dt.attr("bfloat16") = dtypes::bfloat16;
-  dt.attr("float32") = dtypes::float32;
-  dt.attr("float64") = dtypes::float64;
+  for (const DType& d : {dtypes::bool_, dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64, dtypes::uint8,
+                         dtypes::uint16, dtypes::uint32, dtypes::uint64, dtypes::float16, dtypes::bfloat16,
+                         dtypes::float32, dtypes::float64})
+    dt.attr(d.name().c_str()) = d;  // kiln's names are tinygrad's ("bool", "float32", ...)
   m.def("least_upper_dtype", [](const DType& a, const DType& b) { return kiln::least_upper_dtype(a, b); });
 
   m.def("default_device", []() {
