@@ -1,0 +1,77 @@
+// frontends/python/src/common.hpp - what every file of kiln._kiln shares: the names it uses
+// (nb, DType, Shape, Tensor, dtypes), the readers of Python arguments (device=, dtype=, shapes,
+// axes, Python ints as C++ integers, Python scalars and the dtype tinygrad gives them), the
+// Device.DEFAULT override that Python sets, and the bind_* entry points the module calls. The
+// readers throw nb::type_error for an argument of the wrong Python type and kiln::Error for a
+// value kiln rejects (the module translates that to kiln.Error); `fn` is the Python function's
+// name, which every message starts with.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+
+namespace nb = nanobind;
+
+namespace kiln_py {
+
+using kiln::DType;
+using kiln::Scalar;
+using kiln::Shape;
+using kiln::Tensor;
+namespace dtypes = kiln::dtypes;
+
+// ---- device and dtype arguments ----
+
+// Device.DEFAULT when Python set it (kiln._set_default_device); "" means kiln's own default
+// (KILN_DEVICE, config, best device). Thread-safe.
+std::string default_override();
+void set_default_override(const std::string& device);
+
+// device=: None -> default_override(); a str as given (kiln checks it when it is used).
+std::string device_arg(nb::handle device, const char* fn);
+// dtype=: None -> nullopt; a kiln DType; or a dtype name ("bool", "float32", ...).
+std::optional<DType> dtype_arg(nb::handle dtype, const char* fn);
+// The Python type's __name__ of h, for messages.
+std::string py_type_name(nb::handle h);
+
+// ---- Python scalars ----
+
+// The dtype tinygrad gives a Python scalar (dtypes.from_py): bool, default_int or default_float.
+DType from_py(nb::handle v);
+// A Python bool, int or float (a Tensor or a numpy scalar is not).
+bool is_py_scalar(nb::handle v);
+
+// ---- Python ints as C++ integers ----
+
+// A size, axis or count: kiln::Error naming the value when it does not fit.
+int64_t i64(nb::handle h);
+int i32(nb::handle h);
+// A data value: any Python int, wrapped modulo 2**64 like a C cast (numpy's astype).
+uint64_t wrap_u64(nb::handle h);
+
+// ---- shapes and axes ----
+
+// tinygrad's `*shape` convention: f(2, 3), f((2, 3)) or f([2, 3]); entries must be ints.
+Shape shape_args(const nb::args& args, const char* fn);
+// One shape argument: an int or a tuple/list of ints.
+Shape shape_of(nb::handle seq, const char* fn);
+// shape_args read as ints (axes, permutations).
+std::vector<int> ints_args(const nb::args& args, const char* fn);
+// axis=: None -> {} (all axes), an int, or a tuple/list of ints.
+std::vector<int> axis_arg(nb::handle axis, const char* fn);
+// True for an empty tuple/list of axes: a reduction over it reduces nothing (tinygrad, numpy),
+// where axis_arg's {} would mean all axes.
+bool reduces_nothing(nb::handle axis);
+
+// ---- the module's parts (each binds onto the class module.cpp created) ----
+
+// tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
+void bind_tensor_methods(nb::class_<Tensor>& T);
+
+}  // namespace kiln_py

@@ -1,0 +1,400 @@
+// frontends/python/src/tensor_methods.cpp - the Tensor class's methods, in tinygrad's names,
+// keywords and defaults: properties and host access (shape, numpy, tolist, realize, to, cast,
+// assign), autograd, movement (*shape arguments, None entries, tinygrad's pad forms), elementwise
+// ops and the operators with Python scalars on either side (NotImplemented for anything else),
+// reductions (axis=None/int/tuple, dtype=), and nn (conv2d, pools). Every operation is
+// kiln::Tensor's own C++ method; the GIL is released where kernels may compile or run.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.hpp"
+#include "convert.hpp"
+
+namespace kiln_py {
+
+namespace {
+
+using BinFn = Tensor (*)(const Tensor&, const Tensor&);
+
+template <BinFn F>
+nb::object binop(const Tensor& self, nb::handle other) {
+  auto o = operand(self, other);
+  if (!o) return nb::borrow(Py_NotImplemented);
+  return nb::cast(F(self, *o));
+}
+template <BinFn F>
+nb::object rbinop(const Tensor& self, nb::handle other) {
+  auto o = operand(self, other);
+  if (!o) return nb::borrow(Py_NotImplemented);
+  return nb::cast(F(*o, self));
+}
+template <BinFn F>
+Tensor method_op(const Tensor& self, nb::handle x, bool reverse, const char* fn) {
+  Tensor o = operand_or_throw(self, x, fn, "x");
+  return reverse ? F(o, self) : F(self, o);
+}
+
+Tensor add_(const Tensor& a, const Tensor& b) { return a + b; }
+Tensor sub_(const Tensor& a, const Tensor& b) { return a - b; }
+Tensor mul_(const Tensor& a, const Tensor& b) { return a * b; }
+Tensor div_(const Tensor& a, const Tensor& b) { return a / b; }
+Tensor pow_(const Tensor& a, const Tensor& b) { return a.pow(b); }
+Tensor matmul_(const Tensor& a, const Tensor& b) { return a.matmul(b); }
+Tensor and_(const Tensor& a, const Tensor& b) { return a & b; }
+Tensor or_(const Tensor& a, const Tensor& b) { return a | b; }
+Tensor xor_(const Tensor& a, const Tensor& b) { return a ^ b; }
+Tensor lt_(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor le_(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor gt_(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor ge_(const Tensor& a, const Tensor& b) { return a.ge(b); }
+Tensor eq_(const Tensor& a, const Tensor& b) { return a.eq(b); }
+Tensor ne_(const Tensor& a, const Tensor& b) { return a.ne(b); }
+Tensor maximum_(const Tensor& a, const Tensor& b) { return a.maximum(b); }
+Tensor minimum_(const Tensor& a, const Tensor& b) { return a.minimum(b); }
+
+std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* fn) {
+  if ((nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) && nb::len(h) == 2 && nb::isinstance<nb::int_>(h[0]) &&
+      nb::isinstance<nb::int_>(h[1]))
+    return {i64(h[0]), i64(h[1])};
+  throw nb::type_error((std::string(fn) + "(): expected a pair of ints or None per axis, got " + nb::cast<std::string>(nb::repr(h))).c_str());
+}
+
+int int_or_uniform_pair(nb::handle v, const char* fn, const char* arg) {
+  if (nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::bool_>(v)) return i32(v);
+  if (nb::isinstance<nb::tuple>(v) || nb::isinstance<nb::list>(v)) {
+    std::vector<int> xs;
+    for (nb::handle h : v) {
+      if (!nb::isinstance<nb::int_>(h)) break;
+      xs.push_back(i32(h));
+    }
+    if (xs.size() == nb::len(v) && !xs.empty()) {
+      for (int x : xs)
+        if (x != xs[0])
+          throw kiln::Error(std::string(fn) + "(): " + arg + " must be the same along both spatial axes for now, got " +
+                            nb::cast<std::string>(nb::repr(v)));
+      return xs[0];
+    }
+  }
+  throw nb::type_error((std::string(fn) + "(): " + arg + " must be an int or a tuple of ints, got " + py_type_name(v)).c_str());
+}
+
+// The Python object of `t` (methods that return self in tinygrad return the same object).
+nb::object same(Tensor& t) { return nb::find(&t); }
+
+
+}  // namespace
+
+void bind_tensor_methods(nb::class_<Tensor>& T) {
+  // ---- properties and host access ----
+  T.def_prop_ro("shape", [](const Tensor& t) { return py_shape(t.shape()); })
+      .def_prop_ro("dtype", &Tensor::dtype)
+      .def_prop_ro("device", [](const Tensor& t) { return t.device(); })
+      .def_prop_ro("ndim", &Tensor::ndim)
+      .def("numel", &Tensor::numel)
+      .def("element_size", [](const Tensor& t) { return t.dtype().itemsize(); })
+      .def("nbytes", [](const Tensor& t) { return t.numel() * t.dtype().itemsize(); })
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t.shape().empty()) throw nb::type_error("len() of a 0-d tensor");
+             return t.shape()[0];
+           })
+      .def("__bool__", [](const Tensor&) -> bool { throw nb::type_error("__bool__ on Tensor is not defined"); })
+      .def("__hash__", [](const Tensor& t) { return static_cast<int64_t>(reinterpret_cast<intptr_t>(&t)); })
+      .def("__repr__",
+           [](const Tensor& t) {
+             std::string s = "<Tensor shape=(";
+             for (size_t i = 0; i < t.shape().size(); ++i) s += std::to_string(t.shape()[i]) + (t.shape().size() == 1 || i + 1 < t.shape().size() ? "," : "");
+             return s + ") dtype=dtypes." + (t.dtype().is_bool() ? std::string("bool") : t.dtype().name()) + " device=" +
+                    t.device() + (t.requires_grad() ? " requires_grad" : "") + ">";
+           })
+      .def("numpy", &to_numpy)
+      .def("tolist", &to_list)
+      .def("item", &item)
+      .def("realize",
+           [](Tensor& self, nb::args more) {
+             std::vector<Tensor> all{self};
+             for (nb::handle h : more) {
+               if (!nb::isinstance<Tensor>(h)) throw nb::type_error(("realize(): arguments must be Tensors, got " + py_type_name(h)).c_str());
+               all.push_back(nb::cast<Tensor>(h));
+             }
+             {
+               nb::gil_scoped_release release;
+               Tensor::realize_all(all);
+             }
+             return same(self);
+           })
+      .def("contiguous", &Tensor::contiguous)
+      .def("clone", &Tensor::clone)
+      .def("detach", &Tensor::detach)
+      .def("to", [](const Tensor& t, nb::handle device) { return t.to(device_arg(device, "to")); }, nb::arg("device").none())
+      .def("cast", [](const Tensor& t, nb::handle dtype) {
+        auto d = dtype_arg(dtype, "cast");
+        if (!d) throw nb::type_error("cast(): dtype must not be None");
+        return t.cast(*d);
+      }, nb::arg("dtype"))
+      .def("float", [](const Tensor& t) { return t.cast(dtypes::float32); })
+      .def("half", [](const Tensor& t) { return t.cast(dtypes::float16); })
+      .def("int", [](const Tensor& t) { return t.cast(dtypes::int32); })
+      .def("bool", [](const Tensor& t) { return t.cast(dtypes::bool_); })
+      .def("shard",
+           [](const Tensor& t, const std::vector<std::string>& devices, std::optional<int> axis) { return t.shard(devices, axis); },
+           nb::arg("devices"), nb::arg("axis").none() = nb::none())
+      .def_prop_ro("placement", &Tensor::placement)
+      .def("assign", [](Tensor& t, nb::handle x) {
+        Tensor v = operand_or_throw(t, x, "assign", "x");
+        t.assign(v);
+        return same(t);
+      }, nb::arg("x"));
+
+  // ---- autograd ----
+  T.def_prop_rw(
+       "requires_grad", [](const Tensor& t) -> nb::object { return t.requires_grad() ? nb::object(nb::bool_(true)) : nb::object(nb::bool_(false)); },
+       [](Tensor& t, nb::handle v) {
+         if (!nb::isinstance<nb::bool_>(v)) throw nb::type_error(("requires_grad must be a bool, got " + py_type_name(v)).c_str());
+         t.requires_grad_(nb::cast<bool>(v));
+       })
+      .def("requires_grad_", [](Tensor& t, bool on) { t.requires_grad_(on); return same(t); }, nb::arg("requires_grad") = true)
+      .def_prop_ro("grad", [](const Tensor& t) { return t.grad(); })
+      .def("backward",
+           [](Tensor& t) {
+             {
+               nb::gil_scoped_release release;
+               t.backward();
+             }
+             return same(t);
+           })
+      .def("gradient", [](const Tensor& t, nb::args targets) {
+        std::vector<Tensor> wrt;
+        for (nb::handle h : targets) {
+          if (!nb::isinstance<Tensor>(h)) throw nb::type_error(("gradient(): targets must be Tensors, got " + py_type_name(h)).c_str());
+          wrt.push_back(nb::cast<Tensor>(h));
+        }
+        nb::gil_scoped_release release;
+        return t.gradient(wrt);
+      });
+
+  // ---- movement ----
+  T.def("reshape", [](const Tensor& t, nb::args shape) {
+       // tinygrad: None keeps that dimension
+       nb::handle src = shape;
+       if (shape.size() == 1 && (nb::isinstance<nb::tuple>(shape[0]) || nb::isinstance<nb::list>(shape[0]))) src = shape[0];
+       Shape s;
+       size_t i = 0;
+       for (nb::handle h : src) {
+         if (h.is_none()) {
+           if (i >= t.shape().size()) throw kiln::Error("reshape(): None at axis " + std::to_string(i) + " of a " + std::to_string(t.ndim()) + "-d tensor");
+           s.push_back(t.shape()[i]);
+         } else if (nb::isinstance<nb::int_>(h) && !nb::isinstance<nb::bool_>(h)) {
+           s.push_back(i64(h));
+         } else {
+           throw nb::type_error(("reshape(): shape entries must be ints or None, got " + py_type_name(h)).c_str());
+         }
+         ++i;
+       }
+       return t.reshape(s);
+     })
+      .def("view", [](const Tensor& t, nb::args shape) { return t.reshape(shape_args(shape, "view")); })
+      .def("permute", [](const Tensor& t, nb::args order) { return t.permute(ints_args(order, "permute")); })
+      .def("expand", [](const Tensor& t, nb::args shape) { return t.expand(shape_args(shape, "expand")); })
+      .def("flip", [](const Tensor& t, nb::args axis) { return t.flip(ints_args(axis, "flip")); })
+      .def("transpose", [](const Tensor& t, int dim0, int dim1) { return t.transpose(dim0, dim1); }, nb::arg("dim0") = 1,
+           nb::arg("dim1") = 0)
+      .def_prop_ro("T", [](const Tensor& t) { return t.transpose(1, 0); })
+      .def("flatten", [](const Tensor& t, int start_dim, int end_dim) { return t.flatten(start_dim, end_dim); },
+           nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
+      .def("squeeze",
+           [](const Tensor& t, std::optional<int> dim) {
+             if (dim) return t.squeeze(*dim);
+             Shape s;
+             for (int64_t d : t.shape())
+               if (d != 1) s.push_back(d);
+             return t.reshape(s);
+           },
+           nb::arg("dim").none() = nb::none())
+      .def("unsqueeze", &Tensor::unsqueeze, nb::arg("dim"))
+      .def("pad",
+           [](const Tensor& t, nb::handle padding, double value) {
+             // tinygrad: a tuple of (before, after) or None per axis from the first, or a flat
+             // torch-style tuple (last axis first)
+             if (!nb::isinstance<nb::tuple>(padding) && !nb::isinstance<nb::list>(padding))
+               throw nb::type_error(("pad(): padding must be a tuple, got " + py_type_name(padding)).c_str());
+             kiln::Pads pads;
+             bool flat = nb::len(padding) > 0;
+             for (nb::handle h : padding) flat &= nb::isinstance<nb::int_>(h);
+             if (flat) {
+               if (nb::len(padding) % 2 || nb::len(padding) / 2 > t.shape().size())
+                 throw kiln::Error("pad(): a flat padding needs an even count of at most 2 * ndim values");
+               pads.assign(t.shape().size(), {0, 0});
+               std::vector<int64_t> v;
+               for (nb::handle h : padding) v.push_back(i64(h));
+               for (size_t i = 0; i < v.size() / 2; ++i) pads[t.shape().size() - 1 - i] = {v[2 * i], v[2 * i + 1]};
+             } else {
+               for (nb::handle h : padding) {
+                 if (h.is_none()) pads.push_back({0, 0});
+                 else pads.push_back(int_pair(h, "pad"));
+               }
+             }
+             return t.pad(pads, value);
+           },
+           nb::arg("padding"), nb::kw_only(), nb::arg("value") = 0.0)
+      .def("shrink",
+           [](const Tensor& t, nb::handle arg) {
+             kiln::Pads se;
+             size_t i = 0;
+             for (nb::handle h : arg) {
+               if (h.is_none()) se.push_back({0, i < t.shape().size() ? t.shape()[i] : 0});
+               else se.push_back(int_pair(h, "shrink"));
+               ++i;
+             }
+             return t.shrink(se);
+           },
+           nb::arg("arg"))
+      .def("cat",
+           [](const Tensor& t, nb::args others, int dim) {
+             std::vector<Tensor> all{t};
+             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "cat", "args"));
+             return Tensor::cat(all, dim);
+           },
+           nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
+      .def("stack",
+           [](const Tensor& t, nb::args others, int dim) {
+             std::vector<Tensor> all{t};
+             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "stack", "args"));
+             return Tensor::stack(all, dim);
+           },
+           nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
+      .def("gather", [](const Tensor& t, int dim, const Tensor& index) { return t.gather(dim, index); }, nb::arg("dim"),
+           nb::arg("index"));
+
+  // ---- elementwise ----
+#define KILN_UNARY(name) T.def(#name, &Tensor::name);
+  KILN_UNARY(exp) KILN_UNARY(log) KILN_UNARY(exp2) KILN_UNARY(log2) KILN_UNARY(sqrt) KILN_UNARY(rsqrt)
+  KILN_UNARY(sin) KILN_UNARY(cos) KILN_UNARY(tan) KILN_UNARY(abs) KILN_UNARY(sign) KILN_UNARY(reciprocal)
+  KILN_UNARY(relu) KILN_UNARY(sigmoid) KILN_UNARY(tanh) KILN_UNARY(gelu) KILN_UNARY(silu) KILN_UNARY(logical_not)
+#undef KILN_UNARY
+  T.def("neg", [](const Tensor& t) { return -t; })
+      .def("__neg__", [](const Tensor& t) { return -t; })
+      .def("__invert__",
+           [](const Tensor& t) {
+             if (t.dtype().is_bool()) return t.logical_not();
+             if (t.dtype().is_int()) return t ^ kiln::scalar_like(t, -1);
+             throw kiln::Error("__invert__: ~ needs a bool or integer tensor, got " + t.dtype().name());
+           })
+      .def("__add__", &binop<add_>).def("__radd__", &rbinop<add_>)
+      .def("__sub__", &binop<sub_>).def("__rsub__", &rbinop<sub_>)
+      .def("__mul__", &binop<mul_>).def("__rmul__", &rbinop<mul_>)
+      .def("__truediv__", &binop<div_>).def("__rtruediv__", &rbinop<div_>)
+      .def("__pow__", &binop<pow_>).def("__rpow__", &rbinop<pow_>)
+      .def("__matmul__", &binop<matmul_>).def("__rmatmul__", &rbinop<matmul_>)
+      .def("__and__", &binop<and_>).def("__rand__", &rbinop<and_>)
+      .def("__or__", &binop<or_>).def("__ror__", &rbinop<or_>)
+      .def("__xor__", &binop<xor_>).def("__rxor__", &rbinop<xor_>)
+      .def("__lt__", &binop<lt_>).def("__le__", &binop<le_>)
+      .def("__gt__", &binop<gt_>).def("__ge__", &binop<ge_>)
+      .def("__eq__", &binop<eq_>).def("__ne__", &binop<ne_>)
+      .def("add", [](const Tensor& t, nb::handle x, bool r) { return method_op<add_>(t, x, r, "add"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("sub", [](const Tensor& t, nb::handle x, bool r) { return method_op<sub_>(t, x, r, "sub"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("mul", [](const Tensor& t, nb::handle x, bool r) { return method_op<mul_>(t, x, r, "mul"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("div", [](const Tensor& t, nb::handle x, bool r) { return method_op<div_>(t, x, r, "div"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("pow", [](const Tensor& t, nb::handle x, bool r) { return method_op<pow_>(t, x, r, "pow"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("matmul", [](const Tensor& t, nb::handle x, bool r) { return method_op<matmul_>(t, x, r, "matmul"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("dot", [](const Tensor& t, nb::handle w) { return t.dot(operand_or_throw(t, w, "dot", "w")); }, nb::arg("w"))
+      .def("bitwise_and", [](const Tensor& t, nb::handle x, bool r) { return method_op<and_>(t, x, r, "bitwise_and"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("bitwise_or", [](const Tensor& t, nb::handle x, bool r) { return method_op<or_>(t, x, r, "bitwise_or"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("bitwise_xor", [](const Tensor& t, nb::handle x, bool r) { return method_op<xor_>(t, x, r, "bitwise_xor"); }, nb::arg("x"), nb::arg("reverse") = false)
+      .def("eq", [](const Tensor& t, nb::handle x) { return method_op<eq_>(t, x, false, "eq"); }, nb::arg("x"))
+      .def("ne", [](const Tensor& t, nb::handle x) { return method_op<ne_>(t, x, false, "ne"); }, nb::arg("x"))
+      .def("maximum", [](const Tensor& t, nb::handle x) { return method_op<maximum_>(t, x, false, "maximum"); }, nb::arg("x"))
+      .def("minimum", [](const Tensor& t, nb::handle x) { return method_op<minimum_>(t, x, false, "minimum"); }, nb::arg("x"))
+      .def("where",
+           [](const Tensor& cond, nb::handle x, nb::handle y) {
+             // tinygrad: a scalar beside a tensor takes its dtype rule; two scalars their from_py dtypes
+             std::optional<Tensor> tx = nb::isinstance<Tensor>(x) ? std::optional(nb::cast<Tensor>(x)) : std::nullopt;
+             std::optional<Tensor> ty = nb::isinstance<Tensor>(y) ? std::optional(nb::cast<Tensor>(y)) : std::nullopt;
+             auto scalar = [&](nb::handle v, const char* arg) {
+               if (!is_py_scalar(v))
+                 throw nb::type_error(("where(): " + std::string(arg) + " must be a Tensor, bool, int or float, got " + py_type_name(v)).c_str());
+               return Tensor::full({}, nb::cast<double>(nb::float_(v)), from_py(v), cond.device());
+             };
+             if (!tx) tx = ty ? operand_or_throw(*ty, x, "where", "x") : scalar(x, "x");
+             if (!ty) ty = operand_or_throw(*tx, y, "where", "y");
+             return Tensor::where(cond, *tx, *ty);
+           },
+           nb::arg("x"), nb::arg("y"));
+
+  // ---- reductions ----
+  using Red = Tensor (Tensor::*)(const std::vector<int>&, bool) const;
+  // sum and prod take tinygrad's dtype= (the dtype to reduce in: the input is cast to it first)
+  auto reduction = [&](const char* name, Red fn, bool with_dtype) {
+    auto body = [fn, name](const Tensor& t0, nb::handle axis, bool keepdim, nb::handle dtype) {
+      auto d = dtype_arg(dtype, name);
+      Tensor t = d && *d != t0.dtype() ? t0.cast(*d) : t0;
+      if (reduces_nothing(axis)) return t;
+      return (t.*fn)(axis_arg(axis, name), keepdim);
+    };
+    if (with_dtype)
+      T.def(name, body, nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype").none() = nb::none());
+    else
+      T.def(name, [body](const Tensor& t, nb::handle axis, bool keepdim) { return body(t, axis, keepdim, nb::none()); },
+            nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false);
+  };
+  reduction("sum", &Tensor::sum, true);
+  reduction("max", &Tensor::max, false);
+  reduction("min", &Tensor::min, false);
+  reduction("mean", &Tensor::mean, false);
+  reduction("prod", &Tensor::prod, true);
+  T.def("var", [](const Tensor& t, nb::handle axis, bool keepdim, double correction) { return t.var(axis_arg(axis, "var"), keepdim, correction); },
+        nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
+      .def("std", [](const Tensor& t, nb::handle axis, bool keepdim, double correction) { return t.std(axis_arg(axis, "std"), keepdim, correction); },
+           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
+      .def("argmax",
+           [](const Tensor& t, std::optional<int> axis, bool keepdim) {
+             if (!axis) return t.flatten().argmax(0, false);  // tinygrad: the index into the flattened tensor
+             return t.argmax(*axis, keepdim);
+           },
+           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false)
+      .def("softmax",
+           [](const Tensor& t, int axis, nb::handle dtype) {
+             auto d = dtype_arg(dtype, "softmax");
+             return (d ? t.cast(*d) : t).softmax(axis);
+           },
+           nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none())
+      .def("log_softmax",
+           [](const Tensor& t, int axis, nb::handle dtype) {
+             auto d = dtype_arg(dtype, "log_softmax");
+             return (d ? t.cast(*d) : t).log_softmax(axis);
+           },
+           nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none());
+
+  // ---- nn ----
+  T.def("conv2d",
+        [](const Tensor& t, const Tensor& weight, std::optional<Tensor> bias, int groups, nb::handle stride, nb::handle dilation,
+           nb::handle padding) {
+          return t.conv2d(weight, bias, int_or_uniform_pair(stride, "conv2d", "stride"), int_or_uniform_pair(padding, "conv2d", "padding"),
+                          int_or_uniform_pair(dilation, "conv2d", "dilation"), groups);
+        },
+        nb::arg("weight"), nb::arg("bias").none() = nb::none(), nb::arg("groups") = 1, nb::arg("stride") = 1,
+        nb::arg("dilation") = 1, nb::arg("padding") = 0);
+  auto pool = [&](const char* name, Tensor (Tensor::*fn)(int, int, int) const) {
+    T.def(
+        name,
+        [fn, name](const Tensor& t, nb::handle kernel_size, nb::handle stride, nb::handle dilation, nb::handle padding) {
+          int k = int_or_uniform_pair(kernel_size, name, "kernel_size");
+          int s = stride.is_none() ? 0 : int_or_uniform_pair(stride, name, "stride");
+          if (int_or_uniform_pair(dilation, name, "dilation") != 1)
+            throw kiln::Error(std::string(name) + "(): dilation other than 1 is not implemented yet");
+          return (t.*fn)(k, s, int_or_uniform_pair(padding, name, "padding"));
+        },
+        nb::arg("kernel_size") = nb::make_tuple(2, 2), nb::arg("stride").none() = nb::none(), nb::arg("dilation") = 1,
+        nb::arg("padding") = 0);
+  };
+  pool("max_pool2d", &Tensor::max_pool2d);
+  pool("avg_pool2d", &Tensor::avg_pool2d);
+}
+
+}  // namespace kiln_py
