@@ -106,3 +106,12 @@ TEST(KilnTest, CacheSizesThatAreNotBytesFailLevelOne) {
   EXPECT_CONTAINS(r.out, "[  FAILED  ] L1.target");
   EXPECT_CONTAINS(r.out, "l1d_bytes 48 is not 0 (unknown) or 1 KiB..1 GiB (the field is in bytes)");
 }
+
+// The vector unit the heuristics size register tiles by: an implausible register count would
+// plan tiles no core holds, so L1.target names the field and its range.
+TEST(KilnTest, AnImplausibleVectorUnitFailsLevelOne) {
+  CliResult r = run_kiln({"test", fixture("conformance_vector"), "--level", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_CONTAINS(r.out, "[  FAILED  ] L1.target");
+  EXPECT_CONTAINS(r.out, "vector_registers 4096 is not 0 (unknown) or 1..256");
+}

@@ -5,6 +5,7 @@
 //   NOISY  probe() prints to stdout, and the library exports a second symbol (level 0 failures)
 //   CAPS   target() claims a vector width of 10^6 (L1.target must reject implausible caps)
 //   CACHES target() gives its cache sizes in KiB, not bytes (L1.target must say so)
+//   VECTOR target() claims 4096 vector registers (L1.target must reject it)
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #define NOISY 3
 #define CAPS 4
 #define CACHES 5
+#define VECTOR 6
 
 namespace {
 
@@ -47,6 +49,9 @@ class FixtureDevice final : public sdk::Device {
 #elif FIXTURE_KIND == CACHES
     t.flags = KILN_TARGET_HAS_THREADS;
     t.l1d_bytes = 48, t.l2_bytes = 2048;
+#elif FIXTURE_KIND == VECTOR
+    t.flags = KILN_TARGET_HAS_THREADS;
+    t.vector_registers = 4096, t.fma_pipes = 2;
 #endif
     return t;
   }

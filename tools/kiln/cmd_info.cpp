@@ -37,6 +37,10 @@ void print_device(const Device& d) {
   if (t.has(KILN_TARGET_HAS_THREADS))  // the ABI's 0 = unknown: the heuristics assume a common core's
     std::printf("    caches:       L1d %s, L2 %s per core\n", t.l1d_bytes ? human_bytes(t.l1d_bytes).c_str() : "unknown",
                 t.l2_bytes ? human_bytes(t.l2_bytes).c_str() : "unknown");
+  if (t.has(KILN_TARGET_HAS_THREADS))  // (0 = unknown: the heuristics assume an x86-64 core of that width)
+    std::printf("    vector unit:  %s registers, %s FMA pipes\n",
+                t.vector_registers ? std::to_string(t.vector_registers).c_str() : "unknown",
+                t.fma_pipes ? std::to_string(t.fma_pipes).c_str() : "unknown");
   std::string dtypes, missing;
   for (uint32_t x = 1; x < KILN_LIR_DTYPE_COUNT; ++x) (t.supports_dtype(x) ? dtypes : missing) += " " + lir_dtype_name(x);
   std::printf("    dtypes:      %s%s\n", dtypes.c_str(), missing.empty() ? "" : ("  (not:" + missing + ")").c_str());

@@ -14,6 +14,7 @@ constexpr uint32_t kMaxVectorWidth = 64;
 constexpr uint32_t kMaxLaunchSize = 0x7fffffffu;
 constexpr uint64_t kMaxSharedBytes = uint64_t{1} << 30;
 constexpr uint64_t kMaxCacheBytes = uint64_t{1} << 30;  // a core's L1d or L2
+constexpr uint32_t kMaxVectorRegisters = 256, kMaxFmaPipes = 16;  // a core's vector unit
 constexpr uint32_t kMaxThreads = 1u << 20;
 
 void count(Kit& k) {
@@ -80,6 +81,10 @@ void target(Kit& k) {
               name + ": " + field + " " + std::to_string(bytes) + " is not 0 (unknown) or 1 KiB..1 GiB (the field is in bytes)");
     require(!t.l1d_bytes || !t.l2_bytes || t.l1d_bytes <= t.l2_bytes,
             name + ": l1d_bytes " + std::to_string(t.l1d_bytes) + " is larger than l2_bytes " + std::to_string(t.l2_bytes));
+    // 0 is "unknown"; a vector unit has a handful to a few hundred registers and a few FMA pipes
+    require(t.vector_registers <= kMaxVectorRegisters,
+            name + ": vector_registers " + std::to_string(t.vector_registers) + " is not 0 (unknown) or 1..256");
+    require(t.fma_pipes <= kMaxFmaPipes, name + ": fma_pipes " + std::to_string(t.fma_pipes) + " is not 0 (unknown) or 1..16");
   }
 }
 
