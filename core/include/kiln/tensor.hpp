@@ -84,6 +84,22 @@ class Tensor {
   // Raw element bytes of any scalar dtype (float16 and bfloat16 included), row-major: `nbytes` must
   // be numel(shape) * itemsize (bool: one byte, 0 or 1). Copied at once; `data` may be freed after.
   static Tensor from_bytes(const void* data, uint64_t nbytes, DType, const Shape&, const std::string& device = "");
+  // `steps` evenly spaced values from start to stop, both included (steps 1: [start]; 0: empty),
+  // computed in float32 then cast (tinygrad); steps < 0 or a bool dtype is invalid_argument.
+  static Tensor linspace(double start, double stop, int64_t steps, DType = dtypes::float32, const std::string& device = "");
+  // n x m (no m: n x n) with ones on the diagonal; a negative size is invalid_argument.
+  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType = dtypes::float32, const std::string& device = "");
+  // Random numbers from rand/randn's stream (manual_seed): uniform over [low, high) (low < high),
+  // normal(mean, std) (std >= 0), integers uniform over [low, high) of an integer dtype, and the
+  // initializers of torch.nn.init / Keras (fan-in = product of shape[1:], fan-out = shape[0]):
+  // scaled_uniform +-numel^-1/2, glorot_uniform, kaiming_uniform/normal with leaky-relu slope a.
+  static Tensor uniform(const Shape&, double low = 0, double high = 1, DType = dtypes::float32, const std::string& device = "");
+  static Tensor normal(const Shape&, double mean = 0, double std = 1, DType = dtypes::float32, const std::string& device = "");
+  static Tensor randint(const Shape&, int64_t low = 0, int64_t high = 10, DType = dtypes::int32, const std::string& device = "");
+  static Tensor scaled_uniform(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  static Tensor glorot_uniform(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  static Tensor kaiming_uniform(const Shape&, double a = 0.01, DType = dtypes::float32, const std::string& device = "");
+  static Tensor kaiming_normal(const Shape&, double a = 0.01, DType = dtypes::float32, const std::string& device = "");
 
   // movement: views, nothing is copied until realized
   Tensor reshape(const Shape&) const;  // one -1 allowed

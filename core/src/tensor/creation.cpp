@@ -26,7 +26,7 @@ RngState& rng() {
 
 // Uniform [0, 1) numbers of `dtype`: threefry bits of (counter + i) under the seed's key, keeping
 // as many top bits as the dtype's mantissa holds so the value is exact and below 1.
-Tensor uniform(const Shape& shape, DType dtype, const std::string& dev) {
+Tensor uniform01(const Shape& shape, DType dtype, const std::string& dev) {
   int64_t n = numel_of(shape);
   uint64_t seed, offset;
   {
@@ -131,7 +131,7 @@ Tensor Tensor::rand(const Shape& shape, DType dtype, const std::string& device) 
   if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "rand: dtype must be a float type, got ", dtype.name());
   std::string dev = canonical_device(device);
   if (is_placement(dev)) return rand(shape, dtype, split_placement(dev)[0]).to(dev);  // the same numbers on each device
-  return uniform(shape, dtype, dev);
+  return uniform01(shape, dtype, dev);
 }
 
 Tensor Tensor::randn(const Shape& shape, DType dtype, const std::string& device) {
@@ -141,11 +141,84 @@ Tensor Tensor::randn(const Shape& shape, DType dtype, const std::string& device)
   if (is_placement(dev)) return randn(shape, dtype, split_placement(dev)[0]).to(dev);
   DType compute = dtype.scalar() == Scalar::float64 ? dtypes::float64 : dtypes::float32;
   // Box-Muller: sqrt(-2 ln(1 - u1)) * cos(2 pi u2); 1 - u1 is in (0, 1] so the log is finite
-  Tensor u1 = uniform(shape, compute, dev), u2 = uniform(shape, compute, dev);
+  Tensor u1 = uniform01(shape, compute, dev), u2 = uniform01(shape, compute, dev);
   Tensor r = ((1.0 - u1).log() * -2.0).sqrt();
   return (r * (u2 * (2 * M_PI)).cos()).cast(dtype);
 }
 
+
+Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype, const std::string& device) {
+  if (steps < 0) fail(ErrorCode::invalid_argument, "linspace: steps must be >= 0, got ", steps);
+  if (dtype == dtypes::bool_) fail(ErrorCode::invalid_argument, "linspace: a bool dtype is not supported (use a number type)");
+  if (steps == 1) return full({1}, start, dtype, device);
+  // float32 steps then a cast, as tinygrad (torch computes in the dtype: integer results may differ by one)
+  Tensor i = arange(0, static_cast<double>(steps), 1, dtypes::float32, device);
+  double delta = steps > 1 ? (stop - start) / static_cast<double>(steps - 1) : 0.0;
+  return (i * delta + start).cast(dtype);
+}
+
+Tensor Tensor::eye(int64_t n, std::optional<int64_t> cols, DType dtype, const std::string& device) {
+  int64_t m = cols.value_or(n);
+  if (n < 0 || m < 0) fail(ErrorCode::invalid_argument, "eye: sizes must be >= 0, got ", n, " x ", m);
+  Tensor row = arange(0, static_cast<double>(n), 1, dtypes::int32, device).reshape({n, 1});
+  Tensor col = arange(0, static_cast<double>(m), 1, dtypes::int32, device).reshape({1, m});
+  return row.eq(col).cast(dtype);
+}
+
+Tensor Tensor::uniform(const Shape& shape, double low, double high, DType dtype, const std::string& device) {
+  if (!(low < high)) fail(ErrorCode::invalid_argument, "uniform: requires low < high, got low ", low, ", high ", high);
+  if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "uniform: dtype must be a float type, got ", dtype.name(), " (randint gives integers)");
+  return rand(shape, dtype, device) * (high - low) + low;
+}
+
+Tensor Tensor::normal(const Shape& shape, double mean, double std, DType dtype, const std::string& device) {
+  if (!(std >= 0)) fail(ErrorCode::invalid_argument, "normal: requires std >= 0, got ", std);
+  return randn(shape, dtype, device) * std + mean;
+}
+
+Tensor Tensor::randint(const Shape& shape, int64_t low, int64_t high, DType dtype, const std::string& device) {
+  if (!dtype.is_int()) fail(ErrorCode::invalid_argument, "randint: dtype must be an integer type, got ", dtype.name());
+  if (low >= high) fail(ErrorCode::invalid_argument, "randint: requires low < high, got low ", low, ", high ", high);
+  // floor(u * range) with u in [0, 1): float32 holds every integer of a range up to 2^24; wider
+  // ranges draw float64 (53 bits). The minimum guards the last ulp of rounding.
+  double range = static_cast<double>(high) - static_cast<double>(low);
+  if (!(range < 0x1p52)) fail(ErrorCode::invalid_argument, "randint: the range [", low, ", ", high, ") is wider than 2^52");
+  DType compute = range <= 0x1p24 ? dtypes::float32 : dtypes::float64;
+  Tensor k = (rand(shape, compute, device) * range).cast(dtypes::int64);
+  return (k.minimum(scalar_like(k, static_cast<int64_t>(range) - 1)) + low).cast(dtype);
+}
+
+namespace {
+int64_t fan_in(const Shape& shape) {
+  int64_t f = 1;
+  for (size_t i = 1; i < shape.size(); ++i) f *= shape[i];
+  return f;
+}
+}  // namespace
+
+Tensor Tensor::scaled_uniform(const Shape& shape, DType dtype, const std::string& device) {
+  check_size(shape, dtype, "scaled_uniform");
+  return uniform(shape, -1, 1, dtype, device) * std::pow(static_cast<double>(std::max<int64_t>(1, numel_of(shape))), -0.5);
+}
+
+Tensor Tensor::glorot_uniform(const Shape& shape, DType dtype, const std::string& device) {
+  check_size(shape, dtype, "glorot_uniform");
+  if (shape.empty()) fail(ErrorCode::invalid_argument, "glorot_uniform: needs at least one dimension (fan-out is shape[0])");
+  double bound = std::sqrt(6.0 / static_cast<double>(std::max<int64_t>(1, shape[0] + fan_in(shape))));
+  return uniform(shape, -bound, bound, dtype, device);
+}
+
+Tensor Tensor::kaiming_uniform(const Shape& shape, double a, DType dtype, const std::string& device) {
+  check_size(shape, dtype, "kaiming_uniform");
+  double bound = std::sqrt(6.0 / (1 + a * a) / static_cast<double>(std::max<int64_t>(1, fan_in(shape))));
+  return uniform(shape, -bound, bound, dtype, device);
+}
+
+Tensor Tensor::kaiming_normal(const Shape& shape, double a, DType dtype, const std::string& device) {
+  check_size(shape, dtype, "kaiming_normal");
+  double std = std::sqrt(2.0 / (1 + a * a) / static_cast<double>(std::max<int64_t>(1, fan_in(shape))));
+  return normal(shape, 0, std, dtype, device);
+}
 
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape, const std::string& device) {
