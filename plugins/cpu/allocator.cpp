@@ -13,7 +13,7 @@
 namespace kiln::cpu {
 namespace {
 
-constexpr uint64_t kAlign = 64;
+constexpr uint64_t kAlign = kBufferAlign;
 constexpr uint64_t kHuge = uint64_t{2} << 20;  // x86-64 huge page
 constexpr uint64_t kMaxSize = uint64_t{1} << 56;
 
@@ -26,8 +26,20 @@ constexpr uint64_t kMaxSize = uint64_t{1} << 56;
 }  // namespace
 
 CpuBuffer::~CpuBuffer() {
+  if (borrowed_) return;
   if (mapped_) munmap(data, mapped_);
   else std::free(data);
+}
+
+std::unique_ptr<CpuBuffer> wrap(void* address, uint64_t size) {
+  if (reinterpret_cast<uintptr_t>(address) % kBufferAlign)
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "wrap_host: the address is not " + std::to_string(kBufferAlign) +
+                                                       "-byte aligned (the cpu kernels assume it); copy the data instead"};
+  auto b = std::unique_ptr<CpuBuffer>(new CpuBuffer());
+  b->data = static_cast<std::byte*>(address);
+  b->size = size;
+  b->borrowed_ = true;
+  return b;
 }
 
 std::unique_ptr<CpuBuffer> allocate(uint64_t size, uint32_t flags) {

@@ -23,12 +23,24 @@ class CpuBuffer final : public sdk::Buffer {
 
  private:
   friend std::unique_ptr<CpuBuffer> allocate(uint64_t size, uint32_t flags);
-  size_t mapped_ = 0;  // bytes mmap'd (0: from aligned_alloc)
+// A buffer over host memory the host owns (the allocator's wrap_host); an address that is not
+// kBufferAlign-aligned throws INVALID_ARGUMENT.
+std::unique_ptr<CpuBuffer> wrap(void* address, uint64_t size);
+  friend std::unique_ptr<CpuBuffer> wrap(void* address, uint64_t size);
+  size_t mapped_ = 0;      // bytes mmap'd (0: from aligned_alloc)
+  bool borrowed_ = false;  // the host's memory (wrap): never freed here
 };
+
+// The alignment every buffer's address has: the kernels' loads and stores assume it
+// (llvm_ir.cpp), so memory wrapped from the host must have it too.
+inline constexpr uint64_t kBufferAlign = 64;
 
 // flags: KILN_ALLOC_ZERO (memory starts zeroed; mmap'd memory always is). Out of memory throws
 // sdk::Error{RESOURCE_EXHAUSTED}.
 std::unique_ptr<CpuBuffer> allocate(uint64_t size, uint32_t flags);
+// A buffer over host memory the host owns (the allocator's wrap_host); an address that is not
+// kBufferAlign-aligned throws INVALID_ARGUMENT.
+std::unique_ptr<CpuBuffer> wrap(void* address, uint64_t size);
 
 // Bounds check for copies and launches: throws OUT_OF_RANGE naming the operation.
 void check_range(const CpuBuffer& b, uint64_t offset, uint64_t n, const char* what);

@@ -103,6 +103,10 @@ void CpuDevice::copy_from_peer(sdk::Buffer& dst, uint64_t dst_offset, sdk::Devic
   copy(dst, dst_offset, src, src_offset, n);
 }
 
+void* CpuDevice::host_address(const sdk::Buffer& buffer) { return static_cast<const CpuBuffer&>(buffer).data; }
+
+std::unique_ptr<sdk::Buffer> CpuDevice::wrap_host(void* address, uint64_t size) { return wrap(address, size); }
+
 void CpuDevice::copy(sdk::Buffer& dst, uint64_t dst_offset, const sdk::Buffer& src, uint64_t src_offset, uint64_t n) {
   auto& d = static_cast<CpuBuffer&>(dst);
   const auto& s = static_cast<const CpuBuffer&>(src);

@@ -29,6 +29,10 @@ class CpuDevice final : public sdk::Device {
   bool has_peer_copy() const override { return true; }
   void copy_from_peer(sdk::Buffer& dst, uint64_t dst_offset, sdk::Device& src_device, const sdk::Buffer& src,
                       uint64_t src_offset, uint64_t n) override;
+  // Buffers are host memory: their addresses, and the host's memory as buffers (DLPack, no copy).
+  bool has_host_memory() const override { return true; }
+  void* host_address(const sdk::Buffer& buffer) override;
+  std::unique_ptr<sdk::Buffer> wrap_host(void* address, uint64_t size) override;
 
   std::string cache_key() override;
   std::string compile(const sdk::CompileRequest& request, std::string& log) override;

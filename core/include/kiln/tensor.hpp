@@ -84,6 +84,13 @@ class Tensor {
   // Raw element bytes of any scalar dtype (float16 and bfloat16 included), row-major: `nbytes` must
   // be numel(shape) * itemsize (bool: one byte, 0 or 1). Copied at once; `data` may be freed after.
   static Tensor from_bytes(const void* data, uint64_t nbytes, DType, const Shape&, const std::string& device = "");
+  // Memory shared with other libraries (DLPack, numpy), row-major numel(shape) elements at `data`:
+  // without a copy when the device's buffers are host memory (cpu) and it can use the address
+  // (the cpu plugin: 64-byte aligned), so writes through either side show in the other; else one
+  // copy, as from_bytes. `owner` keeps the memory alive while kiln uses it (released with the last
+  // tensor over it). `shared`, when given, tells which of the two happened.
+  static Tensor from_blob(void* data, DType, const Shape&, std::shared_ptr<void> owner, const std::string& device = "",
+                          bool* shared = nullptr);
   // `steps` evenly spaced values from start to stop, both included (steps 1: [start]; 0: empty),
   // computed in float32 then cast (tinygrad); steps < 0 or a bool dtype is invalid_argument.
   static Tensor linspace(double start, double stop, int64_t steps, DType = dtypes::float32, const std::string& device = "");
@@ -209,6 +216,11 @@ class Tensor {
   // Realizes and copies the elements to `dst` in this tensor's own dtype, row-major, without a
   // cast; `nbytes` must be numel() * dtype().itemsize().
   void to_bytes(void* dst, uint64_t nbytes) const;
+  // The address of this tensor's elements in host memory, shared, not copied: realizes it (a view
+  // that is not contiguous becomes a buffer of its own), waits for its device, and returns its
+  // buffer's address on a device whose memory is host memory (cpu, ref); nullptr on a device with
+  // memory of its own or for a sharded tensor. Valid while this tensor's buffer lives.
+  void* host_data();
   template <typename T>
   T item() const;  // for one-element tensors
   const Shape& shape() const;

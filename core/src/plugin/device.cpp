@@ -155,6 +155,32 @@ void Device::copy_out(void* dst, const kiln_buffer* src, uint64_t offset, uint64
 
 bool Device::has_device_copy() const { return KILN_HAS_SLOT(allocator_, kiln_allocator_api, copy); }
 bool Device::has_peer_copy() const { return KILN_HAS_SLOT(allocator_, kiln_allocator_api, copy_peer); }
+bool Device::has_host_memory() const {
+  return KILN_HAS_SLOT(allocator_, kiln_allocator_api, host_address) && KILN_HAS_SLOT(allocator_, kiln_allocator_api, wrap_host);
+}
+
+void* Device::host_address(const kiln_buffer* buffer) {
+  if (!has_host_memory()) unsupported("host memory (host_address)");
+  Guard g(*this);
+  void* address = nullptr;
+  throw_if_error(plugin_call("host_address", [&] { return allocator_->host_address(dev_, buffer, &address); }),
+                 name_ + ": host_address");
+  return address;
+}
+
+kiln_buffer* Device::wrap_host(void* address, uint64_t bytes) {
+  if (!has_host_memory()) unsupported("host memory (wrap_host)");
+  Guard g(*this);
+  kiln_buffer* buffer = nullptr;
+  try {
+    throw_if_error(plugin_call("wrap_host", [&] { return allocator_->wrap_host(dev_, address, bytes, &buffer); }),
+                   name_ + ": wrap_host");
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::invalid_argument) return nullptr;  // an address the kernels cannot use: copy
+    throw;
+  }
+  return buffer;
+}
 
 void Device::copy_from_peer(kiln_buffer* dst, uint64_t dst_off, Device& src_device, const kiln_buffer* src, uint64_t src_off,
                             uint64_t n) {

@@ -78,6 +78,13 @@ class Device : public std::enable_shared_from_this<Device> {
   bool has_peer_copy() const;
   void copy_from_peer(kiln_buffer* dst, uint64_t dst_off, Device& src_device, const kiln_buffer* src, uint64_t src_off,
                       uint64_t n);
+  // Whether this device's buffers are host memory (allocator host_address and wrap_host), a
+  // buffer's address (valid until it is freed; use it only while no launch uses the buffer), and
+  // a buffer over `bytes` of host memory the caller keeps alive until it frees the buffer; null
+  // when the plugin cannot use that address (its alignment), so the caller copies instead.
+  bool has_host_memory() const;
+  void* host_address(const kiln_buffer* buffer);
+  kiln_buffer* wrap_host(void* address, uint64_t bytes);
 
   // -- compiler. The key is asked once and cached. compile() throws a kiln::Error whose message
   // carries the full compiler log on a compile error (code invalid_argument).

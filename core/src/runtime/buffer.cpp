@@ -106,8 +106,22 @@ void host_free(const std::string& device, void* p, uint64_t bytes) {
 }  // namespace
 
 Storage::~Storage() {
+  if (owner_) {  // adopted memory: the handle goes back to the plugin, the memory to its owner
+    if (dev_buf_) dev_->free(dev_buf_);
+    return;
+  }
   if (host_) host_free(device_, host_, bytes_);
   if (dev_buf_) device_free(dev_, dev_buf_, bytes_);
+}
+
+std::shared_ptr<Storage> Storage::adopt(std::shared_ptr<Device> dev, kiln_buffer* buffer, uint64_t bytes,
+                                        std::shared_ptr<void> owner) {
+  auto s = std::make_shared<Storage>(dev->name(), bytes);
+  s->dev_ = std::move(dev);
+  s->dev_buf_ = buffer;
+  s->owner_ = owner ? std::move(owner) : std::make_shared<int>(0);  // owner_ marks the storage adopted
+  s->allocated_.store(true, std::memory_order_release);
+  return s;
 }
 
 void Storage::reserve(uint64_t bytes) {
@@ -163,6 +177,29 @@ void read_buffer(const UOp& buffer, void* dst, uint64_t bytes) {
   auto s = storage_of(buffer);
   if (s->is_host()) std::memcpy(dst, s->host_ptr(), bytes);
   else device_read(*s, dst, bytes);
+}
+
+std::optional<UOp> wrap_host_memory(const std::string& device, DType dtype, int64_t size, void* data,
+                                    std::shared_ptr<void> owner) {
+  if (is_host_memory(device)) return std::nullopt;  // host/ref storage is kiln's own allocation
+  std::shared_ptr<Device> dev = open_device(device);
+  if (!dev->has_host_memory()) return std::nullopt;
+  uint64_t bytes = static_cast<uint64_t>(size) * static_cast<uint64_t>(dtype.itemsize());
+  kiln_buffer* buf = dev->wrap_host(data, bytes);
+  if (!buf) return std::nullopt;
+  UOp b = new_buffer(device, dtype, size);
+  bind_storage(b, Storage::adopt(std::move(dev), buf, bytes, std::move(owner)));
+  return b;
+}
+
+void* host_address_of(const UOp& buffer) {
+  auto s = storage_of(buffer);
+  if (s->is_host()) return s->host_ptr();
+  s->ensure_allocated();
+  Device& dev = *s->plugin_device();
+  if (!dev.has_host_memory()) return nullptr;
+  dev.synchronize();  // whatever the device still runs is done before the caller touches the memory
+  return dev.host_address(s->device_buffer());
 }
 
 uint64_t buffer_bytes(const UOp& buffer) {

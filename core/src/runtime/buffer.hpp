@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,6 +56,10 @@ class Storage {
   void* host_ptr();                  // host/ref devices only
   kiln_buffer* device_buffer();      // plugin devices only
   const std::shared_ptr<Device>& plugin_device() const { return dev_; }
+  // Storage over memory someone else owns (wrap_host_memory): `buffer` is the device's wrap of it;
+  // `owner` keeps the memory alive and is released after the buffer is freed (never cached).
+  static std::shared_ptr<Storage> adopt(std::shared_ptr<Device> dev, kiln_buffer* buffer, uint64_t bytes,
+                                        std::shared_ptr<void> owner);
 
  private:
   std::string device_;
@@ -64,6 +69,7 @@ class Storage {
   void* host_ = nullptr;
   kiln_buffer* dev_buf_ = nullptr;
   std::shared_ptr<Device> dev_;
+  std::shared_ptr<void> owner_;  // set for adopted memory
 };
 
 // A new BUFFER node on `device` for `size` elements of `dtype`; storage is allocated lazily.
@@ -79,6 +85,16 @@ void bind_storage(const UOp& buffer, std::shared_ptr<Storage> storage);
 uint64_t buffer_bytes(const UOp& buffer);
 // Copies the first `bytes` bytes of a buffer to host memory.
 void read_buffer(const UOp& buffer, void* dst, uint64_t bytes);
+// Memory shared with other libraries (DLPack), on devices whose buffers are host memory (the cpu
+// plugin; the host/ref devices): a BUFFER over `size` elements at `data` without a copy, or
+// nullopt when the device cannot use that memory (not host memory, or the address lacks the
+// alignment its kernels assume) and the caller must copy. `owner` keeps the memory alive; it is
+// released when the buffer's storage dies.
+std::optional<UOp> wrap_host_memory(const std::string& device, DType dtype, int64_t size, void* data,
+                                    std::shared_ptr<void> owner);
+// The host address of a buffer's memory (allocating it), or null when its device's memory is not
+// host memory. The caller makes sure no launch uses the buffer while it reads or writes there.
+void* host_address_of(const UOp& buffer);
 const std::string& buffer_device(const UOp& buffer);
 
 // Device memory accounting, for tests and KILN_DEBUG: bytes currently allocated (including the

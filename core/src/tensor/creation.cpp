@@ -147,6 +147,23 @@ Tensor Tensor::randn(const Shape& shape, DType dtype, const std::string& device)
 }
 
 
+Tensor Tensor::from_blob(void* data, DType dtype, const Shape& shape, std::shared_ptr<void> owner, const std::string& device,
+                         bool* shared) {
+  check_size(shape, dtype, "from_blob");
+  if (shared) *shared = false;
+  int64_t n = numel_of(shape);
+  uint64_t nbytes = static_cast<uint64_t>(n) * static_cast<uint64_t>(dtype.itemsize());
+  if (n && !data) fail(ErrorCode::invalid_argument, "from_blob: data is null for ", n, " elements");
+  std::string dev = canonical_device(device);
+  if (n && !is_placement(dev)) {
+    if (std::optional<UOp> b = runtime::wrap_host_memory(dev, dtype, n, data, std::move(owner))) {
+      if (shared) *shared = true;
+      return make(*b, {n}, dev).reshape(shape);
+    }
+  }
+  return from_bytes(data, nbytes, dtype, shape, dev);
+}
+
 Tensor Tensor::linspace(double start, double stop, int64_t steps, DType dtype, const std::string& device) {
   if (steps < 0) fail(ErrorCode::invalid_argument, "linspace: steps must be >= 0, got ", steps);
   if (dtype == dtypes::bool_) fail(ErrorCode::invalid_argument, "linspace: a bool dtype is not supported (use a number type)");

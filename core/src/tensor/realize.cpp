@@ -368,6 +368,14 @@ void Tensor::to_bytes(void* dst, uint64_t nbytes) const {
   if (nbytes) read_into(t, dst, nbytes);
 }
 
+void* Tensor::host_data() {
+  if (multi_of(*this)) return nullptr;
+  realize();
+  const UOp& u = s_->uop();
+  if (!is_view(u)) return nullptr;
+  return runtime::host_address_of(view_buffer(u));
+}
+
 template <typename T>
 T Tensor::item() const {
   if (numel() != 1)

@@ -8,9 +8,9 @@ Backends are plugins found from the manifests installed beside this package (sha
 or by the usual search (KILN_BACKENDS, KILN_BACKEND_PATH, ...; see `kiln list -v`).
 """
 from kiln import _kiln
-from kiln._kiln import DType, Error, Tensor, devices
+from kiln._kiln import DType, Error, Tensor, devices, from_dlpack
 
-__all__ = ["Tensor", "Device", "DType", "dtypes", "devices", "Error"]
+__all__ = ["Tensor", "Device", "DType", "dtypes", "devices", "Error", "from_dlpack"]
 
 
 class dtypes:

@@ -75,5 +75,7 @@ bool reduces_nothing(nb::handle axis);
 void bind_tensor_methods(nb::class_<Tensor>& T);
 // bind_creation.cpp: linspace, eye and the random creation functions beyond rand/randn.
 void bind_creation(nb::class_<Tensor>& T);
+// dlpack.cpp: __dlpack__, __dlpack_device__ and kiln.from_dlpack.
+void bind_dlpack(nb::module_& m, nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

@@ -218,6 +218,37 @@ Tensor from_leaves(const std::vector<nb::handle>& leaves, const Shape& shape, DT
   }
 }
 
+
+Tensor from_array(nb::handle data, std::optional<DType> want, const std::string& device) {
+  std::optional<DType> forced;
+  nb::object src = nb::borrow(data);
+  // ml_dtypes' bfloat16 crosses neither DLPack nor the buffer protocol: its bits, as uint16
+  if (nb::hasattr(data, "dtype") && nb::hasattr(data, "view")) {
+    nb::object dt = data.attr("dtype");
+    if (nb::hasattr(dt, "name") && nb::cast<std::string>(nb::str(dt.attr("name"))) == "bfloat16") {
+      src = data.attr("view")("uint16");
+      forced = dtypes::bfloat16;
+    }
+  }
+  if (!forced)
+    if (std::optional<Tensor> shared = share_array(src, want, device)) return *shared;
+  nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> arr;
+  if (!nb::try_cast(src, arr))
+    throw nb::type_error(("Tensor(): data must be a bool, int, float, a nested list or tuple of them, or an array "
+                          "(numpy, anything with __dlpack__ or the buffer protocol) on the host; got " +
+                          py_type_name(data))
+                             .c_str());
+  std::optional<DType> d = forced ? forced : dlpack_dtype(arr.dtype());
+  if (!d) throw nb::type_error(("Tensor(): the array's element type (" + py_type_name(data) + ") has no kiln dtype").c_str());
+  Shape shape;
+  for (size_t i = 0; i < arr.ndim(); ++i) shape.push_back(static_cast<int64_t>(arr.shape(i)));
+  uint64_t nbytes = static_cast<uint64_t>(arr.size()) * static_cast<uint64_t>(d->itemsize());
+  Tensor t = Tensor::from_bytes(arr.data(), nbytes, *d, shape, device);
+  return want && *want != *d ? t.cast(*want) : t;
+}
+
+}  // namespace
+
 std::optional<DType> dlpack_dtype(nb::dlpack::dtype t) {
   using C = nb::dlpack::dtype_code;
   if (t.lanes != 1) return std::nullopt;
@@ -236,34 +267,6 @@ std::optional<DType> dlpack_dtype(nb::dlpack::dtype t) {
     default: return std::nullopt;
   }
 }
-
-Tensor from_array(nb::handle data, std::optional<DType> want, const std::string& device) {
-  std::optional<DType> forced;
-  nb::object src = nb::borrow(data);
-  // ml_dtypes' bfloat16 crosses neither DLPack nor the buffer protocol: its bits, as uint16
-  if (nb::hasattr(data, "dtype") && nb::hasattr(data, "view")) {
-    nb::object dt = data.attr("dtype");
-    if (nb::hasattr(dt, "name") && nb::cast<std::string>(nb::str(dt.attr("name"))) == "bfloat16") {
-      src = data.attr("view")("uint16");
-      forced = dtypes::bfloat16;
-    }
-  }
-  nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu> arr;
-  if (!nb::try_cast(src, arr))
-    throw nb::type_error(("Tensor(): data must be a bool, int, float, a nested list or tuple of them, or an array "
-                          "(numpy, anything with __dlpack__ or the buffer protocol) on the host; got " +
-                          py_type_name(data))
-                             .c_str());
-  std::optional<DType> d = forced ? forced : dlpack_dtype(arr.dtype());
-  if (!d) throw nb::type_error(("Tensor(): the array's element type (" + py_type_name(data) + ") has no kiln dtype").c_str());
-  Shape shape;
-  for (size_t i = 0; i < arr.ndim(); ++i) shape.push_back(static_cast<int64_t>(arr.shape(i)));
-  uint64_t nbytes = static_cast<uint64_t>(arr.size()) * static_cast<uint64_t>(d->itemsize());
-  Tensor t = Tensor::from_bytes(arr.data(), nbytes, *d, shape, device);
-  return want && *want != *d ? t.cast(*want) : t;
-}
-
-}  // namespace
 
 Tensor make_tensor(nb::handle data, nb::handle device_h, nb::handle dtype_h, nb::handle requires_grad) {
   std::string device = device_arg(device_h, "Tensor");

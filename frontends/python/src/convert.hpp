@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <optional>
 
@@ -30,6 +31,17 @@ nb::object item(const Tensor& t);
 // when one is given), a Python scalar or nested lists/tuples of them (dtype as tinygrad infers it
 // unless given), or a host array (numpy, __dlpack__, buffer protocol; cast to dtype when given).
 Tensor make_tensor(nb::handle data, nb::handle device, nb::handle dtype, nb::handle requires_grad);
+
+// The kiln dtype of a DLPack element type; nullopt for one kiln has not (complex, float8, lanes).
+std::optional<DType> dlpack_dtype(nb::dlpack::dtype t);
+
+// ---- memory shared with other libraries (dlpack.cpp) ----
+
+// A tensor on `device` over the memory of `data` (any host array: numpy, __dlpack__) without a
+// copy: when the array is writable, row-major contiguous, of dtype `want` (or any when none) and
+// the device can use its memory (cpu; 64-byte aligned). nullopt when it is not such an array;
+// a copy (Tensor::from_blob's fallback) when the device cannot share it.
+std::optional<Tensor> share_array(nb::handle data, std::optional<DType> want, const std::string& device);
 
 // ---- operands: the other side of a binary op ----
 

@@ -135,4 +135,5 @@ NB_MODULE(_kiln, m) {
 
   bind_tensor_methods(T);
   bind_creation(T);
+  bind_dlpack(m, T);
 }

@@ -210,6 +210,17 @@ typedef struct kiln_allocator_api {
    * use of either buffer on either device. The host calls it on the destination's table. */
   kiln_error* (*copy_peer)(kiln_device* dev, kiln_buffer* dst, uint64_t dst_offset, kiln_device* src_dev,
                            const kiln_buffer* src, uint64_t src_offset, uint64_t n);
+  /* (optional: NULL, or absent from an older plugin's smaller struct_size) Only for devices whose
+   * buffers are ordinary host memory (a CPU); both or neither. They let the host hand memory to
+   * other libraries and take theirs without a copy (DLPack).
+   * host_address: the address of `buffer`'s first byte, valid until the buffer is freed. The host
+   * reads and writes through it only while no launch on the device uses the buffer.
+   * wrap_host: a buffer over `size` bytes at `address`, memory the host owns and keeps alive until
+   * it frees the buffer: kernels read and write it in place; free() releases the handle, never the
+   * memory. An address the device's kernels cannot use (its alignment: the cpu plugin's kernels
+   * assume 64 bytes) is KILN_STATUS_INVALID_ARGUMENT naming the alignment; the host then copies. */
+  kiln_error* (*host_address)(kiln_device* dev, const kiln_buffer* buffer, void** out_address);
+  kiln_error* (*wrap_host)(kiln_device* dev, void* address, uint64_t size, kiln_buffer** out_buffer);
 } kiln_allocator_api;
 
 /* ---- compiler: source -> binary ---- */

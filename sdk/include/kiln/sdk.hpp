@@ -166,6 +166,16 @@ class Device : public ::kiln_device {
                               uint64_t /*src_offset*/, uint64_t /*n*/) {
     throw Error{KILN_STATUS_UNIMPLEMENTED, "copies between devices are not implemented"};
   }
+  // (optional) for devices whose buffers are ordinary host memory: a buffer's address, and a
+  // buffer over host memory the host owns (freeing it must not free the memory; an address the
+  // kernels cannot use is INVALID_ARGUMENT). The slots are NULL unless has_host_memory() is true.
+  virtual bool has_host_memory() const { return false; }
+  virtual void* host_address(const Buffer& /*buffer*/) {
+    throw Error{KILN_STATUS_UNIMPLEMENTED, "this device's buffers are not host memory"};
+  }
+  virtual std::unique_ptr<Buffer> wrap_host(void* /*address*/, uint64_t /*size*/) {
+    throw Error{KILN_STATUS_UNIMPLEMENTED, "this device's buffers are not host memory"};
+  }
 
   // -- compiler. cache_key() changes whenever the same source could compile differently.
   // compile() returns the binary; warnings may go to `log`. A compile error throws
@@ -374,6 +384,20 @@ struct Slots {
       dev(d).copy_from_peer(*dst, dst_offset, dev(src_dev), *src, src_offset, n);
     });
   }
+  static kiln_error* host_address(kiln_device* d, const kiln_buffer* b, void** out) noexcept {
+    return guard([&] {
+      if (!b || !out) throw Error{KILN_STATUS_INVALID_ARGUMENT, "host_address: NULL buffer or out_address"};
+      *out = dev(d).host_address(*b);
+    });
+  }
+  static kiln_error* wrap_host(kiln_device* d, void* address, uint64_t size, kiln_buffer** out) noexcept {
+    return guard([&] {
+      if (!out || (size && !address)) throw Error{KILN_STATUS_INVALID_ARGUMENT, "wrap_host: NULL address or out_buffer"};
+      std::unique_ptr<Buffer> b = dev(d).wrap_host(address, size);
+      if (!b) throw Error{KILN_STATUS_INTERNAL, "wrap_host returned no buffer"};
+      *out = b.release();
+    });
+  }
 
   // ---- compiler ----
   static kiln_error* cache_key(kiln_device* d, kiln_sink* out) noexcept {
@@ -487,7 +511,7 @@ inline constexpr kiln_runtime_api runtime_table{sizeof(kiln_runtime_api), &Slots
 inline constexpr kiln_renderer_api renderer_table{sizeof(kiln_renderer_api), &Slots::render};
 
 // One static device table per combination of optional slots, so unimplemented slots are NULL.
-template <bool WithRenderer, bool WithCopy, bool WithMany, bool WithBatch, bool WithPeer>
+template <bool WithRenderer, bool WithCopy, bool WithMany, bool WithBatch, bool WithPeer, bool WithHost>
 struct DeviceTables {
   static constexpr kiln_allocator_api allocator{sizeof(kiln_allocator_api),
                                                 &Slots::alloc,
@@ -495,7 +519,9 @@ struct DeviceTables {
                                                 &Slots::copy_in,
                                                 &Slots::copy_out,
                                                 WithCopy ? &Slots::copy : nullptr,
-                                                WithPeer ? &Slots::copy_peer : nullptr};
+                                                WithPeer ? &Slots::copy_peer : nullptr,
+                                                WithHost ? &Slots::host_address : nullptr,
+                                                WithHost ? &Slots::wrap_host : nullptr};
   static constexpr kiln_device_api device{sizeof(kiln_device_api),
                                           &Slots::get_props,
                                           &Slots::get_target,
@@ -510,7 +536,7 @@ struct DeviceTables {
 // The table of DeviceTables<flags...>: each optional slot's flag fixed in turn.
 template <bool... Fixed>
 const kiln_device_api* device_table_of(const bool* flags) {
-  if constexpr (sizeof...(Fixed) == 5) {
+  if constexpr (sizeof...(Fixed) == 6) {
     (void)flags;
     return &DeviceTables<Fixed...>::device;
   } else {
@@ -518,8 +544,8 @@ const kiln_device_api* device_table_of(const bool* flags) {
   }
 }
 inline const kiln_device_api* device_table(const Device& d) {
-  const bool flags[5] = {d.has_renderer(), d.has_device_copy(), d.has_compile_many(), d.has_launch_many(),
-                         d.has_peer_copy()};
+  const bool flags[6] = {d.has_renderer(), d.has_device_copy(), d.has_compile_many(), d.has_launch_many(),
+                         d.has_peer_copy(), d.has_host_memory()};
   return device_table_of<>(flags);
 }
 
