@@ -133,6 +133,32 @@ class Tensor {
   Tensor argmax(int axis, bool keepdim = false) const;  // int32 result
   Tensor softmax(int axis = -1) const;
   Tensor log_softmax(int axis = -1) const;
+  // ---- normalization, dropout and initializers (helper "train"; tinygrad's semantics) ----
+  // (x - mean) * rsqrt(var + eps) over `axes` (negative count from the end; biased variance, as
+  // tinygrad/torch's layer_norm). Throws kiln::Error for an axis out of range or given twice.
+  Tensor layernorm(const std::vector<int>& axes = {-1}, double eps = 1e-5) const;
+  // (x - mean) * weight * invstd + bias, each of mean/weight/bias/invstd shaped like the `axes`
+  // dimensions of x (default: channels, axis 1) and broadcast along the others; an invstd of
+  // another rank multiplies as it is (tinygrad). Throws kiln::Error naming the operand whose
+  // element count does not match the axes' sizes.
+  Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
+                   const Tensor& invstd, const std::vector<int>& axes = {1}) const;
+  // Zeroes each element with probability p and scales the rest by 1/(1-p), only while training()
+  // is on (otherwise, and for p == 0, x itself); p == 1 gives zeros. The mask is drawn from rand
+  // (manual_seed makes it repeatable). Throws kiln::Error unless 0 <= p <= 1.
+  Tensor dropout(double p = 0.5) const;
+  // The process-wide training flag (tinygrad's Tensor.training): off at start.
+  static bool training();
+  static void set_training(bool on);
+  // tinygrad's initializers, uniform (rand-based) on [-bound, bound) or normal:
+  //   kaiming_uniform bound = sqrt(6 / (1 + a^2) / fan_in), kaiming_normal std = sqrt(2 / (1 + a^2) / fan_in),
+  //   glorot_uniform bound = sqrt(6 / (fan_out + fan_in)), scaled_uniform bound = numel^-0.5,
+  // where fan_out = shape[0] and fan_in = the product of the other dimensions. A negative
+  // dimension, or an empty shape for the kaiming/glorot ones, throws kiln::Error.
+  static Tensor kaiming_uniform(const Shape&, double a = 0.01, DType = dtypes::float32, const std::string& device = "");
+  static Tensor kaiming_normal(const Shape&, double a = 0.01, DType = dtypes::float32, const std::string& device = "");
+  static Tensor glorot_uniform(const Shape&, DType = dtypes::float32, const std::string& device = "");
+  static Tensor scaled_uniform(const Shape&, DType = dtypes::float32, const std::string& device = "");
 
   // linear algebra and nn (NCHW; weight OIHW)
   Tensor matmul(const Tensor&) const;  // numpy matmul semantics, batched broadcast
