@@ -145,7 +145,7 @@ class Tensor {
                    const Tensor& invstd, const std::vector<int>& axes = {1}) const;
   // Zeroes each element with probability p and scales the rest by 1/(1-p), only while training()
   // is on (otherwise, and for p == 0, x itself); p == 1 gives zeros. The mask is drawn from rand
-  // (manual_seed makes it repeatable). Throws kiln::Error unless 0 <= p <= 1.
+  // (manual_seed makes it repeatable; a Jit replays its capture call's mask, as any rand). Throws kiln::Error unless 0 <= p <= 1.
   Tensor dropout(double p = 0.5) const;
   // The process-wide training flag (tinygrad's Tensor.training): off at start.
   static bool training();

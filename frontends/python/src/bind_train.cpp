@@ -25,6 +25,12 @@ namespace {
 
 // A shape for a creation function: tinygrad raises ValueError for a negative dimension.
 Shape creation_shape(const nb::args& args, const char* fn) {
+  // a tuple is the whole shape (f((2, 3))); a tuple among several arguments is tinygrad's ValueError
+  if (args.size() > 1)
+    for (nb::handle h : args)
+      if (nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h))
+        throw nb::value_error((std::string(fn) + "(): invalid shape " + nb::cast<std::string>(nb::repr(args)) +
+                               ": pass the dimensions as ints, or one tuple of them").c_str());
   Shape s = shape_args(args, fn);
   for (int64_t d : s)
     if (d < 0) throw nb::value_error((std::string(fn) + "(): invalid shape, dimension " + std::to_string(d) + " is negative").c_str());

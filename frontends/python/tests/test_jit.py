@@ -107,3 +107,13 @@ def test_jit_as_a_method_decorator():
     m = Model()
     for v in ([1.0, 1.0], [2.0, -1.0], [0.5, 4.0]):
         np.testing.assert_allclose(m(Tensor(v)).numpy(), np.array(v) * [2, 3])
+
+
+def test_a_function_calling_its_own_jit_is_an_error():
+    @TinyJit
+    def f(x):
+        return f(x) + 1
+
+    with pytest.raises(kiln.Error, match="recursion"):
+        f(Tensor([1.0]))
+

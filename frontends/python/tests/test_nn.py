@@ -93,6 +93,8 @@ def test_initializers_bounds_and_errors():
             method(-3, 3)
         with pytest.raises(ValueError):
             method((2, -3))
+        with pytest.raises(ValueError):
+            method((3, 3), 3)
     with pytest.raises(TypeError):
         Tensor.kaiming_uniform(3, 3, b=1)
 

@@ -12,11 +12,15 @@ Tensors among the positional arguments and the keyword arguments (in keyword-nam
 arguments are taken as they were on the capture call. The outputs come back as the function
 returned them (Tensors inside tuples, lists and dicts included); returned Tensors are replaced by
 the replay's, which the next call overwrites (clone() one to keep it). Tensors the function reads
-but is not given (weights) are read where they live: an optimizer's updates are seen.
+but is not given (weights) are read where they live: an optimizer's updates are seen. Random
+numbers drawn inside the function (Tensor.rand, dropout) are drawn when the graph is built, so every
+replay repeats the capture call's (kiln::Jit's contract; tinygrad draws anew): pass random tensors
+in as inputs where that matters.
 """
 from __future__ import annotations
 
 import functools
+import threading
 import weakref
 from typing import Any, Callable
 
@@ -73,6 +77,9 @@ class TinyJit:
         self._struct: Any = None  # the output's structure, with _Slot(i) for the i-th tensor
         self._call: tuple = ()    # this call's (args, kwargs) with input slots, while fxn runs
         self.cnt = 0
+        # one call at a time sets self._call and reads self._struct (the C++ Jit serialises its
+        # calls too); reentrant, so that fxn calling its own TinyJit reaches kiln's recursion error
+        self._lock = threading.RLock()
         functools.update_wrapper(self, fxn)
 
     def __get__(self, obj, objtype=None):  # a method: bind its object like a plain function
@@ -108,10 +115,11 @@ class TinyJit:
         for k in sorted(kwargs):
             v = kwargs[k]
             kw[k] = (_Slot(len(inputs)), inputs.append(v))[0] if isinstance(v, Tensor) else v
-        self._call = (tuple(pos), kw)
-        try:
-            outs = self._jit(inputs)
-        finally:
-            self._call = ()
-        self.cnt += 1
-        return _unflatten(self._struct, list(outs))
+        with self._lock:
+            self._call = (tuple(pos), kw)
+            try:
+                outs = self._jit(inputs)
+            finally:
+                self._call = ()
+            self.cnt += 1
+            return _unflatten(self._struct, list(outs))
