@@ -133,3 +133,18 @@ def test_training_a_linear_layer_reduces_the_loss():
         loss.realize(*opt.schedule_step())
         losses.append(loss.item())
     assert losses[-1] < 0.1 * losses[0]
+
+
+def test_buffers_are_not_kept_alive_by_the_mark():
+    import gc
+    import weakref
+
+    from kiln.nn import state
+
+    bn = nn.BatchNorm(4)
+    ref = weakref.ref(bn.running_mean)
+    assert state._is_buffer(bn.running_mean)
+    n = len(state._buffers)
+    del bn
+    gc.collect()
+    assert ref() is None and len(state._buffers) == n - 3

@@ -12,6 +12,7 @@ Python objects.
 from __future__ import annotations
 
 import os
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -21,17 +22,20 @@ from kiln._kiln import Tensor
 __all__ = ["get_state_dict", "get_parameters", "load_state_dict", "safe_save", "safe_load", "safe_load_metadata"]
 
 # Tensors that belong in a state dict but are not trained (BatchNorm's running statistics): the
-# optimizers skip them. Keyed by id and holding the tensor, so an id is never reused while listed.
-_buffers: dict[int, Tensor] = {}
+# optimizers skip them. By id, each with a weak reference that removes the entry when the tensor is
+# freed (so no id is reused while listed, and a model's buffers are not kept alive here).
+_buffers: dict[int, weakref.ref] = {}
 
 
 def _mark_buffer(t: Tensor) -> Tensor:
-    _buffers[id(t)] = t
+    key = id(t)
+    _buffers[key] = weakref.ref(t, lambda _, key=key: _buffers.pop(key, None))
     return t
 
 
 def _is_buffer(t: Tensor) -> bool:
-    return _buffers.get(id(t)) is t
+    ref = _buffers.get(id(t))
+    return ref is not None and ref() is t
 
 
 def get_state_dict(obj: Any, prefix: str = "", tensor_type: type = Tensor) -> dict[str, Tensor]:
