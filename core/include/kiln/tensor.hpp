@@ -133,7 +133,7 @@ class Tensor {
   Tensor argmax(int axis, bool keepdim = false) const;  // int32 result
   Tensor softmax(int axis = -1) const;
   Tensor log_softmax(int axis = -1) const;
-  // ---- normalization, dropout and initializers (helper "train"; tinygrad's semantics) ----
+  // ---- normalization and dropout (tinygrad's semantics) ----
   // (x - mean) * rsqrt(var + eps) over `axes` (negative count from the end; biased variance, as
   // tinygrad/torch's layer_norm). Throws kiln::Error for an axis out of range or given twice.
   Tensor layernorm(const std::vector<int>& axes = {-1}, double eps = 1e-5) const;
@@ -150,15 +150,6 @@ class Tensor {
   // The process-wide training flag (tinygrad's Tensor.training): off at start.
   static bool training();
   static void set_training(bool on);
-  // tinygrad's initializers, uniform (rand-based) on [-bound, bound) or normal:
-  //   kaiming_uniform bound = sqrt(6 / (1 + a^2) / fan_in), kaiming_normal std = sqrt(2 / (1 + a^2) / fan_in),
-  //   glorot_uniform bound = sqrt(6 / (fan_out + fan_in)), scaled_uniform bound = numel^-0.5,
-  // where fan_out = shape[0] and fan_in = the product of the other dimensions. A negative
-  // dimension, or an empty shape for the kaiming/glorot ones, throws kiln::Error.
-  static Tensor kaiming_uniform(const Shape&, double a = 0.01, DType = dtypes::float32, const std::string& device = "");
-  static Tensor kaiming_normal(const Shape&, double a = 0.01, DType = dtypes::float32, const std::string& device = "");
-  static Tensor glorot_uniform(const Shape&, DType = dtypes::float32, const std::string& device = "");
-  static Tensor scaled_uniform(const Shape&, DType = dtypes::float32, const std::string& device = "");
 
   // linear algebra and nn (NCHW; weight OIHW)
   Tensor matmul(const Tensor&) const;  // numpy matmul semantics, batched broadcast

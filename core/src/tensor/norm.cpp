@@ -1,6 +1,5 @@
-// tensor/norm.cpp - layernorm, batchnorm, dropout (with the process-wide training flag) and the
-// initializers nn layers draw their weights from; all compositions of existing ops, so autograd
-// comes from those ops.
+// tensor/norm.cpp - layernorm, batchnorm and dropout (with the process-wide training flag):
+// compositions of existing ops, so autograd comes from those ops.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -28,26 +27,6 @@ std::vector<int> unique_axes(const std::vector<int>& axes, const Shape& shape, c
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// fan_out (shape[0]) and fan_in (the product of the rest) of an initializer's shape.
-std::pair<double, double> fans(const Shape& shape, const char* op) {
-  if (shape.empty()) fail(ErrorCode::invalid_argument, op, ": needs at least one dimension (fan_out = shape[0]), got shape ()");
-  double in = 1;
-  for (size_t i = 1; i < shape.size(); ++i) in *= static_cast<double>(shape[i]);
-  return {static_cast<double>(shape[0]), in};
-}
-
-void check_dims(const Shape& shape, const char* op) {
-  for (int64_t d : shape)
-    if (d < 0) fail(ErrorCode::invalid_argument, op, ": shape ", shape_str(shape), " has a negative dimension");
-}
-
-// Uniform on [-bound, bound), drawn in float32 (float64 for a float64 result) and cast.
-Tensor symmetric_uniform(const Shape& shape, double bound, DType dtype, const std::string& device, const char* op) {
-  if (!dtype.is_float()) fail(ErrorCode::invalid_argument, op, ": dtype must be a float type, got ", dtype.name());
-  DType draw = dtype == dtypes::float64 ? dtypes::float64 : dtypes::float32;
-  return (Tensor::rand(shape, draw, device) * (2 * bound) - bound).cast(dtype);
 }
 
 }  // namespace
@@ -90,34 +69,6 @@ Tensor Tensor::dropout(double p) const {
   if (p == 1) return where(const_tensor(0, dtypes::bool_, shape(), device()), *this, const_like(*this, 0.0));
   Tensor keep = rand(shape(), dtypes::float32, device()).ge(const_tensor(p, dtypes::float32, {}, device())).contiguous();
   return where(keep, *this, const_like(*this, 0.0)) / (1.0 - p);
-}
-
-Tensor Tensor::kaiming_uniform(const Shape& shape, double a, DType dtype, const std::string& device) {
-  check_dims(shape, "kaiming_uniform");
-  auto [out, in] = fans(shape, "kaiming_uniform");
-  (void)out;
-  return symmetric_uniform(shape, std::sqrt(6 / (1 + a * a) / in), dtype, device, "kaiming_uniform");
-}
-
-Tensor Tensor::kaiming_normal(const Shape& shape, double a, DType dtype, const std::string& device) {
-  check_dims(shape, "kaiming_normal");
-  auto [out, in] = fans(shape, "kaiming_normal");
-  (void)out;
-  if (!dtype.is_float()) fail(ErrorCode::invalid_argument, "kaiming_normal: dtype must be a float type, got ", dtype.name());
-  return (randn(shape, dtype == dtypes::float64 ? dtypes::float64 : dtypes::float32, device) * std::sqrt(2 / (1 + a * a) / in)).cast(dtype);
-}
-
-Tensor Tensor::glorot_uniform(const Shape& shape, DType dtype, const std::string& device) {
-  check_dims(shape, "glorot_uniform");
-  auto [out, in] = fans(shape, "glorot_uniform");
-  return symmetric_uniform(shape, std::sqrt(6 / (out + in)), dtype, device, "glorot_uniform");
-}
-
-Tensor Tensor::scaled_uniform(const Shape& shape, DType dtype, const std::string& device) {
-  check_dims(shape, "scaled_uniform");
-  double n = 1;
-  for (int64_t d : shape) n *= static_cast<double>(d);
-  return symmetric_uniform(shape, std::pow(n, -0.5), dtype, device, "scaled_uniform");
 }
 
 }  // namespace kiln

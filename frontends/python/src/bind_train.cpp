@@ -1,6 +1,6 @@
 // frontends/python/src/bind_train.cpp - what training needs beyond the core ops, in tinygrad's
 // names: Tensor.layernorm/batchnorm/dropout, Tensor.training (kiln::Tensor's process-wide flag),
-// the initializers (kaiming_uniform, ...), and the private parts kiln.nn.optim, kiln.nn.state and
+// and the private parts kiln.nn.optim, kiln.nn.state and
 // kiln.TinyJit are written over: _kiln._optim (kiln::optim's SGD and Adam), _kiln._safetensors
 // (kiln/safetensors.hpp) and _kiln._Jit (kiln::Jit over a Python function). The GIL is released
 // where kernels run: optimizer steps, safetensors reads and writes, and the whole Jit call (the
@@ -22,25 +22,6 @@
 namespace kiln_py {
 
 namespace {
-
-// A shape for a creation function: tinygrad raises ValueError for a negative dimension.
-Shape creation_shape(const nb::args& args, const char* fn) {
-  // a tuple is the whole shape (f((2, 3))); a tuple among several arguments is tinygrad's ValueError
-  if (args.size() > 1)
-    for (nb::handle h : args)
-      if (nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h))
-        throw nb::value_error((std::string(fn) + "(): invalid shape " + nb::cast<std::string>(nb::repr(args)) +
-                               ": pass the dimensions as ints, or one tuple of them").c_str());
-  Shape s = shape_args(args, fn);
-  for (int64_t d : s)
-    if (d < 0) throw nb::value_error((std::string(fn) + "(): invalid shape, dimension " + std::to_string(d) + " is negative").c_str());
-  return s;
-}
-
-Tensor finish(Tensor t, nb::handle requires_grad) {
-  if (!requires_grad.is_none()) t.requires_grad_(nb::cast<bool>(requires_grad));
-  return t;
-}
 
 std::vector<Tensor> tensor_list(nb::handle seq, const char* fn, const char* what) {
   std::vector<Tensor> out;
@@ -120,46 +101,6 @@ void bind_train(nb::module_& m, nb::class_<Tensor>& T) {
             if (!nb::isinstance<nb::bool_>(on)) throw nb::type_error(("Tensor.training must be a bool, got " + py_type_name(on)).c_str());
             Tensor::set_training(nb::cast<bool>(on));
           });
-
-  // ---- initializers (tinygrad's classmethods: *shape, keywords) ----
-  auto initializer = [&](const char* name, auto make) {
-    T.def_static(
-        name,
-        [name, make](nb::args shape, nb::handle device, nb::handle dtype, nb::handle requires_grad, nb::kwargs extra) {
-          Shape s = creation_shape(shape, name);
-          return finish(make(s, dtype_arg(dtype, name).value_or(dtypes::default_float), device_arg(device, name), extra), requires_grad);
-        },
-        nb::arg("shape"), nb::kw_only(), nb::arg("device").none() = nb::none(), nb::arg("dtype").none() = nb::none(),
-        nb::arg("requires_grad").none() = nb::none(), nb::arg("extra"));
-  };
-  // `a` is keyword-only (tinygrad: kaiming_uniform(*shape, a=0.01, **kwargs))
-  auto a_of = [](const nb::kwargs& extra, const char* fn) {
-    double a = 0.01;
-    for (auto [k, v] : extra) {
-      if (nb::cast<std::string>(k) != "a")
-        throw nb::type_error((std::string(fn) + "() got an unexpected keyword argument '" + nb::cast<std::string>(k) + "'").c_str());
-      a = nb::cast<double>(nb::float_(v));
-    }
-    return a;
-  };
-  auto no_extra = [](const nb::kwargs& extra, const char* fn) {
-    for (auto [k, v] : extra)
-      throw nb::type_error((std::string(fn) + "() got an unexpected keyword argument '" + nb::cast<std::string>(k) + "'").c_str());
-  };
-  initializer("kaiming_uniform", [a_of](const Shape& s, DType d, const std::string& dev, const nb::kwargs& x) {
-    return Tensor::kaiming_uniform(s, a_of(x, "kaiming_uniform"), d, dev);
-  });
-  initializer("kaiming_normal", [a_of](const Shape& s, DType d, const std::string& dev, const nb::kwargs& x) {
-    return Tensor::kaiming_normal(s, a_of(x, "kaiming_normal"), d, dev);
-  });
-  initializer("glorot_uniform", [no_extra](const Shape& s, DType d, const std::string& dev, const nb::kwargs& x) {
-    no_extra(x, "glorot_uniform");
-    return Tensor::glorot_uniform(s, d, dev);
-  });
-  initializer("scaled_uniform", [no_extra](const Shape& s, DType d, const std::string& dev, const nb::kwargs& x) {
-    no_extra(x, "scaled_uniform");
-    return Tensor::scaled_uniform(s, d, dev);
-  });
 
   // ---- optimizers (kiln.nn.optim wraps these) ----
   nb::module_ optim = m.def_submodule("_optim", "kiln::optim's optimizers; use kiln.nn.optim");

@@ -73,8 +73,8 @@ bool reduces_nothing(nb::handle axis);
 
 // tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
 void bind_tensor_methods(nb::class_<Tensor>& T);
-// bind_train.cpp: layernorm/batchnorm/dropout, Tensor.training, the initializers, and the private
-// _optim, _safetensors and _Jit that kiln.nn and kiln.TinyJit wrap.
+// bind_train.cpp: layernorm/batchnorm/dropout, Tensor.training, and the private _optim,
+// _safetensors and _Jit that kiln.nn and kiln.TinyJit wrap.
 void bind_train(nb::module_& m, nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

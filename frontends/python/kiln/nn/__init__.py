@@ -187,7 +187,8 @@ class Embedding:
 
     def __init__(self, vocab_size: int, embed_size: int):
         self.vocab_sz, self.embed_sz = vocab_size, embed_size
-        self.weight = Tensor.glorot_uniform(vocab_size, embed_size)
+        bound = math.sqrt(6 / (vocab_size + embed_size))  # glorot_uniform, as tinygrad
+        self.weight = _uniform(vocab_size, embed_size, low=-bound, high=bound)
 
     def __call__(self, idx: Tensor) -> Tensor:
         if not idx.dtype.is_int():
