@@ -1,7 +1,6 @@
 // frontends/python/src/bind_train.cpp - what training needs beyond the core ops, in tinygrad's
 // names: Tensor.layernorm/batchnorm/dropout, Tensor.training (kiln::Tensor's process-wide flag),
-// and the private parts kiln.nn.optim, kiln.nn.state and
-// kiln.TinyJit are written over: _kiln._optim (kiln::optim's SGD and Adam), _kiln._safetensors
+// and the private parts kiln.nn.optim, kiln.nn.state and kiln.TinyJit are written over: _kiln._optim (kiln::optim's SGD and Adam), _kiln._safetensors
 // (kiln/safetensors.hpp) and _kiln._Jit (kiln::Jit over a Python function). The GIL is released
 // where kernels run: optimizer steps, safetensors reads and writes, and the whole Jit call (the
 // Python function it calls on its first two calls takes the GIL back while it runs).
