@@ -56,6 +56,33 @@ TEST(Optim, SgdMatchesTorchForThreeSteps) {
   }
 }
 
+// tinygrad's classic momentum: the rate scales the gradient before the buffer. With a rate that
+// changes between steps (set_lr) it differs from torch's form, which scales the buffer.
+TEST(Optim, ClassicSgdScalesTheGradientBeforeTheBuffer) {
+  for (bool classic : {false, true}) {
+    SCOPED_TRACE(classic ? "classic" : "torch");
+    Tensor w = Tensor::from_vector<double>(kW0, {4}, "cpu:0").requires_grad_();
+    Tensor x = Tensor::from_vector<double>(kX, {4}, "cpu:0"), y = Tensor::from_vector<double>(kY, {4}, "cpu:0");
+    optim::SGD opt({w}, 0.1, 0.9, 0.01, false, classic);
+    std::vector<double> want = kW0, buf(4, 0.0);
+    for (int step = 0; step < 3; ++step) {
+      const double lr = 0.1 / (step + 1);
+      opt.set_lr(lr);
+      opt.zero_grad();
+      ((w * x - y) * (w * x - y)).sum().backward();
+      opt.step();
+      std::vector<double> g = grad_of(want);
+      for (size_t i = 0; i < 4; ++i) {
+        double gi = g[i] + 0.01 * want[i];
+        buf[i] = 0.9 * buf[i] + (classic ? lr * gi : gi);
+        want[i] -= classic ? buf[i] : lr * buf[i];
+      }
+      std::vector<double> got = w.to_vector<double>();
+      for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::fabs(want[i]))) << "step " << step << " i " << i;
+    }
+  }
+}
+
 TEST(Optim, AdamAndAdamWMatchTorchForThreeSteps) {
   for (double wd : {0.0, 0.1}) {
     std::vector<double> m(4), v(4);

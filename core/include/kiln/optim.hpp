@@ -40,14 +40,17 @@ class Optimizer {
 
 class SGD : public Optimizer {
  public:
+  // classic (tinygrad's flag): the learning rate scales the gradient before it enters the momentum
+  // buffer (buf = momentum * buf + lr * g, the update is buf), instead of scaling the update (torch's
+  // buf = momentum * buf + g, update lr * buf). The same steps while lr is constant.
   SGD(std::vector<Tensor> params, double lr = 1e-3, double momentum = 0, double weight_decay = 0,
-      bool nesterov = false);
+      bool nesterov = false, bool classic = false);
   void step() override;
   std::vector<Tensor> step_tensors() override;
 
  private:
   double momentum_, weight_decay_;
-  bool nesterov_;
+  bool nesterov_, classic_;
   std::vector<Tensor> buf_;         // momentum buffers (when momentum != 0), zero before the first step
 };
 

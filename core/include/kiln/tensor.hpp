@@ -156,6 +156,23 @@ class Tensor {
   Tensor argmax(int axis, bool keepdim = false) const;  // int32 result
   Tensor softmax(int axis = -1) const;
   Tensor log_softmax(int axis = -1) const;
+  // ---- normalization and dropout (tinygrad's semantics) ----
+  // (x - mean) * rsqrt(var + eps) over `axes` (negative count from the end; biased variance, as
+  // tinygrad/torch's layer_norm). Throws kiln::Error for an axis out of range or given twice.
+  Tensor layernorm(const std::vector<int>& axes = {-1}, double eps = 1e-5) const;
+  // (x - mean) * weight * invstd + bias, each of mean/weight/bias/invstd shaped like the `axes`
+  // dimensions of x (default: channels, axis 1) and broadcast along the others; an invstd of
+  // another rank multiplies as it is (tinygrad). Throws kiln::Error naming the operand whose
+  // element count does not match the axes' sizes.
+  Tensor batchnorm(const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Tensor& mean,
+                   const Tensor& invstd, const std::vector<int>& axes = {1}) const;
+  // Zeroes each element with probability p and scales the rest by 1/(1-p), only while training()
+  // is on (otherwise, and for p == 0, x itself); p == 1 gives zeros. The mask is drawn from rand
+  // (manual_seed makes it repeatable; a Jit replays its capture call's mask, as any rand). Throws kiln::Error unless 0 <= p <= 1.
+  Tensor dropout(double p = 0.5) const;
+  // The process-wide training flag (tinygrad's Tensor.training): off at start.
+  static bool training();
+  static void set_training(bool on);
 
   // linear algebra and nn (NCHW; weight OIHW)
   Tensor matmul(const Tensor&) const;  // numpy matmul semantics, batched broadcast

@@ -92,8 +92,8 @@ std::vector<Tensor> Optimizer::step_tensors() {
   fail(ErrorCode::unimplemented, "optimizer: this optimizer has no step_tensors(); call step()");
 }
 
-SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov)
-    : Optimizer(std::move(params), lr), momentum_(momentum), weight_decay_(weight_decay), nesterov_(nesterov) {
+SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_decay, bool nesterov, bool classic)
+    : Optimizer(std::move(params), lr), momentum_(momentum), weight_decay_(weight_decay), nesterov_(nesterov), classic_(classic) {
   if (!(momentum >= 0) || !(weight_decay >= 0) || std::isinf(momentum) || std::isinf(weight_decay))
     fail(ErrorCode::invalid_argument, "SGD: momentum and weight_decay must be finite numbers >= 0 (got ", momentum, ", ",
          weight_decay, ")");
@@ -105,6 +105,7 @@ SGD::SGD(std::vector<Tensor> params, double lr, double momentum, double weight_d
 std::vector<Tensor> SGD::step_tensors() {
   return for_each_gradient(params_, [&](size_t i, Tensor& p, Tensor g, std::vector<Tensor>& out) {
     if (weight_decay_ != 0) g = g + p * weight_decay_;
+    if (classic_) g = g * lr_[i];  // (classic momentum: the buffer accumulates lr-scaled steps)
     if (momentum_ != 0) {
       // torch: the first step's buffer is the gradient; the buffer starts at zero, so the same
       // formula gives it (0 * momentum + g == g) and every step is the same kernels. The
@@ -114,7 +115,7 @@ std::vector<Tensor> SGD::step_tensors() {
       out.push_back(buf_[i]);
       g = nesterov_ ? g + buf_[i] * momentum_ : buf_[i];
     }
-    p.assign(p - g * lr_[i]);
+    p.assign(classic_ ? p - g : p - g * lr_[i]);
     out.push_back(p);
   });
 }

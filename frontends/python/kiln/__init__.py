@@ -10,7 +10,7 @@ or by the usual search (KILN_BACKENDS, KILN_BACKEND_PATH, ...; see `kiln list -v
 from kiln import _kiln
 from kiln._kiln import DType, Error, Tensor, devices, from_dlpack
 
-__all__ = ["Tensor", "Device", "DType", "dtypes", "devices", "Error", "from_dlpack"]
+__all__ = ["Tensor", "Device", "DType", "dtypes", "devices", "Error", "from_dlpack", "TinyJit", "nn"]
 
 
 class dtypes:
@@ -83,5 +83,34 @@ class _Device:
 
 
 Device = _Device()
-Tensor.training = False
+
+
+class _TrainMode:
+    """Tensor.train(mode=True) / Tensor.test(): sets Tensor.training inside a with block (or a
+    decorated function) and restores it after."""
+
+    def __init__(self, mode: "builtins.bool" = True):  # noqa: F821
+        self.mode = mode
+
+    def __enter__(self):
+        self.prev, Tensor.training = Tensor.training, self.mode
+
+    def __exit__(self, *exc):
+        Tensor.training = self.prev
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with _TrainMode(self.mode):
+                return fn(*args, **kwargs)
+        return wrapped
+
+
+Tensor.train = staticmethod(lambda mode=True: _TrainMode(mode))
+Tensor.test = staticmethod(lambda: _TrainMode(False))
 Tensor.__module__ = DType.__module__ = "kiln"  # the names users see: kiln.Tensor, not kiln._kiln.Tensor
+
+from kiln import nn  # noqa: E402 (nn imports Tensor from here)
+from kiln.engine.jit import TinyJit  # noqa: E402

@@ -77,5 +77,8 @@ void bind_tensor_methods(nb::class_<Tensor>& T);
 void bind_creation(nb::class_<Tensor>& T);
 // dlpack.cpp: __dlpack__, __dlpack_device__ and kiln.from_dlpack.
 void bind_dlpack(nb::module_& m, nb::class_<Tensor>& T);
+// bind_train.cpp: layernorm/batchnorm/dropout, Tensor.training, and the private _optim,
+// _safetensors and _Jit that kiln.nn and kiln.TinyJit wrap.
+void bind_train(nb::module_& m, nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

@@ -74,7 +74,8 @@ NB_MODULE(_kiln, m) {
     return kiln::devices();
   });
 
-  nb::class_<Tensor> T(m, "Tensor");
+  // weak-referenceable: kiln.nn.state marks buffers (BatchNorm statistics) without keeping them alive
+  nb::class_<Tensor> T(m, "Tensor", nb::is_weak_referenceable());
   T.def(
        "__init__",
        [](Tensor* self, nb::handle data, nb::handle device, nb::handle dtype, nb::handle requires_grad) {
@@ -136,4 +137,5 @@ NB_MODULE(_kiln, m) {
   bind_tensor_methods(T);
   bind_creation(T);
   bind_dlpack(m, T);
+  bind_train(m, T);
 }

@@ -1,0 +1,1 @@
+"""kiln.engine: the execution helpers tinygrad keeps in tinygrad.engine (TinyJit)."""
