@@ -73,5 +73,8 @@ bool reduces_nothing(nb::handle axis);
 
 // tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
 void bind_tensor_methods(nb::class_<Tensor>& T);
+// bind_struct.cpp: the structural ops (cumsum..., sort, einsum, scatter, pad with modes, ...);
+// replaces bind_tensor_methods' pad, so it is called after it.
+void bind_struct(nb::class_<Tensor>& T);
 
 }  // namespace kiln_py
