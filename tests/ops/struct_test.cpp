@@ -411,6 +411,32 @@ TEST(StructScatter, Errors) {
   EXPECT_ERROR(self.scatter(0, host_tensor(std::vector<double>(10, 0), {1, 10}, dtypes::int32), self), "no larger");
 }
 
+TEST(StructMasks, MaskedSelectAndNonzero) {
+  Tensor t = host_tensor(iota(9), {9});
+  Tensor mask = host_tensor({1, 0, 1, 0, 1, 0, 0, 0, 1}, {9}, dtypes::bool_);
+  EXPECT_EQ(compare(t.masked_select(mask), {4}, {0, 2, 4, 8}), "");
+  EXPECT_EQ(compare(t.masked_select(mask, 6, -1), {6}, {0, 2, 4, 8, -1, -1}), "");
+  EXPECT_EQ(compare(t.masked_select(mask, 2), {2}, {0, 2}), "");
+  EXPECT_EQ(compare(host_tensor({}, {0}, dtypes::int32).masked_select(host_tensor({}, {0}, dtypes::bool_), 2, -1), {2}, {-1, -1}), "");
+  // a mask broadcast over rows
+  auto x = sample({3, 4}, 43);
+  Tensor cols = host_tensor({0, 1, 1, 0}, {4}, dtypes::bool_);
+  EXPECT_EQ(compare(host_tensor(x, {3, 4}).masked_select(cols), {6}, {x[1], x[2], x[5], x[6], x[9], x[10]}), "");
+  EXPECT_ERROR(t.masked_select(t), "bool");
+  Tensor nz = host_tensor({1, 0, 0, 2, 0, 3}, {2, 3}).nonzero();
+  EXPECT_EQ(nz.dtype(), dtypes::int32);
+  EXPECT_EQ(compare(nz, {3, 2}, {0, 0, 1, 0, 1, 2}), "");
+  EXPECT_EQ(compare(host_tensor({1, 0, 2}, {3}).nonzero(4, -1), {4, 1}, {0, 2, -1, -1}), "");
+  EXPECT_EQ(host_tensor({5}, {}).nonzero().shape(), (Shape{1, 0}));
+  EXPECT_EQ(host_tensor({0}, {}).nonzero().shape(), (Shape{0, 0}));
+  // the selected elements take the gradient
+  EXPECT_EQ(check_gradient([](const std::vector<Tensor>& v) {
+              return v[0].masked_select(host_tensor({1, 0, 1, 1}, {2, 2}, dtypes::bool_)) * Tensor::arange(1, 4, 1, dtypes::float64, kOpsDevice);
+            },
+            Inputs{{sample({2, 2}, 44), {2, 2}}}),
+            "");
+}
+
 // ---- repeat, split, unfold, meshgrid ----
 
 TEST(StructShape, RepeatAndRepeatInterleave) {

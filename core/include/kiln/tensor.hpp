@@ -125,6 +125,12 @@ class Tensor {
   Tensor one_hot(int64_t num_classes) const;  // integer tensor -> int32 (..., num_classes); num_classes >= 0
   Tensor masked_fill(const Tensor& mask, const Tensor& value) const;  // where(mask, value, this)
   Tensor masked_fill(const Tensor& mask, double value) const;         // value in this tensor's dtype
+  // The elements where the bool `mask` (broadcast to this shape) is true, row-major, as a 1-d tensor.
+  // size nullopt: as many as there are (realizes the mask's count: a data-dependent shape); size n:
+  // the first n, padded with fill_value. O(numel * result size) comparisons.
+  Tensor masked_select(const Tensor& mask, std::optional<int64_t> size = std::nullopt, double fill_value = 0) const;
+  // int32 (count, ndim): the coordinates of the non-zero elements, row-major; size as masked_select
+  Tensor nonzero(std::optional<int64_t> size = std::nullopt, double fill_value = 0) const;
   // torch.scatter: this with src[p] written at index[p] along axis (the last write wins for repeated
   // indices); reduce "" (replace), "add" or "multiply". index: integer, same ndim, index.shape <= src.shape
   // everywhere and <= this.shape off the axis; src's dtype must be this dtype.

@@ -124,6 +124,59 @@ Tensor Tensor::one_hot(int64_t num_classes) const {
 Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return where(mask, value, *this); }
 Tensor Tensor::masked_fill(const Tensor& mask, double value) const { return where(mask, const_like(*this, value), *this); }
 
+namespace {
+
+// The rows of values (n, k) where the flat bool mask (n) is true, in order, as (size, k): row q is
+// the element whose running count of trues is q + 1; rows past the count are fill_value.
+Tensor compact(const Tensor& values, const Tensor& mask, int64_t size, double fill_value) {
+  const int64_t n = mask.shape()[0];
+  Tensor pos = mask.cumsum(0);  // int32: 1-based slot of each true element
+  Tensor slots = Tensor::arange(1, static_cast<double>(size + 1), 1, dtypes::int32, mask.device()).reshape({size, 1});
+  Tensor pick = (mask.reshape({1, n}) & pos.reshape({1, n}).eq(slots)).unsqueeze(-1);  // (size, n, 1)
+  Tensor v = values.unsqueeze(0);                                                        // (1, n, k)
+  Tensor got = Tensor::where(pick, v, const_like(v, 0)).sum({1});
+  if (got.dtype() != values.dtype()) got = got.cast(values.dtype());  // (one term each)
+  Tensor filled = slots.le(mask.sum().cast(dtypes::int32));           // (size, 1)
+  return Tensor::where(filled, got, const_like(got, fill_value));
+}
+
+int64_t count_or(const Tensor& mask, std::optional<int64_t> size, const char* op) {
+  if (size) {
+    if (*size < 0) fail(ErrorCode::invalid_argument, op, ": size must be >= 0, got ", *size);
+    return *size;
+  }
+  return mask.numel() == 0 ? 0 : static_cast<int64_t>(mask.cast(dtypes::int64).sum().item<int64_t>());
+}
+
+}  // namespace
+
+Tensor Tensor::masked_select(const Tensor& mask, std::optional<int64_t> size, double fill_value) const {
+  if (!mask.dtype().is_bool())
+    fail(ErrorCode::invalid_argument, "masked_select: the mask must be a bool tensor, got ", mask.dtype().name());
+  Tensor m = mask.expand(shape()).flatten();
+  Tensor x = flatten();
+  const int64_t n = count_or(m, size, "masked_select");
+  if (x.numel() == 0) return full({n}, fill_value, dtype(), device());
+  return compact(x.unsqueeze(-1), m, n, fill_value).reshape({n});
+}
+
+Tensor Tensor::nonzero(std::optional<int64_t> size, double fill_value) const {
+  Tensor m = ne(const_like(*this, 0));
+  if (ndim() == 0) return zeros({count_or(m, size, "nonzero"), 0}, dtypes::int32, device());
+  Tensor flat = m.flatten();
+  const int64_t n = count_or(flat, size, "nonzero");
+  if (numel() == 0) return full({n, ndim()}, fill_value, dtypes::int32, device());
+  // the coordinates of every element: (flat index / stride) mod size per dimension
+  Tensor i = arange(0, static_cast<double>(numel()), 1, dtypes::int32, device());
+  std::vector<Tensor> coords;
+  int64_t stride = numel();
+  for (int64_t d : shape()) {
+    stride /= d;
+    coords.push_back(i.idiv(const_like(i, static_cast<double>(stride))).mod(const_like(i, static_cast<double>(d))));
+  }
+  return compact(stack(coords, -1), flat, n, fill_value);
+}
+
 Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src, const std::string& reduce) const {
   int a = norm_axis(axis, shape(), "scatter");
   if (reduce == "add") return scatter_reduce(axis, index, src, "sum", true);

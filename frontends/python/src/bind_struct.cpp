@@ -4,8 +4,8 @@
 // and defaults. Each is kiln::Tensor's C++ method; this file only reads Python's arguments and
 // raises the Python exception types tinygrad raises where test_ops checks them (IndexError for an
 // axis out of range, ValueError for malformed padding or counts, TypeError for wrong argument kinds,
-// NotImplementedError for an unknown pad mode). Everything else fails as kiln.Error. Pure graph
-// building: nothing here runs kernels, so the GIL stays held.
+// NotImplementedError for an unknown pad mode). Everything else fails as kiln.Error. Graph building
+// only, so the GIL stays held, except masked_select and nonzero without a size (they realize a count).
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -158,6 +158,24 @@ void bind_struct(nb::class_<Tensor>& T) {
              return t.masked_fill(mask, nb::cast<double>(nb::float_(value)));
            },
            nb::arg("mask"), nb::arg("value"))
+      .def("masked_select",
+           [](const Tensor& t, const Tensor& mask, std::optional<int64_t> size, nb::handle fill_value) {
+             if (!is_py_scalar(fill_value))
+               throw nb::type_error(("masked_select(): fill_value must be a bool, int or float, got " + py_type_name(fill_value)).c_str());
+             const double fill = nb::cast<double>(nb::float_(fill_value));
+             nb::gil_scoped_release release;  // without a size the mask's count is realized
+             return t.masked_select(mask, size, fill);
+           },
+           nb::arg("mask"), nb::arg("size").none() = nb::none(), nb::arg("fill_value") = 0)
+      .def("nonzero",
+           [](const Tensor& t, std::optional<int64_t> size, nb::handle fill_value) {
+             if (!is_py_scalar(fill_value))
+               throw nb::type_error(("nonzero(): fill_value must be a bool, int or float, got " + py_type_name(fill_value)).c_str());
+             const double fill = nb::cast<double>(nb::float_(fill_value));
+             nb::gil_scoped_release release;  // without a size the count is realized
+             return t.nonzero(size, fill);
+           },
+           nb::arg("size").none() = nb::none(), nb::arg("fill_value") = 0)
       .def("scatter",
            [](const Tensor& t, nb::handle dim, const Tensor& index, nb::handle src, nb::handle reduce) {
              std::string r;
