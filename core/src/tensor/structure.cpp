@@ -194,7 +194,8 @@ Tensor Tensor::scatter(int axis, const Tensor& index, const Tensor& src, const s
   Tensor pick = mask & p1.eq(last);
   Tensor value = where(pick, vals, const_like(vals, 0)).sum({-1});
   if (value.dtype() != dtype()) value = value.cast(dtype());  // (small ints sum in int32; one term each)
-  return where(last.squeeze(-1).gt(const_like(last, 0).squeeze(-1)), value, *this);
+  Tensor written = last.squeeze(-1);
+  return where(written.gt(const_like(written, 0)), value, *this);
 }
 
 Tensor Tensor::scatter(int axis, const Tensor& index, double src, const std::string& reduce) const {
