@@ -121,6 +121,65 @@ class Tensor {
   Tensor squeeze(int axis) const;
   Tensor unsqueeze(int axis) const;
 
+  // structural ops (tinygrad/torch semantics; tensor/scan.cpp, einsum.cpp, structure.cpp). Axes may be
+  // negative; an axis out of range, a bad size or count is a kiln::Error naming the op and values.
+  // Running reductions along `axis` (a 0-d tensor accepts axis 0/-1 and is returned as is). They
+  // compare every pair of positions: O(n^2) work and memory per row of length n along the axis.
+  Tensor cumsum(int axis = 0) const;   // running sum (small ints accumulate in int32, as sum)
+  Tensor cumprod(int axis = 0) const;  // running product
+  // running max and its int32 index (the last index of the running max among ties, as torch);
+  // the values are read at that index, so their gradient goes to the chosen elements
+  std::pair<Tensor, Tensor> cummax(int axis = 0) const;
+  std::pair<Tensor, Tensor> cummin(int axis = 0) const;  // as cummax, for the running min
+  Tensor logcumsumexp(int axis = 0) const;  // log(cumsum(exp(x))), shifted by the running max (no overflow)
+  Tensor argmin(int axis, bool keepdim = false) const;  // int32; the first minimum (as argmax)
+  // stable sort along axis: (values, int32 indices); values are read at the indices (gradient to the
+  // chosen elements). Ranks by counting comparisons: O(n^2) per row of length n.
+  std::pair<Tensor, Tensor> sort(int axis = -1, bool descending = false) const;
+  Tensor argsort(int axis = -1, bool descending = false) const;
+  // the k largest (smallest) along axis, in sorted order, ties by first index; k > size is an error
+  std::pair<Tensor, Tensor> topk(int64_t k, int axis = -1, bool largest = true, bool sorted = true) const;
+  // torch.einsum: letters, one "..." per operand (broadcast across operands), repeated letters take
+  // diagonals, "->" optional (then: "..." dims, then letters used once, sorted). Errors: operand
+  // count, subscript length, a letter's sizes that differ (and are not 1), bad characters.
+  static Tensor einsum(const std::string& formula, const std::vector<Tensor>& operands);
+  Tensor tril(int64_t diagonal = 0) const;  // zeros above the diagonal of the last two axes (ndim >= 2)
+  Tensor triu(int64_t diagonal = 0) const;  // zeros below it
+  Tensor one_hot(int64_t num_classes) const;  // integer tensor -> int32 (..., num_classes); num_classes >= 0
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;  // where(mask, value, this)
+  Tensor masked_fill(const Tensor& mask, double value) const;         // value in this tensor's dtype
+  // The elements where the bool `mask` (broadcast to this shape) is true, row-major, as a 1-d tensor.
+  // size nullopt: as many as there are (realizes the mask's count: a data-dependent shape); size n:
+  // the first n, padded with fill_value. O(numel * result size) comparisons.
+  Tensor masked_select(const Tensor& mask, std::optional<int64_t> size = std::nullopt, double fill_value = 0) const;
+  // int32 (count, ndim): the coordinates of the non-zero elements, row-major; size as masked_select
+  Tensor nonzero(std::optional<int64_t> size = std::nullopt, double fill_value = 0) const;
+  // torch.scatter: this with src[p] written at index[p] along axis (the last write wins for repeated
+  // indices); reduce "" (replace), "add" or "multiply". index: integer, same ndim, index.shape <= src.shape
+  // everywhere and <= this.shape off the axis; src's dtype must be this dtype.
+  Tensor scatter(int axis, const Tensor& index, const Tensor& src, const std::string& reduce = "") const;
+  Tensor scatter(int axis, const Tensor& index, double src, const std::string& reduce = "") const;
+  // torch.scatter_reduce: reduce "sum", "prod", "mean", "amax" or "amin"; include_self adds this's value
+  Tensor scatter_reduce(int axis, const Tensor& index, const Tensor& src, const std::string& reduce,
+                        bool include_self = true) const;
+  Tensor repeat(const std::vector<int64_t>& repeats) const;  // torch.repeat (tile); repeats.size() >= ndim
+  Tensor repeat_interleave(int64_t repeats, std::optional<int> axis = std::nullopt) const;  // nullopt: flattened
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int axis = 0) const;  // sizes sum to the axis size
+  std::vector<Tensor> split_size(int64_t size, int axis = 0) const;  // pieces of `size` (the last may be shorter)
+  std::vector<Tensor> chunk(int64_t chunks, int axis = 0) const;     // pieces of ceil(n / chunks)
+  Tensor unfold(int axis, int64_t size, int64_t step) const;  // windows along axis as a new last axis; step > 0
+  static std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");  // or "xy"
+  Tensor diag() const;  // a 1-d tensor -> the square matrix with it on the diagonal
+  Tensor diagonal(int64_t offset = 0, int dim1 = 0, int dim2 = 1) const;  // the diagonal as the last axis
+  Tensor roll(const std::vector<int64_t>& shifts, const std::vector<int>& axes) const;  // axes {}: flattened, one shift
+  Tensor unflatten(int axis, const Shape& sizes) const;  // axis split into sizes (one -1 allowed)
+  // torch's F.pad per axis (before, after): negative amounts crop; mode "constant" (value), "reflect"
+  // (amount < size), "replicate" or "circular" (amount <= size)
+  Tensor pad(const Pads& before_after, const std::string& mode, double value = 0.0) const;
+  // torch's interpolate over the last size.size() axes: "linear" (bi/trilinear for 2/3 axes),
+  // "nearest" or "nearest-exact"; align_corners only with "linear". Result in this dtype.
+  Tensor interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const;
+
   // elementwise; numpy broadcasting and dtype promotion
   Tensor operator+(const Tensor&) const;
   Tensor operator-(const Tensor&) const;

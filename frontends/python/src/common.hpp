@@ -80,5 +80,8 @@ void bind_dlpack(nb::module_& m, nb::class_<Tensor>& T);
 // bind_train.cpp: layernorm/batchnorm/dropout, Tensor.training, and the private _optim,
 // _safetensors and _Jit that kiln.nn and kiln.TinyJit wrap.
 void bind_train(nb::module_& m, nb::class_<Tensor>& T);
+// bind_struct.cpp: the structural ops (cumsum..., sort, einsum, scatter, pad with modes, ...);
+// replaces bind_tensor_methods' pad, so it is called after it.
+void bind_struct(nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

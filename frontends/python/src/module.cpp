@@ -138,4 +138,5 @@ NB_MODULE(_kiln, m) {
   bind_creation(T);
   bind_dlpack(m, T);
   bind_train(m, T);
+  bind_struct(T);
 }

@@ -217,31 +217,6 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
            },
            nb::arg("dim").none() = nb::none())
       .def("unsqueeze", &Tensor::unsqueeze, nb::arg("dim"))
-      .def("pad",
-           [](const Tensor& t, nb::handle padding, double value) {
-             // tinygrad: a tuple of (before, after) or None per axis from the first, or a flat
-             // torch-style tuple (last axis first)
-             if (!nb::isinstance<nb::tuple>(padding) && !nb::isinstance<nb::list>(padding))
-               throw nb::type_error(("pad(): padding must be a tuple, got " + py_type_name(padding)).c_str());
-             kiln::Pads pads;
-             bool flat = nb::len(padding) > 0;
-             for (nb::handle h : padding) flat &= nb::isinstance<nb::int_>(h);
-             if (flat) {
-               if (nb::len(padding) % 2 || nb::len(padding) / 2 > t.shape().size())
-                 throw kiln::Error("pad(): a flat padding needs an even count of at most 2 * ndim values");
-               pads.assign(t.shape().size(), {0, 0});
-               std::vector<int64_t> v;
-               for (nb::handle h : padding) v.push_back(i64(h));
-               for (size_t i = 0; i < v.size() / 2; ++i) pads[t.shape().size() - 1 - i] = {v[2 * i], v[2 * i + 1]};
-             } else {
-               for (nb::handle h : padding) {
-                 if (h.is_none()) pads.push_back({0, 0});
-                 else pads.push_back(int_pair(h, "pad"));
-               }
-             }
-             return t.pad(pads, value);
-           },
-           nb::arg("padding"), nb::kw_only(), nb::arg("value") = 0.0)
       .def("shrink",
            [](const Tensor& t, nb::handle arg) {
              kiln::Pads se;
@@ -254,20 +229,6 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              return t.shrink(se);
            },
            nb::arg("arg"))
-      .def("cat",
-           [](const Tensor& t, nb::args others, int dim) {
-             std::vector<Tensor> all{t};
-             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "cat", "args"));
-             return Tensor::cat(all, dim);
-           },
-           nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
-      .def("stack",
-           [](const Tensor& t, nb::args others, int dim) {
-             std::vector<Tensor> all{t};
-             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "stack", "args"));
-             return Tensor::stack(all, dim);
-           },
-           nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
       .def("gather", [](const Tensor& t, int dim, const Tensor& index) { return t.gather(dim, index); }, nb::arg("dim"),
            nb::arg("index"));
 
