@@ -73,5 +73,7 @@ bool reduces_nothing(nb::handle axis);
 
 // tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
 void bind_tensor_methods(nb::class_<Tensor>& T);
+// bind_conv.cpp: conv2d, conv_transpose2d, max_pool2d, avg_pool2d, max_unpool2d (N-d, tinygrad's arguments).
+void bind_conv(nb::class_<Tensor>& T);
 
 }  // namespace kiln_py
