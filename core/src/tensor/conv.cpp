@@ -340,13 +340,24 @@ Tensor Tensor::max_unpool2d(const Tensor& indices, const PoolOptions& o, const S
   for (int64_t v : out)
     if (v < 1) fail(ErrorCode::invalid_argument, op, ": output size ", shape_str(out), " must be positive on every spatial axis");
   const int64_t n = shape()[0], c = shape()[1], m = numel_of(last_dims(shape(), k)), positions = numel_of(out);
-  // every value compared with every position of its plane: where it matches, it is written there
+  // every value compared with every position of its plane: where it matches, it is written there.
+  // Overlapping windows can give one maximum twice (the same value): the sum over the matches is
+  // divided by their count.
   Tensor at = Tensor::arange(0, static_cast<double>(positions), 1, indices.dtype(), device()).reshape({1, 1, 1, positions});
   Tensor values = reshape({n, c, m, 1});
-  Tensor plane = Tensor::where(indices.reshape({n, c, m, 1}).eq(at), values, const_like(values, 0)).sum({2});
+  Tensor hit = indices.reshape({n, c, m, 1}).eq(at);
+  Tensor sum = Tensor::where(hit, values, const_like(values, 0)).sum({2});
+  Tensor count = hit.cast(sum.dtype()).sum({2}).maximum(const_like(sum, 1));
   Shape full{n, c};
   full.insert(full.end(), out.begin(), out.end());
-  return plane.cast(dtype()).reshape(full);
+  Tensor y = (dtype().is_float() ? sum / count : sum.idiv(count)).cast(dtype()).reshape(full);
+  if (!dtype().is_float()) return y;
+  // torch's gradient: every input element the output's gradient at its index (duplicates each
+  // take all of it; an index outside the output none)
+  set_gradient(y, {*this}, [indices, n, c, m, positions, in = shape()](const Tensor& g) {
+    return std::vector<Tensor>{g.reshape({n, c, positions}).gather(2, indices.reshape({n, c, m})).reshape(in)};
+  });
+  return y;
 }
 
 Tensor Tensor::max_pool2d(int kernel, int stride, int padding) const {
