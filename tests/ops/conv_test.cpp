@@ -199,6 +199,16 @@ TEST(Conv, BiasIsAddedPerOutputChannel) {
             "");
 }
 
+TEST(Conv, DtypeIsTheSumsAndTheResults) {
+  std::vector<double> x = sample({1, 3, 5, 5}, 14), w = sample({2, 3, 3, 3}, 15);
+  Ref want = ref_conv(x, {1, 3, 5, 5}, w, {2, 3, 3, 3}, {1, 1}, {1, 1}, pads_of({{1, 1}, {1, 1}}), 1);
+  Tensor xh = host_tensor(x, {1, 3, 5, 5}, dtypes::float16), wh = host_tensor(w, {2, 3, 3, 3}, dtypes::float16);
+  Tensor y = xh.conv2d(wh, std::nullopt, Opts{.padding = {{1, 1}}, .dtype = dtypes::float32});
+  EXPECT_EQ(y.dtype(), dtypes::float32);
+  EXPECT_EQ(compare(y, want.shape, want.values, 1e-2, 2e-2), "");
+  EXPECT_EQ(xh.conv2d(wh, std::nullopt, Opts{.padding = {{1, 1}}}).dtype(), dtypes::float16);
+}
+
 TEST(Conv, TwoDWithOneStrideAndDilationIsTheTunedConvolution) {
   // the same graph node as the int form: the tuned path's kernels and input gradient
   Tensor x = host_tensor(sample({2, 4, 9, 9}, 6), {2, 4, 9, 9}), w = host_tensor(sample({8, 2, 3, 3}, 7), {8, 2, 3, 3});

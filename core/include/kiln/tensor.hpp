@@ -152,6 +152,7 @@ class Tensor {
     std::vector<int64_t> stride{1}, dilation{1};
     Pads padding{};
     std::vector<int64_t> output_padding{0};  // conv_transpose2d only
+    std::optional<DType> dtype{};            // conv2d only: the products summed in it, the result's (tinygrad's dtype=)
   };
   struct PoolOptions {
     std::vector<int64_t> kernel{2, 2};

@@ -147,7 +147,9 @@ double lowest(DType t) {
 
 // conv2d without bias over an input already padded: its windows (N, Cin, *O, *k) times the weight,
 // summed over each window and the group's input channels.
-Tensor convolve_nd(const Tensor& x, const Tensor& w, int64_t groups, const std::vector<int64_t>& s, const std::vector<int64_t>& d) {
+// `acc`: the dtype the products are summed in (tinygrad's dtype=), if any.
+Tensor convolve_nd(const Tensor& x, const Tensor& w, int64_t groups, const std::vector<int64_t>& s, const std::vector<int64_t>& d,
+                   std::optional<DType> acc) {
   const size_t k = w.shape().size() - 2;
   const int64_t n = x.shape()[0], cin = x.shape()[1], cout = w.shape()[0], cg = cin / groups, og = cout / groups;
   const Shape ks = last_dims(w.shape(), k);
@@ -161,7 +163,9 @@ Tensor convolve_nd(const Tensor& x, const Tensor& w, int64_t groups, const std::
   out.insert(out.end(), os.begin(), os.end());
   std::vector<int> axes{3};
   for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int>(4 + k + i));
-  return (win.reshape(wins) * w.reshape(weights)).sum(axes).reshape(out);
+  Tensor products = win.reshape(wins) * w.reshape(weights);
+  if (acc && *acc != products.dtype()) products = products.cast(*acc);
+  return products.sum(axes).reshape(out);
 }
 
 // Ranks of a convolution's input and weight: (N, C, *spatial) and (O, I, *kernel), K >= 1.
@@ -208,7 +212,7 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, c
            ", padding ", pads_str(p), ")");
   }
   check_bias(bias, cout, "conv2d");
-  if (k == 2 && s[0] == s[1] && d[0] == d[1]) {
+  if (k == 2 && s[0] == s[1] && d[0] == d[1] && !o.dtype) {
     // kiln's tuned 2-D convolution (the int form's graph); other padding is applied before it
     const auto [top, bottom] = p[0];
     const bool one_amount = top >= 0 && top == bottom && p[1].first == top && p[1].second == top;
@@ -216,7 +220,7 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, c
     return x.conv2d(weight, bias, static_cast<int>(s[0]), one_amount ? static_cast<int>(top) : 0, static_cast<int>(d[0]),
                     static_cast<int>(groups));
   }
-  Tensor y = convolve_nd(pad_value(*this, p, 0.0), weight, groups, s, d);
+  Tensor y = convolve_nd(pad_value(*this, p, 0.0), weight, groups, s, d, o.dtype);
   if (!bias) return y;
   Shape b(k + 2, 1);
   b[1] = cout;

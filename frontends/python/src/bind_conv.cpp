@@ -87,13 +87,13 @@ void bind_conv(nb::class_<Tensor>& T) {
   T.def(
       "conv2d",
       [](const Tensor& t, const Tensor& weight, std::optional<Tensor> bias, int groups, nb::handle stride, nb::handle dilation,
-         nb::handle padding) {
+         nb::handle padding, nb::handle dtype) {
         return t.conv2d(weight, bias,
                         ConvOptions{.groups = groups, .stride = ints(stride, "conv2d", "stride"), .dilation = ints(dilation, "conv2d", "dilation"),
-                                    .padding = padding_arg(padding, weight_axes(weight), "conv2d")});
+                                    .padding = padding_arg(padding, weight_axes(weight), "conv2d"), .dtype = dtype_arg(dtype, "conv2d")});
       },
       nb::arg("weight"), nb::arg("bias").none() = nb::none(), nb::arg("groups") = 1, nb::arg("stride") = 1, nb::arg("dilation") = 1,
-      nb::arg("padding") = 0);
+      nb::arg("padding") = 0, nb::arg("dtype").none() = nb::none());
   T.def(
       "conv_transpose2d",
       [](const Tensor& t, const Tensor& weight, std::optional<Tensor> bias, int groups, nb::handle stride, nb::handle dilation,

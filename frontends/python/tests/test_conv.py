@@ -103,6 +103,14 @@ def test_conv2d_bias_and_positional_arguments():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_conv2d_dtype_is_the_sums_and_the_results():
+    x, w = rand(1, 3, 5, 5), rand(2, 3, 3, 3)
+    got = Tensor(x).half().conv2d(Tensor(w).half(), padding=1, dtype=dtypes.float32)
+    assert got.dtype == dtypes.float32
+    np.testing.assert_allclose(got.numpy(), np_conv(x, w, (1, 1), (1, 1), [(1, 1)] * 2), rtol=1e-2, atol=2e-2)
+    assert Tensor(x).half().conv2d(Tensor(w).half(), padding=1, dtype="float16").dtype == dtypes.float16
+
+
 @pytest.mark.parametrize(
     "xs,ws,kw",
     [
