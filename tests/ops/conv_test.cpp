@@ -353,6 +353,8 @@ TEST(Conv, ErrorsNameTheProblem) {
   throws([&] { x.conv2d(w, std::nullopt, Opts{.stride = {0}}); }, "stride must be >= 1");
   throws([&] { x.conv2d(w, std::nullopt, Opts{.padding = {{1, 1}, {1, 1}, {1, 1}}}); }, "padding has 3");
   throws([&] { x.conv2d(w, Tensor::zeros({16}), Opts{.padding = {{1, 1}}}); }, "bias must have shape (32,)");
+  throws([&] { x.conv2d(w, std::nullopt, Opts{.padding = {{1, 1}}, .output_padding = {1}}); }, "output_padding (1,) is conv_transpose2d's");
+  throws([&] { x.conv_transpose2d(w, std::nullopt, Opts{.dtype = dtypes::float32}); }, "dtype is conv2d's");
   throws([&] { x.conv_transpose2d(w, std::nullopt, Opts{}); }, "needs a weight of (16");
   throws([&] { x.conv_transpose2d(Tensor::zeros({16, 4, 3, 3}), std::nullopt, Opts{.stride = {2}, .output_padding = {2}}); },
          "output_padding");

@@ -199,6 +199,8 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, c
   check_at_least(s, 1, "conv2d", "stride");
   check_at_least(d, 1, "conv2d", "dilation");
   const Pads p = per_axis_pads(o.padding, k, "conv2d", shape());
+  if (std::any_of(o.output_padding.begin(), o.output_padding.end(), [](int64_t v) { return v != 0; }))
+    fail(ErrorCode::invalid_argument, "conv2d: output_padding ", shape_str(o.output_padding), " is conv_transpose2d's, not conv2d's");
   const int64_t groups = o.groups, cin = shape()[1], cout = weight.shape()[0];
   if (groups < 1) fail(ErrorCode::invalid_argument, "conv2d: groups must be >= 1, got ", groups);
   if (cin % groups || cout % groups || weight.shape()[1] * groups != cin)
@@ -236,6 +238,7 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
   check_at_least(d, 1, op, "dilation");
   check_at_least(extra, 0, op, "output_padding");
   const Pads p = per_axis_pads(o.padding, k, op, shape());
+  if (o.dtype) fail(ErrorCode::invalid_argument, op, ": dtype is conv2d's, not conv_transpose2d's (cast the operands instead)");
   const int64_t groups = o.groups, cin = shape()[1];
   if (groups < 1) fail(ErrorCode::invalid_argument, op, ": groups must be >= 1, got ", groups);
   if (weight.shape()[0] != cin || cin % groups)
