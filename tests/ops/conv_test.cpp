@@ -348,6 +348,8 @@ TEST(Conv, ErrorsNameTheProblem) {
   throws([&] { x.conv2d(w, std::nullopt, Opts{}); }, "larger than the padded input");
   throws([&] { Tensor::zeros({1, 1, 6, 7}).conv2d(Tensor::zeros({6, 1, 3, 3}), std::nullopt, Opts{.dilation = {3}}); }, "spans 7");
   throws([&] { x.conv2d(Tensor::zeros({32, 16, 3}), std::nullopt, Opts{}); }, "same rank");
+  throws([&] { x.conv2d(Tensor::zeros({32, 16, 0, 1}), std::nullopt, Opts{}); }, "kernel size must be >= 1");
+  throws([&] { x.conv_transpose2d(Tensor::zeros({16, 2, 1, 0}), std::nullopt, Opts{}); }, "kernel size must be >= 1");
   throws([&] { x.conv2d(w, std::nullopt, Opts{.groups = 3}); }, "group");
   throws([&] { x.conv2d(w, std::nullopt, Opts{.stride = {1, 1, 1}}); }, "stride");
   throws([&] { x.conv2d(w, std::nullopt, Opts{.stride = {0}}); }, "stride must be >= 1");

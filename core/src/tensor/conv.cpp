@@ -206,6 +206,7 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, c
   if (cin % groups || cout % groups || weight.shape()[1] * groups != cin)
     fail(ErrorCode::invalid_argument, "conv2d: input ", shape_str(shape()), " with ", groups, " group(s) needs a weight of (", cout, ", ",
          cin / groups, ", *kernel) with ", cout, " divisible by the groups, got ", shape_str(weight.shape()));
+  check_at_least(last_dims(weight.shape(), k), 1, "conv2d", "the weight's kernel size");
   for (size_t i = 0; i < k; ++i) {
     const int64_t span = d[i] * (weight.shape()[2 + i] - 1) + 1, padded = shape()[2 + i] + p[i].first + p[i].second;
     if (padded < span)
@@ -247,6 +248,7 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
   const int64_t cg = cin / groups, og = weight.shape()[1], cout = og * groups;
   check_bias(bias, cout, op);
   const Shape ks = last_dims(weight.shape(), k);
+  check_at_least(ks, 1, op, "the weight's kernel size");
   Pads reach;  // the convolution's padding: the kernel's reach less the padding, output_padding at the end
   for (size_t i = 0; i < k; ++i) {
     const int64_t in = shape()[2 + i], span = d[i] * (ks[i] - 1);
