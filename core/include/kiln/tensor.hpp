@@ -241,6 +241,48 @@ class Tensor {
                 int dilation = 1, int groups = 1) const;
   Tensor max_pool2d(int kernel = 2, int stride = 0, int padding = 0) const;  // stride 0 = kernel
   Tensor avg_pool2d(int kernel = 2, int stride = 0, int padding = 0) const;
+  // ---- N-d convolutions and pools (tinygrad's/torch's semantics; tensor/conv.cpp) ----
+  // Over the last K dimensions of an input (N, C, *spatial) (pools: any leading dimensions), K from
+  // the weight's (O, C/groups, *k) or the pool's kernel. Per-axis vectors take one entry for all K
+  // axes or one per axis; `padding` is (before, after) per spatial axis in axis order (one pair:
+  // every axis), negative amounts crop. Pass the options explicitly: conv2d(w, b, {.stride = {2}}).
+  struct ConvOptions {
+    int groups = 1;
+    std::vector<int64_t> stride{1}, dilation{1};
+    Pads padding{};
+    std::vector<int64_t> output_padding{0};  // conv_transpose2d only
+    std::optional<DType> dtype{};            // conv2d only: the products summed in it, the result's (tinygrad's dtype=)
+  };
+  struct PoolOptions {
+    std::vector<int64_t> kernel{2, 2};
+    std::vector<int64_t> stride{};  // empty: the kernel
+    std::vector<int64_t> dilation{1};
+    Pads padding{};
+    bool ceil_mode = false;          // torch's output size: a last window that starts in the input or left padding counts
+    bool count_include_pad = true;   // avg_pool2d: padding counts in the divisor (never ceil_mode's extra)
+  };
+  // torch.nn.functional.conv1d/2d/3d for any K >= 1 (weight (Cout, Cin/groups, *k), bias (Cout,)).
+  // kiln::Error when the ranks, channels, groups or bias do not match, an entry is < 1 (stride,
+  // dilation, groups) or the dilated kernel is larger than the padded input.
+  Tensor conv2d(const Tensor& weight, const std::optional<Tensor>& bias, const ConvOptions& options) const;
+  // torch's conv_transpose1d/2d/3d (weight (Cin, Cout/groups, *k)): the convolution of the input
+  // spread `stride` apart with the flipped weight. kiln::Error as conv2d, and when output_padding is
+  // not below max(stride, dilation) on its axis or the output would be empty.
+  Tensor conv_transpose2d(const Tensor& weight, const std::optional<Tensor>& bias, const ConvOptions& options) const;
+  // torch's max_pool1d/2d/3d (padding with the dtype's lowest value). Gradient as torch: each window's
+  // to its first maximum (row-major), summed where windows overlap. kiln::Error for a kernel, stride
+  // or dilation entry < 1, a count that is neither 1 nor K, or a window larger than the padded input.
+  Tensor max_pool2d(const PoolOptions& options) const;
+  // max_pool2d and torch's return_indices: each window's first maximum as a flat index into its
+  // plane of the unpadded input (int32, the values' shape).
+  std::pair<Tensor, Tensor> max_pool2d_with_indices(const PoolOptions& options) const;
+  // torch's avg_pool1d/2d/3d: ceil_mode and count_include_pad as torch. Errors as max_pool2d.
+  Tensor avg_pool2d(const PoolOptions& options) const;
+  // torch's max_unpool (input (N, C, *spatial) and the indices max_pool2d_with_indices gave): each
+  // value written at its flat index of a zero (N, C, *output_size) plane. output_size: the last K
+  // entries count; empty: torch's default (I-1)*stride - padding + dilation*(k-1) + 1. kiln::Error
+  // when the indices' shape differs from the input's.
+  Tensor max_unpool2d(const Tensor& indices, const PoolOptions& options, const Shape& output_size = {}) const;
   static Tensor cat(const std::vector<Tensor>&, int axis = 0);
   static Tensor stack(const std::vector<Tensor>&, int axis = 0);
   // numpy take_along_axis; a negative index counts from the end. An index outside [-n, n) (n =

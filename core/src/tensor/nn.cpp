@@ -5,6 +5,7 @@
 #include "support/env.hpp"
 #include "tensor/multi.hpp"
 #include "tensor/tensor_state.hpp"
+#include "tensor/windows.hpp"
 
 namespace kiln {
 
@@ -31,7 +32,7 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& reps) {
 // reads), split into (O, stride), each stride's first K kept, the K axes moved last. Movement ops
 // only, so the gradient is a scatter without sums: a 2x2 max pool's backward indexes its input as
 // (y // 2, y % 2) instead of summing the tiled copies below (8 x 64 x 56 x 56: 69 -> 1.5 ms).
-Tensor disjoint_windows(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& out, int64_t stride) {
+Tensor disjoint_windows(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& out, const std::vector<int64_t>& stride) {
   const Shape& s = x.shape();
   const size_t n = k.size(), lead = s.size() - n;
   Pads grow, cut, keep;
@@ -42,9 +43,9 @@ Tensor disjoint_windows(const Tensor& x, const std::vector<int64_t>& k, const st
     order.push_back(static_cast<int>(i));
   }
   for (size_t i = 0; i < n; ++i) {
-    const int64_t need = out[i] * stride;
+    const int64_t need = out[i] * stride[i];
     grow.push_back({0, std::max<int64_t>(0, need - s[lead + i])}), cut.push_back({0, need});
-    split.push_back(out[i]), split.push_back(stride);
+    split.push_back(out[i]), split.push_back(stride[i]);
     keep.push_back({0, out[i]}), keep.push_back({0, k[i]});
     order.push_back(static_cast<int>(lead + 2 * i));
   }
@@ -52,7 +53,10 @@ Tensor disjoint_windows(const Tensor& x, const std::vector<int64_t>& k, const st
   return x.pad(grow).shrink(cut).reshape(split).shrink(keep).permute(order);
 }
 
-// Pads (amounts >= 0) or cuts (< 0) the last amounts.size() dimensions of x, before and after.
+}  // namespace
+
+namespace detail {
+
 Tensor pad_or_cut(const Tensor& x, const Pads& amounts) {
   const Shape& s = x.shape();
   const size_t lead = s.size() - amounts.size();
@@ -67,6 +71,10 @@ Tensor pad_or_cut(const Tensor& x, const Pads& amounts) {
   }
   return t.shrink(keep);
 }
+
+}  // namespace detail
+
+namespace {
 
 // Calls f(tap) for every tap of a k[0] x k[1] x ... window, and sums what it returns.
 template <typename F>
@@ -92,25 +100,40 @@ Tensor sum_over_taps(const std::vector<int64_t>& k, F&& f) {
 // to the input's size. Padding the split digits, not the merged dimension, keeps the index a
 // digit split of the position (y // stride, y % stride) with no offset carried across digits,
 // which the index simplifier could not undo.
-Tensor place_tap(const Tensor& part, const Shape& in, const std::vector<int64_t>& tap, int64_t stride, int64_t dilation) {
+}  // namespace
+
+namespace detail {
+
+Tensor place_tap(const Tensor& part, const Shape& in, const std::vector<int64_t>& tap, const std::vector<int64_t>& stride,
+                 const std::vector<int64_t>& dilation) {
   const size_t n = tap.size(), lead = in.size() - n;
   const Shape& ps = part.shape();
   Shape split(ps.begin(), ps.begin() + static_cast<std::ptrdiff_t>(lead)), merged = split;
   Pads spread(lead, {0, 0}), keep;
   for (size_t i = 0; i < lead; ++i) keep.push_back({0, ps[i]});
   for (size_t i = 0; i < n; ++i) {
-    const int64_t o = ps[lead + i], q = tap[i] * dilation / stride, r = tap[i] * dilation % stride;
-    const int64_t rows = (in[lead + i] + stride - 1) / stride;  // o + q <= rows for a window inside the input
-    split.push_back(o), split.push_back(1), merged.push_back(rows * stride), keep.push_back({0, in[lead + i]});
-    spread.push_back({q, rows - o - q}), spread.push_back({r, stride - 1 - r});
+    const int64_t s = stride[i], o = ps[lead + i], q = tap[i] * dilation[i] / s, r = tap[i] * dilation[i] % s;
+    const int64_t rows = (in[lead + i] + s - 1) / s;  // o + q <= rows for a window inside the input
+    split.push_back(o), split.push_back(1), merged.push_back(rows * s), keep.push_back({0, in[lead + i]});
+    spread.push_back({q, rows - o - q}), spread.push_back({r, s - 1 - r});
   }
   return part.reshape(split).pad(spread).reshape(merged).shrink(keep);
+}
+
+}  // namespace detail
+
+namespace {
+
+// place_tap with one stride and dilation for every axis.
+Tensor place_tap(const Tensor& part, const Shape& in, const std::vector<int64_t>& tap, int64_t stride, int64_t dilation) {
+  return detail::place_tap(part, in, tap, std::vector<int64_t>(tap.size(), stride), std::vector<int64_t>(tap.size(), dilation));
 }
 
 // The gradient of sliding windows (pool) from the windows' gradient g (..., O1, O2, K1, K2): each
 // tap's part placed back (place_tap) and summed over the taps, one elementwise kernel. Op by op
 // instead, the tiling's expand sums its copies through masks and divisions per element.
-Tensor unpool(const Tensor& g, const Shape& in, const std::vector<int64_t>& k, int64_t stride, int64_t dilation) {
+Tensor unpool(const Tensor& g, const Shape& in, const std::vector<int64_t>& k, const std::vector<int64_t>& stride,
+              const std::vector<int64_t>& dilation) {
   const Shape& gs = g.shape();
   const size_t n = k.size(), lead = in.size() - n;
   const Shape windows(gs.begin(), gs.begin() + static_cast<std::ptrdiff_t>(lead + n));
@@ -118,7 +141,7 @@ Tensor unpool(const Tensor& g, const Shape& in, const std::vector<int64_t>& k, i
     Pads pick;
     for (size_t i = 0; i < lead + n; ++i) pick.push_back({0, gs[i]});
     for (int64_t t : tap) pick.push_back({t, t + 1});
-    return place_tap(g.shrink(pick).reshape(windows), in, tap, stride, dilation);
+    return detail::place_tap(g.shrink(pick).reshape(windows), in, tap, stride, dilation);
   });
 }
 
@@ -127,22 +150,29 @@ Tensor unpool(const Tensor& g, const Shape& in, const std::vector<int64_t>& k, i
 // overlapping ones take a tiling: each dimension is tiled so that reshaping it into rows of length
 // L = I*f + D starts row k at offset k*D (k*L = k*D mod I); taking every stride-th column of those
 // rows gives the windows without any gather.
-Tensor pool(const Tensor& x, const std::vector<int64_t>& k, int64_t stride, int64_t dilation, const char* op) {
+}  // namespace
+
+namespace detail {
+
+Tensor pool(const Tensor& x, const std::vector<int64_t>& k, const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation,
+            const char* op) {
   const Shape& s = x.shape();
   size_t n = k.size(), lead = s.size() - n;
   std::vector<int64_t> in(n), out(n), len(n), reps(n);
   for (size_t i = 0; i < n; ++i) {
     in[i] = s[lead + i];
-    int64_t span = dilation * (k[i] - 1) + 1;
+    int64_t span = dilation[i] * (k[i] - 1) + 1;
     if (span > in[i])
-      fail(ErrorCode::invalid_argument, op, ": window ", k[i], " (dilation ", dilation, ") is larger than the input size ", in[i],
+      fail(ErrorCode::invalid_argument, op, ": window ", k[i], " (dilation ", dilation[i], ") is larger than the input size ", in[i],
            " of dimension ", lead + i);
-    out[i] = (in[i] - span) / stride + 1;
+    out[i] = (in[i] - span) / stride[i] + 1;
   }
-  if (dilation == 1 && std::all_of(k.begin(), k.end(), [&](int64_t w) { return w <= stride; })) return disjoint_windows(x, k, out, stride);
+  bool disjoint = true;
+  for (size_t i = 0; i < n; ++i) disjoint &= dilation[i] == 1 && k[i] <= stride[i];
+  if (disjoint) return disjoint_windows(x, k, out, stride);
   for (size_t i = 0; i < n; ++i) {
-    int64_t f = std::max<int64_t>(1, (out[i] * stride - dilation + in[i] - 1) / in[i]);
-    len[i] = in[i] * f + dilation;
+    int64_t f = std::max<int64_t>(1, (out[i] * stride[i] - dilation[i] + in[i] - 1) / in[i]);
+    len[i] = in[i] * f + dilation[i];
     reps[i] = (k[i] * len[i] + in[i] - 1) / in[i];
   }
   Tensor t = tile(x, reps);
@@ -155,8 +185,8 @@ Tensor pool(const Tensor& x, const std::vector<int64_t>& k, int64_t stride, int6
   Pads cols = keep;
   Shape strided(s.begin(), s.begin() + lead);
   for (size_t i = 0; i < n; ++i) {
-    cols.push_back({0, k[i]}), cols.push_back({0, out[i] * stride});
-    strided.push_back(k[i]), strided.push_back(out[i]), strided.push_back(stride);
+    cols.push_back({0, k[i]}), cols.push_back({0, out[i] * stride[i]});
+    strided.push_back(k[i]), strided.push_back(out[i]), strided.push_back(stride[i]);
   }
   t = t.shrink(cols).reshape(strided);
   Pads first = keep;
@@ -173,6 +203,15 @@ Tensor pool(const Tensor& x, const std::vector<int64_t>& k, int64_t stride, int6
   Tensor out_windows = t.permute(order);
   set_gradient(out_windows, {x}, [=, in = x.shape()](const Tensor& g) { return std::vector<Tensor>{unpool(g, in, k, stride, dilation)}; });
   return out_windows;
+}
+
+}  // namespace detail
+
+namespace {
+
+// pool with one stride and dilation for every axis.
+Tensor pool(const Tensor& x, const std::vector<int64_t>& k, int64_t stride, int64_t dilation, const char* op) {
+  return detail::pool(x, k, std::vector<int64_t>(k.size(), stride), std::vector<int64_t>(k.size(), dilation), op);
 }
 
 Tensor convolve(const Tensor& input, const Tensor& weight, int64_t stride, int64_t padding, int64_t dilation, int64_t groups);
@@ -261,12 +300,6 @@ void check_4d(const Tensor& x, const char* op) {
     fail(ErrorCode::invalid_argument, op, ": input must be NCHW (4 dimensions), got shape ", shape_str(x.shape()));
 }
 
-void check_pool_args(const Tensor& x, int kernel, int stride, int padding, const char* op) {
-  if (kernel < 1 || stride < 0 || padding < 0)
-    fail(ErrorCode::invalid_argument, op, ": invalid kernel ", kernel, ", stride ", stride, ", padding ", padding, " for input of shape ",
-         shape_str(x.shape()), " (expected kernel >= 1, stride >= 0 (0 means the kernel size) and padding >= 0)");
-}
-
 // KILN_CHECK_BOUNDS=1: realizes the index on the host and names the first index outside [-n, n).
 void check_gather_bounds(const Tensor& index, int axis, int64_t n) {
   // unsigned indices are read as such: a uint64 above INT64_MAX is no negative index
@@ -345,41 +378,6 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, i
     y = y + bias->reshape({1, cout, 1, 1});
   }
   return y;
-}
-
-Tensor Tensor::max_pool2d(int kernel, int stride, int padding) const {
-  check_4d(*this, "max_pool2d");
-  check_pool_args(*this, kernel, stride, padding, "max_pool2d");
-  double lowest = dtype().is_float() ? -std::numeric_limits<double>::infinity() : static_cast<double>(dtype().imin());
-  Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}, lowest) : *this;
-  const int64_t step = stride ? stride : kernel;
-  Tensor windows = pool(x, {kernel, kernel}, step, 1, "max_pool2d"), top = windows.max({-2, -1});
-  if (kernel <= step || !dtype().is_float()) return top;
-  // Overlapping windows: an element takes, from each window it is a maximum of, that window's
-  // gradient shared among its maxima (max's rule). Per tap: the window's share and maximum put
-  // back where the tap reads (place_tap), and the element compared with that maximum directly
-  // (through the windows' gradient, the element would be read through their tiling's index
-  // arithmetic: a 3x3 pool of stride 2 over 8 x 64 x 112 x 112, 350 ms for the gradient).
-  // (the function holds the windows, not `top`: the table's entry would keep its own node alive;
-  // the maxima built again from the windows are the same node)
-  set_gradient(top, {x}, [=](const Tensor& g) {
-    Tensor top = windows.max({-2, -1});
-    Shape tops = top.shape();
-    tops.push_back(1), tops.push_back(1);
-    Tensor share = g / windows.eq(top.reshape(tops).expand(windows.shape())).cast(g.dtype()).sum({-2, -1});
-    return std::vector<Tensor>{sum_over_taps({kernel, kernel}, [&](const std::vector<int64_t>& tap) {
-      Tensor hit = x.eq(place_tap(top, x.shape(), tap, step, 1)).cast(g.dtype());
-      return place_tap(share, x.shape(), tap, step, 1) * hit;
-    })};
-  });
-  return top;
-}
-
-Tensor Tensor::avg_pool2d(int kernel, int stride, int padding) const {
-  check_4d(*this, "avg_pool2d");
-  check_pool_args(*this, kernel, stride, padding, "avg_pool2d");
-  Tensor x = padding ? pad({{0, 0}, {0, 0}, {padding, padding}, {padding, padding}}) : *this;
-  return pool(x, {kernel, kernel}, stride ? stride : kernel, 1, "avg_pool2d").mean({-2, -1});
 }
 
 Tensor Tensor::cat(const std::vector<Tensor>& ts, int axis) {

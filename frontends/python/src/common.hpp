@@ -83,5 +83,7 @@ void bind_train(nb::module_& m, nb::class_<Tensor>& T);
 // bind_struct.cpp: the structural ops (cumsum..., sort, einsum, scatter, pad with modes, ...);
 // replaces bind_tensor_methods' pad, so it is called after it.
 void bind_struct(nb::class_<Tensor>& T);
+// bind_conv.cpp: conv2d, conv_transpose2d, max_pool2d, avg_pool2d, max_unpool2d (N-d, tinygrad's arguments).
+void bind_conv(nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

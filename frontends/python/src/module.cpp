@@ -139,4 +139,5 @@ NB_MODULE(_kiln, m) {
   bind_dlpack(m, T);
   bind_train(m, T);
   bind_struct(T);
+  bind_conv(T);
 }

@@ -2,7 +2,7 @@
 // keywords and defaults: properties and host access (shape, numpy, tolist, realize, to, cast,
 // assign), autograd, movement (*shape arguments, None entries, tinygrad's pad forms), elementwise
 // ops and the operators with Python scalars on either side (NotImplemented for anything else),
-// reductions (axis=None/int/tuple, dtype=), and nn (conv2d, pools). Every operation is
+// reductions (axis=None/int/tuple, dtype=); nn (conv2d, pools) is bind_conv.cpp. Every operation is
 // kiln::Tensor's own C++ method; the GIL is released where kernels may compile or run.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -62,25 +62,6 @@ std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* fn) {
       nb::isinstance<nb::int_>(h[1]))
     return {i64(h[0]), i64(h[1])};
   throw nb::type_error((std::string(fn) + "(): expected a pair of ints or None per axis, got " + nb::cast<std::string>(nb::repr(h))).c_str());
-}
-
-int int_or_uniform_pair(nb::handle v, const char* fn, const char* arg) {
-  if (nb::isinstance<nb::int_>(v) && !nb::isinstance<nb::bool_>(v)) return i32(v);
-  if (nb::isinstance<nb::tuple>(v) || nb::isinstance<nb::list>(v)) {
-    std::vector<int> xs;
-    for (nb::handle h : v) {
-      if (!nb::isinstance<nb::int_>(h)) break;
-      xs.push_back(i32(h));
-    }
-    if (xs.size() == nb::len(v) && !xs.empty()) {
-      for (int x : xs)
-        if (x != xs[0])
-          throw kiln::Error(std::string(fn) + "(): " + arg + " must be the same along both spatial axes for now, got " +
-                            nb::cast<std::string>(nb::repr(v)));
-      return xs[0];
-    }
-  }
-  throw nb::type_error((std::string(fn) + "(): " + arg + " must be an int or a tuple of ints, got " + py_type_name(v)).c_str());
 }
 
 // The Python object of `t` (methods that return self in tinygrad return the same object).
@@ -331,31 +312,6 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              return (d ? t.cast(*d) : t).log_softmax(axis);
            },
            nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none());
-
-  // ---- nn ----
-  T.def("conv2d",
-        [](const Tensor& t, const Tensor& weight, std::optional<Tensor> bias, int groups, nb::handle stride, nb::handle dilation,
-           nb::handle padding) {
-          return t.conv2d(weight, bias, int_or_uniform_pair(stride, "conv2d", "stride"), int_or_uniform_pair(padding, "conv2d", "padding"),
-                          int_or_uniform_pair(dilation, "conv2d", "dilation"), groups);
-        },
-        nb::arg("weight"), nb::arg("bias").none() = nb::none(), nb::arg("groups") = 1, nb::arg("stride") = 1,
-        nb::arg("dilation") = 1, nb::arg("padding") = 0);
-  auto pool = [&](const char* name, Tensor (Tensor::*fn)(int, int, int) const) {
-    T.def(
-        name,
-        [fn, name](const Tensor& t, nb::handle kernel_size, nb::handle stride, nb::handle dilation, nb::handle padding) {
-          int k = int_or_uniform_pair(kernel_size, name, "kernel_size");
-          int s = stride.is_none() ? 0 : int_or_uniform_pair(stride, name, "stride");
-          if (int_or_uniform_pair(dilation, name, "dilation") != 1)
-            throw kiln::Error(std::string(name) + "(): dilation other than 1 is not implemented yet");
-          return (t.*fn)(k, s, int_or_uniform_pair(padding, name, "padding"));
-        },
-        nb::arg("kernel_size") = nb::make_tuple(2, 2), nb::arg("stride").none() = nb::none(), nb::arg("dilation") = 1,
-        nb::arg("padding") = 0);
-  };
-  pool("max_pool2d", &Tensor::max_pool2d);
-  pool("avg_pool2d", &Tensor::avg_pool2d);
 }
 
 }  // namespace kiln_py
