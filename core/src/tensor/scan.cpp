@@ -3,7 +3,8 @@
 //
 // Every op here is a composition of the core ops, so autograd needs no rule of its own. A running
 // reduction along an axis of length n views each row as an n x n matrix [i, j] = x[j] and reduces
-// its lower triangle (j <= i); a sort counts, for each element, the elements that go before it
+// its lower triangle (j <= i) (cumsum and cumprod cut long rows into blocks: ~128 operations per
+// element at any length); a sort counts, for each element, the elements that go before it
 // (its rank) and inverts the ranks with a one-hot. Both are O(n^2) work and memory per row: fine
 // for the rows models and tests use (up to a few thousand), not for sorting millions of values.
 // Where an op picks elements (cummax, cummin, sort, topk) the values are read back with gather at
@@ -95,20 +96,62 @@ Tensor same(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+namespace {
+
+// A running sum or product along the last axis. Up to kDirectScan elements: the masked n x n
+// reduction (n^2 work per row). Longer rows are cut into blocks of kScanBlock: each block's own
+// running values (direct), plus the running total of the blocks before it (the same scan over the
+// block totals, recursively), so the work is ~kScanBlock per element at any length (a cumsum of
+// 10^6 floats would otherwise be 10^12 multiply-adds).
+constexpr int64_t kDirectScan = 256, kScanBlock = 128;
+
+Tensor scan_last(const Tensor& xl, bool product) {
+  const int64_t n = xl.shape().back();
+  const double identity = product ? 1 : 0;
+  if (n <= kDirectScan) {
+    Tensor xs = rows(xl);
+    Tensor masked = Tensor::where(prefix_mask(n, xl.device()), xs, const_like(xs, identity));
+    return product ? masked.prod({-1}) : masked.sum({-1});
+  }
+  const int64_t blocks = (n + kScanBlock - 1) / kScanBlock;
+  Pads tail(xl.ndim(), {0, 0});
+  tail.back() = {0, blocks * kScanBlock - n};
+  Shape split = xl.shape();
+  split.back() = blocks;
+  split.push_back(kScanBlock);
+  Tensor inner = scan_last(xl.pad(tail, identity).reshape(split), product);  // (..., blocks, B)
+  Pads last(inner.ndim(), {0, 0});
+  for (int d = 0; d < inner.ndim(); ++d) last[d] = {0, inner.shape()[d]};
+  last.back() = {kScanBlock - 1, kScanBlock};
+  Tensor totals = inner.shrink(last).squeeze(-1);  // (..., blocks)
+  Tensor through = scan_last(totals, product);
+  // the blocks before each block: `through` shifted by one, the identity first
+  Pads shift(through.ndim(), {0, 0});
+  shift.back() = {1, 0};
+  Pads drop(through.ndim(), {0, 0});
+  for (int d = 0; d < through.ndim(); ++d) drop[d] = {0, through.shape()[d]};
+  drop.back() = {0, blocks - 1};
+  Tensor before = through.shrink(drop).pad(shift, identity).unsqueeze(-1);
+  Tensor out = (product ? inner * before : inner + before);
+  Shape flat = xl.shape();
+  flat.back() = blocks * kScanBlock;
+  Pads keep(xl.ndim(), {0, 0});
+  for (int d = 0; d < xl.ndim(); ++d) keep[d] = {0, xl.shape()[d]};
+  return out.reshape(flat).shrink(keep);
+}
+
+}  // namespace
+
 Tensor Tensor::cumsum(int axis) const {
   int a = scan_axis(*this, axis, "cumsum");
   if (ndim() == 0) return *this;
-  Tensor xl = transpose(a, -1), xs = rows(xl);
-  Tensor mask = prefix_mask(xl.shape().back(), device());
-  return where(mask, xs, const_like(xs, 0)).sum({-1}).transpose(a, -1);
+  return scan_last(transpose(a, -1), false).transpose(a, -1);
 }
 
 Tensor Tensor::cumprod(int axis) const {
   int a = scan_axis(*this, axis, "cumprod");
   if (ndim() == 0) return *this;
-  Tensor xl = transpose(a, -1), xs = rows(xl);
-  Tensor mask = prefix_mask(xl.shape().back(), device());
-  return where(mask, xs, const_like(xs, 1)).prod({-1}).transpose(a, -1);
+  return scan_last(transpose(a, -1), true).transpose(a, -1);
 }
 
 std::pair<Tensor, Tensor> Tensor::cummax(int axis) const { return running_pick(*this, axis, false, "cummax"); }
