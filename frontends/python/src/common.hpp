@@ -73,5 +73,7 @@ bool reduces_nothing(nb::handle axis);
 
 // tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
 void bind_tensor_methods(nb::class_<Tensor>& T);
+// bind_math.cpp: elementwise math, activations, // % << >> **, math reductions, losses, attention.
+void bind_math(nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

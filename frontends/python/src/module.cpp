@@ -134,4 +134,5 @@ NB_MODULE(_kiln, m) {
   T.def_static("manual_seed", [](uint64_t seed) { kiln::manual_seed(seed); }, nb::arg("seed") = 0);
 
   bind_tensor_methods(T);
+  bind_math(T);
 }
