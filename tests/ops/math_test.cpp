@@ -457,3 +457,18 @@ TEST(MathAttention, ScaledDotProductAttentionMatchesLoops) {
                ErrorCode::invalid_argument, "the query's 3 heads must be a multiple of the key's 2 heads");
   expect_error([&] { (void)Q.scaled_dot_product_attention(K, V, std::nullopt, 0.1); }, ErrorCode::unimplemented, "dropout_p must be 0");
 }
+
+TEST(MathReduce, ZeroDimensionalTensorsReduceOverAxisZeroAsTorch) {
+  Tensor s = host_tensor({2.5}, {});
+  for (int axis : {0, -1}) {
+    EXPECT_EQ(compare(s.sum({axis}), {}, {2.5}), "");
+    EXPECT_EQ(compare(s.prod({axis}, true), {}, {2.5}), "");
+    EXPECT_EQ(compare(s.mean({axis}), {}, {2.5}), "");
+    EXPECT_EQ(compare(s.max({axis}), {}, {2.5}), "");
+    EXPECT_EQ(compare(s.softmax(axis), {}, {1}), "");
+    EXPECT_EQ(compare(s.log_softmax(axis), {}, {0}), "");
+    EXPECT_EQ(compare(s.logsumexp({axis}), {}, {2.5}), "");
+  }
+  expect_error([&] { (void)s.sum({1}); }, ErrorCode::invalid_argument, "sum: axis 1 is out of range for a tensor of shape ()");
+  expect_error([&] { (void)s.softmax(2); }, ErrorCode::invalid_argument, "softmax: axis 2 is out of range");
+}
