@@ -220,8 +220,12 @@ void bind_math(nb::class_<Tensor>& T) {
       .def("scaled_dot_product_attention",
            [](const Tensor& q, nb::handle key, nb::handle value, nb::handle attn_mask, double dropout_p, bool is_causal, bool enable_gqa) {
              const char* fn = "scaled_dot_product_attention";
+             // tinygrad's attention dropout is Tensor.dropout, which does nothing unless Tensor.training
+             nb::handle cls = nb::type<Tensor>();
+             bool training = nb::hasattr(cls, "training") && nb::cast<bool>(cls.attr("training"));
              return q.scaled_dot_product_attention(tensor_arg(key, fn, "key"), tensor_arg(value, fn, "value"),
-                                                   tensor_or_none(attn_mask, fn, "attn_mask"), dropout_p, is_causal, enable_gqa);
+                                                   tensor_or_none(attn_mask, fn, "attn_mask"), training ? dropout_p : 0.0, is_causal,
+                                                   enable_gqa);
            },
            nb::arg("key"), nb::arg("value"), nb::arg("attn_mask").none() = nb::none(), nb::arg("dropout_p") = 0.0,
            nb::arg("is_causal") = false, nb::arg("enable_gqa") = false);

@@ -291,3 +291,14 @@ def test_scaled_dot_product_attention():
         Tensor(q).scaled_dot_product_attention(Tensor(k), Tensor(v), attn_mask=Tensor(m), is_causal=True)
     with pytest.raises(RuntimeError, match="multiple of the key's 3 heads"):
         Tensor(q).scaled_dot_product_attention(Tensor(k[:, :3]), Tensor(v[:, :3]), enable_gqa=True)
+
+
+def test_attention_dropout_is_a_no_op_outside_training():
+    q = Tensor(rng.uniform(-1, 1, (1, 2, 3, 4)).astype(np.float32))
+    close(q.scaled_dot_product_attention(q, q, dropout_p=0.5), q.scaled_dot_product_attention(q, q).numpy())
+    Tensor.training = True
+    try:
+        with pytest.raises(kiln.Error, match="dropout_p must be 0"):
+            q.scaled_dot_product_attention(q, q, dropout_p=0.5)
+    finally:
+        Tensor.training = False
