@@ -225,6 +225,11 @@ TEST(MathBinary, PythonDivisionAndRemainderOnFloats) {
   EXPECT_EQ(compare(x.div(y, "trunc"), {8}, tr), "");
   EXPECT_EQ(compare(x.remainder(y), {8}, rem), "");
   EXPECT_EQ(compare(x.fmod(y), {8}, fm), "");
+  // a zero result has the dividend's sign (C fmod, torch.remainder)
+  std::vector<float> z = host_tensor({-0.0, -3, 3}, {3}).fmod(host_tensor({-3, 3, -3}, {3})).to_vector<float>();
+  EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]) && !std::signbit(z[2]));
+  z = host_tensor({-0.0, -3, 3}, {3}).remainder(host_tensor({-3, 3, -3}, {3})).to_vector<float>();
+  EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]) && !std::signbit(z[2]));
   expect_error([&] { (void)x.div(y, "typo"); }, ErrorCode::invalid_argument, "div: rounding_mode must be None, 'trunc' or 'floor', got 'typo'");
 }
 

@@ -41,6 +41,10 @@ Tensor asin_value(const Tensor& x) {
   return Tensor::where(x.lt(zero_of(x)), -v, v);
 }
 
+// A zero result takes the dividend's sign, as C's fmod (and torch's remainder, built on it) give it;
+// the subtraction would give +0.0. (A zero result means a finite dividend, so a * 0 is that zero.)
+Tensor zero_with_sign_of(const Tensor& r, const Tensor& a) { return Tensor::where(r.eq(zero_of(r)), a * 0.0, r); }
+
 }  // namespace
 
 // ---- rounding -------------------------------------------------------------------------------
@@ -241,7 +245,7 @@ Tensor Tensor::fmod(const Tensor& other) const {
   auto [a, b] = promote(*this, other, "fmod");
   if (a.dtype().is_int()) return a.mod(b);
   if (a.dtype().is_bool()) fail(ErrorCode::invalid_argument, "fmod: needs numeric tensors, got bool");
-  return a - (a / b).trunc() * b;
+  return zero_with_sign_of(a - (a / b).trunc() * b, a);
 }
 Tensor Tensor::div(const Tensor& other, const std::string& mode) const {
   if (mode != "" && mode != "trunc" && mode != "floor")
@@ -262,7 +266,7 @@ Tensor Tensor::floordiv(const Tensor& other) const { return div(other, "floor");
 Tensor Tensor::remainder(const Tensor& other) const {
   auto [a, b] = promote(*this, other, "remainder");
   if (a.dtype().is_bool()) fail(ErrorCode::invalid_argument, "remainder: needs numeric tensors, got bool");
-  if (!a.dtype().is_int()) return a - (a / b).floor() * b;
+  if (!a.dtype().is_int()) return zero_with_sign_of(a - (a / b).floor() * b, a);
   Tensor r = a.mod(b);
   if (a.dtype().is_unsigned()) return r;
   Tensor zero = zero_of(a);
