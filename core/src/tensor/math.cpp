@@ -184,7 +184,14 @@ Tensor Tensor::celu(double alpha) const {
 }
 Tensor Tensor::selu(double alpha, double gamma) const { return as_float(*this).elu(alpha) * gamma; }
 Tensor Tensor::relu6() const { return hardtanh(0, 6); }
-Tensor Tensor::hardswish() const { return as_float(*this) * hardsigmoid(); }
+Tensor Tensor::hardswish() const {
+  // torch's derivative: 0 below -3, x/3 + 1/2 on [-3, 3] (both ends included), 1 above
+  return with_derivative(as_float(*this), [](const Tensor& x) { return x * x.hardsigmoid(); },
+                         [](const Tensor& x) {
+                           Tensor three = c(x, 3);
+                           return Tensor::where(x.lt(-three), zero_of(x), Tensor::where(x.le(three), x * (1.0 / 3) + 0.5, c(x, 1)));
+                         });
+}
 Tensor Tensor::mish() const {
   Tensor x = as_float(*this);
   return x * x.softplus().tanh();
