@@ -172,7 +172,11 @@ TEST(MathUnary, GradientsAtTheKinksFollowTorch) {
   expect_values(grad_of([](const Tensor& x) { return x.leaky_relu(0.1); }, {0, 1}), {0.1, 1});
   expect_values(grad_of([](const Tensor& x) { return x.softsign(); }, {0}), {1});
   expect_values(grad_of([](const Tensor& x) { return x.hardsigmoid(); }, {-3, 0, 3}), {0, 1.0 / 6, 0});
-  expect_values(grad_of([](const Tensor& x) { return x.hardswish(); }, {-4, -3, 0, 3, 4}), {0, -0.5, 0.5, 1.5, 1});
+  expect_values(grad_of([](const Tensor& x) { return x.hardswish(); }, {-4, -3, 0, 3, 4}), {0, 0, 0.5, 1, 1});
+  // the exponential units at 0: alpha exp(0) (celu: 1; selu: scale alpha)
+  expect_values(grad_of([](const Tensor& x) { return x.elu(0.5); }, {0}), {0.5});
+  expect_values(grad_of([](const Tensor& x) { return x.celu(2); }, {0}), {1});
+  expect_values(grad_of([](const Tensor& x) { return x.selu(); }, {0}), {1.0507009873554805 * 1.6732632423543772});
   // clip: torch passes no gradient at a reached bound
   Tensor lo = host_tensor({-2.5}, {}), hi = host_tensor({1.5}, {});
   expect_values(grad_of([&](const Tensor& x) { return x.clip(lo, hi); }, {-3, -2.5, 0, 1.5, 2}), {0, 0, 1, 0, 0});

@@ -174,22 +174,25 @@ Tensor Tensor::quick_gelu() const {
   Tensor x = as_float(*this);
   return x * (x * 1.702).sigmoid();
 }
+// elu and celu: the exponential branch sees only x <= 0 (exp of a large x would be inf, and the
+// select's zero gradient times inf NaN); a select rather than minimum(x, 0), whose tie at 0 would
+// halve torch's derivative there (alpha exp(0))
 Tensor Tensor::elu(double alpha) const {
-  Tensor x = as_float(*this), zero = zero_of(x);
-  return where(x.gt(zero), x, ((x.minimum(zero)).exp() - 1.0) * alpha);
+  Tensor x = as_float(*this), zero = zero_of(x), pos = x.gt(zero);
+  return where(pos, x, (where(pos, zero, x).exp() - 1.0) * alpha);
 }
 Tensor Tensor::celu(double alpha) const {
-  Tensor x = as_float(*this), zero = zero_of(x);
-  return where(x.gt(zero), x, ((x.minimum(zero) * (1.0 / alpha)).exp() - 1.0) * alpha);
+  Tensor x = as_float(*this), zero = zero_of(x), pos = x.gt(zero);
+  return where(pos, x, ((where(pos, zero, x) * (1.0 / alpha)).exp() - 1.0) * alpha);
 }
 Tensor Tensor::selu(double alpha, double gamma) const { return as_float(*this).elu(alpha) * gamma; }
 Tensor Tensor::relu6() const { return hardtanh(0, 6); }
 Tensor Tensor::hardswish() const {
-  // torch's derivative: 0 below -3, x/3 + 1/2 on [-3, 3] (both ends included), 1 above
+  // torch's derivative: 0 up to -3, x/3 + 1/2 between, 1 from 3 on
   return with_derivative(as_float(*this), [](const Tensor& x) { return x * x.hardsigmoid(); },
                          [](const Tensor& x) {
                            Tensor three = c(x, 3);
-                           return Tensor::where(x.lt(-three), zero_of(x), Tensor::where(x.le(three), x * (1.0 / 3) + 0.5, c(x, 1)));
+                           return Tensor::where(x.le(-three), zero_of(x), Tensor::where(x.lt(three), x * (1.0 / 3) + 0.5, c(x, 1)));
                          });
 }
 Tensor Tensor::mish() const {
