@@ -140,6 +140,8 @@ TEST(MathUnary, RoundingAtHalvesAndLargeValues) {
   EXPECT_EQ(compare(t.floor(), s, map(v, [](double x) { return std::floor(x); }), 0, 0), "");
   EXPECT_EQ(compare(t.ceil(), s, map(v, [](double x) { return std::ceil(x); }), 0, 0), "");
   EXPECT_EQ(compare(t.trunc(), s, map(v, [](double x) { return std::trunc(x); }), 0, 0), "");
+  std::vector<float> z = host_tensor({-0.4, -0.5, 0.4}, {3}).round().to_vector<float>();  // a zero keeps x's sign
+  EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]) && !std::signbit(z[2]));
   // integers are their own rounding; the gradient through rounding is 0 (x + 0.125 (round(x) - x))
   Tensor i = Tensor::from_vector<int32_t>({-3, 4}, {2});
   EXPECT_EQ(i.round().dtype(), dtypes::int32);

@@ -65,13 +65,15 @@ Tensor Tensor::ceil() const {
 }
 Tensor Tensor::round() const {
   if (!dtype().is_float()) return *this;
-  // half to even: r = floor(x + 0.5) unless x is exactly halfway and r is odd. x - floor(x) is
-  // exact in binary floating point, so the halfway test is exact. (No 0.5 + x rounding: for |x|
-  // >= 2^23 every float is an integer and is returned as it is.)
+  // half to even from f = floor(x) and frac = x - f (exact in binary floating point, so the
+  // halfway test is too; x + 0.5 would round before the floor): up to f + 1 when frac > 1/2, or
+  // when frac = 1/2 and f is odd; else f. A zero result keeps x's sign (round(-0.4) = -0.0, as
+  // torch); inf and nan are their own rounding.
   Tensor f = floor(), frac = *this - f;
   Tensor half = frac.eq(c(*this, 0.5));
   Tensor up = f + 1.0, f_odd = (f * 0.5).trunc().ne(f * 0.5);
   Tensor r = where(frac.gt(c(*this, 0.5)), up, where(half, where(f_odd, up, f), f));
+  r = where(r.eq(zero_of(r)), *this * 0.0, r);
   return where(isfinite(), r, *this);
 }
 
