@@ -119,15 +119,21 @@ Tensor Tensor::cosh() const {
   return (x.exp() + (-x).exp()) * 0.5;
 }
 Tensor Tensor::asinh() const {
-  // odd: sign(x) log(|x| + sqrt(x^2 + 1)); the form with x itself cancels for large negative x
+  // odd: sign(x) log(|x| + sqrt(x^2 + 1)); the form with x itself cancels for large negative x.
+  // Above 1e8 it is log(2|x|) to the last bit, and x^2 would overflow float32 from 1.8e19.
   auto fwd = [](const Tensor& x) {
-    Tensor a = x.abs(), v = (a + (a * a + 1.0).sqrt()).log();
+    Tensor a = x.abs(), big = a.gt(c(x, 1e8)), small_a = Tensor::where(big, zero_of(x), a);
+    Tensor v = Tensor::where(big, a.log() + M_LN2, (small_a + (small_a * small_a + 1.0).sqrt()).log());
     return Tensor::where(x.lt(zero_of(x)), -v, v);
   };
   return with_derivative(as_float(*this), fwd, [](const Tensor& x) { return (x * x + 1.0).rsqrt(); });
 }
 Tensor Tensor::acosh() const {
-  return with_derivative(as_float(*this), [](const Tensor& x) { return (x + (x * x - 1.0).sqrt()).log(); },
+  auto fwd = [](const Tensor& x) {  // log(2x) above 1e8, as asinh
+    Tensor big = x.gt(c(x, 1e8)), xs = Tensor::where(big, c(x, 1), x);
+    return Tensor::where(big, x.log() + M_LN2, (xs + (xs * xs - 1.0).sqrt()).log());
+  };
+  return with_derivative(as_float(*this), fwd,
                          [](const Tensor& x) { return (x * x - 1.0).rsqrt(); });
 }
 Tensor Tensor::atanh() const {
