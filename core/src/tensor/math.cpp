@@ -110,13 +110,18 @@ Tensor Tensor::atan() const {
   };
   return with_derivative(as_float(*this), fwd, [](const Tensor& x) { return (x * x + 1.0).reciprocal(); });
 }
+// exp(|x| - ln 2) rather than exp(|x|) / 2: the latter overflows float32 for |x| in (88.7, 89.4],
+// where sinh and cosh are still finite. Below |x| = 0.3, sinh is its odd series to x^7 (the next
+// term is under 2e-10 of the value there): the difference of exponentials cancels near 0.
 Tensor Tensor::sinh() const {
-  Tensor x = as_float(*this);
-  return (x.exp() - (-x).exp()) * 0.5;
+  Tensor x = as_float(*this), zero = zero_of(x);
+  Tensor small = x.abs().lt(c(x, 0.3)), xs = where(small, x, zero), x2 = xs * xs;
+  Tensor series = xs + xs * x2 * (1.0 / 6 + x2 * (1.0 / 120 + x2 * (1.0 / 5040)));
+  return where(small, series, (x - M_LN2).exp() - (-x - M_LN2).exp());
 }
 Tensor Tensor::cosh() const {
   Tensor x = as_float(*this);
-  return (x.exp() + (-x).exp()) * 0.5;
+  return (x - M_LN2).exp() + (-x - M_LN2).exp();
 }
 Tensor Tensor::asinh() const {
   // odd: sign(x) log(|x| + sqrt(x^2 + 1)); the form with x itself cancels for large negative x.
