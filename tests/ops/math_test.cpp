@@ -297,6 +297,9 @@ TEST(MathBinary, CopysignLogaddexpLerpIsclose) {
   Tensor u = host_tensor({kInf, -kInf, kNan, 0, 1e-7, 1}, {6}), v = host_tensor({kInf, kInf, kNan, 0, 0, 1 + 1e-6}, {6});
   EXPECT_EQ(u.isclose(v).cast(dtypes::int32).to_vector<int32_t>(), (std::vector<int32_t>{1, 0, 0, 1, 0, 1}));
   EXPECT_EQ(u.isclose(v, 1e-5, 1e-8, true).cast(dtypes::int32).to_vector<int32_t>(), (std::vector<int32_t>{1, 0, 1, 1, 0, 1}));
+  EXPECT_FALSE(u.allclose(v).item<bool>());
+  EXPECT_TRUE(host_tensor({1, 2}, {2}).allclose(host_tensor({1, 2 + 1e-6}, {2})).item<bool>());
+  EXPECT_EQ(Tensor::from_vector<int32_t>({-3, 4}, {2}).square().to_vector<int32_t>(), (std::vector<int32_t>{9, 16}));
   expect_error([&] { (void)a.clip(std::nullopt, std::nullopt); }, ErrorCode::invalid_argument, "clip: at least one of min and max");
   expect_error([&] { (void)a.gelu("fast"); }, ErrorCode::invalid_argument, "gelu: approximate must be 'tanh' or 'none', got 'fast'");
 }
@@ -327,6 +330,9 @@ TEST(MathReduce, LogsumexpStdMeanNormalize) {
   EXPECT_EQ(compare(host_tensor(v, s).logsumexp({1}, true), {3, 1}, want), "");
   EXPECT_EQ(compare(host_tensor({2.5}, {}).logsumexp({0}), {}, {2.5}), "");
   EXPECT_EQ(check_gradient([](const std::vector<Tensor>& x) { return x[0].logsumexp({0}); }, {{sample({4, 3}, 2), {4, 3}}}), "");
+  auto [var, mean0] = host_tensor({1, 2, 3, 5}, {2, 2}).var_mean({0}, true, 0);
+  EXPECT_EQ(compare(var, {1, 2}, {1, 2.25}), "");
+  EXPECT_EQ(compare(mean0, {1, 2}, {2, 3.5}), "");
   auto [sd, mean] = host_tensor({1, 2, 3, 4}, {2, 2}).std_mean({1});
   EXPECT_EQ(compare(sd, {2}, {std::sqrt(0.5), std::sqrt(0.5)}), "");
   EXPECT_EQ(compare(mean, {2}, {1.5, 3.5}), "");

@@ -145,6 +145,7 @@ class Tensor {
   Tensor leaky_relu(double neg_slope = 0.01) const;
   Tensor swish() const;                   // = silu()
   Tensor softmin(int axis = -1) const;    // softmax(-x)
+  Tensor square() const;                  // x * x (integers stay integers)
   Tensor bitwise_not() const;             // ~x for integers, logical_not for bool; floats: invalid_argument
   // binary, broadcasting and promoting as the arithmetic operators
   Tensor lerp(const Tensor& end, const Tensor& weight) const;  // this + (end - this) * weight
@@ -152,7 +153,9 @@ class Tensor {
   Tensor logaddexp(const Tensor& other) const;  // log(exp(a) + exp(b)), stable
   // clamp (torch): min first, then max; no gradient at or beyond a bound; both nullopt is invalid_argument
   Tensor clip(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const;
+  // |a - b| <= atol + rtol |b| for finite values, equal infinities, NaN with NaN only if equal_nan
   Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  Tensor allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;  // isclose().all(), 0-d bool
   Tensor fmod(const Tensor& other) const;  // C remainder (sign of the dividend), any dtype
   // torch.div: rounding_mode "" (true division), "trunc" or "floor" (integers stay integers);
   // any other mode is invalid_argument
@@ -163,6 +166,7 @@ class Tensor {
   // reductions
   Tensor any(const std::vector<int>& axes = {}, bool keepdim = false) const;  // bool; false over nothing
   Tensor all(const std::vector<int>& axes = {}, bool keepdim = false) const;  // bool; true over nothing
+  std::pair<Tensor, Tensor> var_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
   std::pair<Tensor, Tensor> std_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
   Tensor logsumexp(const std::vector<int>& axes = {}, bool keepdim = false) const;
   // x / max(||x||_p along dim, eps) (F.normalize; p = 0 counts the nonzero elements)

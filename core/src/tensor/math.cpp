@@ -221,6 +221,7 @@ Tensor Tensor::leaky_relu(double neg_slope) const {
   return where(x.gt(zero_of(x)), x, x * neg_slope);
 }
 Tensor Tensor::swish() const { return silu(); }
+Tensor Tensor::square() const { return *this * *this; }
 Tensor Tensor::softmin(int axis) const { return (-as_float(*this)).softmax(axis); }
 Tensor Tensor::bitwise_not() const {
   if (dtype().is_bool()) return logical_not();
@@ -263,6 +264,9 @@ Tensor Tensor::isclose(const Tensor& other, double rtol, double atol, bool equal
   Tensor inf_eq = (a.isinf() | b.isinf()) & a.eq(b);
   Tensor r = finite | inf_eq;
   return equal_nan ? r | (a.isnan() & b.isnan()) : r;
+}
+Tensor Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return isclose(other, rtol, atol, equal_nan).all();
 }
 Tensor Tensor::fmod(const Tensor& other) const {
   auto [a, b] = promote(*this, other, "fmod");
@@ -319,6 +323,9 @@ Tensor Tensor::any(const std::vector<int>& axes, bool keepdim) const {
 Tensor Tensor::all(const std::vector<int>& axes, bool keepdim) const {
   Tensor n = cast(dtypes::bool_).logical_not().cast(dtypes::int32).sum(axes, keepdim);
   return n.eq(zero_of(n));
+}
+std::pair<Tensor, Tensor> Tensor::var_mean(const std::vector<int>& axes, bool keepdim, double correction) const {
+  return {var(axes, keepdim, correction), mean(axes, keepdim)};
 }
 std::pair<Tensor, Tensor> Tensor::std_mean(const std::vector<int>& axes, bool keepdim, double correction) const {
   return {std(axes, keepdim, correction), mean(axes, keepdim)};

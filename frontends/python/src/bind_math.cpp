@@ -84,7 +84,7 @@ void bind_math(nb::class_<Tensor>& T) {
   KILN_UNARY(trunc) KILN_UNARY(floor) KILN_UNARY(ceil) KILN_UNARY(round) KILN_UNARY(isnan) KILN_UNARY(isfinite)
   KILN_UNARY(asin) KILN_UNARY(acos) KILN_UNARY(atan) KILN_UNARY(sinh) KILN_UNARY(cosh) KILN_UNARY(asinh)
   KILN_UNARY(acosh) KILN_UNARY(atanh) KILN_UNARY(log10) KILN_UNARY(erf) KILN_UNARY(softsign) KILN_UNARY(logsigmoid)
-  KILN_UNARY(quick_gelu) KILN_UNARY(relu6) KILN_UNARY(hardswish) KILN_UNARY(mish) KILN_UNARY(swish) KILN_UNARY(bitwise_not)
+  KILN_UNARY(quick_gelu) KILN_UNARY(relu6) KILN_UNARY(hardswish) KILN_UNARY(mish) KILN_UNARY(swish) KILN_UNARY(bitwise_not) KILN_UNARY(square)
 #undef KILN_UNARY
   T.def("isinf", &Tensor::isinf, nb::arg("detect_positive") = true, nb::arg("detect_negative") = true)
       .def("hardsigmoid", &Tensor::hardsigmoid, nb::arg("alpha") = 1.0 / 6, nb::arg("beta") = 0.5)
@@ -115,6 +115,11 @@ void bind_math(nb::class_<Tensor>& T) {
       .def("isclose",
            [](const Tensor& t, nb::handle other, double rtol, double atol, bool equal_nan) {
              return t.isclose(operand_or_throw(t, other, "isclose", "other"), rtol, atol, equal_nan);
+           },
+           nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false)
+      .def("allclose",
+           [](const Tensor& t, nb::handle other, double rtol, double atol, bool equal_nan) {
+             return t.allclose(operand_or_throw(t, other, "allclose", "other"), rtol, atol, equal_nan);
            },
            nb::arg("other"), nb::arg("rtol") = 1e-5, nb::arg("atol") = 1e-8, nb::arg("equal_nan") = false)
       .def("fmod", [](const Tensor& t, nb::handle x) { return t.fmod(operand_or_throw(t, x, "fmod", "x")); }, nb::arg("x"))
@@ -172,6 +177,11 @@ void bind_math(nb::class_<Tensor>& T) {
   };
   boolean("any", &Tensor::any);
   boolean("all", &Tensor::all);
+  T.def("var_mean",
+        [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
+          return t.var_mean(axis_arg(axis, "var_mean"), keepdim, correction);
+        },
+        nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1);
   T.def("std_mean",
         [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
           return t.std_mean(axis_arg(axis, "std_mean"), keepdim, correction);

@@ -186,6 +186,8 @@ def test_clip_lerp_copysign_logaddexp_isclose():
     np.testing.assert_array_equal(Tensor(a).isclose(Tensor(b)).numpy(), np.isclose(a, b))
     np.testing.assert_array_equal(Tensor(a).isclose(Tensor(b), equal_nan=True).numpy(), np.isclose(a, b, equal_nan=True))
     np.testing.assert_array_equal(Tensor(a).isclose(1.0, rtol=0.01, atol=0.0).numpy(), np.isclose(a, 1.0, rtol=0.01, atol=0.0))
+    assert Tensor(a).allclose(Tensor(b)).item() is False and Tensor(x).allclose(Tensor(x + 1e-7)).item() is True
+    assert Tensor([-3, 4]).square().tolist() == [9, 16] and Tensor([-3, 4]).square().dtype == dtypes.int32
 
 
 def test_reductions():
@@ -203,6 +205,9 @@ def test_reductions():
         want = np.log(np.exp(f - m).sum(axis=axis, keepdims=True)) + m
         close(Tensor(f).logsumexp(axis, keep), want if keep else want.squeeze(), rtol=1e-5)
     close(Tensor(2.5).logsumexp(0), 2.5)
+    v, m = Tensor(f).var_mean(axis=0)
+    close(v, f.var(axis=0, ddof=1), rtol=1e-5)
+    close(m, f.mean(axis=0), rtol=1e-5, atol=1e-5)
     s, m = Tensor(f).std_mean(axis=1, correction=0)
     close(s, f.std(axis=1), rtol=1e-5)
     close(m, f.mean(axis=1), rtol=1e-5)
