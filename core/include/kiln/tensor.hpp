@@ -166,8 +166,6 @@ class Tensor {
   // reductions
   Tensor any(const std::vector<int>& axes = {}, bool keepdim = false) const;  // bool; false over nothing
   Tensor all(const std::vector<int>& axes = {}, bool keepdim = false) const;  // bool; true over nothing
-  std::pair<Tensor, Tensor> var_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
-  std::pair<Tensor, Tensor> std_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
   Tensor logsumexp(const std::vector<int>& axes = {}, bool keepdim = false) const;
   // x / max(||x||_p along dim, eps) (F.normalize; p = 0 counts the nonzero elements)
   Tensor normalize(double p = 2, int dim = 1, double eps = 1e-12) const;

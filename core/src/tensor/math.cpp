@@ -1,7 +1,7 @@
 // tensor/math.cpp - the elementwise math of tinygrad's Tensor beyond the primitives: rounding,
 // classification (isinf/isnan), inverse trig and hyperbolic functions, erf, the activations of
 // torch.nn.functional, Python's division semantics (floor division and remainder), shifts, and the
-// small reductions built on them (any/all, logsumexp, std_mean, normalize).
+// small reductions built on them (any/all, logsumexp, normalize).
 //
 // Everything is a composition of existing Tensor ops, so autograd follows. Where the composition's
 // own derivative would be imprecise or wrong at the edges (a polynomial approximation, a 0 * inf
@@ -323,12 +323,6 @@ Tensor Tensor::any(const std::vector<int>& axes, bool keepdim) const {
 Tensor Tensor::all(const std::vector<int>& axes, bool keepdim) const {
   Tensor n = cast(dtypes::bool_).logical_not().cast(dtypes::int32).sum(axes, keepdim);
   return n.eq(zero_of(n));
-}
-std::pair<Tensor, Tensor> Tensor::var_mean(const std::vector<int>& axes, bool keepdim, double correction) const {
-  return {var(axes, keepdim, correction), mean(axes, keepdim)};
-}
-std::pair<Tensor, Tensor> Tensor::std_mean(const std::vector<int>& axes, bool keepdim, double correction) const {
-  return {std(axes, keepdim, correction), mean(axes, keepdim)};
 }
 Tensor Tensor::logsumexp(const std::vector<int>& axes, bool keepdim) const {
   Tensor x = as_float(*this);

@@ -5,7 +5,6 @@
 // take tinygrad's dtypes (convert.hpp's operand), reductions take axis=None/int/tuple, and a bad
 // `reduction` string is a ValueError as in tinygrad.
 #include <nanobind/stl/optional.h>
-#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
 #include <string>
@@ -177,17 +176,7 @@ void bind_math(nb::class_<Tensor>& T) {
   };
   boolean("any", &Tensor::any);
   boolean("all", &Tensor::all);
-  T.def("var_mean",
-        [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
-          return t.var_mean(axis_arg(axis, "var_mean"), keepdim, correction);
-        },
-        nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1);
-  T.def("std_mean",
-        [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
-          return t.std_mean(axis_arg(axis, "std_mean"), keepdim, correction);
-        },
-        nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
-      .def("logsumexp",
+  T.def("logsumexp",
            [](const Tensor& t, nb::handle axis, bool keepdim) {
              if (reduces_nothing(axis)) return t;
              return t.logsumexp(axis_arg(axis, "logsumexp"), keepdim);
