@@ -30,9 +30,9 @@ void check_smoothing(double ls, const char* op) {
   if (!(ls >= 0 && ls <= 1)) fail(ErrorCode::invalid_argument, op, ": label_smoothing must be in [0, 1], got ", ls);
 }
 
-// Integer labels Y as one-hot float values along a new axis `axis` of size n (a label outside
-// [0, n) matches no class).
-Tensor one_hot(const Tensor& Y, int64_t n, int axis, DType dtype, const char* op) {
+// Integer labels Y as one-hot values of `dtype` along a new axis `axis` of size n (a label outside
+// [0, n) matches no class). Not named one_hot: inside Tensor's members, Tensor::one_hot would hide it.
+Tensor labels_one_hot(const Tensor& Y, int64_t n, int axis, DType dtype, const char* op) {
   if (!Y.dtype().is_int())
     fail(ErrorCode::invalid_argument, op, ": class labels must be an integer tensor, got ", Y.dtype().name());
   Tensor y = Y.unsqueeze(axis);
@@ -58,7 +58,7 @@ Tensor Tensor::cross_entropy(const Tensor& Y, const std::string& reduction, doub
     if (Y.shape() != want)
       fail(ErrorCode::invalid_argument, "cross_entropy: the target must be class indices of shape ", shape_str(want),
            " or probabilities of shape ", shape_str(shape()), ", got ", shape_str(Y.shape()));
-    y = one_hot(Y, n, cd, x.dtype(), "cross_entropy");
+    y = labels_one_hot(Y, n, cd, x.dtype(), "cross_entropy");
   }
   y = y * (1.0 - label_smoothing) + label_smoothing / static_cast<double>(n);
   return reduce(-(x.log_softmax(cd) * y).sum({cd}), reduction, "cross_entropy");
@@ -75,7 +75,7 @@ Tensor Tensor::sparse_categorical_crossentropy(const Tensor& Y, int64_t ignore_i
   Tensor log_probs = (dtype().is_float() ? *this : cast(dtypes::default_float)).log_softmax(-1);
   Tensor mask = ignore_index != -1 ? Y.ne(scalar_like(Y, ignore_index)) : Y.eq(Y);
   Tensor fmask = mask.cast(log_probs.dtype());
-  Tensor y = one_hot(Y, shape().back(), -1, log_probs.dtype(), op) * fmask.unsqueeze(-1);
+  Tensor y = labels_one_hot(Y, shape().back(), -1, log_probs.dtype(), op) * fmask.unsqueeze(-1);
   Tensor unreduced = (log_probs * y).sum({-1}) * (1.0 - label_smoothing) + log_probs.mean({-1}) * fmask * label_smoothing;
   if (reduction == "mean") return -unreduced.sum() / fmask.sum();
   return reduce(-unreduced, reduction, op);
