@@ -203,6 +203,72 @@ class Tensor {
   Tensor idiv(const Tensor&) const;
   Tensor mod(const Tensor&) const;
   Tensor logical_not() const;  // for bool tensors
+  // ---- math (tinygrad/torch semantics; integer inputs to float functions compute in float32) ----
+  // rounding: integers are returned as they are; round is half to even (torch). No gradient (0).
+  Tensor trunc() const; Tensor floor() const; Tensor ceil() const; Tensor round() const;
+  // bool results; integers are never inf or nan
+  Tensor isinf(bool detect_positive = true, bool detect_negative = true) const;
+  Tensor isnan() const; Tensor isfinite() const;
+  // inverse trig and hyperbolic functions (NaN outside the domain, as torch; gradients are torch's
+  // closed forms), log10, erf (|error| < 2e-7, exact derivative)
+  Tensor asin() const; Tensor acos() const; Tensor atan() const;
+  Tensor sinh() const; Tensor cosh() const; Tensor asinh() const; Tensor acosh() const; Tensor atanh() const;
+  Tensor log10() const; Tensor erf() const;
+  // activations (torch.nn.functional's definitions and gradients at the kinks; stable for |x| large)
+  Tensor softsign() const; Tensor logsigmoid() const;
+  Tensor hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const;  // clip(alpha x + beta, 0, 1)
+  Tensor softplus(double beta = 1) const;                                // log(1 + exp(beta x)) / beta
+  Tensor gelu(const std::string& approximate) const;  // "tanh" (= gelu()) or "none" (erf); else invalid_argument
+  Tensor quick_gelu() const;                          // x sigmoid(1.702 x)
+  Tensor elu(double alpha = 1) const; Tensor celu(double alpha = 1) const;
+  Tensor selu(double alpha = 1.6732632423543772, double gamma = 1.0507009873554805) const;  // gamma elu(alpha)
+  Tensor relu6() const; Tensor hardswish() const; Tensor mish() const;
+  Tensor hardtanh(double min_val = -1, double max_val = 1) const;  // gradient 0 at and beyond the bounds
+  Tensor leaky_relu(double neg_slope = 0.01) const;
+  Tensor swish() const;                   // = silu()
+  Tensor softmin(int axis = -1) const;    // softmax(-x)
+  Tensor square() const;                  // x * x (integers stay integers)
+  Tensor bitwise_not() const;             // ~x for integers, logical_not for bool; floats: invalid_argument
+  // binary, broadcasting and promoting as the arithmetic operators
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;  // this + (end - this) * weight
+  Tensor copysign(const Tensor& sign) const;  // |this| with sign's sign bit (-0.0 counts as negative)
+  Tensor logaddexp(const Tensor& other) const;  // log(exp(a) + exp(b)), stable
+  // clamp (torch): min first, then max; no gradient at or beyond a bound; both nullopt is invalid_argument
+  Tensor clip(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const;
+  // |a - b| <= atol + rtol |b| for finite values, equal infinities, NaN with NaN only if equal_nan
+  Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  Tensor allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;  // isclose().all(), 0-d bool
+  Tensor fmod(const Tensor& other) const;  // C remainder (sign of the dividend), any dtype
+  // torch.div: rounding_mode "" (true division), "trunc" or "floor" (integers stay integers);
+  // any other mode is invalid_argument
+  Tensor div(const Tensor& other, const std::string& rounding_mode) const;
+  Tensor floordiv(const Tensor& other) const;   // Python // : div(other, "floor")
+  Tensor remainder(const Tensor& other) const;  // Python % (torch.remainder): the sign of the divisor
+  Tensor lshift(const Tensor& bits) const; Tensor rshift(const Tensor& bits) const;  // integers only
+  // reductions
+  Tensor any(const std::vector<int>& axes = {}, bool keepdim = false) const;  // bool; false over nothing
+  Tensor all(const std::vector<int>& axes = {}, bool keepdim = false) const;  // bool; true over nothing
+  Tensor logsumexp(const std::vector<int>& axes = {}, bool keepdim = false) const;
+  // x / max(||x||_p along dim, eps) (F.normalize; p = 0 counts the nonzero elements)
+  Tensor normalize(double p = 2, int dim = 1, double eps = 1e-12) const;
+  // losses (reduction "mean", "sum" or "none", else invalid_argument) and attention
+  // cross_entropy: logits with classes on axis 1 (axis 0 for 1-D); Y class indices (the shape
+  // without the class axis) or probabilities (the same shape); label_smoothing in [0, 1]
+  Tensor cross_entropy(const Tensor& Y, const std::string& reduction = "mean", double label_smoothing = 0) const;
+  // logits with classes on the last axis; Y integer labels; ignore_index -1 ignores nothing (tinygrad)
+  Tensor sparse_categorical_crossentropy(const Tensor& Y, int64_t ignore_index = -1, double label_smoothing = 0,
+                                         const std::string& reduction = "mean") const;
+  Tensor binary_crossentropy(const Tensor& Y, const std::string& reduction = "mean") const;  // log clamped at -100 (torch)
+  Tensor binary_crossentropy_logits(const Tensor& Y, const std::string& reduction = "mean",
+                                    const std::optional<Tensor>& pos_weight = std::nullopt) const;
+  // log-probabilities (N, C, d...) or (C); Y labels (N, d...) or (); weight per class
+  Tensor nll_loss(const Tensor& Y, const std::optional<Tensor>& weight = std::nullopt,
+                  std::optional<int64_t> ignore_index = std::nullopt, const std::string& reduction = "mean") const;
+  // softmax(q k^T / sqrt(d) + mask) v over (..., heads, L, d); a bool mask keeps where true; the
+  // weights go through dropout(dropout_p) (active only while training()); is_causal with a mask,
+  // a dropout_p outside [0, 1], or (enable_gqa) heads that do not divide are invalid_argument
+  Tensor scaled_dot_product_attention(const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask = std::nullopt,
+                                      double dropout_p = 0, bool is_causal = false, bool enable_gqa = false) const;
 
   // reductions; empty axes = all; negative axes count from the end
   Tensor sum(const std::vector<int>& axes = {}, bool keepdim = false) const;

@@ -4,6 +4,7 @@
 // Math functions are compositions of the primitive ops (EXP2, LOG2, SIN, SQRT, RECIPROCAL, ...);
 // integer inputs to float functions compute in float32, as numpy computes in float.
 #include <cmath>
+#include <limits>
 
 #include "tensor/tensor_state.hpp"
 
@@ -143,10 +144,46 @@ Tensor Tensor::minimum(const Tensor& o) const {
   return where(x.lt(y), x, y);
 }
 
+namespace {
+// integer ** integer stays an integer (torch, tinygrad): square and multiply over the exponent's
+// bits, wrapping as integer multiplication does. A negative exponent gives 1 for base 1, +-1 for
+// base -1 (by parity) and 0 otherwise (the truncated value of base ** e, as torch).
+Tensor int_pow(const Tensor& x, const Tensor& e) {
+  Tensor one = scalar_like(x, 1), zero = scalar_like(x, 0);
+  Tensor result = Tensor::where(e.eq(e), one, one), base = x, rest = e;  // (result: broadcast to the common shape)
+  int bits = static_cast<int>(x.dtype().itemsize()) * 8 - (x.dtype().is_unsigned() ? 0 : 1);
+  for (int i = 0; i < bits; ++i) {
+    Tensor odd = (rest & one).ne(zero);
+    result = Tensor::where(odd, result * base, result);
+    base = base * base;
+    rest = rest.idiv(scalar_like(x, 2));
+  }
+  if (x.dtype().is_unsigned()) return result;
+  Tensor neg_one = scalar_like(x, -1), e_odd = (e & one).ne(zero);
+  Tensor negative = Tensor::where(x.eq(one), one, Tensor::where(x.eq(neg_one), Tensor::where(e_odd, neg_one, one), zero));
+  return Tensor::where(e.lt(zero), negative, result);
+}
+}  // namespace
+
 Tensor Tensor::pow(const Tensor& o) const {
   auto [x, y] = promote(*this, o, "pow");
+  if (x.dtype().is_int()) return int_pow(x, y);
   if (!x.dtype().is_float()) x = x.cast(dtypes::default_float), y = y.cast(dtypes::default_float);
-  return alu(Ops::POW, {x, y}, x.dtype());
+  // pow(-inf, e) as C and torch: inf for e > 0, 0 for e < 0, 1 for e = 0, negated for an odd integer
+  // e; the kernel's rule for a negative base (NaN unless e is an integer) would make it NaN
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  Tensor zero = const_like(y, 0), half = y * 0.5;
+  Tensor odd = y.eq(y.trunc()) & half.trunc().ne(half);
+  Tensor mag = where(y.gt(zero), const_like(y, kInf), where(y.lt(zero), zero, const_like(y, 1)));
+  Tensor out = where(x.eq(const_like(x, -kInf)), where(odd, -mag, mag), alu(Ops::POW, {x, y}, x.dtype()));
+  // the derivative is POW's own (below), also at -inf, where the select above would pass none
+  set_gradient(out, {x, y}, [x, y](const Tensor& g) {
+    Tensor z = const_like(g, 0), self = x.pow(y);
+    Tensor db = where(y.eq(z), z, g * y * x.pow(y - 1.0));
+    Tensor de = where(x.eq(z), where(y.ge(z), z, g * self * x.log()), g * self * x.log());
+    return std::vector<Tensor>{db, de};
+  });
+  return out;
 }
 Tensor Tensor::pow(double e) const {
   Tensor x = as_float(*this);

@@ -16,6 +16,12 @@ std::vector<int> norm_axes(const std::vector<int>& axes, const Shape& shape, con
     for (size_t i = 0; i < shape.size(); ++i) out.push_back(static_cast<int>(i));
     return out;
   }
+  // a 0-d tensor has the one axis 0 (or -1) in torch and tinygrad: reducing over it reduces nothing
+  if (shape.empty()) {
+    for (int a : axes)
+      if (a != 0 && a != -1) norm_axis(a, shape, op);  // (throws, naming the axis)
+    return out;
+  }
   for (int a : axes) {
     int n = norm_axis(a, shape, op);
     if (std::find(out.begin(), out.end(), n) != out.end())
@@ -142,6 +148,7 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
 }
 
 Tensor Tensor::softmax(int axis) const {
+  if (ndim() == 0) return reshape({1}).softmax(axis == 0 || axis == -1 ? 0 : norm_axis(axis, shape(), "softmax")).reshape({});
   int a = norm_axis(axis, shape(), "softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor e = (x - x.max({a}, true)).exp();
@@ -152,6 +159,7 @@ Tensor Tensor::softmax(int axis) const {
 }
 
 Tensor Tensor::log_softmax(int axis) const {
+  if (ndim() == 0) return reshape({1}).log_softmax(axis == 0 || axis == -1 ? 0 : norm_axis(axis, shape(), "log_softmax")).reshape({});
   int a = norm_axis(axis, shape(), "log_softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor shifted = x - x.max({a}, true);

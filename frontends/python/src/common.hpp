@@ -85,5 +85,7 @@ void bind_train(nb::module_& m, nb::class_<Tensor>& T);
 void bind_struct(nb::class_<Tensor>& T);
 // bind_conv.cpp: conv2d, conv_transpose2d, max_pool2d, avg_pool2d, max_unpool2d (N-d, tinygrad's arguments).
 void bind_conv(nb::class_<Tensor>& T);
+// bind_math.cpp: elementwise math, activations, // % << >> **, math reductions, losses, attention.
+void bind_math(nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

@@ -140,4 +140,5 @@ NB_MODULE(_kiln, m) {
   bind_train(m, T);
   bind_struct(T);
   bind_conv(T);
+  bind_math(T);
 }

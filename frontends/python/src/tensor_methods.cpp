@@ -43,7 +43,6 @@ Tensor add_(const Tensor& a, const Tensor& b) { return a + b; }
 Tensor sub_(const Tensor& a, const Tensor& b) { return a - b; }
 Tensor mul_(const Tensor& a, const Tensor& b) { return a * b; }
 Tensor div_(const Tensor& a, const Tensor& b) { return a / b; }
-Tensor pow_(const Tensor& a, const Tensor& b) { return a.pow(b); }
 Tensor matmul_(const Tensor& a, const Tensor& b) { return a.matmul(b); }
 Tensor and_(const Tensor& a, const Tensor& b) { return a & b; }
 Tensor or_(const Tensor& a, const Tensor& b) { return a | b; }
@@ -217,7 +216,7 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
 #define KILN_UNARY(name) T.def(#name, &Tensor::name);
   KILN_UNARY(exp) KILN_UNARY(log) KILN_UNARY(exp2) KILN_UNARY(log2) KILN_UNARY(sqrt) KILN_UNARY(rsqrt)
   KILN_UNARY(sin) KILN_UNARY(cos) KILN_UNARY(tan) KILN_UNARY(abs) KILN_UNARY(sign) KILN_UNARY(reciprocal)
-  KILN_UNARY(relu) KILN_UNARY(sigmoid) KILN_UNARY(tanh) KILN_UNARY(gelu) KILN_UNARY(silu) KILN_UNARY(logical_not)
+  KILN_UNARY(relu) KILN_UNARY(sigmoid) KILN_UNARY(tanh) KILN_UNARY(silu) KILN_UNARY(logical_not)
 #undef KILN_UNARY
   T.def("neg", [](const Tensor& t) { return -t; })
       .def("__neg__", [](const Tensor& t) { return -t; })
@@ -231,7 +230,6 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
       .def("__sub__", &binop<sub_>).def("__rsub__", &rbinop<sub_>)
       .def("__mul__", &binop<mul_>).def("__rmul__", &rbinop<mul_>)
       .def("__truediv__", &binop<div_>).def("__rtruediv__", &rbinop<div_>)
-      .def("__pow__", &binop<pow_>).def("__rpow__", &rbinop<pow_>)
       .def("__matmul__", &binop<matmul_>).def("__rmatmul__", &rbinop<matmul_>)
       .def("__and__", &binop<and_>).def("__rand__", &rbinop<and_>)
       .def("__or__", &binop<or_>).def("__ror__", &rbinop<or_>)
@@ -242,8 +240,6 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
       .def("add", [](const Tensor& t, nb::handle x, bool r) { return method_op<add_>(t, x, r, "add"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("sub", [](const Tensor& t, nb::handle x, bool r) { return method_op<sub_>(t, x, r, "sub"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("mul", [](const Tensor& t, nb::handle x, bool r) { return method_op<mul_>(t, x, r, "mul"); }, nb::arg("x"), nb::arg("reverse") = false)
-      .def("div", [](const Tensor& t, nb::handle x, bool r) { return method_op<div_>(t, x, r, "div"); }, nb::arg("x"), nb::arg("reverse") = false)
-      .def("pow", [](const Tensor& t, nb::handle x, bool r) { return method_op<pow_>(t, x, r, "pow"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("matmul", [](const Tensor& t, nb::handle x, bool r) { return method_op<matmul_>(t, x, r, "matmul"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("dot", [](const Tensor& t, nb::handle w) { return t.dot(operand_or_throw(t, w, "dot", "w")); }, nb::arg("w"))
       .def("bitwise_and", [](const Tensor& t, nb::handle x, bool r) { return method_op<and_>(t, x, r, "bitwise_and"); }, nb::arg("x"), nb::arg("reverse") = false)
