@@ -400,7 +400,9 @@ std::vector<Tensor> Tensor::gradient(const std::vector<Tensor>& wrt) const {
     }
   }
   UOp root_uop = root.state()->uop();
-  if (is_view(root_uop) && std::none_of(targets.begin(), targets.end(), [&](const UOp& t) { return t == root_uop; }))
+  // a realized tensor is a view of its buffer; a view of a target (a leaf's element, reshaped) is not
+  auto is_target = [&](const UOp& u) { return std::any_of(targets.begin(), targets.end(), [&](const UOp& t) { return t == u; }); };
+  if (is_view(root_uop) && !is_target(root_uop) && !is_target(view_buffer(root_uop)))
     fail(ErrorCode::failed_precondition, "gradient: this tensor was already realized, so the graph that computed it is gone; "
          "take gradients before realizing it (realize the loss and the gradients together)");
   std::vector<std::optional<Tensor>> g = gradients(root_uop, const_like(root, 1.0), targets, stops);
