@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +57,29 @@ Tensor eq_(const Tensor& a, const Tensor& b) { return a.eq(b); }
 Tensor ne_(const Tensor& a, const Tensor& b) { return a.ne(b); }
 Tensor maximum_(const Tensor& a, const Tensor& b) { return a.maximum(b); }
 Tensor minimum_(const Tensor& a, const Tensor& b) { return a.minimum(b); }
+
+// cat/stack's tensors: x.cat(y, z), Tensor.cat(x, y, z) or Tensor.cat((x, y, z)) (tinygrad's forms);
+// a sequence first takes no more tensors after it (ValueError, as tinygrad).
+std::vector<Tensor> tensor_list(nb::handle self, const nb::args& others, const char* fn) {
+  if (nb::isinstance<Tensor>(self)) {
+    Tensor t = nb::cast<Tensor>(self);
+    std::vector<Tensor> all{t};
+    for (nb::handle h : others) all.push_back(operand_or_throw(t, h, fn, "args"));
+    return all;
+  }
+  if (!nb::isinstance<nb::tuple>(self) && !nb::isinstance<nb::list>(self))
+    throw nb::type_error((std::string(fn) + "(): expected Tensors or one sequence of Tensors, got " + py_type_name(self)).c_str());
+  if (others.size() != 0)
+    throw nb::value_error((std::string(fn) + "(): give the tensors either as one sequence or as separate arguments, not both").c_str());
+  std::vector<Tensor> all;
+  for (nb::handle h : self) {
+    if (!nb::isinstance<Tensor>(h))
+      throw nb::type_error((std::string(fn) + "(): the sequence must hold Tensors, got " + py_type_name(h)).c_str());
+    all.push_back(nb::cast<Tensor>(h));
+  }
+  if (all.empty()) throw nb::value_error((std::string(fn) + "(): needs at least one tensor").c_str());
+  return all;
+}
 
 std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* fn) {
   if ((nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) && nb::len(h) == 2 && nb::isinstance<nb::int_>(h[0]) &&
@@ -209,7 +233,15 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
            nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
       .def("squeeze",
            [](const Tensor& t, std::optional<int> dim) {
-             if (dim) return t.squeeze(*dim);
+             if (dim) {
+               // torch: squeezing a dimension that is not 1 is a no-op; a 0-d tensor has dim 0 (-1)
+               int n = std::max(t.ndim(), 1);
+               if (*dim < -n || *dim >= n)
+                 throw kiln::Error(kiln::ErrorCode::out_of_range, "squeeze(): dim " + std::to_string(*dim) + " is out of range for a " +
+                                                                      std::to_string(t.ndim()) + "-d tensor");
+               if (t.ndim() == 0 || t.shape()[*dim < 0 ? *dim + n : *dim] != 1) return t;
+               return t.squeeze(*dim);
+             }
              Shape s;
              for (int64_t d : t.shape())
                if (d != 1) s.push_back(d);
@@ -239,7 +271,17 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
                  else pads.push_back(int_pair(h, "pad"));
                }
              }
-             return t.pad(pads, value);
+             // negative amounts crop (tinygrad, torch): a shrink, then the pad of the rest
+             if (pads.size() != t.shape().size()) return t.pad(pads, value);  // kiln names the mismatch
+             kiln::Pads cut, grow;
+             bool crops = false;
+             for (size_t i = 0; i < pads.size(); ++i) {
+               auto [b, a] = pads[i];
+               crops |= b < 0 || a < 0;
+               cut.push_back({b < 0 ? -b : 0, t.shape()[i] - (a < 0 ? -a : 0)});
+               grow.push_back({std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)});
+             }
+             return crops ? t.shrink(cut).pad(grow, value) : t.pad(pads, value);
            },
            nb::arg("padding"), nb::kw_only(), nb::arg("value") = 0.0)
       .def("shrink",
@@ -254,19 +296,9 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              return t.shrink(se);
            },
            nb::arg("arg"))
-      .def("cat",
-           [](const Tensor& t, nb::args others, int dim) {
-             std::vector<Tensor> all{t};
-             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "cat", "args"));
-             return Tensor::cat(all, dim);
-           },
+      .def("cat", [](nb::handle self, nb::args others, int dim) { return Tensor::cat(tensor_list(self, others, "cat"), dim); },
            nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
-      .def("stack",
-           [](const Tensor& t, nb::args others, int dim) {
-             std::vector<Tensor> all{t};
-             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "stack", "args"));
-             return Tensor::stack(all, dim);
-           },
+      .def("stack", [](nb::handle self, nb::args others, int dim) { return Tensor::stack(tensor_list(self, others, "stack"), dim); },
            nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
       .def("gather", [](const Tensor& t, int dim, const Tensor& index) { return t.gather(dim, index); }, nb::arg("dim"),
            nb::arg("index"));
@@ -275,9 +307,10 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
 #define KILN_UNARY(name) T.def(#name, &Tensor::name);
   KILN_UNARY(exp) KILN_UNARY(log) KILN_UNARY(exp2) KILN_UNARY(log2) KILN_UNARY(sqrt) KILN_UNARY(rsqrt)
   KILN_UNARY(sin) KILN_UNARY(cos) KILN_UNARY(tan) KILN_UNARY(abs) KILN_UNARY(sign) KILN_UNARY(reciprocal)
-  KILN_UNARY(relu) KILN_UNARY(sigmoid) KILN_UNARY(tanh) KILN_UNARY(gelu) KILN_UNARY(silu) KILN_UNARY(logical_not)
+  KILN_UNARY(relu) KILN_UNARY(sigmoid) KILN_UNARY(tanh) KILN_UNARY(gelu) KILN_UNARY(silu)
 #undef KILN_UNARY
-  T.def("neg", [](const Tensor& t) { return -t; })
+  T.def("logical_not", [](const Tensor& t) { return (t.dtype().is_bool() ? t : t.cast(dtypes::bool_)).logical_not(); })
+      .def("neg", [](const Tensor& t) { return -t; })
       .def("__neg__", [](const Tensor& t) { return -t; })
       .def("__invert__",
            [](const Tensor& t) {
@@ -335,6 +368,7 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
       auto d = dtype_arg(dtype, name);
       Tensor t = d && *d != t0.dtype() ? t0.cast(*d) : t0;
       if (reduces_nothing(axis)) return t;
+      if (t.ndim() == 0 && !axis.is_none()) return (t.reshape({1}).*fn)(axis_arg(axis, name), false);
       return (t.*fn)(axis_arg(axis, name), keepdim);
     };
     if (with_dtype)
@@ -361,13 +395,15 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
       .def("softmax",
            [](const Tensor& t, int axis, nb::handle dtype) {
              auto d = dtype_arg(dtype, "softmax");
-             return (d ? t.cast(*d) : t).softmax(axis);
+             Tensor x = d ? t.cast(*d) : t;
+             return x.ndim() == 0 ? x.reshape({1}).softmax(axis).reshape({}) : x.softmax(axis);
            },
            nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none())
       .def("log_softmax",
            [](const Tensor& t, int axis, nb::handle dtype) {
              auto d = dtype_arg(dtype, "log_softmax");
-             return (d ? t.cast(*d) : t).log_softmax(axis);
+             Tensor x = d ? t.cast(*d) : t;
+             return x.ndim() == 0 ? x.reshape({1}).log_softmax(axis).reshape({}) : x.log_softmax(axis);
            },
            nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none());
 

@@ -1,0 +1,106 @@
+# tinygrad's calling conventions on the existing Tensor methods (numpy as the oracle): dtype names
+# and limits, the Python exception types of kiln's errors, 0-d tensors' axis 0 / -1, squeeze of a
+# non-1 dimension, negative padding, the cat/stack forms, the *_like creators, arange's dtype.
+import numpy as np
+import pytest
+
+import kiln
+from kiln import Tensor, dtypes
+
+
+def test_dtype_aliases_and_limits():
+    assert Tensor([1, 2], dtype="int").dtype == dtypes.int32
+    assert Tensor([1, 2], dtype="half").dtype == dtypes.float16
+    assert Tensor([1, 2]).sum(dtype="long").dtype == dtypes.int64
+    with pytest.raises(AttributeError):
+        Tensor([1.0, 2.0]).sum(dtype="")
+    with pytest.raises(kiln.Error, match="unknown dtype"):
+        Tensor([1], dtype="float7")
+    assert (dtypes.int.min, dtypes.int.max) == (-(2**31), 2**31 - 1)
+    assert (dtypes.uint8.min, dtypes.uint8.max) == (0, 255)
+    assert (dtypes.int64.min, dtypes.uint64.max) == (-(2**63), 2**64 - 1)
+    assert dtypes.float32.max == float("inf") and dtypes.float16.min == float("-inf")
+    assert (dtypes.bool.min, dtypes.bool.max) == (False, True)
+
+
+def test_error_types():
+    # an axis out of range is an IndexError, a bad argument a ValueError; both stay kiln.Errors
+    with pytest.raises(IndexError, match="axis 5"):
+        Tensor.ones(2, 3).sum(5)
+    with pytest.raises(kiln.Error) as e:
+        Tensor.ones(2, 3).sum(5)
+    assert e.value.code == "out_of_range"
+    with pytest.raises(ValueError, match="negative"):
+        Tensor.zeros(-3, 2)
+    with pytest.raises(ValueError):
+        Tensor.ones(4, 3).reshape([])
+    assert issubclass(kiln._kiln.IndexError, kiln.Error) and issubclass(kiln._kiln.ValueError, RuntimeError)
+
+
+def test_zero_dim_axes():
+    x = Tensor(2.5)
+    for ax in (0, -1):
+        assert x.sum(ax).shape == () and x.sum(ax).item() == 2.5
+        assert x.max(ax, keepdim=True).shape == ()
+        assert x.softmax(ax).item() == 1.0
+        assert x.log_softmax(ax).item() == 0.0
+        assert x.squeeze(ax).shape == ()
+    assert x.sum(()).item() == 2.5
+    with pytest.raises(IndexError):
+        x.sum(1)
+    with pytest.raises(IndexError):
+        x.squeeze(-2)
+
+
+def test_squeeze_keeps_a_dimension_that_is_not_one():
+    x = Tensor.ones(4, 3, 1, 6)
+    assert x.squeeze(1).shape == (4, 3, 1, 6)
+    assert x.squeeze(-2).shape == (4, 3, 6)
+    assert x.squeeze().shape == (4, 3, 6)
+    with pytest.raises(IndexError):
+        x.squeeze(50)
+
+
+def test_negative_padding_crops():
+    a = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5)
+    got = Tensor(a).pad((-1, 2, 1, -2)).numpy()  # torch order: last axis first
+    want = np.pad(a[:, :2, 1:], ((0, 0), (1, 0), (0, 2)))
+    np.testing.assert_array_equal(got, want)
+    got = Tensor(a).pad(((0, 0), (-1, -1), (2, -3)), value=7).numpy()
+    want = np.pad(a[:, 1:3, :2], ((0, 0), (0, 0), (2, 0)), constant_values=7)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_cat_and_stack_forms():
+    a, b, c = (np.random.randn(2, 3).astype(np.float32) for _ in range(3))
+    ta, tb, tc = Tensor(a), Tensor(b), Tensor(c)
+    np.testing.assert_array_equal(Tensor.stack(ta, tb, tc, dim=1).numpy(), np.stack([a, b, c], 1))
+    np.testing.assert_array_equal(Tensor.stack((ta, tb, tc), dim=-1).numpy(), np.stack([a, b, c], -1))
+    np.testing.assert_array_equal(Tensor.cat([ta, tb], dim=1).numpy(), np.concatenate([a, b], 1))
+    np.testing.assert_array_equal(ta.cat(tb, tc).numpy(), np.concatenate([a, b, c]))
+    with pytest.raises(ValueError):
+        Tensor.stack((ta, tb), tc)
+    with pytest.raises(IndexError):
+        Tensor.stack(ta, dim=77)
+    with pytest.raises(IndexError):
+        Tensor(3.0).cat(Tensor(3.0))
+
+
+def test_like_creators():
+    i = Tensor([[1, 2, 3], [4, 5, 6]])
+    f = Tensor.full_like(i, 4)
+    assert f.dtype == dtypes.int32 and f.tolist() == [[4, 4, 4], [4, 4, 4]]
+    z = i.zeros_like(dtype=dtypes.float32)
+    assert z.dtype == dtypes.float32 and z.numpy().sum() == 0 and z.shape == (2, 3)
+    o = Tensor.ones_like(Tensor.empty(3, dtype=dtypes.float16), requires_grad=True)
+    assert o.dtype == dtypes.float16 and o.requires_grad and o.tolist() == [1, 1, 1]
+
+
+def test_arange_picks_int64_for_a_large_int_range():
+    assert Tensor.arange(10).dtype == dtypes.int32
+    t = Tensor.arange(2**31, 2**31 + 3)
+    assert t.dtype == dtypes.int64 and t.tolist() == [2**31, 2**31 + 1, 2**31 + 2]
+
+
+def test_logical_not_of_numbers():
+    np.testing.assert_array_equal(Tensor([1.0, 2.0, 0.0, 0.5]).logical_not().numpy(), [False, False, True, False])
