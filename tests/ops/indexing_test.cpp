@@ -127,6 +127,10 @@ TEST(Indexing, NegativeStepsMatchNumpy) {
   expect_basic({6, 7}, {Ix::slice(2, 5, -1)});          // empty
   expect_basic({6, 7}, {Ix::slice(50, -50, -4)});       // clamped both ways
   expect_basic({6, 7}, {Ix::slice(), Ix::slice(0, none, -1)});  // just position 0
+  // an emptied leading axis: the (0, 10, 10) kernel used to store 100 elements into its 0-byte
+  // output and corrupt the heap (runtime: an empty output launches nothing now)
+  expect_basic({10, 10, 10}, {Ix::slice(2, 5, -1)});
+  EXPECT_TRUE(Tensor::zeros({0, 10, 10}, dtypes::float32, kOpsDevice).to_vector<float>().empty());
 }
 
 TEST(Indexing, NoneAndEllipsis) {
