@@ -32,7 +32,7 @@ def group_of(reason: str) -> str:
         return "wrong values"
     if "incompatible function arguments" in reason or "unexpected keyword" in reason or "TypeError" in reason:
         return "calling convention (TypeError)"
-    if "kiln.Error" in reason or reason.startswith("Error:"):
+    if re.match(r"kiln\.\w*Error\b", reason) or reason.startswith("Error:"):
         return "kiln.Error raised"
     if "not raised" in reason:
         return "expected exception not raised"

@@ -13,6 +13,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -177,6 +178,23 @@ NB_MODULE(_kiln, m) {
         };
         DType int_d = fits32(b) && fits32(e) ? dtypes::default_int : dtypes::int64;
         DType d = dtype_arg(dtype, "arange").value_or(all_int ? int_d : dtypes::default_float);
+        if (d.is_int() && !d.is_bool()) {
+          // tinygrad: an integer range whose first or last value does not fit the dtype is an
+          // OverflowError (a cast would silently wrap)
+          double lo = nb::cast<double>(nb::float_(b)), hi = nb::cast<double>(nb::float_(e)), st = nb::cast<double>(nb::float_(step));
+          double n = st != 0 ? std::ceil((hi - lo) / st) : 0;
+          if (n > 0) {
+            double last = lo + (n - 1) * st;
+            int bits = static_cast<int>(d.itemsize()) * 8;
+            double min = d.is_unsigned() ? 0 : -std::ldexp(1.0, bits - 1), max = std::ldexp(1.0, d.is_unsigned() ? bits : bits - 1) - 1;
+            for (double v : {lo, last})
+              if (v < min || v > max) {
+                std::string msg = "arange(): value " + std::to_string(static_cast<long long>(v)) + " does not fit " + d.name();
+                PyErr_SetString(PyExc_OverflowError, msg.c_str());
+                throw nb::python_error();
+              }
+          }
+        }
         Tensor t = Tensor::arange(nb::cast<double>(nb::float_(b)), nb::cast<double>(nb::float_(e)),
                                   nb::cast<double>(nb::float_(step)), d, device_arg(device, "arange"));
         if (!requires_grad.is_none()) t.requires_grad_(nb::cast<bool>(requires_grad));
