@@ -392,6 +392,24 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              return t.argmax(*axis, keepdim);
            },
            nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false)
+      .def("argmin",
+           [](const Tensor& t, std::optional<int> axis, bool keepdim) {
+             if (!axis) return t.flatten().argmin(0, false);  // tinygrad: the index into the flattened tensor
+             return t.argmin(*axis, keepdim);
+           },
+           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false)
+      .def("std_mean",
+           [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
+             auto [s, m] = t.std_mean(axis_arg(axis, "std_mean"), keepdim, correction);
+             return nb::make_tuple(s, m);
+           },
+           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
+      .def("var_mean",
+           [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
+             auto [v, m] = t.var_mean(axis_arg(axis, "var_mean"), keepdim, correction);
+             return nb::make_tuple(v, m);
+           },
+           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
       .def("softmax",
            [](const Tensor& t, int axis, nb::handle dtype) {
              auto d = dtype_arg(dtype, "softmax");

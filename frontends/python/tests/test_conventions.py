@@ -104,3 +104,17 @@ def test_arange_picks_int64_for_a_large_int_range():
 
 def test_logical_not_of_numbers():
     np.testing.assert_array_equal(Tensor([1.0, 2.0, 0.0, 0.5]).logical_not().numpy(), [False, False, True, False])
+
+
+def test_argmin_and_std_mean():
+    a = np.random.randn(3, 5).astype(np.float32)
+    np.testing.assert_array_equal(Tensor(a).argmin(1).numpy(), a.argmin(1))
+    assert Tensor(a).argmin().item() == a.argmin()
+    assert Tensor(a).argmin(0, keepdim=True).shape == (1, 5)
+    np.testing.assert_array_equal(Tensor([True, False, False]).argmin().item(), 1)
+    s, m = Tensor(a).std_mean(axis=1)
+    np.testing.assert_allclose(s.numpy(), a.std(1, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(m.numpy(), a.mean(1), rtol=1e-5, atol=1e-6)
+    v, m = Tensor(a).var_mean(correction=0)
+    np.testing.assert_allclose(v.numpy(), a.var(), rtol=1e-5)
+    np.testing.assert_allclose(m.numpy(), a.mean(), rtol=1e-5, atol=1e-6)
