@@ -34,6 +34,15 @@ nb::object rbinop(const Tensor& self, nb::handle other) {
   if (!o) return nb::borrow(Py_NotImplemented);
   return nb::cast(F(*o, self));
 }
+nb::object same(Tensor& t);
+
+// x op= y as tinygrad: x.assign(x op y), the same Python object (its buffer takes the result)
+template <BinFn F>
+nb::object inplace(Tensor& self, nb::handle other, const char* fn) {
+  Tensor r = F(self, operand_or_throw(self, other, fn, "x"));
+  self.assign(r);
+  return same(self);
+}
 template <BinFn F>
 Tensor method_op(const Tensor& self, nb::handle x, bool reverse, const char* fn) {
   Tensor o = operand_or_throw(self, x, fn, "x");
@@ -162,6 +171,22 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
         return t.cast(*d);
       }, nb::arg("dtype"))
       .def("float", [](const Tensor& t) { return t.cast(dtypes::float32); })
+      .def("double", [](const Tensor& t) { return t.cast(dtypes::float64); })
+      .def("bfloat16", [](const Tensor& t) { return t.cast(dtypes::bfloat16); })
+      .def("long", [](const Tensor& t) { return t.cast(dtypes::int64); })
+      .def("short", [](const Tensor& t) { return t.cast(dtypes::int16); })
+      .def("is_floating_point", [](const Tensor& t) { return t.dtype().is_float(); })
+      // tinygrad/torch: the shape, or one dimension of it (negative counts from the end)
+      .def("size",
+           [](const Tensor& t, std::optional<int> dim) -> nb::object {
+             if (!dim) return py_shape(t.shape());
+             int n = t.ndim(), d = *dim < 0 ? *dim + n : *dim;
+             if (d < 0 || d >= n)
+               throw kiln::Error(kiln::ErrorCode::out_of_range,
+                                 "size(): dim " + std::to_string(*dim) + " is out of range for a " + std::to_string(n) + "-d tensor");
+             return nb::int_(t.shape()[d]);
+           },
+           nb::arg("dim").none() = nb::none())
       .def("half", [](const Tensor& t) { return t.cast(dtypes::float16); })
       .def("int", [](const Tensor& t) { return t.cast(dtypes::int32); })
       .def("bool", [](const Tensor& t) { return t.cast(dtypes::bool_); })
@@ -318,6 +343,11 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              if (t.dtype().is_int()) return t ^ kiln::scalar_like(t, -1);
              throw kiln::Error("__invert__: ~ needs a bool or integer tensor, got " + t.dtype().name());
            })
+      .def("__abs__", [](const Tensor& t) { return t.abs(); })
+      .def("__iadd__", [](Tensor& t, nb::handle x) { return inplace<add_>(t, x, "__iadd__"); })
+      .def("__isub__", [](Tensor& t, nb::handle x) { return inplace<sub_>(t, x, "__isub__"); })
+      .def("__imul__", [](Tensor& t, nb::handle x) { return inplace<mul_>(t, x, "__imul__"); })
+      .def("__itruediv__", [](Tensor& t, nb::handle x) { return inplace<div_>(t, x, "__itruediv__"); })
       .def("__add__", &binop<add_>).def("__radd__", &rbinop<add_>)
       .def("__sub__", &binop<sub_>).def("__rsub__", &rbinop<sub_>)
       .def("__mul__", &binop<mul_>).def("__rmul__", &rbinop<mul_>)
@@ -362,14 +392,18 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
 
   // ---- reductions ----
   using Red = Tensor (Tensor::*)(const std::vector<int>&, bool) const;
-  // sum and prod take tinygrad's dtype= (the dtype to reduce in: the input is cast to it first)
+  // sum and prod take tinygrad's dtype= (the dtype to reduce in: the input is cast to it first).
+  // tinygrad's prod keeps that dtype (the input's when none is given: int8 stays int8, half half)
+  // where kiln's widens small ones; sum's widening (int8 -> int32, half stays half) is tinygrad's.
   auto reduction = [&](const char* name, Red fn, bool with_dtype) {
-    auto body = [fn, name](const Tensor& t0, nb::handle axis, bool keepdim, nb::handle dtype) {
+    bool keeps_dtype = std::string(name) == "prod";
+    auto body = [fn, name, keeps_dtype](const Tensor& t0, nb::handle axis, bool keepdim, nb::handle dtype) {
       auto d = dtype_arg(dtype, name);
       Tensor t = d && *d != t0.dtype() ? t0.cast(*d) : t0;
       if (reduces_nothing(axis)) return t;
-      if (t.ndim() == 0 && !axis.is_none()) return (t.reshape({1}).*fn)(axis_arg(axis, name), false);
-      return (t.*fn)(axis_arg(axis, name), keepdim);
+      Tensor r = t.ndim() == 0 && !axis.is_none() ? (t.reshape({1}).*fn)(axis_arg(axis, name), false)
+                                                  : (t.*fn)(axis_arg(axis, name), keepdim);
+      return keeps_dtype && r.dtype() != t.dtype() ? r.cast(t.dtype()) : r;
     };
     if (with_dtype)
       T.def(name, body, nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype").none() = nb::none());

@@ -118,3 +118,33 @@ def test_argmin_and_std_mean():
     v, m = Tensor(a).var_mean(correction=0)
     np.testing.assert_allclose(v.numpy(), a.var(), rtol=1e-5)
     np.testing.assert_allclose(m.numpy(), a.mean(), rtol=1e-5, atol=1e-6)
+
+
+def test_prod_keeps_the_dtype():
+    assert Tensor([1, 2, 3], dtype=dtypes.int8).prod().dtype == dtypes.int8
+    assert Tensor([1.5, 2.0], dtype=dtypes.float16).prod().dtype == dtypes.float16
+    assert Tensor([True, False]).prod(axis=0).dtype == dtypes.bool
+    assert Tensor([1, 2, 3], dtype=dtypes.int8).prod(dtype=dtypes.int32).dtype == dtypes.int32
+    assert Tensor([100, 3], dtype=dtypes.int8).prod().item() == np.int8(np.int32(300).astype(np.int8))
+    assert Tensor([1, 2, 3], dtype=dtypes.int8).sum().dtype == dtypes.int32  # sum widens, as tinygrad
+
+
+def test_casts_size_and_in_place_operators():
+    t = Tensor([[1, 2, 3], [4, 5, 6]])
+    assert t.double().dtype == dtypes.float64 and t.long().dtype == dtypes.int64 and t.short().dtype == dtypes.int16
+    assert t.bfloat16().dtype == dtypes.bfloat16
+    assert not t.is_floating_point() and t.float().is_floating_point()
+    assert t.size() == (2, 3) and t.size(-1) == 3 and t.size(dim=0) == 2
+    with pytest.raises(IndexError):
+        t.size(2)
+    x = Tensor([1.0, -2.0])
+    y = x
+    x += 1
+    assert x is y and x.tolist() == [2.0, -1.0]
+    x *= Tensor([2.0, 3.0])
+    x -= 1
+    x /= 2
+    assert y.tolist() == [1.5, -2.0]
+    assert abs(Tensor([-1.5, 2.0])).tolist() == [1.5, 2.0]
+    # iteration walks the first axis (the sequence protocol over __getitem__)
+    assert [r.tolist() for r in t] == [[1, 2, 3], [4, 5, 6]]
