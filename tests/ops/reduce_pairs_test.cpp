@@ -62,3 +62,16 @@ TEST(ReducePairs, Errors) {
     EXPECT_NE(std::string(e.what()).find("argmin"), std::string::npos) << e.what();
   }
 }
+
+TEST(ReducePairs, BitcastReinterpretsTheBytes) {
+  Tensor f = host_tensor({1.0, -2.0, 0.0}, {3});
+  std::vector<int32_t> bits = f.bitcast(dtypes::int32).to_vector<int32_t>();
+  EXPECT_EQ(bits, (std::vector<int32_t>{0x3f800000, static_cast<int32_t>(0xc0000000u), 0}));
+  EXPECT_EQ(compare(f.bitcast(dtypes::uint32).bitcast(dtypes::float32), {3}, {1.0, -2.0, 0.0}), "");
+  try {
+    f.bitcast(dtypes::int16);
+    ADD_FAILURE() << "bitcast to a smaller dtype did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bitcast: float32 (4 bytes) -> int16 (2 bytes)"), std::string::npos) << e.what();
+  }
+}

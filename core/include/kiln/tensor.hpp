@@ -185,6 +185,9 @@ class Tensor {
   // torch.std_mean / var_mean: {std (or var), mean} over axes (empty = all), as std()/var() and mean().
   std::pair<Tensor, Tensor> std_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
   std::pair<Tensor, Tensor> var_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
+  // The same bytes read as another dtype of the same size (torch's view(dtype), tinygrad's bitcast);
+  // a different size or bool on either side is a kiln::Error. No gradient flows through it.
+  Tensor bitcast(DType) const;
 
   // execution
   std::vector<ExecItem> schedule() const;  // what realize() would run, without running it

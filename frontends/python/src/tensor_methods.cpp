@@ -175,6 +175,11 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
       .def("bfloat16", [](const Tensor& t) { return t.cast(dtypes::bfloat16); })
       .def("long", [](const Tensor& t) { return t.cast(dtypes::int64); })
       .def("short", [](const Tensor& t) { return t.cast(dtypes::int16); })
+      .def("bitcast", [](const Tensor& t, nb::handle dtype) {
+        auto d = dtype_arg(dtype, "bitcast");
+        if (!d) throw nb::type_error("bitcast(): dtype must be a dtype, got None");
+        return t.bitcast(*d);
+      }, nb::arg("dtype").none())
       .def("is_floating_point", [](const Tensor& t) { return t.dtype().is_float(); })
       // tinygrad/torch: the shape, or one dimension of it (negative counts from the end)
       .def("size",

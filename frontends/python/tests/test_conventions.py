@@ -148,3 +148,11 @@ def test_casts_size_and_in_place_operators():
     assert abs(Tensor([-1.5, 2.0])).tolist() == [1.5, 2.0]
     # iteration walks the first axis (the sequence protocol over __getitem__)
     assert [r.tolist() for r in t] == [[1, 2, 3], [4, 5, 6]]
+
+
+def test_bitcast():
+    a = np.array([1.0, -2.5, 3e-3], dtype=np.float32)
+    np.testing.assert_array_equal(Tensor(a).bitcast(dtypes.int32).numpy(), a.view(np.int32))
+    np.testing.assert_array_equal(Tensor(a).bitcast("uint32").numpy(), a.view(np.uint32))
+    with pytest.raises(ValueError, match="sizes"):
+        Tensor(a).bitcast(dtypes.float16)
