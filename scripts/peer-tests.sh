@@ -95,7 +95,10 @@ rc=$?
 set -e
 secs=$(( $(date +%s) - start ))
 echo "peer-tests: pytest exited $rc after ${secs}s"
-[ -s "$junit" ] || die "pytest wrote no results (exit $rc); see its output above"
+crashed=""
+[ $rc -le 128 ] || crashed="pytest died from signal $((rc - 128)) (a crash in kiln's module?)"
+[ -s "$junit" ] || die "pytest wrote no results (exit $rc)${crashed:+: $crashed}; its output above ends at the test that was running"
+[ -z "$crashed" ] || echo "peer-tests: warning: $crashed after writing its results (e.g. at interpreter exit)" >&2
 
 summ=("$py" "$here/scripts/peer/summarize.py" "$junit")
 if [ -n "$report" ]; then
