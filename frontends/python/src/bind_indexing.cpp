@@ -19,10 +19,13 @@ using Index = Tensor::Index;
 
 bool is_int(nb::handle h) { return nb::isinstance<nb::int_>(h) && !nb::isinstance<nb::bool_>(h); }
 
-// An int-like entry (Python int, numpy integer scalar: anything with __index__ but not bool).
+// An int-like entry: a Python int, or anything else with __index__ that is not an array of
+// several values (numpy integer scalars and 0-d integer arrays), never a bool.
 bool is_index_like(nb::handle h) {
-  return is_int(h) || (!nb::isinstance<nb::bool_>(h) && !nb::isinstance<Tensor>(h) && !nb::isinstance<nb::float_>(h) &&
-                       PyIndex_Check(h.ptr()) && !nb::hasattr(h, "shape"));
+  if (is_int(h)) return true;
+  if (nb::isinstance<nb::bool_>(h) || nb::isinstance<Tensor>(h) || nb::isinstance<nb::float_>(h) || !PyIndex_Check(h.ptr())) return false;
+  if (nb::hasattr(h, "dtype") && nb::str(h.attr("dtype")).equal(nb::str("bool"))) return false;
+  return !nb::hasattr(h, "shape") || nb::len(nb::object(h.attr("shape"))) == 0;
 }
 
 int64_t as_index(nb::handle h) {

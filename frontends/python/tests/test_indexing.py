@@ -169,3 +169,13 @@ def test_errors():
         a[9]
     with pytest.raises(kiln.Error, match="broadcast"):
         a[0] = Tensor([1.0, 2.0])
+
+
+def test_numpy_indices():
+    a = arr(4, 5)
+    t = Tensor(a)
+    np.testing.assert_array_equal(t[np.int64(2)].numpy(), a[2])
+    np.testing.assert_array_equal(t[np.int32(-1), np.array(3)].numpy(), a[-1, 3])
+    np.testing.assert_array_equal(t[np.array([3, 0]), 1:].numpy(), a[[3, 0], 1:])
+    with pytest.raises(IndexError, match="out of bounds"):
+        t[np.int64(4)]
