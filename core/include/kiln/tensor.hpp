@@ -179,9 +179,6 @@ class Tensor {
   // indices repeat a position the last write wins (numpy). Errors as getitem, and kiln::Error
   // (invalid_argument) when value does not broadcast to the indexed shape.
   Tensor& setitem(const std::vector<Index>& indices, const Tensor& value);
-  // The index of the first minimum along axis (int32; numpy/torch: a NaN is the minimum); an empty
-  // axis or an axis out of range is a kiln::Error naming argmin.
-  Tensor argmin(int axis, bool keepdim = false) const;
   // torch.std_mean / var_mean: {std (or var), mean} over axes (empty = all), as std()/var() and mean().
   std::pair<Tensor, Tensor> std_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
   std::pair<Tensor, Tensor> var_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;

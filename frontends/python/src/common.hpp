@@ -82,9 +82,9 @@ bool reduces_nothing(nb::handle axis);
 
 // ---- the module's parts (each binds onto the class module.cpp created) ----
 
-// tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
-void bind_tensor_methods(nb::class_<Tensor>& T);
 // bind_indexing.cpp: __getitem__ and __setitem__.
 void bind_indexing(nb::class_<Tensor>& T);
+// tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
+void bind_tensor_methods(nb::class_<Tensor>& T);
 
 }  // namespace kiln_py

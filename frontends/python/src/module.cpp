@@ -234,6 +234,6 @@ NB_MODULE(_kiln, m) {
           nb::arg("requires_grad").none() = nb::none());
   T.def_static("manual_seed", [](uint64_t seed) { kiln::manual_seed(seed); }, nb::arg("seed") = 0);
 
-  bind_tensor_methods(T);
   bind_indexing(T);
+  bind_tensor_methods(T);
 }

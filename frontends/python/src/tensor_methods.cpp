@@ -67,29 +67,6 @@ Tensor ne_(const Tensor& a, const Tensor& b) { return a.ne(b); }
 Tensor maximum_(const Tensor& a, const Tensor& b) { return a.maximum(b); }
 Tensor minimum_(const Tensor& a, const Tensor& b) { return a.minimum(b); }
 
-// cat/stack's tensors: x.cat(y, z), Tensor.cat(x, y, z) or Tensor.cat((x, y, z)) (tinygrad's forms);
-// a sequence first takes no more tensors after it (ValueError, as tinygrad).
-std::vector<Tensor> tensor_list(nb::handle self, const nb::args& others, const char* fn) {
-  if (nb::isinstance<Tensor>(self)) {
-    Tensor t = nb::cast<Tensor>(self);
-    std::vector<Tensor> all{t};
-    for (nb::handle h : others) all.push_back(operand_or_throw(t, h, fn, "args"));
-    return all;
-  }
-  if (!nb::isinstance<nb::tuple>(self) && !nb::isinstance<nb::list>(self))
-    throw nb::type_error((std::string(fn) + "(): expected Tensors or one sequence of Tensors, got " + py_type_name(self)).c_str());
-  if (others.size() != 0)
-    throw nb::value_error((std::string(fn) + "(): give the tensors either as one sequence or as separate arguments, not both").c_str());
-  std::vector<Tensor> all;
-  for (nb::handle h : self) {
-    if (!nb::isinstance<Tensor>(h))
-      throw nb::type_error((std::string(fn) + "(): the sequence must hold Tensors, got " + py_type_name(h)).c_str());
-    all.push_back(nb::cast<Tensor>(h));
-  }
-  if (all.empty()) throw nb::value_error((std::string(fn) + "(): needs at least one tensor").c_str());
-  return all;
-}
-
 std::pair<int64_t, int64_t> int_pair(nb::handle h, const char* fn) {
   if ((nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) && nb::len(h) == 2 && nb::isinstance<nb::int_>(h[0]) &&
       nb::isinstance<nb::int_>(h[1]))
@@ -301,17 +278,7 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
                  else pads.push_back(int_pair(h, "pad"));
                }
              }
-             // negative amounts crop (tinygrad, torch): a shrink, then the pad of the rest
-             if (pads.size() != t.shape().size()) return t.pad(pads, value);  // kiln names the mismatch
-             kiln::Pads cut, grow;
-             bool crops = false;
-             for (size_t i = 0; i < pads.size(); ++i) {
-               auto [b, a] = pads[i];
-               crops |= b < 0 || a < 0;
-               cut.push_back({b < 0 ? -b : 0, t.shape()[i] - (a < 0 ? -a : 0)});
-               grow.push_back({std::max<int64_t>(b, 0), std::max<int64_t>(a, 0)});
-             }
-             return crops ? t.shrink(cut).pad(grow, value) : t.pad(pads, value);
+             return t.pad(pads, value);
            },
            nb::arg("padding"), nb::kw_only(), nb::arg("value") = 0.0)
       .def("shrink",
@@ -326,9 +293,19 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              return t.shrink(se);
            },
            nb::arg("arg"))
-      .def("cat", [](nb::handle self, nb::args others, int dim) { return Tensor::cat(tensor_list(self, others, "cat"), dim); },
+      .def("cat",
+           [](const Tensor& t, nb::args others, int dim) {
+             std::vector<Tensor> all{t};
+             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "cat", "args"));
+             return Tensor::cat(all, dim);
+           },
            nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
-      .def("stack", [](nb::handle self, nb::args others, int dim) { return Tensor::stack(tensor_list(self, others, "stack"), dim); },
+      .def("stack",
+           [](const Tensor& t, nb::args others, int dim) {
+             std::vector<Tensor> all{t};
+             for (nb::handle h : others) all.push_back(operand_or_throw(t, h, "stack", "args"));
+             return Tensor::stack(all, dim);
+           },
            nb::arg("args"), nb::kw_only(), nb::arg("dim") = 0)
       .def("gather", [](const Tensor& t, int dim, const Tensor& index) { return t.gather(dim, index); }, nb::arg("dim"),
            nb::arg("index"));
@@ -429,12 +406,6 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
            [](const Tensor& t, std::optional<int> axis, bool keepdim) {
              if (!axis) return t.flatten().argmax(0, false);  // tinygrad: the index into the flattened tensor
              return t.argmax(*axis, keepdim);
-           },
-           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false)
-      .def("argmin",
-           [](const Tensor& t, std::optional<int> axis, bool keepdim) {
-             if (!axis) return t.flatten().argmin(0, false);  // tinygrad: the index into the flattened tensor
-             return t.argmin(*axis, keepdim);
            },
            nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false)
       .def("std_mean",
