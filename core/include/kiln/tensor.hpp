@@ -356,6 +356,42 @@ class Tensor {
   // index tensor is realized and checked first, and an out-of-range index is a kiln::Error
   // (out_of_range) naming the op, the index, its position and the valid range.
   Tensor gather(int axis, const Tensor& index) const;
+  // numpy/torch indexing (Python's x[...]): one Index per entry of the subscript.
+  //   integer  - selects one position and drops the axis; negative counts from the end; outside
+  //              [-n, n): kiln::Error (out_of_range) naming the index, the axis and its size
+  //   slice    - start/stop/step, each optional, as Python slices: ends clamp to the axis, steps
+  //              may be negative (a step of 0: kiln::Error invalid_argument)
+  //   none     - a new axis of size 1; ellipsis - every axis not otherwise indexed (at most one)
+  //   tensor   - an integer tensor (advanced indexing): all index tensors broadcast together and
+  //              their shape replaces the indexed axes where those are adjacent, else it leads (torch);
+  //              negative entries count from the end, entries out of range select 0 (as gather)
+  // More indices than axes, a second ellipsis, a non-integer index tensor, index tensors that do not
+  // broadcast or on another device: kiln::Error. Gradients flow to this tensor (not to the indices).
+  struct Index {
+    enum class Kind { integer, slice, none, ellipsis, tensor };
+    Kind kind = Kind::ellipsis;
+    int64_t value = 0;                                  // Kind::integer
+    std::optional<int64_t> start, stop, step;           // Kind::slice (nullopt: Python's None)
+    std::shared_ptr<detail::TensorState> index;         // Kind::tensor (a Tensor's state())
+    static Index integer(int64_t i);
+    static Index slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
+                       std::optional<int64_t> step = std::nullopt);
+    static Index none();
+    static Index ellipsis();
+    static Index tensor(const Tensor& index);
+  };
+  Tensor getitem(const std::vector<Index>& indices) const;  // x[indices]; a view unless an index is a tensor
+  // x[indices] = value: value broadcasts to getitem(indices)'s shape and is cast to this dtype; the
+  // result is written with assign() (the buffer is updated at the next realize). Where advanced
+  // indices repeat a position the last write wins (numpy). Errors as getitem, and kiln::Error
+  // (invalid_argument) when value does not broadcast to the indexed shape.
+  Tensor& setitem(const std::vector<Index>& indices, const Tensor& value);
+  // torch.std_mean / var_mean: {std (or var), mean} over axes (empty = all), as std()/var() and mean().
+  std::pair<Tensor, Tensor> std_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
+  std::pair<Tensor, Tensor> var_mean(const std::vector<int>& axes = {}, bool keepdim = false, double correction = 1) const;
+  // The same bytes read as another dtype of the same size (torch's view(dtype), tinygrad's bitcast);
+  // a different size or bool on either side is a kiln::Error. No gradient flows through it.
+  Tensor bitcast(DType) const;
 
   // execution
   std::vector<ExecItem> schedule() const;  // what realize() would run, without running it

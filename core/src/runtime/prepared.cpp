@@ -215,6 +215,10 @@ void PreparedItem::run() const {
                    cat("\"from\": \"", src.device(), "\""));
     return;
   }
+  // A kernel whose output has no elements has nothing to do; launching it is not harmless: a
+  // kernel over a shape with a 0 dimension (e.g. (0, 10, 10)) can be optimized as if the other
+  // dimensions were its whole range and store into the empty output's (0-byte) allocation.
+  if (!storages.empty() && storages[0] && storages[0]->bytes() == 0) return;
   if (p.kind == CallKind::reference) {
     run_reference_kernel(p.ast, host, named);
     if (logged) log_time(p, t0);

@@ -87,7 +87,7 @@ int norm_axis(int axis, const Shape& shape, const char* op, bool insert) {
   int ndim = static_cast<int>(shape.size()) + (insert ? 1 : 0);
   int a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= ndim)
-    fail(ErrorCode::invalid_argument, op, ": axis ", axis, " is out of range for a tensor of shape ", shape_str(shape), " with ",
+    fail(ErrorCode::out_of_range, op, ": axis ", axis, " is out of range for a tensor of shape ", shape_str(shape), " with ",
          shape.size(), " dimensions (expected ", -ndim, " <= axis < ", ndim, ")");
   return a;
 }

@@ -39,15 +39,42 @@ std::string device_arg(nb::handle device, const char* fn) {
 
 std::string py_type_name(nb::handle h) { return nb::cast<std::string>(nb::str(h.type().attr("__name__"))); }
 
+namespace {
+PyObject* g_attribute_error = nullptr;
+PyObject* g_index_error = nullptr;
+
+[[noreturn]] void raise_as(PyObject* type, const std::string& msg, const char* code) {
+  nb::object exc = nb::handle(type)(msg);
+  exc.attr("code") = code;
+  PyErr_SetObject(type, exc.ptr());
+  throw nb::python_error();
+}
+}  // namespace
+
+void set_error_types(PyObject* attribute_error, PyObject* index_error) {
+  g_attribute_error = attribute_error;
+  g_index_error = index_error;
+}
+
+void raise_attribute_error(const std::string& msg) { raise_as(g_attribute_error, msg, "invalid_argument"); }
+
+void raise_index_error(const kiln::Error& e) { raise_as(g_index_error, e.what(), kiln::error_code_name(e.code())); }
+
 std::optional<DType> dtype_arg(nb::handle dtype, const char* fn) {
   if (dtype.is_none()) return std::nullopt;
   if (nb::isinstance<DType>(dtype)) return nb::cast<DType>(dtype);
   if (nb::isinstance<nb::str>(dtype)) {
     std::string name = nb::cast<std::string>(dtype);
+    // tinygrad's aliases (its dtypes.<name>, which a str dtype= is looked up as)
+    static const std::pair<const char*, DType> aliases[] = {
+        {"bool", dtypes::bool_},   {"char", dtypes::int8},    {"short", dtypes::int16},   {"int", dtypes::int32},
+        {"long", dtypes::int64},   {"uchar", dtypes::uint8},  {"ushort", dtypes::uint16}, {"uint", dtypes::uint32},
+        {"ulong", dtypes::uint64}, {"half", dtypes::float16}, {"float", dtypes::float32}, {"double", dtypes::float64}};
+    for (const auto& [alias, d] : aliases)
+      if (name == alias) return d;
     DType d;
-    if (name == "bool") return dtypes::bool_;
     if (kiln::parse_dtype(name, d) && !d.is_void() && d.scalar() != Scalar::index) return d;
-    throw kiln::Error(std::string(fn) + "(): unknown dtype '" + name + "' (use a kiln.dtypes member, e.g. dtypes.float32)");
+    raise_attribute_error(std::string(fn) + "(): unknown dtype '" + name + "' (use a kiln.dtypes member, e.g. dtypes.float32)");
   }
   throw nb::type_error((std::string(fn) + "(): dtype must be a kiln.dtypes member, a dtype name or None, got " + py_type_name(dtype)).c_str());
 }

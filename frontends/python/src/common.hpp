@@ -26,6 +26,16 @@ using kiln::Shape;
 using kiln::Tensor;
 namespace dtypes = kiln::dtypes;
 
+// ---- errors ----
+
+// The module's kiln.AttributeError and kiln.IndexError classes (module.cpp sets them at import).
+void set_error_types(PyObject* attribute_error, PyObject* index_error);
+// Raises kiln.AttributeError (a kiln.Error and an AttributeError, code 'invalid_argument') with msg.
+[[noreturn]] void raise_attribute_error(const std::string& msg);
+// Raises e as kiln.IndexError (a kiln.Error and an IndexError) keeping its code: every error of
+// an index (Python's convention), whatever kiln's code for it.
+[[noreturn]] void raise_index_error(const kiln::Error& e);
+
 // ---- device and dtype arguments ----
 
 // Device.DEFAULT when Python set it (kiln._set_default_device); "" means kiln's own default
@@ -35,7 +45,8 @@ void set_default_override(const std::string& device);
 
 // device=: None -> default_override(); a str as given (kiln checks it when it is used).
 std::string device_arg(nb::handle device, const char* fn);
-// dtype=: None -> nullopt; a kiln DType; or a dtype name ("bool", "float32", ...).
+// dtype=: None -> nullopt; a kiln DType; or a dtype name ("bool", "float32", ...) or one of
+// tinygrad's aliases ("int", "float", "half", "long", ...); an unknown name is kiln.AttributeError.
 std::optional<DType> dtype_arg(nb::handle dtype, const char* fn);
 // The Python type's __name__ of h, for messages.
 std::string py_type_name(nb::handle h);
@@ -71,6 +82,8 @@ bool reduces_nothing(nb::handle axis);
 
 // ---- the module's parts (each binds onto the class module.cpp created) ----
 
+// bind_indexing.cpp: __getitem__ and __setitem__.
+void bind_indexing(nb::class_<Tensor>& T);
 // tensor_methods.cpp: the Tensor class's methods and properties after __init__ and creation.
 void bind_tensor_methods(nb::class_<Tensor>& T);
 // bind_creation.cpp: linspace, eye and the random creation functions beyond rand/randn.

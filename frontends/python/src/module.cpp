@@ -13,6 +13,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -20,6 +23,24 @@
 #include "convert.hpp"
 
 using namespace kiln_py;
+
+namespace {
+
+// The least or greatest value of a dtype as a Python bool, int or float.
+nb::object dtype_limit(const DType& d, bool greatest) {
+  if (d.is_bool()) return nb::bool_(greatest);
+  if (d.is_float()) return nb::float_(greatest ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity());
+  int bits = static_cast<int>(d.itemsize()) * 8;
+  if (d.is_unsigned()) {
+    if (!greatest) return nb::int_(0);
+    return nb::steal(PyLong_FromUnsignedLongLong(bits == 64 ? ~0ULL : (1ULL << bits) - 1));
+  }
+  if (bits == 64) return nb::int_(greatest ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min());
+  int64_t m = int64_t{1} << (bits - 1);
+  return nb::int_(greatest ? m - 1 : -m);
+}
+
+}  // namespace
 
 NB_MODULE(_kiln, m) {
   m.doc() = "kiln: a tensor compiler (C++); tinygrad's Tensor API on kiln's engine";
@@ -33,13 +54,37 @@ NB_MODULE(_kiln, m) {
                     "`code` names the kind, e.g. 'invalid_argument'.", PyExc_RuntimeError, nullptr);
   if (!error_type) throw nb::python_error();
   m.attr("Error") = nb::handle(error_type);
+  // tinygrad's and torch's code catches Python's own exception types (an axis or index out of
+  // range is an IndexError, a bad argument a ValueError, an unknown dtype name an AttributeError),
+  // so those kiln.Errors are also instances of them: subclasses of kiln.Error and the builtin.
+  auto error_subclass = [&](const char* name, PyObject* builtin, const char* doc) {
+    PyObject* bases = PyTuple_Pack(2, error_type, builtin);
+    if (!bases) throw nb::python_error();
+    PyObject* t = PyErr_NewExceptionWithDoc(name, doc, bases, nullptr);
+    Py_DECREF(bases);
+    if (!t) throw nb::python_error();
+    return t;
+  };
+  static PyObject* index_error = error_subclass("kiln.IndexError", PyExc_IndexError,
+                                                "A kiln.Error (code 'out_of_range': an index or axis out of range) that is an IndexError.");
+  static PyObject* value_error = error_subclass("kiln.ValueError", PyExc_ValueError,
+                                                "A kiln.Error (code 'invalid_argument') that is a ValueError.");
+  static PyObject* attribute_error = error_subclass("kiln.AttributeError", PyExc_AttributeError,
+                                                    "A kiln.Error for an unknown dtype name that is an AttributeError (as tinygrad's dtypes lookup).");
+  m.attr("IndexError") = nb::handle(index_error);
+  m.attr("ValueError") = nb::handle(value_error);
+  m.attr("AttributeError") = nb::handle(attribute_error);
+  set_error_types(attribute_error, index_error);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const kiln::Error& e) {
-      nb::object exc = nb::handle(error_type)(e.what());
+      PyObject* type = e.code() == kiln::ErrorCode::out_of_range      ? index_error
+                       : e.code() == kiln::ErrorCode::invalid_argument ? value_error
+                                                                       : error_type;
+      nb::object exc = nb::handle(type)(e.what());
       exc.attr("code") = kiln::error_code_name(e.code());
-      PyErr_SetObject(error_type, exc.ptr());
+      PyErr_SetObject(type, exc.ptr());
     }
   });
 
@@ -53,7 +98,10 @@ NB_MODULE(_kiln, m) {
       .def("__repr__", [](const DType& d) { return "dtypes." + (d.scalar() == Scalar::bool_ ? std::string("bool") : d.name()); })
       .def("is_float", &DType::is_float)
       .def("is_int", &DType::is_int)
-      .def("is_unsigned", &DType::is_unsigned);
+      .def("is_unsigned", &DType::is_unsigned)
+      // tinygrad's dtypes.int.min / .max: the range of the type (floats: -inf / inf, bool: False / True)
+      .def_prop_ro("min", [](const DType& d) { return dtype_limit(d, false); })
+      .def_prop_ro("max", [](const DType& d) { return dtype_limit(d, true); });
 
   nb::module_ dt = m.def_submodule("_dtypes", "kiln's dtypes by tinygrad's names");
   for (const DType& d : {dtypes::bool_, dtypes::int8, dtypes::int16, dtypes::int32, dtypes::int64, dtypes::uint8,
@@ -124,7 +172,30 @@ NB_MODULE(_kiln, m) {
         nb::int_ zero(0);
         if (stop.is_none()) b = zero, e = start;
         bool all_int = nb::isinstance<nb::int_>(b) && nb::isinstance<nb::int_>(e) && nb::isinstance<nb::int_>(step);
-        DType d = dtype_arg(dtype, "arange").value_or(all_int ? dtypes::default_int : dtypes::default_float);
+        // tinygrad: an int range that does not fit default_int (int32) is int64
+        auto fits32 = [](nb::handle v) {
+          double x = nb::cast<double>(nb::float_(v));
+          return x >= -2147483648.0 && x <= 2147483647.0;
+        };
+        DType int_d = fits32(b) && fits32(e) ? dtypes::default_int : dtypes::int64;
+        DType d = dtype_arg(dtype, "arange").value_or(all_int ? int_d : dtypes::default_float);
+        if (d.is_int() && !d.is_bool()) {
+          // tinygrad: an integer range whose first or last value does not fit the dtype is an
+          // OverflowError (a cast would silently wrap)
+          double lo = nb::cast<double>(nb::float_(b)), hi = nb::cast<double>(nb::float_(e)), st = nb::cast<double>(nb::float_(step));
+          double n = st != 0 ? std::ceil((hi - lo) / st) : 0;
+          if (n > 0) {
+            double last = lo + (n - 1) * st;
+            int bits = static_cast<int>(d.itemsize()) * 8;
+            double min = d.is_unsigned() ? 0 : -std::ldexp(1.0, bits - 1), max = std::ldexp(1.0, d.is_unsigned() ? bits : bits - 1) - 1;
+            for (double v : {lo, last})
+              if (v < min || v > max) {
+                std::string msg = "arange(): value " + std::to_string(static_cast<long long>(v)) + " does not fit " + d.name();
+                PyErr_SetString(PyExc_OverflowError, msg.c_str());
+                throw nb::python_error();
+              }
+          }
+        }
         Tensor t = Tensor::arange(nb::cast<double>(nb::float_(b)), nb::cast<double>(nb::float_(e)),
                                   nb::cast<double>(nb::float_(step)), d, device_arg(device, "arange"));
         if (!requires_grad.is_none()) t.requires_grad_(nb::cast<bool>(requires_grad));
@@ -132,8 +203,39 @@ NB_MODULE(_kiln, m) {
       },
       nb::arg("start"), nb::arg("stop").none() = nb::none(), nb::arg("step") = 1, nb::kw_only(),
       nb::arg("device").none() = nb::none(), nb::arg("dtype").none() = nb::none(), nb::arg("requires_grad").none() = nb::none());
+  // tinygrad's *_like: the shape (and, unless given, the dtype and device) of `t`; static or a method
+  auto like = [](const Tensor& t, double value, nb::handle dtype, nb::handle device, nb::handle requires_grad, const char* fn) {
+    DType d = dtype_arg(dtype, fn).value_or(t.dtype());
+    Tensor r = Tensor::full(t.shape(), value, d, device.is_none() ? t.device() : device_arg(device, fn));
+    if (!requires_grad.is_none()) r.requires_grad_(nb::cast<bool>(requires_grad));
+    return r;
+  };
+  T.def(
+       "full_like",
+       [like](const Tensor& t, nb::handle fill_value, nb::handle dtype, nb::handle device, nb::handle requires_grad) {
+         if (!is_py_scalar(fill_value))
+           throw nb::type_error(("full_like(): fill_value must be a bool, int or float, got " + py_type_name(fill_value)).c_str());
+         return like(t, nb::cast<double>(nb::float_(fill_value)), dtype, device, requires_grad, "full_like");
+       },
+       nb::arg("fill_value"), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
+       nb::arg("requires_grad").none() = nb::none())
+      .def(
+          "zeros_like",
+          [like](const Tensor& t, nb::handle dtype, nb::handle device, nb::handle requires_grad) {
+            return like(t, 0, dtype, device, requires_grad, "zeros_like");
+          },
+          nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
+          nb::arg("requires_grad").none() = nb::none())
+      .def(
+          "ones_like",
+          [like](const Tensor& t, nb::handle dtype, nb::handle device, nb::handle requires_grad) {
+            return like(t, 1, dtype, device, requires_grad, "ones_like");
+          },
+          nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
+          nb::arg("requires_grad").none() = nb::none());
   T.def_static("manual_seed", [](uint64_t seed) { kiln::manual_seed(seed); }, nb::arg("seed") = 0);
 
+  bind_indexing(T);
   bind_tensor_methods(T);
   bind_creation(T);
   bind_dlpack(m, T);

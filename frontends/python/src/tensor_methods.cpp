@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,15 @@ nb::object rbinop(const Tensor& self, nb::handle other) {
   auto o = operand(self, other);
   if (!o) return nb::borrow(Py_NotImplemented);
   return nb::cast(F(*o, self));
+}
+nb::object same(Tensor& t);
+
+// x op= y as tinygrad: x.assign(x op y), the same Python object (its buffer takes the result)
+template <BinFn F>
+nb::object inplace(Tensor& self, nb::handle other, const char* fn) {
+  Tensor r = F(self, operand_or_throw(self, other, fn, "x"));
+  self.assign(r);
+  return same(self);
 }
 template <BinFn F>
 Tensor method_op(const Tensor& self, nb::handle x, bool reverse, const char* fn) {
@@ -118,6 +128,27 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
         return t.cast(*d);
       }, nb::arg("dtype"))
       .def("float", [](const Tensor& t) { return t.cast(dtypes::float32); })
+      .def("double", [](const Tensor& t) { return t.cast(dtypes::float64); })
+      .def("bfloat16", [](const Tensor& t) { return t.cast(dtypes::bfloat16); })
+      .def("long", [](const Tensor& t) { return t.cast(dtypes::int64); })
+      .def("short", [](const Tensor& t) { return t.cast(dtypes::int16); })
+      .def("bitcast", [](const Tensor& t, nb::handle dtype) {
+        auto d = dtype_arg(dtype, "bitcast");
+        if (!d) throw nb::type_error("bitcast(): dtype must be a dtype, got None");
+        return t.bitcast(*d);
+      }, nb::arg("dtype").none())
+      .def("is_floating_point", [](const Tensor& t) { return t.dtype().is_float(); })
+      // tinygrad/torch: the shape, or one dimension of it (negative counts from the end)
+      .def("size",
+           [](const Tensor& t, std::optional<int> dim) -> nb::object {
+             if (!dim) return py_shape(t.shape());
+             int n = t.ndim(), d = *dim < 0 ? *dim + n : *dim;
+             if (d < 0 || d >= n)
+               throw kiln::Error(kiln::ErrorCode::out_of_range,
+                                 "size(): dim " + std::to_string(*dim) + " is out of range for a " + std::to_string(n) + "-d tensor");
+             return nb::int_(t.shape()[d]);
+           },
+           nb::arg("dim").none() = nb::none())
       .def("half", [](const Tensor& t) { return t.cast(dtypes::float16); })
       .def("int", [](const Tensor& t) { return t.cast(dtypes::int32); })
       .def("bool", [](const Tensor& t) { return t.cast(dtypes::bool_); })
@@ -189,7 +220,15 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
            nb::arg("start_dim") = 0, nb::arg("end_dim") = -1)
       .def("squeeze",
            [](const Tensor& t, std::optional<int> dim) {
-             if (dim) return t.squeeze(*dim);
+             if (dim) {
+               // torch: squeezing a dimension that is not 1 is a no-op; a 0-d tensor has dim 0 (-1)
+               int n = std::max(t.ndim(), 1);
+               if (*dim < -n || *dim >= n)
+                 throw kiln::Error(kiln::ErrorCode::out_of_range, "squeeze(): dim " + std::to_string(*dim) + " is out of range for a " +
+                                                                      std::to_string(t.ndim()) + "-d tensor");
+               if (t.ndim() == 0 || t.shape()[*dim < 0 ? *dim + n : *dim] != 1) return t;
+               return t.squeeze(*dim);
+             }
              Shape s;
              for (int64_t d : t.shape())
                if (d != 1) s.push_back(d);
@@ -216,9 +255,10 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
 #define KILN_UNARY(name) T.def(#name, &Tensor::name);
   KILN_UNARY(exp) KILN_UNARY(log) KILN_UNARY(exp2) KILN_UNARY(log2) KILN_UNARY(sqrt) KILN_UNARY(rsqrt)
   KILN_UNARY(sin) KILN_UNARY(cos) KILN_UNARY(tan) KILN_UNARY(abs) KILN_UNARY(sign) KILN_UNARY(reciprocal)
-  KILN_UNARY(relu) KILN_UNARY(sigmoid) KILN_UNARY(tanh) KILN_UNARY(silu) KILN_UNARY(logical_not)
+  KILN_UNARY(relu) KILN_UNARY(sigmoid) KILN_UNARY(tanh) KILN_UNARY(silu)
 #undef KILN_UNARY
-  T.def("neg", [](const Tensor& t) { return -t; })
+  T.def("logical_not", [](const Tensor& t) { return (t.dtype().is_bool() ? t : t.cast(dtypes::bool_)).logical_not(); })
+      .def("neg", [](const Tensor& t) { return -t; })
       .def("__neg__", [](const Tensor& t) { return -t; })
       .def("__invert__",
            [](const Tensor& t) {
@@ -226,6 +266,11 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              if (t.dtype().is_int()) return t ^ kiln::scalar_like(t, -1);
              throw kiln::Error("__invert__: ~ needs a bool or integer tensor, got " + t.dtype().name());
            })
+      .def("__abs__", [](const Tensor& t) { return t.abs(); })
+      .def("__iadd__", [](Tensor& t, nb::handle x) { return inplace<add_>(t, x, "__iadd__"); })
+      .def("__isub__", [](Tensor& t, nb::handle x) { return inplace<sub_>(t, x, "__isub__"); })
+      .def("__imul__", [](Tensor& t, nb::handle x) { return inplace<mul_>(t, x, "__imul__"); })
+      .def("__itruediv__", [](Tensor& t, nb::handle x) { return inplace<div_>(t, x, "__itruediv__"); })
       .def("__add__", &binop<add_>).def("__radd__", &rbinop<add_>)
       .def("__sub__", &binop<sub_>).def("__rsub__", &rbinop<sub_>)
       .def("__mul__", &binop<mul_>).def("__rmul__", &rbinop<mul_>)
@@ -267,13 +312,18 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
 
   // ---- reductions ----
   using Red = Tensor (Tensor::*)(const std::vector<int>&, bool) const;
-  // sum and prod take tinygrad's dtype= (the dtype to reduce in: the input is cast to it first)
+  // sum and prod take tinygrad's dtype= (the dtype to reduce in: the input is cast to it first).
+  // tinygrad's prod keeps that dtype (the input's when none is given: int8 stays int8, half half)
+  // where kiln's widens small ones; sum's widening (int8 -> int32, half stays half) is tinygrad's.
   auto reduction = [&](const char* name, Red fn, bool with_dtype) {
-    auto body = [fn, name](const Tensor& t0, nb::handle axis, bool keepdim, nb::handle dtype) {
+    bool keeps_dtype = std::string(name) == "prod";
+    auto body = [fn, name, keeps_dtype](const Tensor& t0, nb::handle axis, bool keepdim, nb::handle dtype) {
       auto d = dtype_arg(dtype, name);
       Tensor t = d && *d != t0.dtype() ? t0.cast(*d) : t0;
       if (reduces_nothing(axis)) return t;
-      return (t.*fn)(axis_arg(axis, name), keepdim);
+      Tensor r = t.ndim() == 0 && !axis.is_none() ? (t.reshape({1}).*fn)(axis_arg(axis, name), false)
+                                                  : (t.*fn)(axis_arg(axis, name), keepdim);
+      return keeps_dtype && r.dtype() != t.dtype() ? r.cast(t.dtype()) : r;
     };
     if (with_dtype)
       T.def(name, body, nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("dtype").none() = nb::none());
@@ -296,16 +346,30 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
              return t.argmax(*axis, keepdim);
            },
            nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false)
+      .def("std_mean",
+           [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
+             auto [s, m] = t.std_mean(axis_arg(axis, "std_mean"), keepdim, correction);
+             return nb::make_tuple(s, m);
+           },
+           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
+      .def("var_mean",
+           [](const Tensor& t, nb::handle axis, bool keepdim, double correction) {
+             auto [v, m] = t.var_mean(axis_arg(axis, "var_mean"), keepdim, correction);
+             return nb::make_tuple(v, m);
+           },
+           nb::arg("axis").none() = nb::none(), nb::arg("keepdim") = false, nb::arg("correction") = 1)
       .def("softmax",
            [](const Tensor& t, int axis, nb::handle dtype) {
              auto d = dtype_arg(dtype, "softmax");
-             return (d ? t.cast(*d) : t).softmax(axis);
+             Tensor x = d ? t.cast(*d) : t;
+             return x.ndim() == 0 ? x.reshape({1}).softmax(axis).reshape({}) : x.softmax(axis);
            },
            nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none())
       .def("log_softmax",
            [](const Tensor& t, int axis, nb::handle dtype) {
              auto d = dtype_arg(dtype, "log_softmax");
-             return (d ? t.cast(*d) : t).log_softmax(axis);
+             Tensor x = d ? t.cast(*d) : t;
+             return x.ndim() == 0 ? x.reshape({1}).log_softmax(axis).reshape({}) : x.log_softmax(axis);
            },
            nb::arg("axis") = -1, nb::arg("dtype").none() = nb::none());
 }
