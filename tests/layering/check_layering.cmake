@@ -2,7 +2,8 @@
 #
 # Run as `cmake -DROOT=<source dir> -P check_layering.cmake` (ctest test_layering). Each module of
 # core/src may include only the modules below it; the SDK (headers, renderer library, conformance
-# kit, examples) includes nothing of core/src (the kit's current includes are listed debt); the core includes the SDK's C headers only, never its C++ layer; a plugin
+# kit, examples) and the public headers (core/include) include nothing of core/src; the core
+# includes the SDK's C headers only, never its C++ layer; a plugin
 # includes the SDK, its own files and plugins/common, never the core or another plugin's files.
 # A violation names the file and the rule. The lists are the dependency graph itself:
 # change them only together with the architecture document.
@@ -28,7 +29,7 @@ set(modules support ir rewrite symbolic schedule codegen plugin runtime tensor)
 set(extra_plugin "codegen/target.hpp")
 
 set(violations "")
-# module: a core module name, "" for the SDK, "<plugins>" for plugins/*.
+# module: a core module name, "" for the SDK, "<plugins>" for plugins/*, "<public>" for core/include.
 function(check_file file module)
   file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
   file(RELATIVE_PATH rel ${ROOT} ${file})
@@ -52,7 +53,9 @@ function(check_file file module)
     if(NOT target_module IN_LIST modules)
       continue()  # kiln/ (public API, SDK C headers) and anything that is not a core module
     endif()
-    if(module STREQUAL "" OR module STREQUAL "<plugins>")
+    if(module STREQUAL "<public>")
+      list(APPEND violations "${rel}: includes ${header}: a public header is installed, so it names nothing of core/src")
+    elseif(module STREQUAL "" OR module STREQUAL "<plugins>")
       list(APPEND violations "${rel}: includes ${header}: the SDK and the plugins depend on nothing in the core")
     elseif(NOT target_module IN_LIST allowed_${module} AND NOT header IN_LIST extra_${module})
       string(JOIN ", " allowed ${allowed_${module}} ${extra_${module}})
@@ -62,72 +65,38 @@ function(check_file file module)
   set(violations "${violations}" PARENT_SCOPE)
 endfunction()
 
-set(checked 0)
-foreach(module IN LISTS modules)
-  file(GLOB_RECURSE files ${ROOT}/core/src/${module}/*.cpp ${ROOT}/core/src/${module}/*.hpp)
+# Checks every file the globs (ARGN) find as `module`; `where` names the tree when they find none.
+function(check_tree module where)
+  file(GLOB_RECURSE files ${ARGN})
   if(NOT files)
-    message(FATAL_ERROR "no sources under ${ROOT}/core/src/${module}: wrong ROOT, or a module moved (update this file)")
+    message(FATAL_ERROR "no sources under ${where}: wrong ROOT, or it moved (update this file)")
   endif()
   foreach(f IN LISTS files)
-    check_file(${f} ${module})
+    check_file(${f} "${module}")
     math(EXPR checked "${checked} + 1")
   endforeach()
-endforeach()
-file(GLOB_RECURSE sdk_files ${ROOT}/sdk/include/*.hpp ${ROOT}/sdk/include/*.h ${ROOT}/sdk/src/*.cpp)
-foreach(f IN LISTS sdk_files)
-  check_file(${f} "")
-  math(EXPR checked "${checked} + 1")
-endforeach()
+  set(violations "${violations}" PARENT_SCOPE)
+  set(checked ${checked} PARENT_SCOPE)
+endfunction()
 
+set(checked 0)
+foreach(module IN LISTS modules)
+  check_tree(${module} "${ROOT}/core/src/${module}" ${ROOT}/core/src/${module}/*.cpp ${ROOT}/core/src/${module}/*.hpp)
+endforeach()
+# The public headers (core/include/kiln) are installed: they name nothing of core/src either.
+check_tree("<public>" "${ROOT}/core/include" ${ROOT}/core/include/*.hpp ${ROOT}/core/include/*.h)
+check_tree("" "${ROOT}/sdk/include" ${ROOT}/sdk/include/*.hpp ${ROOT}/sdk/include/*.h ${ROOT}/sdk/src/*.cpp)
 # The rest of sdk/ (the conformance kit, the example backend) is installed or copied by backend
-# authors too, so the same rule holds there. Known debt, not a rule: the conformance kit's levels
-# still reach into core/src for the registry, devices, code generator and program cache (issue 44:
-# they move onto an installed interface). Each "file:header" below is one such include; a new one
-# is a violation, and an entry whose include is gone must leave the list.
-set(sdk_debt
-  "sdk/conformance/src/level_corpus.cpp:codegen/lir.hpp" "sdk/conformance/src/level_corpus.cpp:plugin/device.hpp"
-  "sdk/conformance/src/level_device.cpp:plugin/device.hpp" "sdk/conformance/src/level_device.cpp:plugin/host.hpp"
-  "sdk/conformance/src/level_device.cpp:plugin/registry.hpp" "sdk/conformance/src/level_kernels.cpp:codegen/lir.hpp"
-  "sdk/conformance/src/level_kernels.cpp:codegen/pipeline.hpp" "sdk/conformance/src/level_kernels.cpp:plugin/device.hpp"
-  "sdk/conformance/src/level_kernels.cpp:plugin/registry.hpp" "sdk/conformance/src/level_kernels.cpp:runtime/program_cache.hpp"
-  "sdk/conformance/src/level_lifecycle.cpp:plugin/device.hpp" "sdk/conformance/src/level_lifecycle.cpp:plugin/host.hpp"
-  "sdk/conformance/src/level_load.cpp:plugin/host.hpp" "sdk/conformance/src/level_load.cpp:plugin/manifest.hpp"
-  "sdk/conformance/src/level_load.cpp:plugin/registry.hpp" "sdk/conformance/src/level_memory.cpp:plugin/device.hpp"
-  "sdk/conformance/src/level_memory.cpp:plugin/registry.hpp" "sdk/conformance/src/runner.cpp:plugin/device.hpp"
-  "sdk/conformance/src/runner.cpp:plugin/isolate.hpp" "sdk/conformance/src/runner.cpp:plugin/manifest.hpp"
-  "sdk/conformance/src/runner.cpp:plugin/registry.hpp" "sdk/conformance/src/runner.cpp:support/text.hpp")
-set(sdk_debt_seen "")
-file(GLOB_RECURSE sdk_rest_files ${ROOT}/sdk/conformance/*.cpp ${ROOT}/sdk/conformance/*.hpp ${ROOT}/sdk/conformance/*.h
-     ${ROOT}/sdk/examples/*.cpp ${ROOT}/sdk/examples/*.hpp ${ROOT}/sdk/examples/*.h)
-if(NOT sdk_rest_files)
-  message(FATAL_ERROR "no sources under ${ROOT}/sdk/conformance or sdk/examples: wrong ROOT, or they moved (update this file)")
+# authors too, so the same rule holds there: the kit reaches the core through its public headers
+# (kiln/backend.hpp for the registry, devices and code generator), never core/src.
+check_tree("" "${ROOT}/sdk/conformance and sdk/examples" ${ROOT}/sdk/conformance/*.cpp ${ROOT}/sdk/conformance/*.hpp
+           ${ROOT}/sdk/conformance/*.h ${ROOT}/sdk/examples/*.cpp ${ROOT}/sdk/examples/*.hpp ${ROOT}/sdk/examples/*.h)
+# An include path is the other way in: the kit's build must not put core/src on its search path.
+file(READ ${ROOT}/sdk/conformance/CMakeLists.txt kit_cmake)
+if(kit_cmake MATCHES "core/src")
+  list(APPEND violations "sdk/conformance/CMakeLists.txt: names core/src: the conformance kit builds against the core's public headers alone")
 endif()
-foreach(f IN LISTS sdk_rest_files)
-  file(RELATIVE_PATH rel ${ROOT} ${f})
-  file(STRINGS ${f} includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
-  foreach(line IN LISTS includes)
-    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]*)\".*" "\\1" header "${line}")
-    if(header MATCHES "^([a-z_]+)/" AND CMAKE_MATCH_1 IN_LIST modules)
-      if("${rel}:${header}" IN_LIST sdk_debt)
-        list(APPEND sdk_debt_seen "${rel}:${header}")
-      else()
-        list(APPEND violations "${rel}: includes ${header}: the SDK (its conformance kit and examples too) includes nothing of core/src")
-      endif()
-    endif()
-  endforeach()
-  math(EXPR checked "${checked} + 1")
-endforeach()
-foreach(entry IN LISTS sdk_debt)
-  if(NOT entry IN_LIST sdk_debt_seen)
-    list(APPEND violations "${entry}: listed as known debt in check_layering.cmake, but the include is gone: remove the entry")
-  endif()
-endforeach()
-
-file(GLOB_RECURSE plugin_files ${ROOT}/plugins/*.cpp ${ROOT}/plugins/*.hpp)
-foreach(f IN LISTS plugin_files)
-  check_file(${f} "<plugins>")
-  math(EXPR checked "${checked} + 1")
-endforeach()
+check_tree("<plugins>" "${ROOT}/plugins" ${ROOT}/plugins/*.cpp ${ROOT}/plugins/*.hpp)
 
 if(violations)
   list(LENGTH violations n)

@@ -5,26 +5,19 @@
 // about plugins. The plugin layer fills one from the plugin's kiln_target when a device is opened
 // (plugin/device.cpp); tests and benchmarks build simulated ones by hand. The flag and bit numbers
 // are the ABI's (KILN_TARGET_*, KILN_LIR_OP_*, KILN_LIR_DTYPE_*), so no translation table exists.
+// The caps themselves (fields, has, supports_op, supports_dtype) are the public TargetCaps
+// (kiln/device_caps.hpp), which kiln/backend.hpp hands to tools such as the conformance kit; this
+// type adds what the code generator assumes where a cap is unknown.
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "kiln/device_caps.hpp"
 #include "kiln/plugin.h"  // KILN_TARGET_* flags (the ABI's C header, not the plugin layer)
 
 namespace kiln {
 
-struct Target {
-  uint32_t flags = 0, threads = 1, global_max[3] = {1, 1, 1}, local_max[3] = {1, 1, 1}, local_prod_max = 1,
-           max_vector_width = 1;
-  uint64_t shared_max = 0;
-  uint32_t dtypes = 0;  // bit KILN_LIR_DTYPE_x
-  uint64_t ops[2] = {0, 0};  // bit KILN_LIR_OP_x
-  std::string source_format;
-  uint64_t l1d_bytes = 0, l2_bytes = 0;  // a worker's data caches (CPU targets); 0 = unknown
-  // A worker's vector unit (CPU targets): architectural vector registers and vector multiply-adds
-  // started per cycle; 0 = unknown.
-  uint32_t vector_registers = 0, fma_pipes = 0;
-
+struct Target : backend::TargetCaps {
   // The cache sizes the heuristics plan with: the target's, or a common core's (32 KiB, 1 MiB).
   uint64_t l1d() const { return l1d_bytes ? l1d_bytes : uint64_t{32} << 10; }
   uint64_t l2() const { return l2_bytes ? l2_bytes : uint64_t{1} << 20; }
@@ -34,13 +27,10 @@ struct Target {
   uint32_t vector_regs() const { return vector_registers ? vector_registers : max_vector_width >= 16 ? 32 : 16; }
   uint32_t fma_units() const { return fma_pipes ? fma_pipes : max_vector_width >= 8 ? 2 : 1; }
 
-  bool has(uint32_t flag) const { return (flags & flag) == flag; }
   // Whether it runs row kernels (schedule/kernelize.cpp's row fusion: softmax or layernorm in one
   // pass, a row's reduces before its loop): threads and no workgroups, a row per thread (a cpu). A
   // GPU spreads a row over work items, each of which would redo the row's reduces.
   bool runs_rows() const { return has(KILN_TARGET_HAS_THREADS) && !has(KILN_TARGET_HAS_LOCAL); }
-  bool supports_op(uint32_t lir_op) const { return lir_op < 128 && (ops[lir_op / 64] >> (lir_op % 64)) & 1; }
-  bool supports_dtype(uint32_t lir_dtype) const { return lir_dtype < 32 && (dtypes >> lir_dtype) & 1; }
 };
 
 }  // namespace kiln

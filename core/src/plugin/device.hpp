@@ -15,17 +15,15 @@
 #include <vector>
 
 #include "codegen/target.hpp"
+#include "kiln/device_caps.hpp"
 #include "kiln/error.hpp"
 #include "kiln/plugin.h"
 
 namespace kiln {
 
-// Copied from kiln_device_props when the device is opened.
-struct DeviceProps {
-  std::string name, description, arch, features;
-  uint32_t kind = KILN_DEVICE_KIND_CPU, flags = 0, compute_units = 0;
-  uint64_t memory_total = 0, memory_free = 0;
-};
+// Copied from kiln_device_props when the device is opened (the public record: kiln/backend.hpp
+// hands it out as it is).
+using DeviceProps = backend::DeviceProps;
 
 class Device;
 

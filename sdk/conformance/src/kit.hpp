@@ -10,12 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "kiln/backend.hpp"
 #include "kiln/conformance.hpp"
 #include "kiln/plugin.h"
-
-namespace kiln {
-class Device;
-}
 
 namespace kiln::conformance {
 
@@ -45,13 +42,13 @@ struct Kit {
 
   // `backend:0` through the process-wide registry (opened once). Skips when the backend is not
   // usable, naming why.
-  std::shared_ptr<Device> device();
+  backend::Device& device();
   // device(), skipping when it cannot allocate memory (an offline compiler target): what every
   // test that moves data or runs kernels needs.
-  Device& memory_device();
+  backend::Device& memory_device();
   // memory_device() (device() when only compiling), skipping when the plugin has no renderer: the
   // core cannot generate kernels for such a device, so the tests of kiln's kernels do not apply.
-  Device& kernel_device(bool with_memory = true);
+  backend::Device& kernel_device(bool with_memory = true);
   std::string device_name() const { return backend + ":0"; }
   void require_usable() const {
     if (!usable) throw Skip{unusable};

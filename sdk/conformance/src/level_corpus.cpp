@@ -1,24 +1,22 @@
 // sdk/conformance/src/level_corpus.cpp - level 4: every op-corpus case on the device, compared
 // with the reference executor.
-#include "codegen/lir.hpp"
 #include "kit.hpp"
 #include "op_corpus.hpp"
-#include "plugin/device.hpp"
 
 namespace kiln::conformance {
 
 namespace {
 
 // A dtype the device neither computes in nor gets emulated by the core (only the half types are).
-std::string missing_dtype(const Target& t, DType d) {
+std::string missing_dtype(const backend::TargetCaps& t, DType d) {
   Scalar s = d.scalar();
   if (s == Scalar::float16 || s == Scalar::bfloat16) return "";
-  uint32_t lir = lir_dtype(s);
+  uint32_t lir = backend::lir_dtype(d);
   return lir < KILN_LIR_DTYPE_COUNT && !t.supports_dtype(lir) ? d.name() : "";
 }
 
 void run_corpus_case(Kit& k, const testing::OpCase& c) {
-  Device& d = k.kernel_device();
+  backend::Device& d = k.kernel_device();
   for (const testing::HostArray& a : c.inputs)
     if (std::string m = missing_dtype(d.target(), a.dtype); !m.empty()) throw Skip{"the device has no " + m};
   testing::HostArray got = testing::run_case(c, k.device_name());

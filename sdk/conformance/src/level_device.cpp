@@ -1,9 +1,6 @@
 // sdk/conformance/src/level_device.cpp - level 1: device count, properties, target caps, open/close.
 #include "kit.hpp"
 #include "kiln/sdk/lir.hpp"
-#include "plugin/device.hpp"
-#include "plugin/host.hpp"
-#include "plugin/registry.hpp"
 
 namespace kiln::conformance {
 
@@ -20,8 +17,8 @@ constexpr uint32_t kMaxThreads = 1u << 20;
 void count(Kit& k) {
   k.require_usable();
   uint32_t a = 0, b = 0;
-  throw_if_error(k.api->device_count(&a), "device_count");
-  throw_if_error(k.api->device_count(&b), "device_count");
+  backend::throw_if_error(k.api->device_count(&a), "device_count");
+  backend::throw_if_error(k.api->device_count(&b), "device_count");
   require(a == b && a == k.devices, "device_count is not stable: " + std::to_string(k.devices) + ", then " +
                                         std::to_string(a) + ", then " + std::to_string(b));
 }
@@ -30,7 +27,8 @@ void props(Kit& k) {
   k.require_usable();
   for (uint32_t i = 0; i < k.devices; ++i) {
     std::string name = k.backend + ":" + std::to_string(i);
-    const DeviceProps& p = Registry::get().open(name)->props();
+    backend::Device device = backend::Device::open(name);
+    const backend::DeviceProps& p = device.props();
     require(!p.name.empty(), name + ": empty name");
     require(!p.description.empty(), name + ": empty description");
     require(p.kind <= KILN_DEVICE_KIND_ACCELERATOR, name + ": unknown kind " + std::to_string(p.kind));
@@ -43,7 +41,8 @@ void target(Kit& k) {
   k.require_usable();
   for (uint32_t i = 0; i < k.devices; ++i) {
     std::string name = k.backend + ":" + std::to_string(i);
-    const Target& t = Registry::get().open(name)->target();
+    backend::Device device = backend::Device::open(name);
+    const backend::TargetCaps& t = device.target();
     require(!t.source_format.empty(), name + ": empty source_format");
     require(t.supports_dtype(KILN_LIR_DTYPE_FLOAT32) && t.supports_dtype(KILN_LIR_DTYPE_INT32),
             name + ": float32 and int32 are required dtypes");
@@ -94,13 +93,13 @@ void open_close(Kit& k) {
   for (int i = 0; i < 50; ++i) {
     kiln_device* dev = nullptr;
     const kiln_device_api* api = nullptr;
-    throw_if_error(k.api->device_open(0, &dev, &api), "device_open (cycle " + std::to_string(i) + ")");
+    backend::throw_if_error(k.api->device_open(0, &dev, &api), "device_open (cycle " + std::to_string(i) + ")");
     require(dev && api && api->close && api->get_props, "device_open returned no device or an incomplete table");
     kiln_device_props p{};
     p.struct_size = sizeof p;
     kiln_error* e = api->get_props(dev, &p);
     api->close(dev);
-    throw_if_error(e, "get_props");
+    backend::throw_if_error(e, "get_props");
   }
 }
 
@@ -112,7 +111,7 @@ void bad_index(Kit& k) {
   if (!e && dev && api) api->close(dev);
   require(e != nullptr, "device_open(" + std::to_string(k.devices) + ") succeeded although there are " +
                             std::to_string(k.devices) + " devices");
-  take_error_message(e);
+  backend::take_error_message(e);
 }
 
 }  // namespace

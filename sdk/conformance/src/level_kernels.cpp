@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
-#include "codegen/lir.hpp"
-#include "codegen/pipeline.hpp"
 #include "kit.hpp"
 #include "op_corpus.hpp"
-#include "plugin/device.hpp"
-#include "plugin/registry.hpp"
-#include "runtime/program_cache.hpp"
 
 namespace kiln::conformance {
 
@@ -31,7 +27,7 @@ void check_case(Kit& k, const OpCase& c) {
 HostArray F(std::vector<int64_t> shape, uint64_t seed) { return testing::make_array(shape, dtypes::float32, seed, -3, 3); }
 
 void cache_key(Kit& k) {
-  Device& d = *k.device();
+  backend::Device& d = k.device();
   std::string key = d.compiler_cache_key();
   require(!key.empty(), "the compiler's cache key is empty");
 }
@@ -45,8 +41,8 @@ void elementwise(Kit& k) {
 
 // A float32 round trip through every dtype the target computes in (half types may be emulated).
 void casts(Kit& k) {
-  Device& d = k.kernel_device();
-  const Target& tgt = d.target();
+  backend::Device& d = k.kernel_device();
+  const backend::TargetCaps& tgt = d.target();
   struct D {
     DType dtype;
     uint32_t lir;
@@ -90,15 +86,15 @@ void softmax(Kit& k) {
 // its values in slot order: the host scalar 3 is a kernel argument (its float bits in an int64), so
 // the launches below also check that a plugin passes a value through.
 struct SimpleKernel {
-  std::shared_ptr<runtime::Kernel> kernel;
+  backend::Kernel kernel;
   std::vector<int64_t> values;
 };
 SimpleKernel simple_kernel(Kit& k) {
   Tensor x = Tensor::empty({256}, dtypes::float32, k.device_name());
   for (const ExecItem& e : (x * 3.0 + 1.0).schedule()) {
     if (e.is_copy) continue;
-    SimpleKernel out{runtime::get_kernel(k.device(), e.ast), {}};
-    for (const std::string& name : out.kernel->spec.var_names) {
+    SimpleKernel out{k.device().kernel(e.ast), {}};
+    for (const std::string& name : out.kernel.var_names) {
       auto v = std::find_if(e.var_vals.begin(), e.var_vals.end(), [&](const auto& nv) { return nv.first == name; });
       if (v == e.var_vals.end()) throw TestFailure("the schedule of x * 3 + 1 binds no value for its variable " + name);
       out.values.push_back(v->second);
@@ -110,20 +106,20 @@ SimpleKernel simple_kernel(Kit& k) {
 
 // Timed launches report a time; a launch with the wrong arguments is an error, not a crash.
 void launches(Kit& k) {
-  Device& d = k.kernel_device();
+  backend::Device& d = k.kernel_device();
   auto [kernel, values] = simple_kernel(k);
-  uint32_t n_buffers = kernel->spec.lir.n_buffers;
+  uint32_t n_buffers = kernel.n_buffers;
   std::vector<kiln_buffer*> bufs;
   for (uint32_t i = 0; i < n_buffers; ++i) bufs.push_back(d.alloc(256 * 4, KILN_ALLOC_ZERO));
   uint32_t global[3], local[3];
-  for (int i = 0; i < 3; ++i) global[i] = kernel->spec.lir.global[i], local[i] = kernel->spec.lir.local[i];
+  for (int i = 0; i < 3; ++i) global[i] = kernel.global[i], local[i] = kernel.local[i];
   std::string problem;
   try {
-    double s = d.launch(*kernel->program, bufs, {}, values, global, local, true);
+    double s = d.launch(kernel.program, bufs, {}, values, global, local, true);
     if (!(s > 0)) problem = "a launch with KILN_LAUNCH_WAIT reported " + std::to_string(s) + " s";
     bool rejected = false;
     try {
-      d.launch(*kernel->program, {}, {}, values, global, local, true);
+      d.launch(kernel.program, {}, {}, values, global, local, true);
     } catch (const Error&) {
       rejected = true;
     }
@@ -137,14 +133,14 @@ void launches(Kit& k) {
 
 // A source that does not compile is INVALID_ARGUMENT with the compiler's complaint.
 void compile_error(Kit& k) {
-  Device& d = k.kernel_device(false);
+  backend::Device& d = k.kernel_device(false);
   auto kernel = simple_kernel(k).kernel;
   try {
-    d.compile("}}} this is not a kernel {{{\n" + kernel->source, kernel->spec.name);
+    d.compile("}}} this is not a kernel {{{\n" + kernel.source, kernel.name);
   } catch (const Error& e) {
     require(e.code() == ErrorCode::invalid_argument,
             std::string("a compile error must be INVALID_ARGUMENT, got: ") + e.what());
-    require(std::string(e.what()).size() > kernel->spec.name.size() + 20, "the compile error carries no log");
+    require(std::string(e.what()).size() > kernel.name.size() + 20, "the compile error carries no log");
     return;
   }
   throw TestFailure("a broken source compiled");
@@ -154,14 +150,14 @@ void compile_error(Kit& k) {
 // set with a broken source is INVALID_ARGUMENT. (The numbers of jointly built kernels are checked
 // by L3.softmax, which the runtime builds that way on such a device.)
 void compile_many(Kit& k) {
-  Device& d = *k.device();
+  backend::Device& d = k.device();
   if (!d.has_compile_many()) throw Skip{"the plugin has no compile_many (optional)"};
   k.kernel_device(false);
   std::vector<std::pair<std::string, std::string>> kernels;
   for (const ExecItem& e : Tensor::empty({16, 100}, dtypes::float32, k.device_name()).softmax().schedule()) {
     if (e.is_copy) continue;
-    ProgramSpec spec = to_program(e.ast, d.target());
-    kernels.push_back({d.render(spec.lir.view()), spec.name});
+    backend::KernelSource kernel = d.generate(e.ast);
+    kernels.push_back({kernel.source, kernel.name});
   }
   require(kernels.size() >= 2, "the softmax schedule has fewer than two kernels");
   std::string binary = d.compile_many(kernels);
@@ -186,17 +182,17 @@ void compile_many(Kit& k) {
 // wrote) in one call gives, bit for bit, what the same launches one by one give; a run with a bad
 // launch in it is an error, not a crash.
 void launch_many(Kit& k) {
-  Device& d = *k.device();
+  backend::Device& d = k.device();
   if (!d.has_launch_many()) throw Skip{"the plugin has no launch_many (optional)"};
   k.kernel_device();
   auto [kernel, values] = simple_kernel(k);
-  require(kernel->spec.lir.n_buffers == 2, "the kernel of x * 3 + 1 does not take two buffers");
+  require(kernel.n_buffers == 2, "the kernel of x * 3 + 1 does not take two buffers");
   constexpr int kSteps = 9;
   constexpr uint64_t kBytes = 256 * 4;
   std::vector<float> start(256);
   for (size_t i = 0; i < start.size(); ++i) start[i] = 0.001f * static_cast<float>(i) - 0.1f;
   uint32_t global[3], local[3];
-  for (int i = 0; i < 3; ++i) global[i] = kernel->spec.lir.global[i], local[i] = kernel->spec.lir.local[i];
+  for (int i = 0; i < 3; ++i) global[i] = kernel.global[i], local[i] = kernel.local[i];
   std::vector<kiln_buffer*> one(3), many(3);  // three buffers taking turns: step i writes (i+1)%3 from i%3
   for (size_t i = 0; i < 3; ++i) one[i] = d.alloc(kBytes, KILN_ALLOC_ZERO), many[i] = d.alloc(kBytes, KILN_ALLOC_ZERO);
   std::string problem;
@@ -206,9 +202,9 @@ void launch_many(Kit& k) {
     std::vector<std::array<kiln_buffer*, 2>> args(kSteps);
     std::vector<kiln_launch_params> params(kSteps);
     std::vector<const kiln_launch_params*> pointers;
-    std::vector<kiln_program*> programs(kSteps, kernel->program->handle());
+    std::vector<kiln_program*> programs(kSteps, kernel.program.handle());
     for (int i = 0; i < kSteps; ++i) {
-      d.launch(*kernel->program, std::array<kiln_buffer*, 2>{one[(i + 1) % 3], one[i % 3]}, {}, values, global, local, false);
+      d.launch(kernel.program, std::array<kiln_buffer*, 2>{one[(i + 1) % 3], one[i % 3]}, {}, values, global, local, false);
       args[i] = {many[(i + 1) % 3], many[i % 3]};
       params[i] = {sizeof(kiln_launch_params), args[i].data(), nullptr, 2, static_cast<uint32_t>(values.size()), values.data(),
                    {global[0], global[1], global[2]}, {local[0], local[1], local[2]}, 0, 0, nullptr};
@@ -239,32 +235,32 @@ void launch_many(Kit& k) {
 // KILN_DEVICE_PEER_BUFFERS (optional): a kernel on device 0 reads a buffer of device 1 and writes
 // one of device 1, and the bytes are right (the all-reduce reads the other devices' parts in place).
 void peer_buffers(Kit& k) {
-  Device& d = k.kernel_device();
+  backend::Device& d = k.kernel_device();
   if (!(d.props().flags & KILN_DEVICE_PEER_BUFFERS)) throw Skip{"the device does not set KILN_DEVICE_PEER_BUFFERS (optional)"};
-  std::shared_ptr<Device> other;
+  std::optional<backend::Device> other;
   try {
-    other = Registry::get().open(k.backend + ":1");
+    other = backend::Device::open(k.backend + ":1");
   } catch (const Error&) {
     throw Skip{"the plugin shows one device here; peer buffers need two (the cpu backend: option devices = 2)"};
   }
   if (!(other->props().flags & KILN_DEVICE_PEER_BUFFERS)) throw Skip{k.backend + ":1 does not set KILN_DEVICE_PEER_BUFFERS"};
   auto [kernel, values] = simple_kernel(k);
-  require(kernel->spec.lir.n_buffers == 2, "the kernel of x * 3 + 1 does not take two buffers");
+  require(kernel.n_buffers == 2, "the kernel of x * 3 + 1 does not take two buffers");
   constexpr uint64_t kBytes = 256 * 4;
   std::vector<float> x(256), got(256);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * static_cast<float>(i) - 7.0f;
   uint32_t global[3], local[3];
-  for (int i = 0; i < 3; ++i) global[i] = kernel->spec.lir.global[i], local[i] = kernel->spec.lir.local[i];
+  for (int i = 0; i < 3; ++i) global[i] = kernel.global[i], local[i] = kernel.local[i];
   kiln_buffer *mine = d.alloc(kBytes, KILN_ALLOC_ZERO), *theirs = other->alloc(kBytes, KILN_ALLOC_ZERO),
               *theirs_out = other->alloc(kBytes, KILN_ALLOC_ZERO);
   std::string problem;
   try {
     other->copy_in(theirs, 0, x.data(), kBytes);
-    d.launch(*kernel->program, std::array<kiln_buffer*, 2>{mine, theirs}, {}, values, global, local, true);
+    d.launch(kernel.program, std::array<kiln_buffer*, 2>{mine, theirs}, {}, values, global, local, true);
     d.copy_out(got.data(), mine, 0, kBytes);
     for (size_t i = 0; i < x.size() && problem.empty(); ++i)
       if (got[i] != x[i] * 3.0f + 1.0f) problem = "reading a buffer of device 1: element " + std::to_string(i) + " is wrong";
-    d.launch(*kernel->program, std::array<kiln_buffer*, 2>{theirs_out, mine}, {}, values, global, local, true);
+    d.launch(kernel.program, std::array<kiln_buffer*, 2>{theirs_out, mine}, {}, values, global, local, true);
     other->copy_out(got.data(), theirs_out, 0, kBytes);
     for (size_t i = 0; i < x.size() && problem.empty(); ++i)
       if (got[i] != (x[i] * 3.0f + 1.0f) * 3.0f + 1.0f) problem = "writing a buffer of device 1: element " + std::to_string(i) + " is wrong";

@@ -2,11 +2,10 @@
 // between, concurrent use of thread-safe devices, and leaks (under AddressSanitizer).
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "kit.hpp"
-#include "plugin/device.hpp"
-#include "plugin/host.hpp"
 
 // LeakSanitizer's entry point, present only in sanitized processes.
 extern "C" int __lsan_do_recoverable_leak_check() __attribute__((weak));
@@ -21,11 +20,11 @@ void cycles(Kit& k) {
   for (int i = 0; i < 20; ++i) {
     kiln_device* dev = nullptr;
     const kiln_device_api* api = nullptr;
-    throw_if_error(k.api->device_open(0, &dev, &api), "device_open");
+    backend::throw_if_error(k.api->device_open(0, &dev, &api), "device_open");
     std::string problem;
     kiln_buffer* b = nullptr;
     if (kiln_error* e = api->allocator->alloc(dev, 4096, nullptr, &b)) {
-      std::string msg = take_error_message(e);
+      std::string msg = backend::take_error_message(e);
       api->close(dev);
       if (i == 0 && msg.find("offline") != std::string::npos) throw Skip{"the device cannot allocate: " + msg};
       throw TestFailure("alloc in cycle " + std::to_string(i) + ": " + msg);
@@ -33,7 +32,7 @@ void cycles(Kit& k) {
     std::vector<unsigned char> data(4096, static_cast<unsigned char>(i)), back(4096);
     kiln_error* e = api->allocator->copy_in(dev, b, 0, data.data(), data.size());
     if (!e) e = api->allocator->copy_out(dev, back.data(), b, 0, back.size());
-    if (e) problem = take_error_message(e);
+    if (e) problem = backend::take_error_message(e);
     else if (back != data) problem = "copy round trip differs in cycle " + std::to_string(i);
     api->allocator->free(dev, b);
     api->close(dev);
@@ -43,7 +42,7 @@ void cycles(Kit& k) {
 
 // Two threads allocating and copying at once on a device that says it is thread-safe.
 void threads(Kit& k) {
-  Device& d = *k.device();
+  backend::Device& d = k.device();
   if (!d.threadsafe()) throw Skip{"the device is not KILN_DEVICE_THREADSAFE (the host serialises its calls)"};
   k.memory_device();
   std::atomic<int> failures{0};

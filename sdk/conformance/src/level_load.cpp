@@ -6,14 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "kit.hpp"
 #include "kiln/sdk/elf64.hpp"
-#include "plugin/host.hpp"
-#include "plugin/manifest.hpp"
-#include "plugin/registry.hpp"
 
 namespace kiln::conformance {
 
@@ -47,8 +45,8 @@ off_t stdout_size(const Kit& k) {
 }
 
 void manifest(Kit& k) {
-  Manifest m = read_manifest(k.manifest);
-  require(m.ok(), m.first_error());
+  backend::ManifestInfo m = backend::read_manifest(k.manifest);
+  require(m.ok(), m.error);
   require(!m.library.empty(), k.manifest + ": backend.library is empty");
 }
 
@@ -94,15 +92,15 @@ void exports(Kit& k) {
 // too-small argument struct is rejected without a crash; the host's own ABI works.
 void entry_abi(Kit& k) {
   kiln_plugin_entry_fn entry = entry_of(k);
-  kiln_entry_args other{sizeof(kiln_entry_args), KILN_ABI_MAJOR + 1, 0, host_api(), nullptr};
+  kiln_entry_args other{sizeof(kiln_entry_args), KILN_ABI_MAJOR + 1, 0, backend::host_api(), nullptr};
   kiln_status s = entry(&other);
   require(s == KILN_STATUS_INCOMPATIBLE_ABI,
           "for host ABI " + std::to_string(KILN_ABI_MAJOR + 1) + ".0 the entry returned status " + std::to_string(s) +
               ", expected INCOMPATIBLE_ABI (17)");
   require(other.plugin != nullptr, "with INCOMPATIBLE_ABI the entry must still return its plugin table");
-  kiln_entry_args tiny{4, KILN_ABI_MAJOR, KILN_ABI_MINOR, host_api(), nullptr};
+  kiln_entry_args tiny{4, KILN_ABI_MAJOR, KILN_ABI_MINOR, backend::host_api(), nullptr};
   require(entry(&tiny) != KILN_STATUS_OK, "the entry accepted kiln_entry_args with struct_size 4");
-  kiln_entry_args args{sizeof(kiln_entry_args), KILN_ABI_MAJOR, KILN_ABI_MINOR, host_api(), nullptr};
+  kiln_entry_args args{sizeof(kiln_entry_args), KILN_ABI_MAJOR, KILN_ABI_MINOR, backend::host_api(), nullptr};
   require(entry(&args) == KILN_STATUS_OK && args.plugin, "the entry rejected this host's ABI");
   k.api = args.plugin;
 }
@@ -127,19 +125,20 @@ void probe(Kit& k) {
   bool with_options = KILN_HAS(k.api, kiln_plugin_api, probe_with_options) && k.api->probe_with_options;
   if (!with_options && !k.api->probe) throw Skip{"the plugin has no probe slot"};
   const char* slot = with_options ? "probe_with_options" : "probe";
-  const BackendRecord* r = Registry::get().backend(k.backend);
-  std::string options = r ? options_to_toml(r->options) : "";
-  StringSink reason;
+  std::optional<backend::BackendState> state = backend::backend_state(k.backend);
+  std::string options = state ? state->options_toml : "";
+  backend::StringSink sink;
+  const std::string& reason = sink.str();
   int32_t score = -1;
   auto start = std::chrono::steady_clock::now();
-  kiln_error* e = with_options ? k.api->probe_with_options(options.data(), options.size(), &score, reason.sink())
-                               : k.api->probe(&score, reason.sink());
+  kiln_error* e = with_options ? k.api->probe_with_options(options.data(), options.size(), &score, sink.sink())
+                               : k.api->probe(&score, sink.sink());
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (e) throw TestFailure(std::string(slot) + " failed: " + take_error_message(e));
+  if (e) throw TestFailure(std::string(slot) + " failed: " + backend::take_error_message(e));
   require(s < 10, std::string(slot) + " took " + std::to_string(s) + " s (limit 10 s)");
   require(score >= 0, std::string(slot) + " returned a negative score");
-  require(reason.str().find('\n') == std::string::npos, "the probe reason is more than one line: " + reason.str());
-  require(score == 0 || !reason.str().empty(), "probe gave no reason");
+  require(reason.find('\n') == std::string::npos, "the probe reason is more than one line: " + reason);
+  require(score == 0 || !reason.empty(), "probe gave no reason");
 }
 
 // Plugins log through the host; they never print (a stray line corrupts `kiln ... --json`).
@@ -156,39 +155,37 @@ void quiet(Kit& k) {
 // the levels that need devices skip with its reason. Every test depends on this, so it runs
 // before the first one whatever the filter.
 void setup(Kit& k) {
-  const std::optional<std::string>& only = Registry::get().settings().backends;
+  std::optional<std::string> only = backend::registry_backends();
   if (!only || *only != k.manifest) {
     k.load_problem = "this process set up its backends before the kit ran (KILN_BACKENDS=" + only.value_or("") +
                      "), so it cannot test " + k.manifest + ": run the kit before any other kiln call";
     k.unusable = k.load_problem;
     return;
   }
-  const BackendRecord* r = Registry::get().backend(k.backend);
+  std::optional<backend::BackendState> r = backend::backend_state(k.backend);
   if (!r) {
     k.load_problem = "the registry did not find backend " + k.backend + " in " + k.manifest;
     k.unusable = k.load_problem;
     return;
   }
   k.library = r->library_path;
-  switch (r->status) {
-    case BackendStatus::ok:
-      k.usable = r->device_count > 0;
-      k.devices = r->device_count;
-      k.api = r->api;
-      k.unusable = "backend " + k.backend + " has no devices";
-      return;
-    case BackendStatus::unavailable:
-      k.unusable = "backend " + k.backend + " is unavailable here: " + r->reason;
-      break;
-    default:
-      k.load_problem = std::string(status_name(r->status)) + ": " + r->reason;
-      k.unusable = "backend " + k.backend + " did not load";
-      return;
+  if (r->ok()) {
+    k.usable = r->device_count > 0;
+    k.devices = r->device_count;
+    k.api = r->api;
+    k.unusable = "backend " + k.backend + " has no devices";
+    return;
   }
+  if (!r->unavailable()) {
+    k.load_problem = r->status + ": " + r->reason;
+    k.unusable = "backend " + k.backend + " did not load";
+    return;
+  }
+  k.unusable = "backend " + k.backend + " is unavailable here: " + r->reason;
   // unavailable: the library loaded, so its table is there for the level-0 tests
   if (void* h = dlopen(k.library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD))
     if (auto entry = reinterpret_cast<kiln_plugin_entry_fn>(dlsym(h, KILN_ENTRY_SYMBOL))) {
-      kiln_entry_args args{sizeof(kiln_entry_args), KILN_ABI_MAJOR, KILN_ABI_MINOR, host_api(), nullptr};
+      kiln_entry_args args{sizeof(kiln_entry_args), KILN_ABI_MAJOR, KILN_ABI_MINOR, backend::host_api(), nullptr};
       if (entry(&args) == KILN_STATUS_OK) k.api = args.plugin;
     }
 }

@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <random>
 
+#include <optional>
+
 #include "kit.hpp"
-#include "plugin/device.hpp"
-#include "plugin/registry.hpp"
 
 namespace kiln::conformance {
 
@@ -14,9 +14,9 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 // A buffer freed at scope exit.
 struct Buf {
-  Device& dev;
+  backend::Device& dev;
   kiln_buffer* b;
-  Buf(Device& d, uint64_t bytes, uint32_t flags = 0) : dev(d), b(d.alloc(bytes, flags)) {}
+  Buf(backend::Device& d, uint64_t bytes, uint32_t flags = 0) : dev(d), b(d.alloc(bytes, flags)) {}
   ~Buf() { dev.free(b); }
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
@@ -30,7 +30,7 @@ std::vector<unsigned char> random_bytes(size_t n, unsigned seed) {
 }
 
 void sizes(Kit& k) {
-  Device& d = k.memory_device();
+  backend::Device& d = k.memory_device();
   std::vector<uint64_t> sizes{0, 1, 7, 4097, 65536 + 3};
   uint64_t total = d.props().memory_total;
   if (total == 0 || total >= 2048 * kMiB) sizes.push_back(256 * kMiB);
@@ -45,7 +45,7 @@ void sizes(Kit& k) {
 }
 
 void round_trip(Kit& k) {
-  Device& d = k.memory_device();
+  backend::Device& d = k.memory_device();
   const size_t n = 4097;
   Buf buf(d, n);
   std::vector<unsigned char> data = random_bytes(n, 1), back(n);
@@ -64,7 +64,7 @@ void round_trip(Kit& k) {
 }
 
 void zeroed(Kit& k) {
-  Device& d = k.memory_device();
+  backend::Device& d = k.memory_device();
   for (uint64_t n : {uint64_t{1}, uint64_t{1000}, 3 * kMiB + 5}) {
     Buf buf(d, n, KILN_ALLOC_ZERO);
     std::vector<unsigned char> back(n, 0xa5);
@@ -75,7 +75,7 @@ void zeroed(Kit& k) {
 }
 
 void out_of_range(Kit& k) {
-  Device& d = k.memory_device();
+  backend::Device& d = k.memory_device();
   Buf buf(d, 64);
   std::vector<unsigned char> host(128);
   for (auto [offset, n] : std::vector<std::pair<uint64_t, uint64_t>>{{0, 65}, {60, 5}, {uint64_t{1} << 62, 8}}) {
@@ -96,7 +96,7 @@ void out_of_range(Kit& k) {
 }
 
 void out_of_memory(Kit& k) {
-  Device& d = k.memory_device();
+  backend::Device& d = k.memory_device();
   try {
     d.free(d.alloc(uint64_t{1} << 62));
   } catch (const Error& e) {
@@ -108,7 +108,7 @@ void out_of_memory(Kit& k) {
 }
 
 void device_copy(Kit& k) {
-  Device& d = k.memory_device();
+  backend::Device& d = k.memory_device();
   if (!d.has_device_copy()) throw Skip{"the allocator has no device-to-device copy slot"};
   const size_t n = 5000;
   Buf a(d, n), b(d, n);
@@ -124,11 +124,11 @@ void device_copy(Kit& k) {
 
 // copy_peer (optional): bytes from a buffer of device 1 land in a buffer of device 0, in range.
 void peer_copy(Kit& k) {
-  Device& d = k.memory_device();
+  backend::Device& d = k.memory_device();
   if (!d.has_peer_copy()) throw Skip{"the allocator has no copy_peer slot (optional)"};
-  std::shared_ptr<Device> other;
+  std::optional<backend::Device> other;
   try {
-    other = Registry::get().open(k.backend + ":1");
+    other = backend::Device::open(k.backend + ":1");
   } catch (const Error&) {
     throw Skip{"the plugin shows one device here; copy_peer needs two (the cpu backend: option devices = 2)"};
   }

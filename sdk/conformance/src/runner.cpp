@@ -18,13 +18,10 @@
 #include <filesystem>
 #include <regex>
 
+#include <optional>
+
 #include "kit.hpp"
 #include "kiln/sdk/options.hpp"
-#include "plugin/device.hpp"
-#include "plugin/isolate.hpp"
-#include "plugin/manifest.hpp"
-#include "plugin/registry.hpp"
-#include "support/text.hpp"
 
 namespace kiln::conformance {
 
@@ -52,23 +49,23 @@ size_t Report::count(Status s) const {
 
 bool Report::ok() const { return crash.empty() && count(Status::failed) == 0; }
 
-std::shared_ptr<Device> Kit::device() {
+backend::Device& Kit::device() {
   require_usable();
-  static std::shared_ptr<Device> cached;  // one kit per process
-  if (!cached) cached = Registry::get().open(device_name());
-  return cached;
+  static std::optional<backend::Device> cached;  // one kit per process
+  if (!cached) cached = backend::Device::open(device_name());
+  return *cached;
 }
 
-Device& Kit::kernel_device(bool with_memory) {
-  Device& d = with_memory ? memory_device() : *device();
+backend::Device& Kit::kernel_device(bool with_memory) {
+  backend::Device& d = with_memory ? memory_device() : device();
   if (!d.has_renderer())
     throw Skip{"the plugin has no renderer, so kiln cannot generate kernels for this device (a backend that runs "
                "Tensor programs needs one)"};
   return d;
 }
 
-Device& Kit::memory_device() {
-  Device& d = *device();
+backend::Device& Kit::memory_device() {
+  backend::Device& d = device();
   try {
     d.free(d.alloc(4));
   } catch (const Error& e) {
@@ -139,7 +136,7 @@ std::string absolute(const std::string& path) {
 Kit make_kit(const std::string& manifest) {
   Kit kit;
   kit.manifest = absolute(manifest);
-  kit.backend = read_manifest(kit.manifest).name;
+  kit.backend = backend::read_manifest(kit.manifest).name;
   return kit;
 }
 
@@ -156,7 +153,7 @@ struct Collect : Observer {
 
 // ---- the child's side of the pipe ----
 
-// A detail travels as a quoted string (support/text.hpp: no tab or newline left in it), read
+// A detail travels as a quoted string (backend::toml_quote: no tab or newline left in it), read
 // back by the SDK's TOML reader, so the line protocol needs no escaper of its own.
 std::string unquote(const std::string& field) {
   return kiln::sdk::Options::parse("detail = " + field).get_string("detail", "");
@@ -180,7 +177,7 @@ struct PipeObserver : Observer {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.3f", r.ms);
     write_all(fd, "R\t" + std::to_string(r.level) + "\t" + std::to_string(static_cast<int>(r.status)) + "\t" + ms + "\t" +
-                      r.name + "\t" + quote(r.detail) + "\n");
+                      r.name + "\t" + backend::toml_quote(r.detail) + "\n");
   }
 };
 
@@ -244,7 +241,7 @@ Report run_in_process(const std::string& manifest, const Options& options, Obser
 Report run_isolated(const std::string& manifest, const Options& options, Observer* observer) {
   Report report;
   report.manifest = manifest;
-  report.backend = read_manifest(absolute(manifest)).name;
+  report.backend = backend::read_manifest(absolute(manifest)).name;
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   int out_fd = temp_fd(), err_fd = temp_fd();
@@ -259,9 +256,9 @@ Report run_isolated(const std::string& manifest, const Options& options, Observe
 
   std::string buffer, in_flight;
   bool done = false, timed_out = false;
-  auto deadline = deadline_after(options.timeout_s);
+  auto deadline = backend::deadline_after(options.timeout_s);
   for (;;) {
-    if (!wait_readable(fds[0], deadline)) {
+    if (!backend::wait_readable(fds[0], deadline)) {
       timed_out = true;
       kill(pid, SIGKILL);
       break;
@@ -305,7 +302,7 @@ Report run_isolated(const std::string& manifest, const Options& options, Observe
     std::snprintf(secs, sizeof secs, "%g", options.timeout_s);
     report.crash = std::string("timeout after ") + secs + " s" + where;
   } else if (WIFSIGNALED(status)) {
-    report.crash = signal_name(WTERMSIG(status)) + where;
+    report.crash = backend::signal_name(WTERMSIG(status)) + where;
   } else if (!done || WEXITSTATUS(status) != 0) {
     std::string sig = sanitizer_signal(tail_of(err_fd, 65536));
     report.crash = sig.empty() ? "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + where
