@@ -116,7 +116,13 @@ uint64_t wrap_u64(nb::handle h) {
 // A shape from tinygrad's `*shape` convention: f(2, 3) or f((2, 3)) or f([2, 3]).
 Shape shape_args(const nb::args& args, const char* fn) {
   nb::handle src = args;
-  if (args.size() == 1 && (nb::isinstance<nb::tuple>(args[0]) || nb::isinstance<nb::list>(args[0]))) src = args[0];
+  if (args.size() >= 1 && (nb::isinstance<nb::tuple>(args[0]) || nb::isinstance<nb::list>(args[0]))) {
+    // one sequence or the ints themselves, never both (tinygrad's argfix: a ValueError)
+    if (args.size() != 1)
+      throw kiln::Error(std::string(fn) + "(): give the shape as one tuple or as ints, not a tuple followed by more arguments: " +
+                        nb::cast<std::string>(nb::repr(args)));
+    src = args[0];
+  }
   Shape out;
   for (nb::handle h : src) {
     if (!nb::isinstance<nb::int_>(h) || nb::isinstance<nb::bool_>(h))

@@ -48,3 +48,10 @@ def test_bad_arguments():
         Tensor.linspace(0, 1, 2.5)
     with pytest.raises(kiln.Error):
         Tensor.normal(3, std=-1)
+
+
+def test_a_shape_tuple_with_more_arguments_is_a_value_error():
+    for f in (Tensor.kaiming_uniform, Tensor.kaiming_normal, Tensor.zeros, Tensor.rand):
+        with pytest.raises(ValueError):
+            f((2, 3), 3)
+    assert Tensor.zeros((2, 3)).shape == Tensor.zeros(2, 3).shape == (2, 3)
