@@ -287,6 +287,14 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
       .def("mul", [](const Tensor& t, nb::handle x, bool r) { return method_op<mul_>(t, x, r, "mul"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("matmul", [](const Tensor& t, nb::handle x, bool r) { return method_op<matmul_>(t, x, r, "matmul"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("dot", [](const Tensor& t, nb::handle w) { return t.dot(operand_or_throw(t, w, "dot", "w")); }, nb::arg("w"))
+      // tinygrad's linear: x @ weight + bias with weight (in, out), or x * weight for a 1-D weight;
+      // C++'s linear takes torch's (out, in) weight, so the binding hands it the transpose
+      .def("linear",
+           [](const Tensor& t, const Tensor& weight, std::optional<Tensor> bias) {
+             if (weight.ndim() == 1) return bias ? t * weight + *bias : t * weight;
+             return t.linear(weight.transpose(), bias);
+           },
+           nb::arg("weight"), nb::arg("bias").none() = nb::none())
       .def("bitwise_and", [](const Tensor& t, nb::handle x, bool r) { return method_op<and_>(t, x, r, "bitwise_and"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("bitwise_or", [](const Tensor& t, nb::handle x, bool r) { return method_op<or_>(t, x, r, "bitwise_or"); }, nb::arg("x"), nb::arg("reverse") = false)
       .def("bitwise_xor", [](const Tensor& t, nb::handle x, bool r) { return method_op<xor_>(t, x, r, "bitwise_xor"); }, nb::arg("x"), nb::arg("reverse") = false)

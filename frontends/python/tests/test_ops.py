@@ -176,3 +176,13 @@ def test_nn():
     np.testing.assert_allclose(mp, x.reshape(1, 2, 3, 2, 3, 2).max(axis=(3, 5)))
     ap = Tensor(x).avg_pool2d(kernel_size=(2, 2)).numpy()
     np.testing.assert_allclose(ap, x.reshape(1, 2, 3, 2, 3, 2).mean(axis=(3, 5)), rtol=1e-5)
+
+
+def test_linear_takes_tinygrads_in_out_weight():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    b = np.ones(4, dtype=np.float32)
+    np.testing.assert_allclose(Tensor(x).linear(Tensor(w), Tensor(b)).numpy(), x @ w + b, rtol=1e-6)
+    np.testing.assert_allclose(Tensor(x).linear(Tensor(w)).numpy(), x @ w, rtol=1e-6)
+    v = np.array([1, 2, 3], dtype=np.float32)
+    np.testing.assert_allclose(Tensor(x).linear(Tensor(v)).numpy(), x * v)
