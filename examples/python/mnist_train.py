@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mnist_data import make_digits  # noqa: E402
-from mnist_model import ConvNet, cross_entropy  # noqa: E402
+from mnist_model import ConvNet  # noqa: E402
 
 from kiln import Tensor, TinyJit, nn  # noqa: E402
 
@@ -45,7 +45,7 @@ def main():
     def train_step(x: Tensor, y: Tensor) -> Tensor:
         with Tensor.train():
             opt.zero_grad()
-            loss = cross_entropy(model(x), y)
+            loss = model(x).sparse_categorical_crossentropy(y)
             loss.backward()
             return loss.realize(*opt.schedule_step())
 
