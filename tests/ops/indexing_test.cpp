@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "error_check.hpp"
 #include "ops_check.hpp"
 
 using namespace kiln;
@@ -93,16 +94,6 @@ std::optional<int64_t> none = std::nullopt;
 
 Tensor ints(const std::vector<double>& v, const Shape& s) { return host_tensor(v, s, dtypes::int32); }
 
-template <typename F>
-void expect_error(F&& f, ErrorCode code, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing '" << text << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
 
 }  // namespace
 

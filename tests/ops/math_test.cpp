@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "error_check.hpp"
 #include "ops_check.hpp"
 
 using namespace kiln;
@@ -29,16 +30,6 @@ std::vector<double> map(const std::vector<double>& v, const std::function<double
   return r;
 }
 
-// the kiln::Error thrown by f, checked for its code and a piece of its message
-void expect_error(const std::function<void()>& f, ErrorCode code, const std::string& piece) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one containing '" << piece << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(piece), std::string::npos) << e.what();
-  }
-}
 
 std::vector<double> grad_of(const std::function<Tensor(const Tensor&)>& f, const std::vector<double>& v) {
   Tensor x = host_tensor(v, {static_cast<int64_t>(v.size())});

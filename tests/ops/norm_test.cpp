@@ -7,6 +7,7 @@
 #include <map>
 
 #include "kiln/safetensors.hpp"
+#include "error_check.hpp"
 #include "ops_check.hpp"
 
 using namespace kiln;
@@ -58,15 +59,6 @@ struct TrainingScope {
   ~TrainingScope() { Tensor::set_training(was); }
 };
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -16,7 +16,6 @@ namespace kiln_py {
 
 namespace {
 
-using BinFn = Tensor (*)(const Tensor&, const Tensor&);
 
 Tensor floordiv_(const Tensor& a, const Tensor& b) { return a.floordiv(b); }
 Tensor remainder_(const Tensor& a, const Tensor& b) { return a.remainder(b); }
@@ -37,23 +36,6 @@ Tensor pow_of(const Tensor& self, nb::handle x, bool reverse, const char* fn) {
   return self.pow(o);
 }
 
-template <BinFn F>
-nb::object binop(const Tensor& self, nb::handle other) {
-  auto o = operand(self, other);
-  if (!o) return nb::borrow(Py_NotImplemented);
-  return nb::cast(F(self, *o));
-}
-template <BinFn F>
-nb::object rbinop(const Tensor& self, nb::handle other) {
-  auto o = operand(self, other);
-  if (!o) return nb::borrow(Py_NotImplemented);
-  return nb::cast(F(*o, self));
-}
-template <BinFn F>
-Tensor method_op(const Tensor& self, nb::handle x, bool reverse, const char* fn, const char* arg = "x") {
-  Tensor o = operand_or_throw(self, x, fn, arg);
-  return reverse ? F(o, self) : F(self, o);
-}
 
 std::string reduction_arg(nb::handle r, const char* fn) {
   if (!nb::isinstance<nb::str>(r)) throw nb::type_error((std::string(fn) + "(): reduction must be a str, got " + py_type_name(r)).c_str());

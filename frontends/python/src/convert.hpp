@@ -53,4 +53,27 @@ std::optional<Tensor> operand(const Tensor& like, nb::handle v);
 // operand(), or nb::type_error "<fn>(): <arg> must be a Tensor, bool, int or float".
 Tensor operand_or_throw(const Tensor& like, nb::handle v, const char* fn, const char* arg);
 
+// A binary operator's bindings over F (a function of two tensors): the operator (self op other)
+// and its reflected form (other op self) return NotImplemented for an operand that is no Tensor
+// or Python scalar, so Python tries the other side; the method form (t.add(x, reverse=False))
+// raises a TypeError naming the argument instead.
+using BinFn = Tensor (*)(const Tensor&, const Tensor&);
+template <BinFn F>
+nb::object binop(const Tensor& self, nb::handle other) {
+  auto o = operand(self, other);
+  if (!o) return nb::borrow(Py_NotImplemented);
+  return nb::cast(F(self, *o));
+}
+template <BinFn F>
+nb::object rbinop(const Tensor& self, nb::handle other) {
+  auto o = operand(self, other);
+  if (!o) return nb::borrow(Py_NotImplemented);
+  return nb::cast(F(*o, self));
+}
+template <BinFn F>
+Tensor method_op(const Tensor& self, nb::handle x, bool reverse, const char* fn, const char* arg = "x") {
+  Tensor o = operand_or_throw(self, x, fn, arg);
+  return reverse ? F(o, self) : F(self, o);
+}
+
 }  // namespace kiln_py

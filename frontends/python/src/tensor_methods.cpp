@@ -20,20 +20,6 @@ namespace kiln_py {
 
 namespace {
 
-using BinFn = Tensor (*)(const Tensor&, const Tensor&);
-
-template <BinFn F>
-nb::object binop(const Tensor& self, nb::handle other) {
-  auto o = operand(self, other);
-  if (!o) return nb::borrow(Py_NotImplemented);
-  return nb::cast(F(self, *o));
-}
-template <BinFn F>
-nb::object rbinop(const Tensor& self, nb::handle other) {
-  auto o = operand(self, other);
-  if (!o) return nb::borrow(Py_NotImplemented);
-  return nb::cast(F(*o, self));
-}
 nb::object same(Tensor& t);
 
 // x op= y as tinygrad: x.assign(x op y), the same Python object (its buffer takes the result)
@@ -42,11 +28,6 @@ nb::object inplace(Tensor& self, nb::handle other, const char* fn) {
   Tensor r = F(self, operand_or_throw(self, other, fn, "x"));
   self.assign(r);
   return same(self);
-}
-template <BinFn F>
-Tensor method_op(const Tensor& self, nb::handle x, bool reverse, const char* fn) {
-  Tensor o = operand_or_throw(self, x, fn, "x");
-  return reverse ? F(o, self) : F(self, o);
 }
 
 Tensor add_(const Tensor& a, const Tensor& b) { return a + b; }
