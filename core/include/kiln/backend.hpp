@@ -168,6 +168,13 @@ class Device {
   // (else invalid_argument).
   void copy_from_peer(kiln_buffer* dst, uint64_t dst_off, Device& src_device, const kiln_buffer* src, uint64_t src_off,
                       uint64_t n);
+  // The optional allocator slots host_address and wrap_host (both or neither), for devices whose
+  // buffers are host memory: a buffer's address, and a buffer over host memory the caller owns
+  // and keeps alive until it frees the buffer (null when the plugin refuses the address as
+  // invalid_argument, e.g. its alignment).
+  bool has_host_memory() const;
+  void* host_address(const kiln_buffer* buffer);
+  kiln_buffer* wrap_host(void* address, uint64_t bytes);
 
   // -- the plugin's compiler and runtime. compile: a compile error is invalid_argument with the log.
   const std::string& compiler_cache_key();  // asked once

@@ -102,6 +102,9 @@ void Device::copy_from_peer(kiln_buffer* dst, uint64_t dst_off, Device& src_devi
                             uint64_t src_off, uint64_t n) {
   impl_->device->copy_from_peer(dst, dst_off, *src_device.impl_->device, src, src_off, n);
 }
+bool Device::has_host_memory() const { return impl_->device->has_host_memory(); }
+void* Device::host_address(const kiln_buffer* buffer) { return impl_->device->host_address(buffer); }
+kiln_buffer* Device::wrap_host(void* address, uint64_t bytes) { return impl_->device->wrap_host(address, bytes); }
 
 const std::string& Device::compiler_cache_key() { return impl_->device->compiler_cache_key(); }
 std::string Device::compile(const std::string& source, const std::string& entry) {

@@ -144,6 +144,40 @@ void peer_copy(Kit& k) {
   require(back[0] == 0 && back[n - 1] == 0, "copy_peer wrote outside its range");
 }
 
+// host_address / wrap_host (optional, both or neither): a buffer's bytes are at its address, and
+// host memory wrapped as a buffer is read and written in place, and still the caller's after free.
+void host_memory(Kit& k) {
+  backend::Device& d = k.memory_device();
+  if (!d.has_host_memory()) throw Skip{"the allocator has no host_address/wrap_host slots (optional: devices with memory of their own)"};
+  const size_t n = 4099;
+  Buf a(d, n);
+  std::vector<unsigned char> data = random_bytes(n, 11), back(n);
+  d.copy_in(a.b, 0, data.data(), n);
+  auto* p = static_cast<unsigned char*>(d.host_address(a.b));
+  require(p != nullptr, "host_address returned NULL for a live buffer");
+  require(std::equal(data.begin(), data.end(), p), "host_address: the buffer's bytes are not at its address");
+  p[5] ^= 0xff;  // the host writes through the address; the device sees it
+  d.copy_out(back.data(), a.b, 0, n);
+  require(back[5] == static_cast<unsigned char>(data[5] ^ 0xff), "a write through host_address is not in the buffer");
+  // 64-byte aligned memory of the host's, wrapped
+  std::vector<unsigned char> raw(n + 64);
+  unsigned char* mem = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) % 64;
+  std::copy(data.begin(), data.begin() + n, mem);
+  kiln_buffer* w = d.wrap_host(mem, n);
+  require(w != nullptr, "wrap_host refused 64-byte aligned host memory");
+  d.copy_out(back.data(), w, 0, n);
+  bool same = std::equal(data.begin(), data.end(), back.begin());
+  std::vector<unsigned char> part = random_bytes(100, 12);
+  d.copy_in(w, 7, part.data(), part.size());
+  bool in_place = std::equal(part.begin(), part.end(), mem + 7);
+  d.free(w);  // must not free the host's memory (ASan would see a bad free)
+  require(same, "copy_out of a wrapped buffer differs from the memory it wraps");
+  require(in_place, "copy_in into a wrapped buffer did not write the host's memory");
+  mem[0] = 1;  // still ours
+  // an address the kernels may not accept: refused (null) or wrapped, never a crash
+  if (kiln_buffer* odd = d.wrap_host(mem + 1, 64)) d.free(odd);
+}
+
 }  // namespace
 
 void add_memory_tests(std::vector<TestCase>& t) {
@@ -154,6 +188,7 @@ void add_memory_tests(std::vector<TestCase>& t) {
   t.push_back({2, "L2.out_of_memory", out_of_memory});
   t.push_back({2, "L2.device_copy", device_copy});
   t.push_back({2, "L2.peer_copy", peer_copy});
+  t.push_back({2, "L2.host_memory", host_memory});
 }
 
 }  // namespace kiln::conformance
