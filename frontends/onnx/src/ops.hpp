@@ -1,0 +1,36 @@
+// ops.hpp - the operator table: one row per ONNX operator kiln implements.
+//
+// A row names the operator, the opset it first exists in (a model importing an older opset is
+// refused for it), the attributes it understands (any other attribute on a node is an error at
+// load) and its implementation. Rows live beside their implementations, one file per concept
+// (ops_<concept>.cpp); ops.cpp gathers them. Domains other than the default one are not supported.
+#pragma once
+#include <initializer_list>
+#include <string_view>
+#include <vector>
+
+#include "node.hpp"
+
+namespace kiln::onnx::detail {
+
+using OpFn = std::vector<Tensor> (*)(const Node&);
+
+struct OpDef {
+  std::string_view op;
+  int since;                              // the first opset that defines this operator
+  std::vector<std::string_view> attrs;    // the attributes it understands
+  OpFn fn;
+};
+
+// Every row, sorted by name (built once); nullptr when `op` is not implemented.
+const OpDef* find_op(std::string_view op);
+const std::vector<OpDef>& op_table();
+
+// The concept files' rows (ops_<concept>.cpp), appended to `out`.
+void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
+void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, losses, CumSum, TopK
+void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
+void shape_ops(std::vector<OpDef>& out);        // Reshape ... Gather/Scatter, Slice, Pad, Shape, Cast, constants
+void misc_ops(std::vector<OpDef>& out);         // quantization, windows, the rest
+
+}  // namespace kiln::onnx::detail

@@ -1,0 +1,175 @@
+// tensor_proto.cpp - reading ONNX tensors: the typed repeated fields, raw_data (little-endian, as
+// the format defines it and as this host stores), and external data files beside the model.
+#include "tensor_proto.hpp"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/onnx.hpp"
+
+namespace kiln::onnx::detail {
+namespace {
+using ::onnx::TensorProto;
+
+[[noreturn]] void fail(const std::string& what, const std::string& msg, ErrorCode code = ErrorCode::data_loss) {
+  throw Error(code, what + ": " + msg);
+}
+
+// The bytes of an external-data tensor: `location` relative to base_dir, optional offset/length.
+std::string read_external(const TensorProto& p, const std::string& base_dir, const std::string& what) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : p.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoll(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  if (location.empty()) fail(what, "external data without a 'location' entry");
+  std::filesystem::path path = std::filesystem::path(location);
+  if (path.is_absolute() || location.find("..") != std::string::npos)
+    fail(what, "external data location '" + location + "' must be a relative path inside the model's directory",
+         ErrorCode::invalid_argument);
+  path = std::filesystem::path(base_dir.empty() ? "." : base_dir) / path;
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    fail(what, "external data file '" + path.string() + "' is missing (keep it beside the model, as exported)",
+         ErrorCode::not_found);
+  f.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(f.tellg());
+  if (offset < 0 || offset > size || (length >= 0 && offset + length > size))
+    fail(what, "external data '" + path.string() + "' is " + std::to_string(size) + " bytes, the tensor wants " +
+                   std::to_string(length) + " at offset " + std::to_string(offset));
+  if (length < 0) length = size - offset;
+  std::string bytes(static_cast<size_t>(length), '\0');
+  f.seekg(offset);
+  f.read(bytes.data(), length);
+  return bytes;
+}
+
+// Elements of a typed repeated field narrowed to the dtype's storage.
+template <typename Dst, typename Field>
+std::string pack(const Field& field) {
+  std::string out(field.size() * sizeof(Dst), '\0');
+  for (int i = 0; i < field.size(); ++i) {
+    Dst v = static_cast<Dst>(field.Get(i));
+    std::memcpy(out.data() + i * sizeof(Dst), &v, sizeof(Dst));
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<DType> dtype_of(int32_t t) {
+  switch (t) {
+    case TensorProto::FLOAT: return dtypes::float32;
+    case TensorProto::UINT8: return dtypes::uint8;
+    case TensorProto::INT8: return dtypes::int8;
+    case TensorProto::UINT16: return dtypes::uint16;
+    case TensorProto::INT16: return dtypes::int16;
+    case TensorProto::INT32: return dtypes::int32;
+    case TensorProto::INT64: return dtypes::int64;
+    case TensorProto::BOOL: return dtypes::bool_;
+    case TensorProto::FLOAT16: return dtypes::float16;
+    case TensorProto::DOUBLE: return dtypes::float64;
+    case TensorProto::UINT32: return dtypes::uint32;
+    case TensorProto::UINT64: return dtypes::uint64;
+    case TensorProto::BFLOAT16: return dtypes::bfloat16;
+    default: return std::nullopt;
+  }
+}
+
+const char* onnx_type_name(int32_t t) {
+  if (TensorProto::DataType_IsValid(t)) {
+    static thread_local std::string name;
+    name = TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
+    return name.c_str();
+  }
+  return "an unknown type";
+}
+
+int32_t onnx_type_of(DType d) {
+  switch (d.scalar()) {
+    case Scalar::float32: return TensorProto::FLOAT;
+    case Scalar::uint8: return TensorProto::UINT8;
+    case Scalar::int8: return TensorProto::INT8;
+    case Scalar::uint16: return TensorProto::UINT16;
+    case Scalar::int16: return TensorProto::INT16;
+    case Scalar::int32: return TensorProto::INT32;
+    case Scalar::int64: return TensorProto::INT64;
+    case Scalar::bool_: return TensorProto::BOOL;
+    case Scalar::float16: return TensorProto::FLOAT16;
+    case Scalar::float64: return TensorProto::DOUBLE;
+    case Scalar::uint32: return TensorProto::UINT32;
+    case Scalar::uint64: return TensorProto::UINT64;
+    case Scalar::bfloat16: return TensorProto::BFLOAT16;
+    case Scalar::void_:
+    case Scalar::index: break;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir, const std::string& what,
+                         const std::string& device) {
+  const auto dt = dtype_of(p.data_type());
+  if (!dt)
+    fail(what, std::string("element type ") + onnx_type_name(p.data_type()) + " is not supported by kiln",
+         ErrorCode::unimplemented);
+  Shape shape(p.dims().begin(), p.dims().end());
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d < 0) fail(what, "negative dimension " + std::to_string(d));
+    numel *= d;
+  }
+  const uint64_t nbytes = static_cast<uint64_t>(numel) * dt->itemsize();
+  std::string bytes;
+  if (p.data_location() == TensorProto::EXTERNAL) {
+    bytes = read_external(p, base_dir, what);
+  } else if (p.has_raw_data()) {
+    bytes = p.raw_data();
+  } else {
+    switch (p.data_type()) {
+      case TensorProto::FLOAT: bytes = pack<float>(p.float_data()); break;
+      case TensorProto::DOUBLE: bytes = pack<double>(p.double_data()); break;
+      case TensorProto::INT64: bytes = pack<int64_t>(p.int64_data()); break;
+      case TensorProto::UINT32: bytes = pack<uint32_t>(p.uint64_data()); break;
+      case TensorProto::UINT64: bytes = pack<uint64_t>(p.uint64_data()); break;
+      case TensorProto::INT32: bytes = pack<int32_t>(p.int32_data()); break;
+      case TensorProto::INT16: bytes = pack<int16_t>(p.int32_data()); break;
+      case TensorProto::INT8: bytes = pack<int8_t>(p.int32_data()); break;
+      case TensorProto::UINT16:
+      case TensorProto::FLOAT16:
+      case TensorProto::BFLOAT16: bytes = pack<uint16_t>(p.int32_data()); break;
+      case TensorProto::UINT8: bytes = pack<uint8_t>(p.int32_data()); break;
+      case TensorProto::BOOL: bytes = pack<uint8_t>(p.int32_data()); break;
+      default: break;
+    }
+  }
+  if (bytes.size() != nbytes)
+    fail(what, "holds " + std::to_string(bytes.size()) + " bytes of data, its shape and " + dt->name() + " need " +
+                   std::to_string(nbytes) + " (a truncated or corrupt tensor)");
+  if (dt->is_bool())
+    for (char& c : bytes) c = c != 0;
+  return Tensor::from_bytes(bytes.data(), nbytes, *dt, shape, device);
+}
+
+}  // namespace kiln::onnx::detail
+
+namespace kiln::onnx {
+
+Tensor tensor_from_bytes(std::string_view bytes, const std::string& what, const std::string& device) {
+  ::onnx::TensorProto p;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw Error(ErrorCode::data_loss, what + ": not an ONNX TensorProto (the file does not parse)");
+  return detail::tensor_from_proto(p, "", what, device);
+}
+
+Tensor load_tensor(const std::string& path, const std::string& device) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::not_found, path + ": cannot open the tensor file");
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return tensor_from_bytes(bytes, path, device);
+}
+
+}  // namespace kiln::onnx
