@@ -11,6 +11,7 @@ const std::vector<OpDef>& op_table() {
     elementwise_ops(t);  // ops_elementwise.cpp
     reduce_ops(t);       // ops_reduce.cpp
     nn_ops(t);           // ops_nn.cpp
+    nn_sample_ops(t);    // ops_nn_sample.cpp
     shape_ops(t);        // ops_shape.cpp
     misc_ops(t);         // ops_misc.cpp
     std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.op < b.op; });

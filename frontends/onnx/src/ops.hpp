@@ -29,7 +29,8 @@ const std::vector<OpDef>& op_table();
 // The concept files' rows (ops_<concept>.cpp), appended to `out`.
 void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
 void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, losses, CumSum, TopK
-void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
+void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Dropout, DepthToSpace
+void nn_sample_ops(std::vector<OpDef>& out);    // Resize, Upsample, GridSample (ops_nn_sample.cpp)
 void shape_ops(std::vector<OpDef>& out);        // Reshape ... Gather/Scatter, Slice, Pad, Shape, Cast, constants
 void misc_ops(std::vector<OpDef>& out);         // quantization, windows, the rest
 

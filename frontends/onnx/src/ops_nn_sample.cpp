@@ -1,0 +1,249 @@
+// ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, GridSample.
+//
+// Resize is separable: each resized axis is one gather of T taps per output position (nearest 1,
+// linear 2, cubic 4) and a weighted sum of them. The taps and weights depend only on shapes and
+// attributes, so they are computed on the host (as ONNX defines them, in double) and become small
+// constant tensors; the data path is gathers, multiplies and sums that fuse like any other graph.
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "ops.hpp"
+
+namespace kiln::onnx::detail {
+namespace {
+
+using Index = Tensor::Index;
+
+// One resized axis: the source coordinate of each output position, then its taps.
+struct AxisResample {
+  int64_t in = 0, out = 0;
+  double scale = 1;        // output / input as the coordinate transform uses it
+  double roi_start = 0, roi_end = 1;
+};
+
+struct ResizeAttrs {
+  std::string mode = "nearest", transform = "half_pixel", nearest = "round_prefer_floor";
+  double cubic_a = -0.75, extrapolation = 0;
+  bool exclude_outside = false;
+};
+
+// x_resized -> x_original (ONNX's coordinate_transformation_mode). The "width" checks use the
+// scaled length in_size * scale, as ONNX's definition does (not the rounded output size).
+double source_coordinate(const Node& n, const ResizeAttrs& a, const AxisResample& ax, int64_t y) {
+  const double x = double(y), length = ax.scale * double(ax.in);
+  const std::string& m = a.transform;
+  if (m == "half_pixel") return (x + 0.5) / ax.scale - 0.5;
+  if (m == "asymmetric") return x / ax.scale;
+  if (m == "pytorch_half_pixel") return length == 1 ? -0.5 : (x + 0.5) / ax.scale - 0.5;
+  if (m == "align_corners") return length == 1 ? 0 : x * double(ax.in - 1) / (length - 1);
+  if (m == "tf_half_pixel_for_nn") return (x + 0.5) / ax.scale;
+  if (m == "half_pixel_symmetric") {
+    const double offset = double(ax.in) / 2 * (1 - double(ax.out) / length);
+    return offset + (x + 0.5) / ax.scale - 0.5;
+  }
+  if (m == "tf_crop_and_resize") {
+    const double span = (ax.roi_end - ax.roi_start) * double(ax.in - 1);
+    return ax.roi_start * double(ax.in - 1) + (length == 1 ? span / 2 : x * span / (length - 1));
+  }
+  n.fail("coordinate_transformation_mode '" + m + "' is not supported", ErrorCode::invalid_argument);
+}
+
+// The cubic convolution weights of the taps floor(x)-1 .. floor(x)+2 at fraction r (Keys, A = a).
+std::array<double, 4> cubic_weights(double r, double A) {
+  auto far = [A](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };    // 1 <= d < 2
+  auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };         // 0 <= d <= 1
+  return {far(1 + r), near(r), near(1 - r), far(2 - r)};
+}
+
+// Resizes `x` along `axis` as described; x is already in the compute dtype.
+Tensor resize_axis(const Node& n, const Tensor& x, int axis, const ResizeAttrs& a, const AxisResample& ax) {
+  const int taps = a.mode == "nearest" ? 1 : a.mode == "linear" ? 2 : 4;
+  std::vector<int64_t> index(size_t(ax.out * taps));
+  std::vector<double> weight(size_t(ax.out * taps), 0.0);
+  std::vector<bool> outside(size_t(ax.out), false);
+  bool any_outside = false;
+  for (int64_t y = 0; y < ax.out; ++y) {
+    const double src = source_coordinate(n, a, ax, y);
+    if (a.transform == "tf_crop_and_resize" && (src < 0 || src > double(ax.in - 1))) {
+      outside[size_t(y)] = any_outside = true;
+    }
+    const double fl = std::floor(src), r = src - fl;
+    const int64_t base = int64_t(fl);
+    int64_t* idx = &index[size_t(y * taps)];
+    double* w = &weight[size_t(y * taps)];
+    if (taps == 1) {
+      int64_t pick = base;
+      if (r != 0) {
+        const std::string& m = a.nearest;
+        if (m == "round_prefer_floor") pick = r <= 0.5 ? base : base + 1;
+        else if (m == "round_prefer_ceil") pick = r < 0.5 ? base : base + 1;
+        else if (m == "floor") pick = base;
+        else if (m == "ceil") pick = base + 1;
+        else n.fail("nearest_mode '" + m + "' is not supported", ErrorCode::invalid_argument);
+      }
+      idx[0] = pick;
+      w[0] = 1;
+    } else if (taps == 2) {
+      idx[0] = base, idx[1] = base + 1;
+      w[0] = 1 - r, w[1] = r;
+    } else {
+      auto c = cubic_weights(r, a.cubic_a);
+      for (int t = 0; t < 4; ++t) idx[t] = base - 1 + t, w[t] = c[size_t(t)];
+    }
+    if (a.exclude_outside && taps > 1) {  // taps outside the input drop out; the rest renormalize
+      double sum = 0;
+      for (int t = 0; t < taps; ++t) {
+        if (idx[t] < 0 || idx[t] >= ax.in) w[t] = 0;
+        sum += w[t];
+      }
+      if (sum != 0)
+        for (int t = 0; t < taps; ++t) w[t] /= sum;
+    }
+    for (int t = 0; t < taps; ++t) idx[t] = std::clamp<int64_t>(idx[t], 0, ax.in - 1);  // edge padding
+  }
+  std::vector<Index> sel(size_t(axis), Index::slice());
+  sel.push_back(Index::tensor(Tensor::from_vector(index, {ax.out, taps}, x.device())));
+  Tensor g = x.getitem(sel);  // axis -> (out, taps)
+  Shape ws(size_t(g.ndim()), 1);
+  ws[size_t(axis)] = ax.out;
+  ws[size_t(axis) + 1] = taps;
+  Tensor y = taps == 1 ? g.squeeze(axis + 1)
+                       : (g * Tensor::from_vector(weight, ws, x.device()).cast(x.dtype())).sum({axis + 1});
+  if (any_outside) {
+    Shape ms(size_t(y.ndim()), 1);
+    ms[size_t(axis)] = ax.out;
+    Tensor mask = Tensor::from_vector(std::vector<uint8_t>(outside.begin(), outside.end()), ms, x.device()).cast(dtypes::bool_);
+    y = Tensor::where(mask, Tensor::full({}, a.extrapolation, y.dtype(), y.device()), y);
+  }
+  return y;
+}
+
+// Resamples every axis whose plan changes it; integers interpolate in float32 and come back
+// rounded and saturated (nearest keeps the dtype: it only gathers).
+Tensor resample(const Node& n, const Tensor& x, const ResizeAttrs& a, const std::vector<AxisResample>& axes) {
+  if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic")
+    n.fail("mode '" + a.mode + "' is not one of nearest, linear, cubic", ErrorCode::invalid_argument);
+  const bool via_float = a.mode != "nearest" && !x.dtype().is_float();
+  Tensor y = via_float ? x.cast(dtypes::float32) : x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const AxisResample& ax = axes[i];
+    const bool cropped = a.transform == "tf_crop_and_resize" && (ax.roi_start != 0 || ax.roi_end != 1);
+    if (ax.out == ax.in && std::abs(ax.scale - 1) < 1e-9 && !cropped) continue;  // unchanged axis
+    if (ax.in == 0 || ax.out == 0) n.fail("resizing an empty axis is not supported");
+    y = resize_axis(n, y, int(i), a, ax);
+  }
+  if (!via_float) return y;
+  const DType t = x.dtype();
+  return y.round().clip(Tensor::full({}, double(t.imin()), y.dtype(), y.device()),
+                        Tensor::full({}, double(t.imax()), y.dtype(), y.device())).cast(t);
+}
+
+// Resize (opsets 10 .. 19): X, roi, scales, sizes (opset 10: X, scales).
+std::vector<Tensor> resize(const Node& n) {
+  const Tensor& x = n.in(0);
+  const int r = x.ndim();
+  ResizeAttrs a;
+  a.mode = n.attr_string("mode", "nearest");
+  if (n.attr_int("antialias", 0) != 0) n.fail("antialias 1 is not supported");
+  if (n.opset() < 11) {  // Resize-10: Upsample's coordinates (x / scale, nearest rounds down)
+    a.transform = "asymmetric";
+    a.nearest = "floor";
+  } else {
+    a.transform = n.attr_string("coordinate_transformation_mode", "half_pixel");
+    a.nearest = n.attr_string("nearest_mode", "round_prefer_floor");
+    a.cubic_a = n.attr_float("cubic_coeff_a", -0.75);
+    a.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+    a.extrapolation = n.attr_float("extrapolation_value", 0);
+  }
+  std::vector<int> axes;
+  for (int64_t ax : n.attr_ints("axes")) axes.push_back(n.axis(ax, r));
+  if (axes.empty())
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+
+  const size_t scales_at = n.opset() < 11 ? 1 : 2;
+  std::vector<double> scales;
+  if (n.has(scales_at)) scales = n.doubles(scales_at);
+  std::vector<int64_t> sizes;
+  if (n.opset() >= 11 && n.has(3)) sizes = n.ints(3);
+  if (scales.empty() == sizes.empty()) n.fail("exactly one of scales and sizes must be given", ErrorCode::invalid_argument);
+  const size_t given = scales.empty() ? sizes.size() : scales.size();
+  if (given != axes.size())
+    n.fail((scales.empty() ? "sizes" : "scales") + std::string(" has ") + std::to_string(given) + " entries for " +
+           std::to_string(axes.size()) + " axes", ErrorCode::invalid_argument);
+
+  std::vector<AxisResample> plan(static_cast<size_t>(r));
+  for (int i = 0; i < r; ++i) plan[size_t(i)].in = plan[size_t(i)].out = x.shape()[size_t(i)];
+  if (!scales.empty()) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      auto& p = plan[size_t(axes[i])];
+      if (scales[i] <= 0) n.fail("scales must be positive", ErrorCode::invalid_argument);
+      p.scale = scales[i];
+      p.out = int64_t(scales[i] * double(p.in));
+    }
+  } else {
+    const std::string policy = n.attr_string("keep_aspect_ratio_policy", "stretch");
+    double common = 0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const double s = double(sizes[i]) / double(x.shape()[size_t(axes[i])]);
+      if (policy == "not_larger") common = i == 0 ? s : std::min(common, s);
+      else if (policy == "not_smaller") common = i == 0 ? s : std::max(common, s);
+      else if (policy != "stretch") n.fail("keep_aspect_ratio_policy '" + policy + "' is not supported", ErrorCode::invalid_argument);
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      auto& p = plan[size_t(axes[i])];
+      if (policy == "stretch") {
+        p.out = sizes[i];
+        p.scale = double(p.out) / double(p.in);
+      } else {  // one scale for all axes; sizes rounded half up
+        p.scale = common;
+        p.out = int64_t(common * double(p.in) + 0.5);
+      }
+    }
+  }
+  if (a.transform == "tf_crop_and_resize") {
+    if (!n.has(1)) n.fail("tf_crop_and_resize needs the roi input", ErrorCode::invalid_argument);
+    auto roi = n.doubles(1);
+    if (roi.size() != 2 * axes.size()) n.fail("roi must have 2 entries per resized axis", ErrorCode::invalid_argument);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      plan[size_t(axes[i])].roi_start = roi[i];
+      plan[size_t(axes[i])].roi_end = roi[axes.size() + i];
+    }
+  }
+  return {resample(n, x, a, plan)};
+}
+
+// Upsample (opsets 7 and 9; deprecated by Resize): output = floor(in * scale), sampled at x / scale.
+std::vector<Tensor> upsample(const Node& n) {
+  const Tensor& x = n.in(0);
+  ResizeAttrs a;
+  a.mode = n.attr_string("mode", "nearest");
+  if (a.mode == "bilinear") a.mode = "linear";
+  a.transform = "asymmetric";
+  a.nearest = "floor";
+  std::vector<double> scales = n.opset() >= 9 ? n.doubles(1) : n.attr_floats("scales");
+  if (scales.size() != size_t(x.ndim()))
+    n.fail("scales must have one entry per axis (" + std::to_string(x.ndim()) + ")", ErrorCode::invalid_argument);
+  std::vector<AxisResample> plan(scales.size());
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (scales[i] < 1) n.fail("Upsample scales must be >= 1", ErrorCode::invalid_argument);
+    plan[i].in = x.shape()[i];
+    plan[i].scale = scales[i];
+    plan[i].out = int64_t(double(plan[i].in) * scales[i]);
+  }
+  return {resample(n, x, a, plan)};
+}
+
+}  // namespace
+
+void nn_sample_ops(std::vector<OpDef>& out) {
+  out.insert(out.end(), {
+      {"Resize", 10,
+       {"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+        "nearest_mode", "antialias", "axes", "keep_aspect_ratio_policy"},
+       resize},
+      {"Upsample", 7, {"mode", "scales"}, upsample},
+  });
+}
+
+}  // namespace kiln::onnx::detail
