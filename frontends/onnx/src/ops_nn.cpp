@@ -88,7 +88,7 @@ std::vector<Tensor> conv_transpose(const Node& n) {
     for (size_t i = 0; i < k; ++i) {
       const int64_t full = o.stride[i] * (x.shape()[2 + i] - 1) + outpad[i] + (w.shape()[2 + i] - 1) * o.dilation[i] + 1;
       const int64_t total = full - out_shape[i];
-      const int64_t half = total / 2;
+      const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);  // floor(total / 2), as the spec's Python
       o.padding[i] = autopad == "SAME_UPPER" ? std::pair{half, total - half} : std::pair{total - half, half};
     }
   } else {
@@ -99,19 +99,15 @@ std::vector<Tensor> conv_transpose(const Node& n) {
   // lifts torch's limit (output_padding < stride) that ONNX does not have.
   for (size_t i = 0; i < k; ++i) o.padding[i].second -= outpad[i];
   o.output_padding = {0};
-  // A negative end padding would ask the transposed convolution for positions past the last
-  // input contribution: those are the bias alone, added by padding the result.
+  // A negative padding asks for positions beyond the transposed convolution's reach: those hold
+  // the bias alone, so the convolution runs unpadded there and its result is padded with zeros.
   Pads extend(k + 2, {0, 0});
   bool extended = false;
-  for (size_t i = 0; i < k; ++i)
-    if (o.padding[i].second < 0) {
-      extend[2 + i].second = -o.padding[i].second;
-      o.padding[i].second = 0;
-      extended = true;
-    }
-  if (o.padding.size() == k)
-    for (auto& p : o.padding)
-      if (p.first < 0) n.fail("the output_shape asks for more than the transposed convolution gives at the start");
+  for (size_t i = 0; i < k; ++i) {
+    auto& [b, e] = o.padding[i];
+    if (b < 0) extend[2 + i].first = -b, b = 0, extended = true;
+    if (e < 0) extend[2 + i].second = -e, e = 0, extended = true;
+  }
   if (!extended) return {x.conv_transpose2d(w, n.opt(2), o)};
   Tensor y = x.conv_transpose2d(w, std::nullopt, o).pad(extend);
   if (auto b = n.opt(2)) {
@@ -210,16 +206,21 @@ std::vector<Tensor> max_unpool(const Node& n) {
   if (n.has(2)) {
     out = n.ints(2);
     if (out.size() != k + 2) n.fail("output_shape must have rank " + str(int64_t(k + 2)), ErrorCode::invalid_argument);
-  } else {
-    out = {x.shape()[0], x.shape()[1]};
-    for (size_t i = 0; i < k; ++i)
-      out.push_back((x.shape()[2 + i] - 1) * o.stride[i] + o.kernel[i] - o.padding[i].first - o.padding[i].second);
   }
+  // The indices address the shape the pooling arguments imply; an output_shape pads (or crops)
+  // that shape at the end of each axis.
+  Shape inferred{x.shape()[0], x.shape()[1]};
+  for (size_t i = 0; i < k; ++i)
+    inferred.push_back((x.shape()[2 + i] - 1) * o.stride[i] + o.kernel[i] - o.padding[i].first - o.padding[i].second);
   int64_t plane = 1;
-  for (size_t i = 2; i < out.size(); ++i) plane *= out[i];
+  for (size_t i = 2; i < inferred.size(); ++i) plane *= inferred[i];
   Tensor plane_index = n.in(1).cast(dtypes::int64).mod(Tensor::full({}, double(plane), dtypes::int64, x.device()));
   o.padding = {};
-  return {x.max_unpool2d(plane_index, o, out)};
+  Tensor y = x.max_unpool2d(plane_index, o, inferred);
+  if (out.empty() || out == inferred) return {y};
+  Pads grow(out.size(), {0, 0});
+  for (size_t i = 2; i < out.size(); ++i) grow[i].second = out[i] - inferred[i];
+  return {y.pad(grow)};
 }
 
 // x's shape with every axis but `axis` set to 1: a per-channel vector broadcast along the others.

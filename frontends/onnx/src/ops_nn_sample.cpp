@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "ops.hpp"
 
@@ -234,6 +235,103 @@ std::vector<Tensor> upsample(const Node& n) {
   return {resample(n, x, a, plan)};
 }
 
+// GridSample's reflection of coordinates into [lo, hi]: mirrored at the borders as many times as
+// it takes (a coordinate inside is kept).
+Tensor reflect(const Tensor& v, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0) return Tensor::full(v.shape(), lo, v.dtype(), v.device());
+  Tensor below = v.lt(Tensor::full({}, lo, v.dtype(), v.device()));
+  Tensor above = v.gt(Tensor::full({}, hi, v.dtype(), v.device()));
+  Tensor dx = Tensor::where(below, lo - v, v - hi);
+  Tensor flips = (dx / range).floor();
+  Tensor r = dx - flips * range;
+  Tensor even = (flips - (flips / 2).floor() * 2).eq(Tensor::zeros({}, v.dtype(), v.device()));
+  Tensor from_lo = lo + r, from_hi = hi - r;
+  return Tensor::where(below, Tensor::where(even, from_lo, from_hi),
+                       Tensor::where(above, Tensor::where(even, from_hi, from_lo), v));
+}
+
+// GridSample (opsets 16 and 20): X (N, C, D1..Dk) sampled at grid (N, O1..Ok, k), whose last axis
+// holds normalized coordinates in [-1, 1], the last spatial axis first. Each tap combination is one
+// gather from X's flattened planes, weighted by the product of its per-axis weights; a tap outside
+// the input reads 0 (zeros), the nearest edge (border) or its mirror image (reflection).
+std::vector<Tensor> grid_sample(const Node& n) {
+  const Tensor& x = n.in(0);
+  if (!x.dtype().is_float()) n.fail("GridSample of " + x.dtype().name() + " input is not supported");
+  const Tensor grid = n.in(1).cast(x.dtype());
+  const int k = x.ndim() - 2;
+  if (k < 1 || grid.ndim() != k + 2 || grid.shape().back() != k || grid.shape()[0] != x.shape()[0])
+    n.fail("grid must be (N, O1..Ok, k) for an input (N, C, D1..Dk)", ErrorCode::invalid_argument);
+  std::string mode = n.attr_string("mode", n.opset() >= 20 ? "linear" : "bilinear");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    n.fail("mode '" + mode + "' is not supported", ErrorCode::invalid_argument);
+  const std::string padding = n.attr_string("padding_mode", "zeros");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    n.fail("padding_mode '" + padding + "' is not supported", ErrorCode::invalid_argument);
+  const bool align = n.attr_int("align_corners", 0) != 0;
+  const int64_t N = x.shape()[0], C = x.shape()[1];
+  int64_t Q = 1, P = 1;
+  for (int i = 1; i <= k; ++i) Q *= grid.shape()[size_t(i)];
+  for (int i = 0; i < k; ++i) P *= x.shape()[size_t(2 + i)];
+  const Tensor g = grid.reshape({N, Q, k});
+
+  // per spatial axis: tap indices (N, Q) and weights, each list of length T
+  const int T = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+  std::vector<std::vector<Tensor>> tap_index(static_cast<size_t>(k)), tap_weight(tap_index), tap_valid(tap_index);
+  for (int i = 0; i < k; ++i) {
+    const double d = double(x.shape()[size_t(2 + i)]);
+    const double lo = align ? 0 : -0.5, hi = align ? d - 1 : d - 0.5;
+    Tensor gi = g.getitem({Index::slice(), Index::slice(), Index::integer(k - 1 - i)});
+    Tensor c = align ? (gi + 1) / 2 * (d - 1) : ((gi + 1) * d - 1) / 2;
+    if (mode == "nearest") c = c.round();  // half to even, as rint
+    if (padding == "border") c = c.clip(Tensor::zeros({}, c.dtype(), c.device()), Tensor::full({}, d - 1, c.dtype(), c.device()));
+    if (padding == "reflection") c = reflect(c, lo, hi);
+    Tensor base = c.floor(), r = c - base;
+    for (int t = 0; t < T; ++t) {
+      Tensor pos = T == 1 ? c : base + double(t - (T == 4 ? 1 : 0));
+      const double A = -0.75;  // the cubic convolution's constant (Keys), fixed for GridSample
+      auto far = [A](const Tensor& s) { return ((A * s - 5 * A) * s + 8 * A) * s - 4 * A; };
+      auto near = [A](const Tensor& s) { return ((A + 2) * s - (A + 3)) * s * s + 1; };
+      Tensor w = T == 1   ? Tensor::ones({}, c.dtype(), c.device())
+                 : T == 2 ? (t == 0 ? 1 - r : r)
+                          : (t == 0 ? far(r + 1) : t == 1 ? near(r) : t == 2 ? near(1 - r) : far(2 - r));
+      if (padding == "reflection") pos = reflect(pos, lo, hi).trunc();
+      Tensor valid = pos.ge(Tensor::zeros({}, c.dtype(), c.device())) & pos.le(Tensor::full({}, d - 1, c.dtype(), c.device()));
+      pos = pos.clip(Tensor::zeros({}, c.dtype(), c.device()), Tensor::full({}, d - 1, c.dtype(), c.device()));
+      tap_index[size_t(i)].push_back(pos.cast(dtypes::int64));
+      tap_weight[size_t(i)].push_back(w);
+      tap_valid[size_t(i)].push_back(valid);
+    }
+  }
+  // every combination of one tap per axis
+  const Tensor planes = x.reshape({N, C, P});
+  Tensor out = Tensor::zeros({N, C, Q}, x.dtype(), x.device());
+  int64_t combos = 1;
+  for (int i = 0; i < k; ++i) combos *= T;
+  for (int64_t combo = 0; combo < combos; ++combo) {
+    Tensor flat = Tensor::zeros({N, Q}, dtypes::int64, x.device());
+    Tensor weight = Tensor::ones({N, Q}, x.dtype(), x.device());
+    std::optional<Tensor> valid;
+    int64_t rest = combo, stride = P;
+    for (int i = 0; i < k; ++i) {
+      const size_t t = size_t(rest % T);
+      rest /= T;
+      stride /= x.shape()[size_t(2 + i)];
+      flat = flat + tap_index[size_t(i)][t] * stride;
+      weight = weight * tap_weight[size_t(i)][t];
+      valid = valid ? (*valid & tap_valid[size_t(i)][t]) : tap_valid[size_t(i)][t];
+    }
+    if (padding == "zeros") weight = Tensor::where(*valid, weight, Tensor::zeros({}, x.dtype(), x.device()));
+    Tensor picked = planes.gather(2, flat.reshape({N, 1, Q}).expand({N, C, Q}));
+    out = out + picked * weight.reshape({N, 1, Q});
+  }
+  Shape ys{N, C};
+  for (int i = 1; i <= k; ++i) ys.push_back(grid.shape()[size_t(i)]);
+  return {out.reshape(ys)};
+}
+
 }  // namespace
 
 void nn_sample_ops(std::vector<OpDef>& out) {
@@ -243,6 +341,7 @@ void nn_sample_ops(std::vector<OpDef>& out) {
         "nearest_mode", "antialias", "axes", "keep_aspect_ratio_policy"},
        resize},
       {"Upsample", 7, {"mode", "scales"}, upsample},
+      {"GridSample", 16, {"align_corners", "mode", "padding_mode"}, grid_sample},
   });
 }
 
