@@ -1,4 +1,4 @@
-// ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, GridSample.
+// ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, GridSample, RoiAlign.
 //
 // Resize is separable: each resized axis is one gather of T taps per output position (nearest 1,
 // linear 2, cubic 4) and a weighted sum of them. The taps and weights depend only on shapes and
@@ -332,6 +332,97 @@ std::vector<Tensor> grid_sample(const Node& n) {
   return {out.reshape(ys)};
 }
 
+// RoiAlign (opsets 10, 16): for each region of interest (x1, y1, x2, y2 scaled by spatial_scale),
+// an output_height x output_width grid of bins, each the average (or max) of sampling_ratio^2
+// bilinear samples (sampling_ratio 0: ceil(bin size) per axis, which depends on the rois' values:
+// they are read on the host). The samples' four corner positions and weights are computed on the
+// host as ONNX defines them; the data path is one gather per image plane and a weighted reduction.
+std::vector<Tensor> roi_align(const Node& n) {
+  const Tensor& x = n.in(0);
+  if (x.ndim() != 4) n.fail("input must be (N, C, H, W)", ErrorCode::invalid_argument);
+  if (!x.dtype().is_float()) n.fail("RoiAlign of " + x.dtype().name() + " input is not supported");
+  const std::vector<double> rois = n.doubles(1);
+  const int64_t R = int64_t(rois.size() / 4), C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  if (rois.size() % 4 != 0 || n.in(1).ndim() != 2) n.fail("rois must be (num_rois, 4)", ErrorCode::invalid_argument);
+  const std::string mode = n.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") n.fail("mode '" + mode + "' is not avg or max", ErrorCode::invalid_argument);
+  const std::string transform = n.attr_string("coordinate_transformation_mode", n.opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  if (transform != "half_pixel" && transform != "output_half_pixel")
+    n.fail("coordinate_transformation_mode '" + transform + "' is not supported", ErrorCode::invalid_argument);
+  const bool half_pixel = transform == "half_pixel";
+  const int64_t PH = n.attr_int("output_height", 1), PW = n.attr_int("output_width", 1);
+  const int64_t ratio = n.attr_int("sampling_ratio", 0);
+  const double scale = n.attr_float("spatial_scale", 1.0);
+
+  struct Sample { int64_t pos[4]; double w[4]; };
+  std::vector<std::vector<Sample>> per_roi(static_cast<size_t>(R));  // PH * PW bins x grid samples, bin-major
+  std::vector<int64_t> grid_count(static_cast<size_t>(R));
+  int64_t most = 1;
+  for (int64_t r = 0; r < R; ++r) {
+    const double* b = &rois[size_t(4 * r)];
+    const double off = half_pixel ? 0.5 : 0.0;
+    const double sw = b[0] * scale - off, sh = b[1] * scale - off;
+    double rw = b[2] * scale - off - sw, rh = b[3] * scale - off - sh;
+    if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+    const double bh = rh / double(PH), bw = rw / double(PW);
+    const int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(PH)));
+    const int64_t gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(PW)));
+    grid_count[size_t(r)] = std::max<int64_t>(gh * gw, 1);
+    most = std::max(most, gh * gw);
+    auto& samples = per_roi[size_t(r)];
+    for (int64_t ph = 0; ph < PH; ++ph)
+      for (int64_t pw = 0; pw < PW; ++pw)
+        for (int64_t iy = 0; iy < gh; ++iy)
+          for (int64_t ix = 0; ix < gw; ++ix) {
+            double y = sh + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh);
+            double xx = sw + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw);
+            Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}};
+            if (!(y < -1.0 || y > double(H) || xx < -1.0 || xx > double(W))) {  // outside: contributes 0
+              y = std::max(y, 0.0), xx = std::max(xx, 0.0);
+              int64_t y0 = int64_t(y), x0 = int64_t(xx), y1, x1;
+              if (y0 >= H - 1) y1 = y0 = H - 1, y = double(y0);
+              else y1 = y0 + 1;
+              if (x0 >= W - 1) x1 = x0 = W - 1, xx = double(x0);
+              else x1 = x0 + 1;
+              const double ly = y - double(y0), lx = xx - double(x0), hy = 1 - ly, hx = 1 - lx;
+              s = {{y0 * W + x0, y0 * W + x1, y1 * W + x0, y1 * W + x1}, {hy * hx, hy * lx, ly * hx, ly * lx}};
+            }
+            samples.push_back(s);
+          }
+  }
+  // (R, PH*PW, most samples, 4 corners), rois with fewer samples padded with weight 0 (and, for
+  // max, excluded by a mask)
+  const int64_t S = PH * PW * most * 4;
+  std::vector<int64_t> index(size_t(R * S), 0);
+  std::vector<double> weight(size_t(R * S), 0.0);
+  std::vector<uint8_t> present(size_t(R * PH * PW * most), 0);
+  for (int64_t r = 0; r < R; ++r) {
+    const auto& samples = per_roi[size_t(r)];
+    const int64_t g = int64_t(samples.size()) / (PH * PW);
+    for (int64_t bin = 0; bin < PH * PW; ++bin)
+      for (int64_t j = 0; j < g; ++j) {
+        const Sample& s = samples[size_t(bin * g + j)];
+        present[size_t((r * PH * PW + bin) * most + j)] = 1;
+        for (int c = 0; c < 4; ++c) {
+          const size_t at = size_t(((r * PH * PW + bin) * most + j) * 4 + c);
+          index[at] = s.pos[c];
+          weight[at] = mode == "avg" ? s.w[c] / double(grid_count[size_t(r)]) : s.w[c];
+        }
+      }
+  }
+  const std::string& dev = x.device();
+  Tensor planes = x.reshape({x.shape()[0], C, H * W}).getitem({Index::tensor(n.in(2).cast(dtypes::int64))});  // (R, C, HW)
+  Tensor idx = Tensor::from_vector(index, {R, 1, S}, dev).expand({R, C, S});
+  Tensor v = planes.gather(2, idx) * Tensor::from_vector(weight, {R, 1, S}, dev).cast(x.dtype());
+  v = v.reshape({R, C, PH * PW, most, 4});
+  Tensor y = mode == "avg" ? v.sum({3, 4}) : [&] {
+    Tensor per_sample = v.max({4});  // ONNX's max mode: the largest weighted corner of each sample
+    Tensor mask = Tensor::from_vector(present, {R, 1, PH * PW, most}, dev).cast(dtypes::bool_);
+    return Tensor::where(mask, per_sample, Tensor::full({}, -INFINITY, x.dtype(), dev)).max({3});
+  }();
+  return {y.reshape({R, C, PH, PW})};
+}
+
 }  // namespace
 
 void nn_sample_ops(std::vector<OpDef>& out) {
@@ -342,6 +433,9 @@ void nn_sample_ops(std::vector<OpDef>& out) {
        resize},
       {"Upsample", 7, {"mode", "scales"}, upsample},
       {"GridSample", 16, {"align_corners", "mode", "padding_mode"}, grid_sample},
+      {"RoiAlign", 10,
+       {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"},
+       roi_align},
   });
 }
 
