@@ -49,11 +49,19 @@ Pads spatial_pads(const Node& n, const Shape& in, const std::vector<int64_t>& ke
   return p;
 }
 
+// kernel_shape, when given, must agree with the weight's spatial sizes (the weight is what is used).
+void check_kernel_shape(const Node& n, const Tensor& w) {
+  const std::vector<int64_t> given = n.attr_ints("kernel_shape");
+  if (!given.empty() && given != std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()))
+    n.fail("kernel_shape does not match the weight's spatial shape", ErrorCode::invalid_argument);
+}
+
 std::vector<Tensor> conv(const Node& n) {
   const Tensor& x = n.in(0);
   const Tensor& w = n.in(1);
   if (x.ndim() < 3) n.fail("input must be (N, C, D1, ...), got rank " + str(x.ndim()), ErrorCode::invalid_argument);
   const size_t k = size_t(x.ndim() - 2);
+  check_kernel_shape(n, w);
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
   Opts o;
   o.groups = int(n.attr_int("group", 1));
@@ -71,6 +79,7 @@ std::vector<Tensor> conv_transpose(const Node& n) {
   const Tensor& w = n.in(1);
   if (x.ndim() < 3) n.fail("input must be (N, C, D1, ...), got rank " + str(x.ndim()), ErrorCode::invalid_argument);
   const size_t k = size_t(x.ndim() - 2);
+  check_kernel_shape(n, w);
   Opts o;
   o.groups = int(n.attr_int("group", 1));
   o.stride = per_axis(n, "strides", k, 1);
