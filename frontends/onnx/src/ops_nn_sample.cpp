@@ -26,7 +26,7 @@ struct AxisResample {
 struct ResizeAttrs {
   std::string mode = "nearest", transform = "half_pixel", nearest = "round_prefer_floor";
   double cubic_a = -0.75, extrapolation = 0;
-  bool exclude_outside = false;
+  bool exclude_outside = false, antialias = false;
 };
 
 // x_resized -> x_original (ONNX's coordinate_transformation_mode). The "width" checks use the
@@ -57,9 +57,24 @@ std::array<double, 4> cubic_weights(double r, double A) {
   return {far(1 + r), near(r), near(1 - r), far(2 - r)};
 }
 
+// The cubic convolution kernel at distance d >= 0 (0 from 2 on).
+double keys(double d, double A) {
+  if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+  if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+  return 0;
+}
+
 // Resizes `x` along `axis` as described; x is already in the compute dtype.
 Tensor resize_axis(const Node& n, const Tensor& x, int axis, const ResizeAttrs& a, const AxisResample& ax) {
-  const int taps = a.mode == "nearest" ? 1 : a.mode == "linear" ? 2 : 4;
+  int taps = a.mode == "nearest" ? 1 : a.mode == "linear" ? 2 : 4;
+  // antialias (opset 18) when downsampling: the linear or cubic kernel stretched by 1/scale, so
+  // every input position inside it contributes; `first` is its first tap relative to ceil(x) - 1
+  const bool wide = a.antialias && taps > 1 && ax.scale < 1;
+  int64_t first = 0;
+  if (wide) {
+    first = int64_t(std::floor(-(taps == 2 ? 1.0 : 2.0) / ax.scale)) + 1;
+    taps = int(2 - 2 * first);
+  }
   std::vector<int64_t> index(size_t(ax.out * taps));
   std::vector<double> weight(size_t(ax.out * taps), 0.0);
   std::vector<bool> outside(size_t(ax.out), false);
@@ -73,7 +88,17 @@ Tensor resize_axis(const Node& n, const Tensor& x, int axis, const ResizeAttrs& 
     const int64_t base = int64_t(fl);
     int64_t* idx = &index[size_t(y * taps)];
     double* w = &weight[size_t(y * taps)];
-    if (taps == 1) {
+    if (wide) {
+      const int64_t p = int64_t(std::ceil(src)) - 1;
+      double sum = 0;
+      for (int t = 0; t < taps; ++t) {
+        idx[t] = p + first + t;
+        const double d = std::abs(double(idx[t]) - src) * ax.scale;
+        w[t] = a.mode == "linear" ? std::max(0.0, 1 - d) : keys(d, a.cubic_a);
+        sum += w[t];
+      }
+      for (int t = 0; t < taps; ++t) w[t] /= sum;
+    } else if (taps == 1) {
       int64_t pick = base;
       if (r != 0) {
         const std::string& m = a.nearest;
@@ -146,7 +171,9 @@ std::vector<Tensor> resize(const Node& n) {
   const int r = x.ndim();
   ResizeAttrs a;
   a.mode = n.attr_string("mode", "nearest");
-  if (n.attr_int("antialias", 0) != 0) n.fail("antialias 1 is not supported");
+  a.antialias = n.attr_int("antialias", 0) != 0;
+  if (a.antialias && a.mode == "nearest") n.fail("antialias applies to the linear and cubic modes, not nearest",
+                                                 ErrorCode::invalid_argument);
   if (n.opset() < 11) {  // Resize-10: Upsample's coordinates (x / scale, nearest rounds down)
     a.transform = "asymmetric";
     a.nearest = "floor";
