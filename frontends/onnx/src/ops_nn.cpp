@@ -232,6 +232,11 @@ std::vector<Tensor> max_unpool(const Node& n) {
   return {y.pad(grow)};
 }
 
+// Statistics of 16-bit floats are taken in float32 (their sums lose too much precision otherwise).
+DType stats_dtype(const Tensor& x) {
+  return x.dtype() == dtypes::float16 || x.dtype() == dtypes::bfloat16 ? dtypes::float32 : x.dtype();
+}
+
 // x's shape with every axis but `axis` set to 1: a per-channel vector broadcast along the others.
 Tensor per_channel(const Tensor& v, const Tensor& x, int axis = 1) {
   Shape s(size_t(x.ndim()), 1);
@@ -262,8 +267,8 @@ std::vector<Tensor> batch_norm(const Node& n) {
     Tensor invstd = (n.in(4) + eps).rsqrt();
     return {x.batchnorm(n.in(1), n.in(2), n.in(3), invstd, stat_axes)};
   }
-  auto [var, mean] = x.var_mean(reduce_axes, false, 0);
-  Tensor y = x.batchnorm(n.in(1), n.in(2), mean, (var + eps).rsqrt(), stat_axes);
+  auto [var, mean] = x.cast(stats_dtype(x)).var_mean(reduce_axes, false, 0);
+  Tensor y = x.batchnorm(n.in(1), n.in(2), mean.cast(x.dtype()), (var + eps).rsqrt().cast(x.dtype()), stat_axes);
   Tensor running_mean = n.in(3) * momentum + mean.reshape(n.in(3).shape()).cast(n.in(3).dtype()) * (1 - momentum);
   Tensor running_var = n.in(4) * momentum + var.reshape(n.in(4).shape()).cast(n.in(4).dtype()) * (1 - momentum);
   return {y, running_mean, running_var};
@@ -272,8 +277,9 @@ std::vector<Tensor> batch_norm(const Node& n) {
 // InstanceNormalization: each (n, c) plane normalized over its spatial axes, then scale and B per channel.
 std::vector<Tensor> instance_norm(const Node& n) {
   const Tensor& x = n.in(0);
-  Tensor y = x.layernorm(spatial_axes(x), n.attr_float("epsilon", 1e-5));
-  return {y * per_channel(n.in(1), x) + per_channel(n.in(2), x)};
+  const DType t = stats_dtype(x);
+  Tensor y = x.cast(t).layernorm(spatial_axes(x), n.attr_float("epsilon", 1e-5));
+  return {(y * per_channel(n.in(1).cast(t), x) + per_channel(n.in(2).cast(t), x)).cast(x.dtype())};
 }
 
 // The float dtype stash_type names (1: float32 is the default; 11: float64; ...).
@@ -298,9 +304,9 @@ std::vector<Tensor> layer_norm(const Node& n) {
   Tensor mean = xs.mean(axes, true);
   Tensor d = xs - mean;
   Tensor invstd = ((d * d).mean(axes, true) + n.attr_float("epsilon", 1e-5)).rsqrt();
-  Tensor y = (d * invstd).cast(x.dtype()) * n.in(1);
-  if (auto b = n.opt(2)) y = y + *b;
-  return {y, mean, invstd};
+  Tensor y = d * invstd * n.in(1).cast(xs.dtype());
+  if (auto b = n.opt(2)) y = y + b->cast(xs.dtype());
+  return {y.cast(x.dtype()), mean, invstd};
 }
 
 // GroupNormalization: channels split into num_groups groups, each normalized over its channels
@@ -311,15 +317,15 @@ std::vector<Tensor> group_norm(const Node& n) {
   const int64_t c = x.shape()[1];
   if (groups <= 0 || c % groups != 0)
     n.fail("num_groups " + str(groups) + " must divide the " + str(c) + " channels", ErrorCode::invalid_argument);
-  const DType stash = n.opset() >= 21 ? stash_dtype(n) : x.dtype();
+  const DType stash = n.opset() >= 21 ? stash_dtype(n) : stats_dtype(x);
   Tensor g = x.cast(stash).reshape({x.shape()[0], groups, -1});
-  Tensor y = g.layernorm({2}, n.attr_float("epsilon", 1e-5)).reshape(x.shape()).cast(x.dtype());
-  Tensor scale = n.in(1), bias = n.in(2);
+  Tensor y = g.layernorm({2}, n.attr_float("epsilon", 1e-5)).reshape(x.shape());
+  Tensor scale = n.in(1).cast(stash), bias = n.in(2).cast(stash);
   if (scale.numel() == groups && groups != c) {  // opset 18: one value per group
     scale = scale.repeat_interleave(c / groups, 0);
     bias = bias.repeat_interleave(c / groups, 0);
   }
-  return {y * per_channel(scale, x) + per_channel(bias, x)};
+  return {(y * per_channel(scale, x) + per_channel(bias, x)).cast(x.dtype())};
 }
 
 // LRN: x / (bias + alpha / size * sum of x^2 over the channels [c - (size-1)/2, c + ceil((size-1)/2)])^beta
@@ -348,9 +354,10 @@ std::vector<Tensor> mean_variance_norm(const Node& n) {
   const Tensor& x = n.in(0);
   std::vector<int> axes;
   for (int64_t a : n.attr_ints("axes", {0, 2, 3})) axes.push_back(n.axis(a, x.ndim()));
-  Tensor mean = x.mean(axes, true);
-  Tensor std = ((x * x).mean(axes, true) - mean * mean).sqrt();
-  return {(x - mean) / (std + 1e-9)};
+  const Tensor xs = x.cast(stats_dtype(x));
+  Tensor mean = xs.mean(axes, true);
+  Tensor std = ((xs * xs).mean(axes, true) - mean * mean).sqrt();
+  return {((xs - mean) / (std + 1e-9)).cast(x.dtype())};
 }
 
 // LpNormalization: x / ||x||_p along axis (p 1 or 2); a zero norm gives 0.
