@@ -31,7 +31,7 @@ void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logi
 void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, losses, CumSum, TopK
 void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
 void shape_ops(std::vector<OpDef>& out);        // Reshape ... Gather/Scatter, Slice, Pad, Shape, Cast, constants
-void misc_ops(std::vector<OpDef>& out);         // quantization, NonMaxSuppression, Bernoulli
+void misc_ops(std::vector<OpDef>& out);         // quantization, NonMaxSuppression, Bernoulli, RandomUniformLike
 void misc_signal_ops(std::vector<OpDef>& out);  // windows, MelWeightMatrix, DFT, STFT (ops_misc_signal.cpp)
 void misc_rnn_ops(std::vector<OpDef>& out);     // RNN, GRU, LSTM (ops_misc_rnn.cpp)
 

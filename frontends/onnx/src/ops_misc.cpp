@@ -1,5 +1,5 @@
 // ops_misc.cpp - ONNX operators: quantization (QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear,
-// the integer and QLinear matmul/conv), NonMaxSuppression and Bernoulli.
+// the integer and QLinear matmul/conv), NonMaxSuppression, Bernoulli and RandomUniformLike.
 //
 // Integer arithmetic is exact: quantized operands are widened to int32 and their zero points
 // subtracted there, so products and sums never pass through a float. Requantization follows the
@@ -69,8 +69,6 @@ std::vector<Tensor> quantize_linear(const Node& n) {
     out = *dt;
   }
   check_quantized_type(n, out, "the quantized output");
-  if (n.has_attr("saturate") && n.attr_int("saturate", 1) != 1 && !out.is_int())
-    n.fail("saturate = 0 applies to float8 outputs only, which are not supported");
   Tensor scale = along_axis(n, n.in(1), x, axis).cast(dtypes::float32);
   Tensor z = zp ? along_axis(n, *zp, x, axis) : scalar(0, out, x.device());
   return {saturate_cast(x.cast(dtypes::float32) / scale, z, out)};
@@ -268,19 +266,34 @@ std::vector<Tensor> non_max_suppression(const Node& n) {
   return {Tensor::from_vector(out, {selected, 3}, n.device())};
 }
 
-// Bernoulli: 1 where a uniform draw from kiln's random stream (manual_seed) is below the
-// probability. kiln's generator is not numpy's, so the values differ from any other runtime's even
-// with the seed attribute; only their distribution, shape and type match.
+// The random operators draw from kiln's random stream (manual_seed): its generator is not numpy's
+// or onnxruntime's, so the values differ from any other runtime's, with or without the seed
+// attribute (which does not reseed kiln's global stream); their distribution, shape and type match.
+
+// The dtype attribute (an ONNX type code), or `fallback` when absent.
+DType dtype_attr(const Node& n, DType fallback) {
+  if (!n.has_attr("dtype")) return fallback;
+  const auto t = static_cast<int32_t>(n.attr_int("dtype", 0));
+  auto dt = dtype_of(t);
+  if (!dt) n.fail(std::string("dtype ") + onnx_type_name(t) + " is not supported");
+  return *dt;
+}
+
+// Bernoulli: 1 where a uniform draw over [0, 1) is below the probability.
 std::vector<Tensor> bernoulli(const Node& n) {
   const Tensor& p = n.in(0);
-  DType out = p.dtype();
-  if (n.has_attr("dtype")) {
-    auto dt = dtype_of(static_cast<int32_t>(n.attr_int("dtype", 0)));
-    if (!dt) n.fail("dtype is not a type kiln has");
-    out = *dt;
-  }
   Tensor u = Tensor::rand(p.shape(), dtypes::float32, p.device());
-  return {u.lt(p.cast(dtypes::float32)).cast(out)};
+  return {u.lt(p.cast(dtypes::float32)).cast(dtype_attr(n, p.dtype()))};
+}
+
+// RandomUniformLike: uniform over [low, high) with the input's shape (and type, unless dtype).
+std::vector<Tensor> random_uniform_like(const Node& n) {
+  const Tensor& x = n.in(0);
+  const DType dt = dtype_attr(n, x.dtype());
+  if (!dt.is_float()) n.fail("dtype must be a float type, it is " + dt.name(), ErrorCode::invalid_argument);
+  const double low = n.attr_float("low", 0), high = n.attr_float("high", 1);
+  if (!(low < high)) n.fail("low must be below high", ErrorCode::invalid_argument);
+  return {Tensor::uniform(x.shape(), low, high, dtypes::float32, x.device()).cast(dt)};
 }
 
 }  // namespace
@@ -296,6 +309,7 @@ void misc_ops(std::vector<OpDef>& out) {
       {"QLinearConv", 10, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, qlinear_conv},
       {"NonMaxSuppression", 10, {"center_point_box"}, non_max_suppression},
       {"Bernoulli", 15, {"dtype", "seed"}, bernoulli},
+      {"RandomUniformLike", 1, {"dtype", "high", "low", "seed"}, random_uniform_like},
   });
 }
 
