@@ -8,7 +8,7 @@
 // sequence_lens: a batch entry's steps at or past its length leave its state unchanged and give
 // zeros in Y. In reverse, entry b's steps run from its length - 1 down to 0: its first `length`
 // time steps are reversed (a gather along time), run forward, and reversed back.
-#include <functional>
+#include <algorithm>
 
 #include "ops.hpp"
 
@@ -85,6 +85,27 @@ Tensor reverse_steps(const Tensor& x, const std::optional<Tensor>& lens) {
   Shape is{T, B};
   for (size_t i = 2; i < s.size(); ++i) is.push_back(1);
   return x.gather(0, idx.reshape(is).expand(s));
+}
+
+// Tensor::stack(steps, 0), built from stacks of a few steps at a time: one kernel may read at most
+// 64 buffers (runtime/prepared.cpp), and every step's output is a buffer of its own.
+Tensor stack_steps(const std::vector<Tensor>& steps) {
+  constexpr size_t group = 8;
+  if (steps.size() <= group) return Tensor::stack(steps, 0);
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < steps.size(); i += group) {
+    std::vector<Tensor> g(steps.begin() + static_cast<long>(i), steps.begin() + static_cast<long>(std::min(i + group, steps.size())));
+    parts.push_back(Tensor::stack(g, 0).contiguous());
+  }
+  while (parts.size() > group) {
+    std::vector<Tensor> merged;
+    for (size_t i = 0; i < parts.size(); i += group) {
+      std::vector<Tensor> g(parts.begin() + static_cast<long>(i), parts.begin() + static_cast<long>(std::min(i + group, parts.size())));
+      merged.push_back(Tensor::cat(g, 0).contiguous());
+    }
+    parts = std::move(merged);
+  }
+  return Tensor::cat(parts, 0);
 }
 
 std::vector<Tensor> recurrent(const Node& n, Cell cell) {
@@ -171,18 +192,19 @@ std::vector<Tensor> recurrent(const Node& n, Cell cell) {
         if (peep) go = go + Pg[1] * c_new;
         h_new = act(0, go) * act(2, c_new);
       }
+      std::optional<Tensor> live;  // (B, 1): the entries still within their length
       if (lens) {  // entries past their length keep their state and output zeros
-        Tensor live = Tensor::full({}, static_cast<double>(t), dtypes::int64, dev).lt(*lens).reshape({B, 1});
-        y.push_back(Tensor::where(live, h_new, Tensor::zeros({}, dt, dev)));
-        h = Tensor::where(live, h_new, h);
-        c = Tensor::where(live, c_new, c);
-      } else {
-        y.push_back(h_new);
-        h = h_new;
-        c = c_new;
+        live = Tensor::full({}, static_cast<double>(t), dtypes::int64, dev).lt(*lens).reshape({B, 1});
+        h_new = Tensor::where(*live, h_new, h);
+        if (cell == Cell::lstm) c_new = Tensor::where(*live, c_new, c);
       }
+      // each step's state is a buffer of its own: the next step reads it more than once, and the
+      // steps' kernels stay small instead of growing with (or recomputing) the earlier steps
+      h = h_new.contiguous();
+      if (cell == Cell::lstm) c = c_new.contiguous();
+      y.push_back(live ? Tensor::where(*live, h, Tensor::zeros({}, dt, dev)) : h);
     }
-    Tensor yd = Tensor::stack(y, 0);  // (T, B, H)
+    Tensor yd = stack_steps(y);  // (T, B, H)
     ys.push_back(reverse ? reverse_steps(yd, lens) : yd);
     hs.push_back(h);
     cs.push_back(c);
