@@ -130,10 +130,12 @@ std::vector<Tensor> matmul_integer(const Node& n) {
   return {integer_matmul(n, n.in(0), n.opt(2), n.in(1), n.opt(3))};
 }
 
-// QLinearMatMul: the int32 product requantized with a_scale * b_scale / y_scale.
+// QLinearMatMul: the int32 product requantized with a_scale * b_scale / y_scale (the scales and
+// zero points per tensor, or A's per row and B's per column).
 std::vector<Tensor> qlinear_matmul(const Node& n) {
   Tensor acc = integer_matmul(n, n.in(0), n.in(2), n.in(3), n.in(5));
   Tensor a_scale = n.in(1).cast(dtypes::float32), b_scale = n.in(4).cast(dtypes::float32);
+  if (a_scale.numel() > 1) a_scale = a_scale.reshape({-1, 1});  // one per row of A (b_scale: per column)
   Tensor y_scale = n.in(6).cast(dtypes::float32);
   const Tensor& yzp = n.in(7);
   check_quantized_type(n, yzp.dtype(), "y_zero_point");

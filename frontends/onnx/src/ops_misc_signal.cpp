@@ -74,37 +74,44 @@ std::vector<Tensor> mel_weight_matrix(const Node& n) {
   return {Tensor::from_vector(m, {bins, mels}, n.device()).cast(output_datatype(n))};
 }
 
+// t zero-padded or truncated to `length` along its last axis.
+Tensor fit_last_axis(const Tensor& t, int64_t length) {
+  const int64_t n = t.shape().back();
+  if (n == length) return t;
+  if (n > length) {
+    Pads keep;
+    for (int64_t d : t.shape()) keep.push_back({0, d});
+    keep.back() = {0, length};
+    return t.shrink(keep);
+  }
+  Pads zeros(static_cast<size_t>(t.ndim()), {0, 0});
+  zeros.back() = {0, length - n};
+  return t.pad(zeros);
+}
+
+// 2 pi (n * k mod length) / length for n < rows, k < cols: the angles of the DFT matrix (the
+// product is reduced in integers, so long transforms keep their precision), in float64.
+Tensor dft_angles(int64_t rows, int64_t cols, int64_t length, const std::string& dev) {
+  Tensor n = Tensor::arange(0, static_cast<double>(rows), 1, dtypes::int64, dev).reshape({rows, 1});
+  Tensor k = Tensor::arange(0, static_cast<double>(cols), 1, dtypes::int64, dev).reshape({1, cols});
+  return (n * k).mod(Tensor::full({}, static_cast<double>(length), dtypes::int64, dev)).cast(dtypes::float64) *
+         (2.0 * std::numbers::pi / static_cast<double>(length));
+}
+
 // The discrete Fourier transform along the last axis of (re, im) (im absent: a real signal),
 // zero-padded or truncated to `length` points; `bins` of the outputs kept (all: length; one-sided:
 // length / 2 + 1). inverse: e^{+i...} and divided by length. Returns (re, im).
 std::pair<Tensor, Tensor> dft_last_axis(const Tensor& re_in, const std::optional<Tensor>& im_in, int64_t length,
                                         int64_t bins, bool inverse) {
-  auto fit = [&](const Tensor& t) {
-    const int64_t n = t.shape().back();
-    if (n == length) return t;
-    if (n > length) {
-      Pads keep;
-      for (int64_t d : t.shape()) keep.push_back({0, d});
-      keep.back() = {0, length};
-      return t.shrink(keep);
-    }
-    Pads zeros(static_cast<size_t>(t.ndim()), {0, 0});
-    zeros.back() = {0, length - n};
-    return t.pad(zeros);
-  };
-  const std::string& dev = re_in.device();
-  Tensor idx_n = Tensor::arange(0, static_cast<double>(length), 1, dtypes::int64, dev).reshape({length, 1});
-  Tensor idx_k = Tensor::arange(0, static_cast<double>(bins), 1, dtypes::int64, dev).reshape({1, bins});
-  Tensor angle = (idx_n * idx_k).mod(Tensor::full({}, static_cast<double>(length), dtypes::int64, dev)).cast(dtypes::float64) *
-                 (2.0 * std::numbers::pi / static_cast<double>(length));
+  Tensor angle = dft_angles(length, bins, length, re_in.device());
   const DType dt = re_in.dtype();
   Tensor c = angle.cos().cast(dt), s = angle.sin().cast(dt);
   if (inverse) s = -s;
-  Tensor re = fit(re_in);
+  Tensor re = fit_last_axis(re_in, length);
   // (a + ib)(cos - i sin) = (a cos + b sin) + i(b cos - a sin)
   Tensor out_re = re.matmul(c), out_im = -(re.matmul(s));
   if (im_in) {
-    Tensor im = fit(*im_in);
+    Tensor im = fit_last_axis(*im_in, length);
     out_re = out_re + im.matmul(s);
     out_im = out_im + im.matmul(c);
   }
@@ -113,6 +120,24 @@ std::pair<Tensor, Tensor> dft_last_axis(const Tensor& re_in, const std::optional
     out_im = out_im / static_cast<double>(length);
   }
   return {out_re.cast(dt), out_im.cast(dt)};
+}
+
+// The inverse of a one-sided spectrum (re, im) of a real signal (IRFFT) along the last axis: the
+// `length` real samples. The spectrum's first length / 2 + 1 bins are used (zero-padded or
+// truncated); the bins past them are their conjugate mirror images, so each bin between the first
+// and the Nyquist one counts twice, and the sum is real:
+//   y[n] = (1 / length) sum_k w_k (re[k] cos(2 pi k n / length) - im[k] sin(2 pi k n / length)).
+Tensor irfft_last_axis(const Tensor& re_in, const std::optional<Tensor>& im_in, int64_t length) {
+  const int64_t bins = length / 2 + 1;
+  Tensor angle = dft_angles(bins, length, length, re_in.device());  // (bins, length)
+  std::vector<double> w(static_cast<size_t>(bins), 2.0 / static_cast<double>(length));
+  w[0] = 1.0 / static_cast<double>(length);
+  if (length % 2 == 0) w.back() = 1.0 / static_cast<double>(length);  // the Nyquist bin is its own mirror
+  Tensor weight = Tensor::from_vector(w, {bins, 1}, re_in.device());
+  const DType dt = re_in.dtype();
+  Tensor y = fit_last_axis(re_in, bins).matmul((angle.cos() * weight).cast(dt));
+  if (im_in) y = y - fit_last_axis(*im_in, bins).matmul((angle.sin() * weight).cast(dt));
+  return y.cast(dt);
 }
 
 // The real and imaginary parts of a (..., 1 or 2) signal tensor.
@@ -124,7 +149,9 @@ std::pair<Tensor, std::optional<Tensor>> complex_parts(const Node& n, const Tens
   return {parts[0].squeeze(-1), parts[1].squeeze(-1)};
 }
 
-// DFT (opset 17: axis attribute; opset 20: axis input, default -2) over a (..., 1 or 2) signal.
+// DFT (opset 17: axis attribute; opset 20: axis input, default -2) over a (..., 1 or 2) signal:
+// forward or inverse, full or one-sided (forward: the first half of the bins; inverse: IRFFT,
+// a one-sided spectrum back to its real (..., length, 1) signal).
 std::vector<Tensor> dft(const Node& n) {
   const Tensor& x = n.in(0);
   const int r = x.ndim();
@@ -133,8 +160,9 @@ std::vector<Tensor> dft(const Node& n) {
   const int a = n.axis(axis, r);
   if (a == r - 1) n.fail("the axis must not be the last (complex) axis", ErrorCode::invalid_argument);
   const bool inverse = n.attr_int("inverse", 0) != 0, onesided = n.attr_int("onesided", 0) != 0;
-  if (inverse && onesided) n.fail("inverse with onesided (a real inverse transform) is not supported");
-  const int64_t length = n.has(1) ? n.int_scalar(1) : x.shape()[static_cast<size_t>(a)];
+  const bool irfft = inverse && onesided;  // a one-sided spectrum back to its real signal
+  const int64_t size = x.shape()[static_cast<size_t>(a)];
+  const int64_t length = n.has(1) ? n.int_scalar(1) : irfft ? 2 * (size - 1) : size;
   if (length <= 0) n.fail("dft_length must be positive", ErrorCode::invalid_argument);
   auto [re, im] = complex_parts(n, x);
   // move the signal axis last, transform, and move it back
@@ -144,8 +172,9 @@ std::vector<Tensor> dft(const Node& n) {
   to_last.push_back(a);
   std::vector<int> back(static_cast<size_t>(r - 1));
   for (int i = 0; i < r - 1; ++i) back[static_cast<size_t>(to_last[static_cast<size_t>(i)])] = i;
-  auto [ore, oim] = dft_last_axis(re.permute(to_last), im ? std::optional(im->permute(to_last)) : std::nullopt, length,
-                                  onesided ? length / 2 + 1 : length, inverse);
+  std::optional<Tensor> im_last = im ? std::optional(im->permute(to_last)) : std::nullopt;
+  if (irfft) return {irfft_last_axis(re.permute(to_last), im_last, length).permute(back).unsqueeze(-1)};
+  auto [ore, oim] = dft_last_axis(re.permute(to_last), im_last, length, onesided ? length / 2 + 1 : length, inverse);
   return {Tensor::stack({ore.permute(back), oim.permute(back)}, -1)};
 }
 
