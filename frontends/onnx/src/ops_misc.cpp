@@ -98,7 +98,8 @@ std::vector<Tensor> dynamic_quantize_linear(const Node& n) {
   const std::string& dev = x.device();
   Tensor zero = scalar(0, dtypes::float32, dev);
   Tensor lo = x.min().minimum(zero), hi = x.max().maximum(zero);
-  Tensor scale = (hi - lo) / 255.0;
+  // an all-zero input has an empty range: scale 1 / 255 keeps everything finite (zero point 0)
+  Tensor scale = Tensor::where(hi.eq(lo), scalar(1, dtypes::float32, dev), hi - lo) / 255.0;
   // the zero point is clipped to [0, 255] before rounding (the spec's order)
   Tensor zp = (zero - lo / scale).clip(zero, scalar(255, dtypes::float32, dev)).round().cast(dtypes::uint8);
   return {saturate_cast(x / scale, zp, dtypes::uint8), scale, zp};
