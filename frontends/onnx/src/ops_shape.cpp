@@ -298,8 +298,32 @@ std::vector<Tensor> slice(const Node& n) {
   return {x.getitem(index)};
 }
 
-// Pad: opset 1 'paddings' (begin, end per axis), opset 2 'pads' (all begins, then all ends) and
-// 'value'; from 11 the pads and constant_value are inputs, from 18 an axes input selects the axes
+// Pad's mode 'wrap' (the input as a torus): the negative amounts crop first (as onnxruntime), then
+// each axis is tiled often enough to cover its pads (numpy wraps any number of times) and the
+// window [size * copies_before - before, + before + size + after) kept.
+Tensor wrap_pad(const Node& n, const Tensor& x, const Pads& amounts) {
+  Pads keep;
+  for (int a = 0; a < x.ndim(); ++a) {
+    const int64_t size = x.shape()[a], b = std::max<int64_t>(0, -amounts[a].first), e = std::max<int64_t>(0, -amounts[a].second);
+    if (b + e > size) n.fail("pads crop more than axis " + std::to_string(a) + " holds", ErrorCode::invalid_argument);
+    keep.push_back({b, size - e});
+  }
+  Tensor t = x.shrink(keep);
+  std::vector<int64_t> copies;
+  Pads window;
+  for (int a = 0; a < t.ndim(); ++a) {
+    const int64_t size = t.shape()[a], b = std::max<int64_t>(0, amounts[a].first), e = std::max<int64_t>(0, amounts[a].second);
+    if (size == 0 && b + e > 0) n.fail("cannot wrap around the empty axis " + std::to_string(a), ErrorCode::invalid_argument);
+    const int64_t before = size ? (b + size - 1) / size : 0, after = size ? (e + size - 1) / size : 0;
+    copies.push_back(before + 1 + after);
+    window.push_back({before * size - b, before * size + size + e});
+  }
+  return t.repeat(copies).shrink(window);
+}
+
+// Pad: the amounts are all begins, then all ends: attribute 'paddings' (opset 1; its doc's example
+// reads otherwise, its attribute's text and the reference agree on this), 'pads' (2) with 'value';
+// from 11 the pads and constant_value are inputs, from 18 an axes input selects the axes
 // the pads apply to. Negative pads crop. Modes: constant, reflect, edge, wrap (19).
 std::vector<Tensor> pad(const Node& n) {
   const Tensor& x = n.in(0);
@@ -308,13 +332,7 @@ std::vector<Tensor> pad(const Node& n) {
   double value = 0;
   if (n.opset() < 11) {
     value = n.attr_float("value", 0);
-    if (n.opset() < 2) {
-      const auto p = n.attr_ints("paddings");
-      for (size_t i = 0; i < p.size(); i += 2) pads.push_back(p[i]);
-      for (size_t i = 1; i < p.size(); i += 2) pads.push_back(p[i]);
-    } else {
-      pads = n.attr_ints("pads");
-    }
+    pads = n.attr_ints(n.opset() < 2 ? "paddings" : "pads");
   } else {
     pads = n.ints(1);
     if (n.has(2)) {
@@ -342,7 +360,7 @@ std::vector<Tensor> pad(const Node& n) {
   if (mode == "edge") return {x.pad(amounts, "replicate")};
   if (mode == "wrap") {
     if (n.opset() < 19) n.fail("mode 'wrap' exists from opset 19", ErrorCode::invalid_argument);
-    return {x.pad(amounts, "circular")};
+    return {wrap_pad(n, x, amounts)};
   }
   n.fail("mode '" + mode + "' is not supported (constant, reflect, edge, wrap)");
 }
