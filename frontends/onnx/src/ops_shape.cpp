@@ -141,7 +141,8 @@ std::optional<std::vector<int64_t>> axes_of(const Node& n, size_t input) {
 std::vector<Tensor> squeeze(const Node& n) {
   const Tensor& x = n.in(0);
   std::vector<bool> drop(x.ndim(), false);
-  if (auto axes = axes_of(n, 1)) {
+  auto axes = axes_of(n, 1);
+  if (axes && !axes->empty()) {
     for (int64_t a : *axes) {
       int i = n.axis(a, x.ndim());
       if (x.shape()[i] != 1)
@@ -150,7 +151,7 @@ std::vector<Tensor> squeeze(const Node& n) {
       drop[i] = true;
     }
   } else {
-    for (int i = 0; i < x.ndim(); ++i) drop[i] = x.shape()[i] == 1;  // no axes: every size-1 axis
+    for (int i = 0; i < x.ndim(); ++i) drop[i] = x.shape()[i] == 1;  // no (or empty) axes: every size-1 axis, as onnxruntime
   }
   Shape out;
   for (int i = 0; i < x.ndim(); ++i)
