@@ -84,8 +84,9 @@ std::vector<Tensor> size(const Node& n) { return {int64_tensor({n.in(0).numel()}
 // real 0), one -1 takes what is left.
 std::vector<Tensor> reshape(const Node& n) {
   const Tensor& x = n.in(0);
-  std::vector<int64_t> target = n.opset() < 5 ? n.attr_ints("shape") : n.ints(1);
   if (n.opset() < 5 && !n.has_attr("shape")) n.fail("attribute 'shape' is required", ErrorCode::invalid_argument);
+  const std::vector<int64_t> given = n.opset() < 5 ? n.attr_ints("shape") : n.ints(1);
+  std::vector<int64_t> target = given;
   const bool allowzero = n.attr_int("allowzero", 0) != 0;
   int infer = -1;
   int64_t known = 1;
@@ -93,22 +94,22 @@ std::vector<Tensor> reshape(const Node& n) {
     int64_t& d = target[i];
     if (d == 0 && !allowzero) {
       if (i >= x.shape().size())
-        n.fail("shape " + list_str(n.opset() < 5 ? n.attr_ints("shape") : n.ints(1)) + " copies dimension " +
+        n.fail("shape " + list_str(given) + " copies dimension " +
                    std::to_string(i) + " (a 0), which the input of rank " + std::to_string(x.ndim()) + " lacks",
                ErrorCode::invalid_argument);
       d = x.shape()[i];
     }
     if (d == -1) {
-      if (infer >= 0) n.fail("shape " + list_str(target) + " has more than one -1", ErrorCode::invalid_argument);
+      if (infer >= 0) n.fail("shape " + list_str(given) + " has more than one -1", ErrorCode::invalid_argument);
       infer = static_cast<int>(i);
       continue;
     }
-    if (d < 0) n.fail("shape " + list_str(target) + " has a negative dimension", ErrorCode::invalid_argument);
+    if (d < 0) n.fail("shape " + list_str(given) + " has a negative dimension", ErrorCode::invalid_argument);
     known *= d;
   }
   if (infer >= 0) {
     if (known == 0 || x.numel() % known != 0)
-      n.fail("cannot infer the -1 of shape " + list_str(target) + " for " + std::to_string(x.numel()) + " elements",
+      n.fail("cannot infer the -1 of shape " + list_str(given) + " for " + std::to_string(x.numel()) + " elements",
              ErrorCode::invalid_argument);
     target[infer] = x.numel() / known;
   }
