@@ -28,7 +28,8 @@ const std::vector<OpDef>& op_table();
 
 // The concept files' rows (ops_<concept>.cpp), appended to `out`.
 void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
-void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, losses, CumSum, TopK
+void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, CumSum, TopK
+void linalg_ops(std::vector<OpDef>& out);       // MatMul, Gemm, Einsum, Det, the losses (ops_reduce_linalg.cpp)
 void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
 void shape_ops(std::vector<OpDef>& out);        // Reshape ... Gather/Scatter, Slice, Pad, Shape, Cast, constants
 void misc_ops(std::vector<OpDef>& out);         // quantization, windows, the rest
