@@ -30,6 +30,10 @@ const std::vector<OpDef>& op_table();
 void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
 void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, CumSum, TopK
 void linalg_ops(std::vector<OpDef>& out);       // MatMul, Gemm, Einsum, Det, the losses (ops_reduce_linalg.cpp)
+
+// x in float32 when it is float16 or bfloat16, else x itself: where a chain of half roundings
+// would drift past ONNX's tolerance, compute wide and cast back once (ops_reduce.cpp).
+Tensor widened(const Tensor& x);
 void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
 void shape_ops(std::vector<OpDef>& out);        // Reshape ... Gather/Scatter, Slice, Pad, Shape, Cast, constants
 void misc_ops(std::vector<OpDef>& out);         // quantization, windows, the rest

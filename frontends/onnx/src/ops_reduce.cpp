@@ -6,9 +6,16 @@
 #include "ops.hpp"
 
 namespace kiln::onnx::detail {
+
+// (declared in ops.hpp) onnxruntime also computes these ops of half inputs in float.
+Tensor widened(const Tensor& x) {
+  return x.dtype().is_float() && x.dtype().scalar_size() < 4 ? x.cast(dtypes::float32) : x;
+}
+
 namespace {
 
 using Axes = std::vector<int>;
+
 
 // ---- Reduce* ----
 //
@@ -61,7 +68,7 @@ std::vector<Tensor> reduce_node(const Node& n, int64_t axes_input_since,
   const Tensor& x = n.in(0);
   const Axes axes = reduce_axes(n, axes_input_since);
   const bool keep = n.attr_int("keepdims", 1) != 0;
-  return {body(x, axes, keep).cast(x.dtype())};
+  return {body(widened(x), axes, keep).cast(x.dtype())};
 }
 
 std::vector<Tensor> reduce_sum(const Node& n) {
@@ -133,11 +140,12 @@ std::vector<Tensor> argmin(const Node& n) { return arg_extreme(n, false); }
 // over all the axes from `axis` on.
 std::vector<Tensor> softmax_like(const Node& n, const std::function<Tensor(const Tensor&, int)>& f) {
   const Tensor& x = n.in(0);
-  if (n.opset() >= 13) return {f(x, n.axis(n.attr_int("axis", -1), x.ndim()))};
+  const Tensor w = widened(x);
+  if (n.opset() >= 13) return {f(w, n.axis(n.attr_int("axis", -1), x.ndim())).cast(x.dtype())};
   const int axis = n.axis(n.attr_int("axis", 1), x.ndim());
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < x.ndim(); ++i) (i < axis ? outer : inner) *= x.shape()[static_cast<size_t>(i)];
-  return {f(x.reshape({outer, inner}), 1).reshape(x.shape())};
+  return {f(w.reshape({outer, inner}), 1).reshape(x.shape()).cast(x.dtype())};
 }
 
 std::vector<Tensor> softmax(const Node& n) {

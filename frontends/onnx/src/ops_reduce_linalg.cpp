@@ -114,7 +114,7 @@ Tensor determinant(const Node& n, const Tensor& x) {
 std::vector<Tensor> det(const Node& n) {
   const Tensor& x = n.in(0);
   if (!x.dtype().is_float()) n.fail("Det takes float tensors, got " + x.dtype().name(), ErrorCode::invalid_argument);
-  return {determinant(n, x)};
+  return {determinant(n, widened(x)).cast(x.dtype())};
 }
 
 // ---- NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss ----
@@ -150,13 +150,16 @@ Tensor nll(const Node& n, const Tensor& logp, const Tensor& target) {
   return loss.sum() / w.sum();
 }
 
-std::vector<Tensor> nll_loss(const Node& n) { return {nll(n, n.in(0), n.in(1))}; }
+std::vector<Tensor> nll_loss(const Node& n) {
+  const Tensor& x = n.in(0);
+  return {nll(n, widened(x), n.in(1)).cast(x.dtype())};
+}
 
 std::vector<Tensor> softmax_cross_entropy(const Node& n) {
   const Tensor& scores = n.in(0);
   if (scores.ndim() < 2) n.fail("the scores must be (N, C, d1, ...), of rank 2 or more", ErrorCode::invalid_argument);
-  Tensor log_prob = scores.log_softmax(1);
-  return {nll(n, log_prob, n.in(1)), log_prob};
+  Tensor log_prob = widened(scores).log_softmax(1);
+  return {nll(n, log_prob, n.in(1)).cast(scores.dtype()), log_prob.cast(scores.dtype())};
 }
 
 }  // namespace
