@@ -31,6 +31,10 @@ Axes reduce_axes(const Node& n, int64_t input_since) {
   const int rank = n.in(0).ndim();
   std::vector<int64_t> given;
   if (n.opset() >= input_since) {
+    // an axes attribute here is a model error; ignoring it would reduce over every axis
+    if (n.has_attr("axes"))
+      n.fail("axes are input 1 from opset " + std::to_string(input_since) + ", not an attribute",
+             ErrorCode::invalid_argument);
     if (n.has(1)) given = n.ints(1);
   } else {
     if (n.has(1)) n.fail("axes are an attribute before opset " + std::to_string(input_since) + ", not an input",
