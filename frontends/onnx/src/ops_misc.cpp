@@ -6,7 +6,6 @@
 // spec: scale in float32, round half to even, add the zero point, saturate to the output type.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "ops.hpp"
 #include "tensor_proto.hpp"
@@ -120,10 +119,9 @@ Tensor centered(const Node& n, const Tensor& x, const std::optional<Tensor>& zp,
 }
 
 // (A - a_zero_point) @ (B - b_zero_point) in int32. A's zero point may be one per row (M), B's one
-// per column (N), as the spec allows.
+// per column (N), as the spec allows (numpy's matmul: 1-d operands take per-tensor zero points).
 Tensor integer_matmul(const Node& n, const Tensor& a, const std::optional<Tensor>& azp, const Tensor& b,
                       const std::optional<Tensor>& bzp) {
-  if (a.ndim() < 2 || b.ndim() < 2) n.fail("1-d operands are not supported by the integer matmul");
   return centered(n, a, azp, -2).matmul(centered(n, b, bzp, -1));
 }
 
