@@ -232,11 +232,6 @@ std::vector<Tensor> max_unpool(const Node& n) {
   return {y.pad(grow)};
 }
 
-// Statistics of 16-bit floats are taken in float32 (their sums lose too much precision otherwise).
-DType stats_dtype(const Tensor& x) {
-  return x.dtype() == dtypes::float16 || x.dtype() == dtypes::bfloat16 ? dtypes::float32 : x.dtype();
-}
-
 // x's shape with every axis but `axis` set to 1: a per-channel vector broadcast along the others.
 Tensor per_channel(const Tensor& v, const Tensor& x, int axis = 1) {
   Shape s(size_t(x.ndim()), 1);
@@ -267,7 +262,7 @@ std::vector<Tensor> batch_norm(const Node& n) {
     Tensor invstd = (n.in(4) + eps).rsqrt();
     return {x.batchnorm(n.in(1), n.in(2), n.in(3), invstd, stat_axes)};
   }
-  auto [var, mean] = x.cast(stats_dtype(x)).var_mean(reduce_axes, false, 0);
+  auto [var, mean] = widened(x).var_mean(reduce_axes, false, 0);
   Tensor y = x.batchnorm(n.in(1), n.in(2), mean.cast(x.dtype()), (var + eps).rsqrt().cast(x.dtype()), stat_axes);
   Tensor running_mean = n.in(3) * momentum + mean.reshape(n.in(3).shape()).cast(n.in(3).dtype()) * (1 - momentum);
   Tensor running_var = n.in(4) * momentum + var.reshape(n.in(4).shape()).cast(n.in(4).dtype()) * (1 - momentum);
@@ -277,7 +272,7 @@ std::vector<Tensor> batch_norm(const Node& n) {
 // InstanceNormalization: each (n, c) plane normalized over its spatial axes, then scale and B per channel.
 std::vector<Tensor> instance_norm(const Node& n) {
   const Tensor& x = n.in(0);
-  const DType t = stats_dtype(x);
+  const DType t = widened(x).dtype();  // 16-bit floats normalize in float32
   Tensor y = x.cast(t).layernorm(spatial_axes(x), n.attr_float("epsilon", 1e-5));
   return {(y * per_channel(n.in(1).cast(t), x) + per_channel(n.in(2).cast(t), x)).cast(x.dtype())};
 }
@@ -317,7 +312,7 @@ std::vector<Tensor> group_norm(const Node& n) {
   const int64_t c = x.shape()[1];
   if (groups <= 0 || c % groups != 0)
     n.fail("num_groups " + str(groups) + " must divide the " + str(c) + " channels", ErrorCode::invalid_argument);
-  const DType stash = n.opset() >= 21 ? stash_dtype(n) : stats_dtype(x);
+  const DType stash = n.opset() >= 21 ? stash_dtype(n) : widened(x).dtype();
   Tensor g = x.cast(stash).reshape({x.shape()[0], groups, -1});
   Tensor y = g.layernorm({2}, n.attr_float("epsilon", 1e-5)).reshape(x.shape());
   Tensor scale = n.in(1).cast(stash), bias = n.in(2).cast(stash);
@@ -354,7 +349,7 @@ std::vector<Tensor> mean_variance_norm(const Node& n) {
   const Tensor& x = n.in(0);
   std::vector<int> axes;
   for (int64_t a : n.attr_ints("axes", {0, 2, 3})) axes.push_back(n.axis(a, x.ndim()));
-  const Tensor xs = x.cast(stats_dtype(x));
+  const Tensor xs = widened(x);
   Tensor mean = xs.mean(axes, true);
   Tensor std = ((xs * xs).mean(axes, true) - mean * mean).sqrt();
   return {((xs - mean) / (std + 1e-9)).cast(x.dtype())};
