@@ -1,7 +1,7 @@
 // ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, GridSample, RoiAlign.
 //
 // Resize is separable: each resized axis is one gather of T taps per output position (nearest 1,
-// linear 2, cubic 4) and a weighted sum of them. The taps and weights depend only on shapes and
+// linear 2, cubic 4, more for antialias) and a weighted sum of them. The taps and weights depend only on shapes and
 // attributes, so they are computed on the host (as ONNX defines them, in double) and become small
 // constant tensors; the data path is gathers, multiplies and sums that fuse like any other graph.
 #include <algorithm>
@@ -16,7 +16,7 @@ namespace {
 
 using Index = Tensor::Index;
 
-// One resized axis: the source coordinate of each output position, then its taps.
+// One axis of a resize: its sizes, the scale its coordinates map by and its crop (tf_crop_and_resize).
 struct AxisResample {
   int64_t in = 0, out = 0;
   double scale = 1;        // output / input as the coordinate transform uses it
@@ -50,19 +50,15 @@ double source_coordinate(const Node& n, const ResizeAttrs& a, const AxisResample
   n.fail("coordinate_transformation_mode '" + m + "' is not supported", ErrorCode::invalid_argument);
 }
 
-// The cubic convolution weights of the taps floor(x)-1 .. floor(x)+2 at fraction r (Keys, A = a).
-std::array<double, 4> cubic_weights(double r, double A) {
-  auto far = [A](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };    // 1 <= d < 2
-  auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };         // 0 <= d <= 1
-  return {far(1 + r), near(r), near(1 - r), far(2 - r)};
-}
-
-// The cubic convolution kernel at distance d >= 0 (0 from 2 on).
+// The cubic convolution kernel (Keys, parameter A) at distance d >= 0 (0 from 2 on).
 double keys(double d, double A) {
   if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
   if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
   return 0;
 }
+
+// The weights of the taps floor(x)-1 .. floor(x)+2 at fraction r = x - floor(x).
+std::array<double, 4> cubic_weights(double r, double A) { return {keys(1 + r, A), keys(r, A), keys(1 - r, A), keys(2 - r, A)}; }
 
 // Resizes `x` along `axis` as described; x is already in the compute dtype.
 Tensor resize_axis(const Node& n, const Tensor& x, int axis, const ResizeAttrs& a, const AxisResample& ax) {
