@@ -1,4 +1,4 @@
-"""nn_cases.py - extra node tests for the nn operators (Conv*, pools, normalizations, Resize,
+"""nn_cases.py - 71 extra node tests for the nn operators (Conv*, pools, normalizations, Resize,
 GridSample, RoiAlign, ...) covering attributes ONNX's own node tests leave out: storage_order,
 3-D pools with Indices, ceil_mode with padding, grouped/dilated/asymmetric convolutions,
 ConvTranspose output_shape/output_padding/SAME, Resize antialias/axes/keep_aspect_ratio_policy/
@@ -134,3 +134,10 @@ case('gap_5d', 'GlobalAveragePool', [('X', f32(1, 2, 3, 4, 5))], ['Y'], {}, 11)
 case('gmp_3d', 'GlobalMaxPool', [('X', f32(2, 2, 3))], ['Y'], {}, 11)
 case('maxpool_int8', 'MaxPool', [('X', (rng.integers(-128, 127, (1, 2, 5, 5))).astype(np.int8))], ['Y'], dict(kernel_shape=[2, 2], pads=[1, 1, 0, 0]), 12)
 case('instnorm_f16', 'InstanceNormalization', [('X', f32(2, 3, 4, 5).astype(np.float16)), ('s', f32(3).astype(np.float16)), ('b', f32(3).astype(np.float16))], ['Y'], {}, 11)
+# shapes and attribute sets common in exported models
+case('bn9_2d', 'BatchNormalization', [('X', f32(4, 6)), ('s', f32(6)), ('b', f32(6)), ('m', f32(6)), ('v', np.abs(f32(6)))], ['Y'], {}, 9)
+case('resize11_yolo', 'Resize', [('X', f32(1, 4, 5, 6)), ('roi', np.array([], np.float32)), ('scales', np.array([1, 1, 2, 2], np.float32))], ['Y'], dict(mode='nearest', coordinate_transformation_mode='asymmetric', nearest_mode='floor'), 11)
+case('conv_depthwise_same', 'Conv', [('X', f32(1, 8, 15, 15)), ('W', f32(8, 1, 3, 3)), ('B', f32(8))], ['Y'], dict(group=8, strides=[2, 2], auto_pad='SAME_UPPER', kernel_shape=[3, 3]), 11)
+case('maxpool_same_upper_s2', 'MaxPool', [('X', f32(1, 3, 15, 16))], ['Y'], dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad='SAME_UPPER'), 11)
+case('avgpool_same_upper_s2', 'AveragePool', [('X', f32(1, 3, 15, 16))], ['Y'], dict(kernel_shape=[3, 3], strides=[2, 2], auto_pad='SAME_UPPER'), 11)
+case('d2s_dcr_subpixel', 'DepthToSpace', [('X', f32(1, 9, 4, 5))], ['Y'], dict(blocksize=3), 11)
