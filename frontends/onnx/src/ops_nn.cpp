@@ -304,6 +304,18 @@ std::vector<Tensor> layer_norm(const Node& n) {
   return {y.cast(x.dtype()), mean, invstd};
 }
 
+// RMSNormalization (opset 23): x / sqrt(mean(x^2) + epsilon) * scale over the axes from `axis`
+// on, computed in stash_type.
+std::vector<Tensor> rms_norm(const Node& n) {
+  const Tensor& x = n.in(0);
+  const int axis = n.axis(n.attr_int("axis", -1), x.ndim());
+  std::vector<int> axes;
+  for (int i = axis; i < x.ndim(); ++i) axes.push_back(i);
+  const Tensor xs = x.cast(stash_dtype(n));
+  Tensor inv_rms = ((xs * xs).mean(axes, true) + n.attr_float("epsilon", 1e-5)).rsqrt();
+  return {(xs * inv_rms * n.in(1).cast(xs.dtype())).cast(x.dtype())};
+}
+
 // GroupNormalization: channels split into num_groups groups, each normalized over its channels
 // and spatial positions; scale/bias per group (opset 18) or per channel (opset 21).
 std::vector<Tensor> group_norm(const Node& n) {
@@ -444,6 +456,7 @@ void nn_ops(std::vector<OpDef>& out) {
        batch_norm},
       {"InstanceNormalization", 1, {"epsilon", "consumed_inputs"}, instance_norm},
       {"LayerNormalization", 17, {"axis", "epsilon", "stash_type"}, layer_norm},
+      {"RMSNormalization", 23, {"axis", "epsilon", "stash_type"}, rms_norm},
       {"GroupNormalization", 18, {"epsilon", "num_groups", "stash_type"}, group_norm},
       {"LRN", 1, {"alpha", "beta", "bias", "size"}, lrn},
       {"MeanVarianceNormalization", 9, {"axes"}, mean_variance_norm},
