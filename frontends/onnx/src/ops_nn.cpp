@@ -1,4 +1,4 @@
-// ops_nn.cpp - ONNX operators: convolutions, pooling, normalization, Dropout, DepthToSpace.
+// ops_nn.cpp - ONNX operators: convolutions (DeformConv too), pooling, normalization, Dropout, DepthToSpace.
 // (Resize, Upsample, GridSample and RoiAlign: ops_nn_sample.cpp.)
 #include <cmath>
 #include <numeric>
@@ -10,6 +10,7 @@ namespace {
 
 using Opts = Tensor::ConvOptions;
 using PoolOpts = Tensor::PoolOptions;
+using Index = Tensor::Index;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -125,6 +126,71 @@ std::vector<Tensor> conv_transpose(const Node& n) {
     y = y + b->reshape(bs);
   }
   return {y};
+}
+
+// DeformConv (opset 19, 2-D): a convolution whose every kernel tap samples the input at its
+// regular position plus a learned offset (bilinearly, 0 outside the input), scaled by an optional
+// mask. The sampled columns (N, C, kH*kW, positions) are four weighted gathers per offset group;
+// the convolution is then one grouped matmul with the weight.
+std::vector<Tensor> deform_conv(const Node& n) {
+  const Tensor& x = n.in(0);
+  const Tensor& w = n.in(1);
+  const Tensor& offset = n.in(2);
+  if (x.ndim() != 4) n.fail("only the 2-D DeformConv (input rank 4) is supported, got rank " + str(x.ndim()));
+  if (!x.dtype().is_float()) n.fail("DeformConv of " + x.dtype().name() + " input is not supported");
+  check_kernel_shape(n, w);
+  const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t OC = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3], K = kh * kw;
+  const int64_t group = n.attr_int("group", 1), G = n.attr_int("offset_group", 1);
+  if (group < 1 || G < 1 || C % group != 0 || OC % group != 0 || w.shape()[1] * group != C || C % G != 0)
+    n.fail("channels, group and offset_group do not agree", ErrorCode::invalid_argument);
+  const auto stride = per_axis(n, "strides", 2, 1), dilation = per_axis(n, "dilations", 2, 1);
+  const auto pads = n.attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4) n.fail("attribute 'pads' must have 4 entries", ErrorCode::invalid_argument);
+  const int64_t oh = (H + pads[0] + pads[2] - ((kh - 1) * dilation[0] + 1)) / stride[0] + 1;
+  const int64_t ow = (W + pads[1] + pads[3] - ((kw - 1) * dilation[1] + 1)) / stride[1] + 1;
+  if (offset.shape() != Shape{N, G * 2 * K, oh, ow})
+    n.fail("offset must be (N, offset_group * 2 * kH * kW, " + str(oh) + ", " + str(ow) + ")", ErrorCode::invalid_argument);
+  const int64_t P = oh * ow;
+  // the regular sampling grid of every (kernel tap, output position)
+  std::vector<float> grid_h(size_t(K * P)), grid_w(size_t(K * P));
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j)
+      for (int64_t y = 0; y < oh; ++y)
+        for (int64_t z = 0; z < ow; ++z) {
+          const size_t at = size_t(((i * kw + j) * oh + y) * ow + z);
+          grid_h[at] = float(y * stride[0] - pads[0] + i * dilation[0]);
+          grid_w[at] = float(z * stride[1] - pads[1] + j * dilation[1]);
+        }
+  const DType t = x.dtype();
+  const Tensor off = offset.cast(t).reshape({N, G, K, 2, P});
+  const Tensor h = off.getitem({Index::ellipsis(), Index::integer(0), Index::slice()}) +
+                   Tensor::from_vector(grid_h, {K, P}, x.device()).cast(t);
+  const Tensor wc = off.getitem({Index::ellipsis(), Index::integer(1), Index::slice()}) +
+                    Tensor::from_vector(grid_w, {K, P}, x.device()).cast(t);
+  Tensor mask = n.has(4) ? n.in(4).cast(t).reshape({N, G, K, P}) : Tensor::ones({N, G, K, P}, t, x.device());
+  const Tensor h0 = h.floor(), w0 = wc.floor(), lh = h - h0, lw = wc - w0;
+  const Tensor planes = x.reshape({N, G, C / G, H * W});
+  const Tensor zero = Tensor::zeros({}, t, x.device());
+  Tensor cols = Tensor::zeros({N, G, C / G, K * P}, t, x.device());
+  for (int dy = 0; dy < 2; ++dy)
+    for (int dx = 0; dx < 2; ++dx) {
+      const Tensor hy = h0 + double(dy), wx = w0 + double(dx);
+      const Tensor valid = hy.ge(zero) & hy.le(Tensor::full({}, double(H - 1), t, x.device())) & wx.ge(zero) &
+                           wx.le(Tensor::full({}, double(W - 1), t, x.device()));
+      const Tensor weight = Tensor::where(valid, (dy ? lh : 1 - lh) * (dx ? lw : 1 - lw), zero) * mask;
+      const Tensor flat = (hy.clip(zero, Tensor::full({}, double(H - 1), t, x.device())) * double(W) +
+                           wx.clip(zero, Tensor::full({}, double(W - 1), t, x.device())))
+                              .cast(dtypes::int64)
+                              .reshape({N, G, 1, K * P})
+                              .expand({N, G, C / G, K * P});
+      cols = cols + planes.gather(3, flat) * weight.reshape({N, G, 1, K * P});
+    }
+  // (N, C, K, P) -> per convolution group (N, group, C/group * K, P), times (group, OC/group, C/group * K)
+  const Tensor y = w.reshape({group, OC / group, (C / group) * K}).matmul(cols.reshape({N, group, (C / group) * K, P}));
+  Tensor out = y.reshape({N, OC, oh, ow});
+  if (auto b = n.opt(3)) out = out + b->reshape({1, OC, 1, 1});
+  return {out};
 }
 
 // The pools' shared attributes: kernel_shape (required), strides, dilations, pads/auto_pad, ceil_mode.
@@ -445,6 +511,7 @@ void nn_ops(std::vector<OpDef>& out) {
       {"ConvTranspose", 1,
        {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"},
        conv_transpose},
+      {"DeformConv", 19, {"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"}, deform_conv},
       {"MaxPool", 1, with({"storage_order"}), max_pool},
       {"AveragePool", 1, with({"count_include_pad"}), average_pool},
       {"LpPool", 1, with({"p"}), lp_pool},
