@@ -1,4 +1,4 @@
-"""nn_cases.py - 73 extra node tests for the nn operators (Conv*, pools, normalizations, Resize,
+"""nn_cases.py - 76 extra node tests for the nn operators (Conv*, pools, normalizations, Resize,
 GridSample, RoiAlign, ...) covering attributes ONNX's own node tests leave out: storage_order,
 3-D pools with Indices, ceil_mode with padding, grouped/dilated/asymmetric convolutions,
 ConvTranspose output_shape/output_padding/SAME, Resize antialias/axes/keep_aspect_ratio_policy/
@@ -143,3 +143,6 @@ case('avgpool_same_upper_s2', 'AveragePool', [('X', f32(1, 3, 15, 16))], ['Y'], 
 case('d2s_dcr_subpixel', 'DepthToSpace', [('X', f32(1, 9, 4, 5))], ['Y'], dict(blocksize=3), 11)
 case('deform_conv_groups_mask', 'DeformConv', [('X', f32(2, 4, 7, 6)), ('W', f32(6, 2, 3, 2)), ('off', f32(2, 2 * 2 * 6, 3, 5) * 1.5), ('B', f32(6)), ('mask', rng.random((2, 2 * 6, 3, 5)).astype(np.float32))], ['Y'], dict(group=2, offset_group=2, strides=[2, 1], dilations=[1, 2], pads=[1, 0, 0, 1]), 19)
 case('rms_norm', 'RMSNormalization', [('X', f32(2, 3, 4, 5)), ('s', f32(4, 5))], ['Y'], dict(axis=2, epsilon=1e-3), 23, ref=True)  # onnxruntime has no RMSNormalization-23 kernel here
+case('col2im_uncovered', 'Col2Im', [('X', f32(2, 3 * 6, 3 * 3)), ('img', np.array([8, 7], np.int64)), ('blk', np.array([2, 3], np.int64))], ['Y'], dict(strides=[3, 2], dilations=[2, 1], pads=[0, 1, 1, 0]), 18)
+case('affine_grid_3d', 'AffineGrid', [('theta', f32(2, 3, 4)), ('size', np.array([2, 1, 3, 4, 5], np.int64))], ['Y'], dict(align_corners=0), 20)
+case('affine_grid_2d_ac', 'AffineGrid', [('theta', f32(2, 2, 3)), ('size', np.array([2, 1, 1, 4], np.int64))], ['Y'], dict(align_corners=1), 20, ref=True)  # a size-1 axis with align_corners: onnxruntime puts it at +1, ONNX and torch at -1

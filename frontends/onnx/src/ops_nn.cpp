@@ -128,6 +128,43 @@ std::vector<Tensor> conv_transpose(const Node& n) {
   return {y};
 }
 
+// Col2Im (opset 18): column blocks (N, C * prod(block), L) summed back into an image (N, C,
+// *image_shape), torch's fold. That is the transposed convolution of the blocks with a one-hot
+// weight (tap k of channel c's block feeds kernel position k of channel c), grouped per channel;
+// image positions no block reaches stay 0.
+std::vector<Tensor> col2im(const Node& n) {
+  const Tensor& x = n.in(0);
+  const std::vector<int64_t> image = n.ints(1), block = n.ints(2);
+  const size_t k = image.size();
+  if (x.ndim() != 3 || k == 0 || block.size() != k)
+    n.fail("input must be (N, C * prod(block_shape), L) with image_shape and block_shape of one size", ErrorCode::invalid_argument);
+  int64_t K = 1;
+  for (int64_t b : block) K *= b;
+  const int64_t N = x.shape()[0], C = x.shape()[1] / K;
+  if (K < 1 || C * K != x.shape()[1]) n.fail("input channels are not a multiple of prod(block_shape)", ErrorCode::invalid_argument);
+  Opts o;
+  o.groups = int(C);
+  o.stride = per_axis(n, "strides", k, 1);
+  o.dilation = per_axis(n, "dilations", k, 1);
+  o.padding = spatial_pads(n, Shape(k + 2, 1), block, o.stride, o.dilation);  // Col2Im has no auto_pad: the pads
+  Shape blocks{N, C * K}, weight_shape{K, 1};
+  int64_t L = 1;
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t span = o.dilation[i] * (block[i] - 1) + 1;
+    blocks.push_back((image[i] + o.padding[i].first + o.padding[i].second - span) / o.stride[i] + 1);
+    L *= blocks.back();
+    weight_shape.push_back(block[i]);
+  }
+  if (L != x.shape()[2]) n.fail("L is " + str(x.shape()[2]) + ", the image and block shapes give " + str(L), ErrorCode::invalid_argument);
+  std::vector<int64_t> rep(k + 2, 1);
+  rep[0] = C;
+  const Tensor weight = Tensor::eye(K, std::nullopt, x.dtype(), x.device()).reshape(weight_shape).repeat(rep);
+  Tensor y = x.reshape(blocks).conv_transpose2d(weight, std::nullopt, o);
+  Pads rest(k + 2, {0, 0});
+  for (size_t i = 0; i < k; ++i) rest[2 + i].second = image[i] - y.shape()[2 + i];
+  return {y.pad(rest)};
+}
+
 // DeformConv (opset 19, 2-D): a convolution whose every kernel tap samples the input at its
 // regular position plus a learned offset (bilinearly, 0 outside the input), scaled by an optional
 // mask. The sampled columns (N, C, kH*kW, positions) are four weighted gathers per offset group;
@@ -511,6 +548,7 @@ void nn_ops(std::vector<OpDef>& out) {
       {"ConvTranspose", 1,
        {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"},
        conv_transpose},
+      {"Col2Im", 18, {"dilations", "pads", "strides"}, col2im},
       {"DeformConv", 19, {"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"}, deform_conv},
       {"MaxPool", 1, with({"storage_order"}), max_pool},
       {"AveragePool", 1, with({"count_include_pad"}), average_pool},

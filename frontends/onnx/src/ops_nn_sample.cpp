@@ -1,4 +1,4 @@
-// ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, GridSample, RoiAlign.
+// ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, AffineGrid, GridSample, RoiAlign.
 //
 // Resize is separable: each resized axis is one gather of T taps per output position (nearest 1,
 // linear 2, cubic 4, more for antialias) and a weighted sum of them. The taps and weights depend only on shapes and
@@ -258,6 +258,41 @@ std::vector<Tensor> upsample(const Node& n) {
   return {resample(n, x, a, plan)};
 }
 
+// AffineGrid (opset 20): the sampling grid (N, [D,] H, W, k) of theta (N, k, k+1) applied to the
+// evenly spaced positions of `size` in [-1, 1] (pixel centres at the ends with align_corners,
+// else half a pixel in), x the last axis. Positions are built on the host; one matmul applies theta.
+std::vector<Tensor> affine_grid(const Node& n) {
+  const Tensor& theta = n.in(0);
+  const std::vector<int64_t> size = n.ints(1);
+  const size_t k = size.size() - 2;
+  if ((size.size() != 4 && size.size() != 5) || theta.ndim() != 3 || theta.shape()[1] != int64_t(k) ||
+      theta.shape()[2] != int64_t(k + 1))
+    n.fail("theta must be (N, 2, 3) with a size of rank 4, or (N, 3, 4) with a size of rank 5", ErrorCode::invalid_argument);
+  const bool align = n.attr_int("align_corners", 0) != 0;
+  auto position = [align](int64_t i, int64_t len) {
+    if (len == 1) return align ? -1.0 : 0.0;  // linspace(-1, 1, 1), scaled by (len - 1) / len without align
+    const double p = -1 + 2.0 * double(i) / double(len - 1);
+    return align ? p : p * double(len - 1) / double(len);
+  };
+  std::vector<int64_t> spatial(size.begin() + 2, size.end());  // (D,) H, W
+  int64_t P = 1;
+  for (int64_t d : spatial) P *= d;
+  std::vector<double> base(size_t(P) * (k + 1));
+  for (int64_t at = 0; at < P; ++at) {
+    int64_t rest = at;
+    for (size_t a = k; a-- > 0;) {  // the last spatial axis is x, the first coordinate
+      base[size_t(at) * (k + 1) + (k - 1 - a)] = position(rest % spatial[a], spatial[a]);
+      rest /= spatial[a];
+    }
+    base[size_t(at) * (k + 1) + k] = 1;
+  }
+  const Tensor positions = Tensor::from_vector(base, {1, P, int64_t(k + 1)}, theta.device()).cast(theta.dtype());
+  Shape out{theta.shape()[0]};
+  out.insert(out.end(), spatial.begin(), spatial.end());
+  out.push_back(int64_t(k));
+  return {positions.matmul(theta.transpose(1, 2)).reshape(out)};
+}
+
 // GridSample's reflection of coordinates into [lo, hi]: mirrored at the borders as many times as
 // it takes (a coordinate inside is kept).
 Tensor reflect(const Tensor& v, double lo, double hi) {
@@ -455,6 +490,7 @@ void nn_sample_ops(std::vector<OpDef>& out) {
         "nearest_mode", "antialias", "axes", "keep_aspect_ratio_policy"},
        resize},
       {"Upsample", 7, {"mode", "scales"}, upsample},
+      {"AffineGrid", 20, {"align_corners"}, affine_grid},
       {"GridSample", 16, {"align_corners", "mode", "padding_mode"}, grid_sample},
       {"RoiAlign", 10,
        {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"},
