@@ -1,4 +1,4 @@
-"""nn_cases.py - 76 extra node tests for the nn operators (Conv*, pools, normalizations, Resize,
+"""nn_cases.py - 77 extra node tests for the nn operators (Conv*, pools, normalizations, Resize,
 GridSample, RoiAlign, ...) covering attributes ONNX's own node tests leave out: storage_order,
 3-D pools with Indices, ceil_mode with padding, grouped/dilated/asymmetric convolutions,
 ConvTranspose output_shape/output_padding/SAME, Resize antialias/axes/keep_aspect_ratio_policy/
@@ -146,3 +146,4 @@ case('rms_norm', 'RMSNormalization', [('X', f32(2, 3, 4, 5)), ('s', f32(4, 5))],
 case('col2im_uncovered', 'Col2Im', [('X', f32(2, 3 * 6, 3 * 3)), ('img', np.array([8, 7], np.int64)), ('blk', np.array([2, 3], np.int64))], ['Y'], dict(strides=[3, 2], dilations=[2, 1], pads=[0, 1, 1, 0]), 18)
 case('affine_grid_3d', 'AffineGrid', [('theta', f32(2, 3, 4)), ('size', np.array([2, 1, 3, 4, 5], np.int64))], ['Y'], dict(align_corners=0), 20)
 case('affine_grid_2d_ac', 'AffineGrid', [('theta', f32(2, 2, 3)), ('size', np.array([2, 1, 1, 4], np.int64))], ['Y'], dict(align_corners=1), 20, ref=True)  # a size-1 axis with align_corners: onnxruntime puts it at +1, ONNX and torch at -1
+case('max_roi_pool', 'MaxRoiPool', [('X', f32(2, 3, 9, 10)), ('rois', np.array([[0, 0, 0, 7, 5], [1, 2.4, 1.6, 9.5, 8.7], [1, -2, 3, 4, 30], [0, 5, 5, 5, 5]], np.float32))], ['Y'], dict(pooled_shape=[3, 2], spatial_scale=0.8), 11)

@@ -1,4 +1,5 @@
-// ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, AffineGrid, GridSample, RoiAlign.
+// ops_nn_sample.cpp - ONNX operators that resample: Resize, Upsample, AffineGrid, GridSample, RoiAlign,
+// MaxRoiPool.
 //
 // Resize is separable: each resized axis is one gather of T taps per output position (nearest 1,
 // linear 2, cubic 4, more for antialias) and a weighted sum of them. The taps and weights depend only on shapes and
@@ -481,6 +482,53 @@ std::vector<Tensor> roi_align(const Node& n) {
   return {y.reshape({R, C, PH, PW})};
 }
 
+// MaxRoiPool (opset 1): each region [batch, x1, y1, x2, y2] (scaled by spatial_scale and rounded,
+// both ends included) split into pooled_shape bins, each the max of the input inside it (0 for an
+// empty bin), as Caffe's ROIPooling that the operator comes from. The rois are read on the host;
+// each bin is a mask over its image plane and the max a masked reduction.
+std::vector<Tensor> max_roi_pool(const Node& n) {
+  const Tensor& x = n.in(0);
+  if (x.ndim() != 4) n.fail("input must be (N, C, H, W)", ErrorCode::invalid_argument);
+  if (!x.dtype().is_float()) n.fail("MaxRoiPool of " + x.dtype().name() + " input is not supported");
+  const std::vector<double> rois = n.doubles(1);
+  if (n.in(1).ndim() != 2 || n.in(1).shape()[1] != 5) n.fail("rois must be (num_rois, 5)", ErrorCode::invalid_argument);
+  const std::vector<int64_t> pooled = n.attr_ints("pooled_shape");
+  if (pooled.size() != 2 || pooled[0] < 1 || pooled[1] < 1) n.fail("pooled_shape must be two sizes >= 1", ErrorCode::invalid_argument);
+  const double scale = n.attr_float("spatial_scale", 1.0);
+  const int64_t R = n.in(1).shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
+  const int64_t PH = pooled[0], PW = pooled[1], B = PH * PW;
+  std::vector<uint8_t> inside(size_t(R * B * H * W), 0), nonempty(size_t(R * B), 0);
+  std::vector<int64_t> batch(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) {
+    const double* roi = &rois[size_t(5 * r)];
+    batch[size_t(r)] = int64_t(roi[0]);
+    const int64_t x1 = int64_t(std::round(roi[1] * scale)), y1 = int64_t(std::round(roi[2] * scale));
+    const int64_t x2 = int64_t(std::round(roi[3] * scale)), y2 = int64_t(std::round(roi[4] * scale));
+    const double bin_h = double(std::max<int64_t>(y2 - y1 + 1, 1)) / double(PH);
+    const double bin_w = double(std::max<int64_t>(x2 - x1 + 1, 1)) / double(PW);
+    for (int64_t ph = 0; ph < PH; ++ph)
+      for (int64_t pw = 0; pw < PW; ++pw) {
+        const int64_t hs = std::clamp<int64_t>(int64_t(std::floor(double(ph) * bin_h)) + y1, 0, H);
+        const int64_t he = std::clamp<int64_t>(int64_t(std::ceil(double(ph + 1) * bin_h)) + y1, 0, H);
+        const int64_t ws = std::clamp<int64_t>(int64_t(std::floor(double(pw) * bin_w)) + x1, 0, W);
+        const int64_t we = std::clamp<int64_t>(int64_t(std::ceil(double(pw + 1) * bin_w)) + x1, 0, W);
+        const int64_t bin = r * B + ph * PW + pw;
+        nonempty[size_t(bin)] = he > hs && we > ws;
+        for (int64_t h = hs; h < he; ++h)
+          for (int64_t w = ws; w < we; ++w) inside[size_t((bin * H + h) * W + w)] = 1;
+      }
+  }
+  const std::string& dev = x.device();
+  const Tensor planes = x.reshape({x.shape()[0], C, H * W})
+                            .getitem({Index::tensor(Tensor::from_vector(batch, {R}, dev))})
+                            .reshape({R, C, 1, H * W});
+  const Tensor mask = Tensor::from_vector(inside, {R, 1, B, H * W}, dev).cast(dtypes::bool_);
+  const Tensor lowest = Tensor::full({}, -INFINITY, x.dtype(), dev);
+  const Tensor best = Tensor::where(mask, planes, lowest).max({3});  // (R, C, B)
+  const Tensor some = Tensor::from_vector(nonempty, {R, 1, B}, dev).cast(dtypes::bool_);
+  return {Tensor::where(some, best, Tensor::zeros({}, x.dtype(), dev)).reshape({R, C, PH, PW})};
+}
+
 }  // namespace
 
 void nn_sample_ops(std::vector<OpDef>& out) {
@@ -492,6 +540,7 @@ void nn_sample_ops(std::vector<OpDef>& out) {
       {"Upsample", 7, {"mode", "scales"}, upsample},
       {"AffineGrid", 20, {"align_corners"}, affine_grid},
       {"GridSample", 16, {"align_corners", "mode", "padding_mode"}, grid_sample},
+      {"MaxRoiPool", 1, {"pooled_shape", "spatial_scale"}, max_roi_pool},
       {"RoiAlign", 10,
        {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"},
        roi_align},
