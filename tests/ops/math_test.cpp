@@ -157,6 +157,9 @@ TEST(MathUnary, ClassificationAndDomainEdges) {
                 {kInf, kNan, kNan});
   // sinh near 0 to float32's precision (a difference of exponentials keeps only ~1e-3 of it at 1e-5)
   EXPECT_EQ(compare(host_tensor({1e-5, -3e-4}, {2}).sinh(), {2}, {std::sinh(double(float(1e-5))), std::sinh(double(float(-3e-4)))}, 1e-6, 0), "");
+  // asin and atan near 0 likewise (pi/2 minus the polynomial cancels there): exactly 0 at 0
+  EXPECT_EQ(compare(host_tensor({0, 1e-5, -3e-4}, {3}).asin(), {3}, {0, std::asin(double(float(1e-5))), std::asin(double(float(-3e-4)))}, 1e-6, 0), "");
+  EXPECT_EQ(compare(host_tensor({0, 1e-5, -3e-4}, {3}).atan(), {3}, {0, std::atan(double(float(1e-5))), std::atan(double(float(-3e-4)))}, 1e-6, 0), "");
   // large magnitudes stay finite or saturate as the references do
   expect_values(map({-1e30, 1e30, 3e9}, [](double x) { return host_tensor({x}, {1}).asinh().cast(dtypes::float64).item<double>(); }),
                 {std::asinh(-1e30), std::asinh(1e30), std::asinh(double(float(3e9)))});
