@@ -238,6 +238,9 @@ TEST(MathBinary, PythonDivisionAndRemainderOnFloats) {
   // a zero result has the dividend's sign (C fmod, torch.remainder)
   std::vector<float> z = host_tensor({-0.0, -3, 3}, {3}).fmod(host_tensor({-3, 3, -3}, {3})).to_vector<float>();
   EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]) && !std::signbit(z[2]));
+  // C's special cases: a finite dividend over +-inf is itself; inf over anything, or anything over 0, is NaN
+  expect_values(host_tensor({3, -2.5, kInf, 3, kNan}, {5}).fmod(host_tensor({kInf, -kInf, 2, 0, 2}, {5})).cast(dtypes::float64).to_vector<double>(),
+                {3, -2.5, kNan, kNan, kNan});
   z = host_tensor({-0.0, -3, 3}, {3}).remainder(host_tensor({-3, 3, -3}, {3})).to_vector<float>();
   EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]) && !std::signbit(z[2]));
   expect_error([&] { (void)x.div(y, "typo"); }, ErrorCode::invalid_argument, "div: rounding_mode must be None, 'trunc' or 'floor', got 'typo'");

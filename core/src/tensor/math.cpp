@@ -276,7 +276,8 @@ Tensor Tensor::fmod(const Tensor& other) const {
   auto [a, b] = promote(*this, other, "fmod");
   if (a.dtype().is_int()) return a.mod(b);
   if (a.dtype().is_bool()) fail(ErrorCode::invalid_argument, "fmod: needs numeric tensors, got bool");
-  return zero_with_sign_of(a - (a / b).trunc() * b, a);
+  // a finite dividend over an infinite divisor is itself (C): the quotient 0 times inf would be NaN
+  return where(b.isinf() & a.isfinite(), a, zero_with_sign_of(a - (a / b).trunc() * b, a));
 }
 Tensor Tensor::div(const Tensor& other, const std::string& mode) const {
   if (mode != "" && mode != "trunc" && mode != "floor")

@@ -24,6 +24,15 @@ const Tensor& float_in(const Node& n, size_t i = 0) {
   return t;
 }
 
+// f(x), computing float16 and bfloat16 in float32 and rounding once at the end, as numpy (the
+// reference) and onnxruntime do: kiln's compositions (exp as exp2 of a product, ...) would round at
+// every step, several half-precision ulps off in all.
+template <typename F>
+Tensor in_float32(const Tensor& x, F f) {
+  if (x.dtype() != dtypes::float16 && x.dtype() != dtypes::bfloat16) return f(x);
+  return f(x.cast(dtypes::float32)).cast(x.dtype());
+}
+
 // Input i, which the spec constrains to bool (And, Or, Xor, Not).
 const Tensor& bool_in(const Node& n, size_t i = 0) {
   const Tensor& t = n.in(i);
@@ -67,10 +76,16 @@ std::vector<Tensor> div(const Node& n) {
   auto [a, b] = operands(n);
   return {a.dtype().is_int() ? a.idiv(b) : a / b};
 }
-// The base's dtype whatever the exponent's (an integer base with a float exponent truncates).
+// The base's dtype whatever the exponent's. Integer ** integer is exact (kiln squares and
+// multiplies); an integer base with a float exponent is the real power truncated, computed in
+// double. Float pow (exp2(e log2 b)) is a few ulps off an exact integer power (5 ** 3.0 came out
+// 124.99999), so a result within 1e-12 of an integer is that integer before truncating.
 std::vector<Tensor> pow(const Node& n) {
   auto [a, b] = operands(n);
-  return {a.pow(b).cast(a.dtype())};
+  if (!a.dtype().is_int() || !b.dtype().is_float()) return {a.pow(b).cast(a.dtype())};
+  Tensor p = a.cast(dtypes::float64).pow(b.cast(dtypes::float64)), near = p.round();
+  Tensor snapped = Tensor::where((p - near).abs().le(near.abs().maximum(scalar(near, 1)) * 1e-12), near, p);
+  return {snapped.trunc().cast(a.dtype())};
 }
 // fmod=1: C's fmod (the dividend's sign); fmod=0: Python's % (the divisor's sign), integers only.
 std::vector<Tensor> mod(const Node& n) {
@@ -122,33 +137,45 @@ std::vector<Tensor> clip(const Node& n) {
 
 // ---- math (floats only) ----
 template <Tensor (Tensor::*F)() const>
-std::vector<Tensor> unary(const Node& n) { return {(float_in(n).*F)()}; }
+std::vector<Tensor> unary(const Node& n) {
+  return {in_float32(float_in(n), [](const Tensor& x) { return (x.*F)(); })};
+}
 
 // ---- activations ----
 std::vector<Tensor> relu(const Node& n) { return {n.in(0).relu()}; }
-std::vector<Tensor> elu(const Node& n) { return {float_in(n).elu(n.attr_float("alpha", 1.0))}; }
-std::vector<Tensor> celu(const Node& n) { return {float_in(n).celu(n.attr_float("alpha", 1.0))}; }
+std::vector<Tensor> elu(const Node& n) {
+  const double alpha = n.attr_float("alpha", 1.0);
+  return {in_float32(float_in(n), [&](const Tensor& x) { return x.elu(alpha); })};
+}
+std::vector<Tensor> celu(const Node& n) {
+  const double alpha = n.attr_float("alpha", 1.0);
+  return {in_float32(float_in(n), [&](const Tensor& x) { return x.celu(alpha); })};
+}
 std::vector<Tensor> selu(const Node& n) {
   // the defaults are the float32 values the spec lists
-  return {float_in(n).selu(n.attr_float("alpha", 1.67326319217681884765625), n.attr_float("gamma", 1.05070102214813232421875))};
+  const double alpha = n.attr_float("alpha", 1.67326319217681884765625), gamma = n.attr_float("gamma", 1.05070102214813232421875);
+  return {in_float32(float_in(n), [&](const Tensor& x) { return x.selu(alpha, gamma); })};
 }
-std::vector<Tensor> leaky_relu(const Node& n) { return {float_in(n).leaky_relu(n.attr_float("alpha", 0.01))}; }
+std::vector<Tensor> leaky_relu(const Node& n) {
+  const double alpha = n.attr_float("alpha", 0.01);
+  return {in_float32(float_in(n), [&](const Tensor& x) { return x.leaky_relu(alpha); })};
+}
 std::vector<Tensor> thresholded_relu(const Node& n) {
   const Tensor& x = float_in(n);
   return {Tensor::where(x.gt(scalar(x, n.attr_float("alpha", 1.0))), x, scalar(x, 0))};
 }
 std::vector<Tensor> hard_sigmoid(const Node& n) {
-  return {float_in(n).hardsigmoid(n.attr_float("alpha", 0.2), n.attr_float("beta", 0.5))};
+  const double alpha = n.attr_float("alpha", 0.2), beta = n.attr_float("beta", 0.5);
+  return {in_float32(float_in(n), [&](const Tensor& x) { return x.hardsigmoid(alpha, beta); })};
 }
-std::vector<Tensor> hard_swish(const Node& n) { return {float_in(n).hardswish()}; }  // x hardsigmoid(1/6, 1/2)
-std::vector<Tensor> softplus(const Node& n) { return {float_in(n).softplus()}; }
-std::vector<Tensor> softsign(const Node& n) { return {float_in(n).softsign()}; }
-std::vector<Tensor> mish(const Node& n) { return {float_in(n).mish()}; }
+std::vector<Tensor> softplus(const Node& n) {
+  return {in_float32(float_in(n), [](const Tensor& x) { return x.softplus(); })};
+}
 std::vector<Tensor> gelu(const Node& n) {
   const std::string approximate = n.attr_string("approximate", "none");
   if (approximate != "none" && approximate != "tanh")
     n.fail("approximate must be 'none' or 'tanh', got '" + approximate + "'", ErrorCode::invalid_argument);
-  return {float_in(n).gelu(approximate)};
+  return {in_float32(float_in(n), [&](const Tensor& x) { return x.gelu(approximate); })};
 }
 // x where x >= 0, slope * x elsewhere; slope broadcasts onto x (numpy's rule from opset 7). Before,
 // a slope of one value is shared and one of C values is per channel (axis 1).
@@ -215,7 +242,9 @@ std::vector<Tensor> bit_shift(const Node& n) {
 // int4, complex, ...).
 DType cast_target(const Node& n, int32_t onnx_type) {
   auto d = dtype_of(onnx_type);
-  if (!d) n.fail(std::string("casting to or from ") + onnx_type_name(onnx_type) + " is not supported (kiln has no such dtype)");
+  if (!d)
+    n.fail(std::string("casting to or from ") + onnx_type_name(onnx_type) + " (element type " + std::to_string(onnx_type) +
+           ") is not supported: kiln has no such dtype");
   return *d;
 }
 // `saturate` (opset 19) only changes casts to float8 types, which kiln refuses anyway. Before
@@ -285,10 +314,10 @@ void elementwise_ops(std::vector<OpDef>& out) {
       {"LeakyRelu", 1, {"alpha", "consumed_inputs"}, leaky_relu},
       {"ThresholdedRelu", 10, {"alpha"}, thresholded_relu},
       {"HardSigmoid", 1, {"alpha", "beta", "consumed_inputs"}, hard_sigmoid},
-      {"HardSwish", 14, {}, hard_swish},
+      {"HardSwish", 14, {}, unary<&Tensor::hardswish>},  // x hardsigmoid(1/6, 1/2)
       {"Softplus", 1, {}, softplus},
-      {"Softsign", 1, {}, softsign},
-      {"Mish", 18, {}, mish},
+      {"Softsign", 1, {}, unary<&Tensor::softsign>},
+      {"Mish", 18, {}, unary<&Tensor::mish>},
       {"Gelu", 20, {"approximate"}, gelu},
       {"PRelu", 1, {"consumed_inputs"}, prelu},
       {"Shrink", 9, {"bias", "lambd"}, shrink},
