@@ -76,13 +76,15 @@ std::vector<Tensor> div(const Node& n) {
   auto [a, b] = operands(n);
   return {a.dtype().is_int() ? a.idiv(b) : a / b};
 }
-// The base's dtype whatever the exponent's. Integer ** integer is exact (kiln squares and
+// The base's dtype whatever the exponent's. A float base takes the exponent in its own dtype
+// (half precision computing in float32). Integer ** integer is exact (kiln squares and
 // multiplies); an integer base with a float exponent is the real power truncated, computed in
 // double. Float pow (exp2(e log2 b)) is a few ulps off an exact integer power (5 ** 3.0 came out
 // 124.99999), so a result within 1e-12 of an integer is that integer before truncating.
 std::vector<Tensor> pow(const Node& n) {
   auto [a, b] = operands(n);
-  if (!a.dtype().is_int() || !b.dtype().is_float()) return {a.pow(b).cast(a.dtype())};
+  if (a.dtype().is_float()) return {in_float32(a, [&](const Tensor& x) { return x.pow(b.cast(x.dtype())); })};
+  if (!b.dtype().is_float()) return {a.pow(b).cast(a.dtype())};
   Tensor p = a.cast(dtypes::float64).pow(b.cast(dtypes::float64)), near = p.round();
   Tensor snapped = Tensor::where((p - near).abs().le(near.abs().maximum(scalar(near, 1)) * 1e-12), near, p);
   return {snapped.trunc().cast(a.dtype())};
@@ -112,6 +114,7 @@ Tensor max2(const Tensor& a, const Tensor& b) { return a.maximum(b); }
 Tensor min2(const Tensor& a, const Tensor& b) { return a.minimum(b); }
 Tensor sum2(const Tensor& a, const Tensor& b) { return a + b; }
 std::vector<Tensor> mean(const Node& n) {
+  float_in(n);  // (an integer mean would divide into float32)
   Tensor s = variadic<sum2>(n)[0];
   return {s / scalar(s, static_cast<double>(n.num_inputs()))};
 }
