@@ -1,11 +1,8 @@
-// ops_elementwise.cpp - ONNX operators: arithmetic, comparisons, logic, activations, math.
+// ops_elementwise.cpp - ONNX operators: arithmetic, comparisons, logic, activations, math, bits, casts.
 //
 // Every output keeps the dtype ONNX gives it: the input's for arithmetic and math (Pow: the base's),
 // bool for comparisons and logic. kiln's float functions compute integers in float32, so the ops
 // whose spec allows only floats check for them instead of returning a float for an integer input.
-#include <cmath>
-#include <limits>
-
 #include "ops.hpp"
 #include "tensor_proto.hpp"
 
@@ -101,7 +98,6 @@ std::vector<Tensor> mod(const Node& n) {
 std::vector<Tensor> neg(const Node& n) { return {-n.in(0)}; }
 std::vector<Tensor> abs(const Node& n) { return {n.in(0).abs()}; }
 std::vector<Tensor> sign(const Node& n) { return {n.in(0).sign()}; }
-std::vector<Tensor> reciprocal(const Node& n) { return {float_in(n).reciprocal()}; }
 
 // Max, Min, Sum: one or more inputs folded pairwise, broadcasting together.
 template <Tensor (*Fold)(const Tensor&, const Tensor&)>
@@ -282,7 +278,7 @@ void elementwise_ops(std::vector<OpDef>& out) {
       {"Neg", 1, {"consumed_inputs"}, neg},
       {"Abs", 1, {"consumed_inputs"}, abs},
       {"Sign", 9, {}, sign},
-      {"Reciprocal", 1, {"consumed_inputs"}, reciprocal},
+      {"Reciprocal", 1, {"consumed_inputs"}, unary<&Tensor::reciprocal>},
       {"Max", 1, {"consumed_inputs"}, variadic<max2>},
       {"Min", 1, {"consumed_inputs"}, variadic<min2>},
       {"Sum", 1, {"consumed_inputs"}, variadic<sum2>},
