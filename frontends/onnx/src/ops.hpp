@@ -27,7 +27,7 @@ const OpDef* find_op(std::string_view op);
 const std::vector<OpDef>& op_table();
 
 // The concept files' rows (ops_<concept>.cpp), appended to `out`.
-void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
+void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math, bits, Cast
 void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, CumSum, TopK
 void linalg_ops(std::vector<OpDef>& out);       // MatMul, Gemm, Einsum, Det, the losses (ops_reduce_linalg.cpp)
 
