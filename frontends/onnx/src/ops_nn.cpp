@@ -481,9 +481,12 @@ std::vector<Tensor> lp_norm(const Node& n) {
   return {Tensor::where(norm.eq(zero), zero, x / norm)};
 }
 
-// Dropout in inference is the identity with an all-true mask (before opset 10 the mask has x's
-// dtype). training_mode (opset 12+) with a ratio above 0 draws a random mask: refused, since no
-// model run for inference needs it and its values could not match another runtime's stream.
+// Dropout. Inference is the identity with an all-true mask (before opset 10 the mask has x's
+// dtype). Only opset 12's training_mode input turns training on: then each element is kept with
+// probability 1 - ratio (a uniform draw from kiln's random stream, manual_seed; the seed attribute
+// does not reseed it, so the mask differs from any other runtime's) and scaled by 1 / (1 - ratio).
+// The is_test attribute of opsets < 7 is ignored, as onnxruntime does: those models run for
+// inference.
 std::vector<Tensor> dropout(const Node& n) {
   const Tensor& x = n.in(0);
   double ratio = n.attr_float("ratio", 0.5);
@@ -491,15 +494,16 @@ std::vector<Tensor> dropout(const Node& n) {
   if (n.opset() >= 12) {
     if (n.has(1)) ratio = n.double_scalar(1);
     if (n.has(2)) training = n.int_scalar(2) != 0;
-  } else if (n.opset() < 7) {
-    training = n.attr_int("is_test", 0) == 0;
   }
-  if (training && ratio != 0)
-    n.fail("random dropout (training mode, ratio " + std::to_string(ratio) + ") is not supported: kiln runs ONNX "
-           "models for inference; export the model in eval mode");
-  if (!n.wants(1)) return {x};
   const DType mask_type = n.opset() >= 10 ? dtypes::bool_ : x.dtype();
-  return {x, Tensor::ones(x.shape(), mask_type, x.device())};
+  if (!training || ratio == 0) {
+    if (!n.wants(1)) return {x};
+    return {x, Tensor::ones(x.shape(), mask_type, x.device())};
+  }
+  if (ratio < 0 || ratio >= 1) n.fail("ratio " + std::to_string(ratio) + " is outside [0, 1)", ErrorCode::invalid_argument);
+  const Tensor keep = Tensor::rand(x.shape(), dtypes::float32, x.device()).ge(Tensor::full({}, ratio, dtypes::float32, x.device()));
+  const Tensor y = Tensor::where(keep, x * (1 / (1 - ratio)), Tensor::zeros({}, x.dtype(), x.device())).cast(x.dtype());
+  return {y, keep.cast(mask_type)};
 }
 
 int64_t blocksize(const Node& n) {
