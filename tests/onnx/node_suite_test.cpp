@@ -188,8 +188,11 @@ TEST(NodeSuiteCoverage, AtLeast85PercentPass) {
     EXPECT_FALSE(reason.find_first_not_of(" \t") == std::string::npos) << name << " is listed without a reason";
   }
   const double pass = 1.0 - static_cast<double>(excluded) / static_cast<double>(tests.size());
-  std::printf("onnx node tests: %zu of %zu run (%.1f%%), %zu listed as unsupported\n", tests.size() - excluded,
-              tests.size(), 100 * pass, excluded);
+  size_t run_anyway = 0;
+  for (const auto& [name, reason] : listed) run_anyway += reason.rfind("random:", 0) == 0 || reason.rfind("reference:", 0) == 0;
+  std::printf("onnx node tests: %zu of %zu pass (%.1f%%); %zu listed as unsupported, %zu of which run with their "
+              "dtypes and shapes checked (random or wrong expected values)\n",
+              tests.size() - excluded, tests.size(), 100 * pass, excluded, run_anyway);
   EXPECT_GE(pass, 0.85);
 }
 
