@@ -1,0 +1,87 @@
+"""pytest plugin for scripts/onnx-suite.sh: each test's outcome is appended to ONNX_SUITE_RESULTS
+(one line per event, written as it happens) so that a run that crashes or hangs inside kiln's C++
+loses nothing: the script records the test that was running as crashed and starts pytest again,
+which skips every test the file already has an outcome for.
+
+Lines: "<test>\\tstarted", then "<test>\\t<passed|failed|skipped>\\t<one-line reason>" (the test
+name without the runner's "_cpu" suffix). A hang in C++ that the per-test SIGALRM limit of
+scripts/peer/kiln_peer_plugin.py cannot interrupt is ended by faulthandler after twice the limit
+(the process exits; the script then records the test as crashed)."""
+import faulthandler
+import os
+import sys
+
+import pytest
+
+_results = None
+
+
+def _name(nodeid: str) -> str:
+    n = nodeid.rsplit("::", 1)[-1]
+    return n[:-4] if n.endswith("_cpu") else n
+
+
+def _one_line(text: str) -> str:
+    for line in (text or "").strip().splitlines():
+        if line.strip():
+            return " ".join(line.split())[:400]
+    return "(no message)"
+
+
+def _write(*fields: str) -> None:
+    _results.write("\t".join(f.replace("\t", " ").replace("\n", " ") for f in fields) + "\n")
+    _results.flush()
+
+
+def _done(path: str) -> set:
+    done = set()
+    if os.path.exists(path):
+        for line in open(path):
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) >= 2 and parts[1] != "started":
+                done.add(parts[0])
+    return done
+
+
+def pytest_configure(config):
+    global _results
+    path = os.environ.get("ONNX_SUITE_RESULTS")
+    if path:
+        _results = open(path, "a")
+
+
+def pytest_collection_modifyitems(config, items):
+    if _results is None:
+        return
+    done = _done(_results.name)
+    keep = [i for i in items if _name(i.nodeid) not in done]
+    dropped = [i for i in items if _name(i.nodeid) in done]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if _results is not None:
+        _write(_name(nodeid), "started")
+    limit = int(os.environ.get("PEER_TEST_TIMEOUT", "0"))
+    if limit > 0:
+        faulthandler.dump_traceback_later(2 * limit, exit=True, file=sys.stderr)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    faulthandler.cancel_dump_traceback_later()
+
+
+def pytest_runtest_logreport(report):
+    if _results is None:
+        return
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            _write(_name(report.nodeid), "skipped", _one_line(reason))
+        elif report.failed:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            _write(_name(report.nodeid), "failed", _one_line(crash.message if crash else str(report.longrepr)))
+        else:
+            _write(_name(report.nodeid), "passed", "")
