@@ -31,13 +31,18 @@ def missing_op(reason: str):
     return m.group(1) if m else None
 
 
+def newer_opset(reason: str):
+    m = re.search(r"imports opset (\d+); kiln supports opsets", reason)
+    return int(m.group(1)) if m else None
+
+
 def group_of(reason: str) -> str:
     if missing_op(reason):
         return "operator not implemented"
-    if re.search(r"imports opset \d+; kiln supports opsets", reason):
+    if newer_opset(reason):
         return "opset newer than kiln supports"
-    if re.search(r"operators of domain '[^']*' are not supported", reason):
-        return "operator of another domain"
+    if re.search(r"operators of domain '[^']*' are not supported|imports no opset of the default ONNX domain", reason):
+        return "operators of another domain (ai.onnx.ml, training, ...)"
     if re.search(r"element type \w+, which kiln does not support|dtype kiln (does not|lacks)|have no numpy dtype|not supported.*dtype|dtype.*not supported", reason):
         return "dtype not supported"
     if re.search(r"attribute '[^']*' is not supported|subgraph attribute", reason):
@@ -55,7 +60,7 @@ def group_of(reason: str) -> str:
     if re.match(r"AssertionError:\s*Items are not equal", reason) or "dtype(" in reason:
         return "wrong output dtype"
     if re.match(r"kiln\.\w*Error\b", reason):
-        return "kiln.Error at run (an unsupported case refused, or a bug)"
+        return "other kiln.Error (at load or run: an unsupported case refused, or a bug)"
     m = re.match(r"(\w+(?:\.\w+)*):", reason)
     return f"other: {m.group(1)}" if m else "other"
 
@@ -105,6 +110,12 @@ def main() -> int:
                     by_op[missing_op(r)].append(n)
                 for op in sorted(by_op, key=lambda o: (-len(by_op[o]), o)):
                     out.append(f"- **{op}** ({len(by_op[op])}): " + ", ".join(f"`{n}`" for n in by_op[op]))
+            elif g == "opset newer than kiln supports":
+                by_opset = collections.defaultdict(list)
+                for n, r in groups[g]:
+                    by_opset[newer_opset(r)].append(n)
+                for v in sorted(by_opset):
+                    out.append(f"- **opset {v}** ({len(by_opset[v])}): " + ", ".join(f"`{n}`" for n in by_opset[v]))
             else:
                 for n, r in sorted(groups[g], key=lambda nr: (nr[1], nr[0])):
                     out.append(f"- `{n}`: {r.replace(chr(96), chr(39))}")
