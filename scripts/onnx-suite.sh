@@ -85,14 +85,19 @@ while :; do
   [ -n "$dead" ] || break
   why="exit status $rc"
   [ $rc -le 128 ] || why="signal $((rc - 128))"
-  printf '%s\tfailed\tcrash: the process died in this test (%s; see %s)\n' "$dead" "$why" "$work/pytest.log" >>"$results"
+  # faulthandler's exit on a hang writes "Timeout (h:mm:ss)!" and the stacks there
+  if [ -s "$results.hang" ]; then
+    why="a hang: ended after twice ONNX_TEST_TIMEOUT; stacks in $work/hangs.log"
+    cat "$results.hang" >>"$work/hangs.log"
+    : >"$results.hang"
+  fi
+  printf '%s\tfailed\tcrash: the process died in this test (%s; output in %s)\n' "$dead" "$why" "$work/pytest.log" >>"$results"
   echo "onnx-suite: $dead crashed the process ($why); going on with the rest" >&2
   restarts=$((restarts + 1))
   [ $restarts -le 200 ] || die "more than 200 crashes; giving up (see $work/pytest.log)"
 done
 secs=$(( $(date +%s) - start ))
 [ -s "$results" ] || die "pytest ran no test (exit $rc; see $work/pytest.log)"
-tail -n 1 "$work/pytest.log" | sed 's/^/onnx-suite: pytest: /'
 echo "onnx-suite: ${secs}s, $restarts restart(s) after a crash"
 
 summ=("$py" "$here/scripts/onnx/summarize.py" "$results" --debian /usr/share/libonnx-testdata/data/node)

@@ -5,8 +5,9 @@ which skips every test the file already has an outcome for.
 
 Lines: "<test>\\tstarted", then "<test>\\t<passed|failed|skipped>\\t<one-line reason>" (the test
 name without the runner's "_cpu" suffix). A hang in C++ that the per-test SIGALRM limit of
-scripts/peer/kiln_peer_plugin.py cannot interrupt is ended by faulthandler after twice the limit
-(the process exits; the script then records the test as crashed)."""
+scripts/peer/kiln_peer_plugin.py cannot interrupt is ended by faulthandler after twice the limit:
+the process exits after writing the stacks to ONNX_SUITE_RESULTS + ".hang" (not to stderr, which
+pytest captures), and the script records the test as hung."""
 import faulthandler
 import os
 import sys
@@ -14,6 +15,7 @@ import sys
 import pytest
 
 _results = None
+_hang = None  # where faulthandler writes on a hang
 
 
 def _name(nodeid: str) -> str:
@@ -48,6 +50,8 @@ def pytest_configure(config):
     path = os.environ.get("ONNX_SUITE_RESULTS")
     if path:
         _results = open(path, "a")
+        global _hang
+        _hang = open(path + ".hang", "a")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -66,7 +70,7 @@ def pytest_runtest_logstart(nodeid, location):
         _write(_name(nodeid), "started")
     limit = int(os.environ.get("PEER_TEST_TIMEOUT", "0"))
     if limit > 0:
-        faulthandler.dump_traceback_later(2 * limit, exit=True, file=sys.stderr)
+        faulthandler.dump_traceback_later(2 * limit, exit=True, file=_hang or sys.stderr)
 
 
 def pytest_runtest_logfinish(nodeid, location):
