@@ -84,7 +84,7 @@ while :; do
   dead="$(awk -F'\t' '{s[$1]=$2} END {for (n in s) if (s[n] == "started") print n}' "$results")"
   [ -n "$dead" ] || break
   why="exit status $rc"
-  [ $rc -le 128 ] || why="signal $((rc - 128))"
+  [ "$rc" -le 128 ] || why="signal $((rc - 128))"
   # faulthandler's exit on a hang writes "Timeout (h:mm:ss)!" and the stacks there
   if [ -s "$results.hang" ]; then
     why="a hang: ended after twice ONNX_TEST_TIMEOUT; stacks in $work/hangs.log"

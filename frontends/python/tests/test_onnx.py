@@ -297,3 +297,25 @@ def test_backend_drives_onnx_runner():
     assert not result.failures and not result.errors, result.failures + result.errors
     ran = result.testsRun - len(result.skipped)
     assert ran == 3, f"{ran} node tests ran, expected test_add, test_add_bcast, test_relu"
+
+
+def test_binding_argument_types():
+    # the private layer kiln.onnx wraps checks its arguments too (TypeError naming them)
+    m = ko.from_bytes(_add_model())._model
+    with pytest.raises(TypeError, match="feeds must be a dict"):
+        m.run([1, 2])
+    with pytest.raises(TypeError, match="the feed 'a' must be a Tensor, got int"):
+        m.run({"a": 1})
+    with pytest.raises(TypeError, match="input names must be str"):
+        m.run({1: Tensor([1.0])})
+    with pytest.raises(TypeError, match="device must be a str"):
+        m.run({}, device=3)
+
+
+def test_build_without_onnx_says_so():
+    # a build without ONNX's C++ package has no kiln._kiln.onnx: importing kiln.onnx says what to install
+    import subprocess
+    import sys
+    code = "import kiln._kiln as k; del k.onnx\ntry:\n import kiln.onnx\nexcept ImportError as e:\n print(e)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "kiln was built without ONNX support" in out and "libonnx-dev" in out
