@@ -24,10 +24,22 @@ def _name(nodeid: str) -> str:
 
 
 def _one_line(text: str) -> str:
+    # the exception's first line, and for numpy's multi-line assertions ("AssertionError:" then
+    # "Not equal to tolerance ...", "Mismatched elements ...") its summary lines, without the
+    # per-element listing and the arrays
+    keep = []
     for line in (text or "").strip().splitlines():
-        if line.strip():
-            return " ".join(line.split())[:400]
-    return "(no message)"
+        line = " ".join(line.split())
+        if not line or line.startswith("[") or line.startswith(("Mismatch at", "First ")):
+            continue
+        if line.startswith(("ACTUAL:", "DESIRED:")) and ("array(" in line or len(line) > 80):
+            break  # the arrays (two dtypes or counts are the message of those mismatches)
+        keep.append(line)
+        if not keep[0].endswith(":") or len(keep) == 6:
+            break
+    if len(keep) > 1 and keep[0].endswith(":"):
+        keep[:2] = [keep[0] + " " + keep[1]]
+    return " | ".join(keep)[:400] if keep else "(no message)"
 
 
 def _write(*fields: str) -> None:

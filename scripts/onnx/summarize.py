@@ -57,8 +57,8 @@ def group_of(reason: str) -> str:
         return "wrong output shape"
     if "Not equal to tolerance" in reason or "Mismatched elements" in reason or "Arrays are not equal" in reason:
         return "wrong values"
-    if re.match(r"AssertionError:\s*Items are not equal", reason) or "dtype(" in reason:
-        return "wrong output dtype"
+    if re.match(r"AssertionError:\s*Items are not equal", reason):
+        return "wrong output dtype" if "dtype(" in reason else "wrong number of outputs"
     if re.match(r"kiln\.\w*Error\b", reason):
         return "other kiln.Error (at load or run: an unsupported case refused, or a bug)"
     m = re.match(r"(\w+(?:\.\w+)*):", reason)
