@@ -43,7 +43,7 @@ def group_of(reason: str) -> str:
         return "opset newer than kiln supports"
     if re.search(r"operators of domain '[^']*' are not supported|imports no opset of the default ONNX domain", reason):
         return "operators of another domain (ai.onnx.ml, training, ...)"
-    if re.search(r"element type \w+, which kiln does not support|dtype kiln (does not|lacks)|have no numpy dtype|not supported.*dtype|dtype.*not supported", reason):
+    if re.search(r"has element type .*, which kiln does not support|dtype kiln (does not|lacks)|have no numpy dtype|not supported.*dtype|dtype.*not supported", reason):
         return "dtype not supported"
     if re.search(r"attribute '[^']*' is not supported|subgraph attribute", reason):
         return "attribute not supported (at load)"
