@@ -101,7 +101,8 @@ secs=$(( $(date +%s) - start ))
 [ -s "$results" ] || die "pytest ran no test (exit $rc; see $work/pytest.log)"
 echo "onnx-suite: ${secs}s, $restarts restart(s) after a crash"
 
-summ=("$py" "$here/scripts/onnx/summarize.py" "$results" --debian /usr/share/libonnx-testdata/data/node)
+summ=("$py" "$here/scripts/onnx/summarize.py" "$results" --debian /usr/share/libonnx-testdata/data/node
+      --known "$here/tests/onnx/unsupported.txt")
 if [ -n "$report" ]; then
   mkdir -p "$(dirname "$report")"
   filter=""

@@ -6,7 +6,9 @@ also writes a Markdown report: the counts and every failing test with its one-li
 by reason (an operator kiln lacks, listed per operator; an opset newer than kiln's; a dtype or an
 attribute kiln refuses; a wrong value, dtype or shape; a crash ...), so the gaps are easy to assign.
 With --debian DIR, also the pass rate over the tests that Debian's libonnx-testdata (the suite
-ctest grades, tests/onnx) has too."""
+ctest grades, tests/onnx) has too; with --known tests/onnx/unsupported.txt, the reason that list
+gives under each failure it lists (its random:/reference: tests, whose values no implementation
+reproduces, are grouped apart from wrong values)."""
 import argparse
 import collections
 import os
@@ -72,7 +74,14 @@ def main() -> int:
     ap.add_argument("--title", default="onnx's node tests (onnx.backend.test) against kiln")
     ap.add_argument("--note", default="")
     ap.add_argument("--debian", help="Debian's libonnx-testdata node directory, for the pass rate over its tests")
+    ap.add_argument("--known", help="tests/onnx/unsupported.txt: its reasons are shown under the failures it lists")
     a = ap.parse_args()
+    known = {}
+    if a.known and os.path.exists(a.known):
+        for line in open(a.known):
+            if line.strip() and not line.startswith("#") and "\t" in line:
+                name, why = line.rstrip("\n").split("\t", 1)
+                known[name] = why
 
     results = read(a.results)
     passed = sorted(n for n, (o, _) in results.items() if o == "passed")
@@ -92,7 +101,11 @@ def main() -> int:
     if a.report:
         groups = collections.defaultdict(list)
         for name, reason in failed:
-            groups[group_of(reason)].append((name, reason))
+            g = group_of(reason)
+            if g == "wrong values" and known.get(name, "").startswith(("random:", "reference:")):
+                # the C++ runner compares only their dtypes and shapes; onnx's runner compares values
+                g = "values no correct implementation reproduces (random: / reference: in the known list)"
+            groups[g].append((name, reason))
         out = [f"# {a.title}", ""]
         if a.note:
             out += [a.note, ""]
@@ -119,6 +132,8 @@ def main() -> int:
             else:
                 for n, r in sorted(groups[g], key=lambda nr: (nr[1], nr[0])):
                     out.append(f"- `{n}`: {r.replace(chr(96), chr(39))}")
+                    if n in known:
+                        out.append(f"  - why: {known[n]}")
             out.append("")
         if skipped:
             out += [f"## skipped ({len(skipped)})", ""]
