@@ -33,6 +33,7 @@ struct Model::Impl {
   std::unordered_map<std::string, Tensor> initializers;  // on the default device
   mutable std::mutex cache_mu;
   mutable std::unordered_map<std::string, std::unordered_map<std::string, Tensor>> per_device;
+  mutable detail::ConstantCache constants;  // attribute tensors, per device
 
   [[noreturn]] void fail(const std::string& what, ErrorCode code) const { throw Error(code, name + ": " + what); }
   [[noreturn]] void fail_node(const ::onnx::NodeProto& n, const std::string& what, ErrorCode code) const {
@@ -153,7 +154,7 @@ const std::unordered_map<std::string, Tensor>& Model::Impl::initializers_on(cons
 
 std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tensor>& feeds, const std::string& device) const {
   const std::string dev = device.empty() ? default_device() : device;
-  detail::RunState state(name, dev, base_dir);
+  detail::RunState state(name, dev, base_dir, &constants);
   for (const auto& [k, t] : initializers_on(dev)) state.set(k, t);
   std::unordered_set<std::string> declared;
   for (const auto& in : proto.graph().input()) declared.insert(in.name());
@@ -253,6 +254,13 @@ std::shared_ptr<const Model::Impl> Model::load_checked(std::shared_ptr<Impl> m) 
     init_names.insert(t.name());
     m->initializers.emplace(t.name(), detail::tensor_from_proto(t, m->base_dir, m->name + ": initializer '" + t.name() + "'",
                                                                  default_device()));
+  }
+  {
+    // Realized here, together: a lazy initializer would be copied from the host again on every
+    // run (and in every Jit replay).
+    std::vector<Tensor> all;
+    for (auto& [k, t] : m->initializers) all.push_back(t);
+    Tensor::realize_all(all);
   }
   if (g.sparse_initializer_size() > 0) m->fail("sparse initializers are not supported", ErrorCode::unimplemented);
   for (const auto& in : g.input()) {

@@ -162,7 +162,7 @@ Tensor tensor_from_bytes(std::string_view bytes, const std::string& what, const 
   ::onnx::TensorProto p;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) || !p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw Error(ErrorCode::data_loss, what + ": not an ONNX TensorProto (the file does not parse)");
-  return detail::tensor_from_proto(p, "", what, device);
+  return detail::tensor_from_proto(p, "", what, device).realize();  // realized, as kiln/onnx.hpp promises
 }
 
 Tensor load_tensor(const std::string& path, const std::string& device) {
