@@ -28,9 +28,15 @@ const std::vector<OpDef>& op_table();
 
 // The concept files' rows (ops_<concept>.cpp), appended to `out`.
 void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
-void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, losses, CumSum, TopK
+void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, CumSum, TopK
+void linalg_ops(std::vector<OpDef>& out);       // MatMul, Gemm, Einsum, Det, the losses (ops_reduce_linalg.cpp)
+
+// x in float32 when it is float16 or bfloat16, else x itself: where a chain of half roundings
+// would drift past ONNX's tolerance, compute wide and cast back once (ops_reduce.cpp).
+Tensor widened(const Tensor& x);
 void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
-void shape_ops(std::vector<OpDef>& out);        // Reshape ... Gather/Scatter, Slice, Pad, Shape, Cast, constants
+void shape_ops(std::vector<OpDef>& out);        // constants, Shape, Reshape ... Concat, Split, Slice, Pad, Range, Trilu
+void shape_index_ops(std::vector<OpDef>& out);  // Gather*, Scatter*, OneHot, ReverseSequence, Compress, NonZero, Unique
 void misc_ops(std::vector<OpDef>& out);         // quantization, windows, the rest
 
 }  // namespace kiln::onnx::detail
