@@ -107,7 +107,8 @@ int main(int argc, char** argv) try {
   }
   // The inputs are read before the clock starts (onnxruntime's are numpy arrays already).
   std::map<std::string, kiln::Tensor> feeds;
-  for (const auto& [name, file] : input_files) feeds.emplace(name, kiln::onnx::load_tensor(file).realize());
+  // contiguous(): load_tensor gives a view of a flat buffer; the Jit wants buffers of their own.
+  for (const auto& [name, file] : input_files) feeds.emplace(name, kiln::onnx::load_tensor(file).contiguous().realize());
 
   // First call: load + build the graph + schedule, compile and run it.
   auto t0 = Clock::now();

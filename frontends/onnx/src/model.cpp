@@ -148,7 +148,11 @@ const std::unordered_map<std::string, Tensor>& Model::Impl::initializers_on(cons
   auto it = per_device.find(dev);
   if (it != per_device.end()) return it->second;
   auto& moved = per_device[dev];
-  for (const auto& [k, t] : initializers) moved.emplace(k, t.to(dev).realize());
+  for (const auto& [k, t] : initializers) {  // flat copies, realized, viewed in their shape (as tensor_from_proto)
+    Tensor flat = t.reshape({t.numel()}).to(dev);
+    flat.realize();
+    moved.emplace(k, flat.reshape(t.shape()));
+  }
   return moved;
 }
 
@@ -254,13 +258,6 @@ std::shared_ptr<const Model::Impl> Model::load_checked(std::shared_ptr<Impl> m) 
     init_names.insert(t.name());
     m->initializers.emplace(t.name(), detail::tensor_from_proto(t, m->base_dir, m->name + ": initializer '" + t.name() + "'",
                                                                  default_device()));
-  }
-  {
-    // Realized here, together: a lazy initializer would be copied from the host again on every
-    // run (and in every Jit replay).
-    std::vector<Tensor> all;
-    for (auto& [k, t] : m->initializers) all.push_back(t);
-    Tensor::realize_all(all);
   }
   if (g.sparse_initializer_size() > 0) m->fail("sparse initializers are not supported", ErrorCode::unimplemented);
   for (const auto& in : g.input()) {

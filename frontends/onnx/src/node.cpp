@@ -127,7 +127,7 @@ std::optional<Tensor> Node::attr_tensor(const char* name) const {
     return tensor_from_proto(a->t(), run_.base_dir(), run_.model() + ": node '" + this->name() + "' attribute '" + name + "'",
                              run_.device());
   };
-  return run_.constants() ? run_.constants()->get(a, run_.device(), make) : make().realize();
+  return run_.constants() ? run_.constants()->get(a, run_.device(), make) : make();
 }
 
 }  // namespace kiln::onnx::detail

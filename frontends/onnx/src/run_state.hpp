@@ -11,7 +11,7 @@
 
 namespace kiln::onnx::detail {
 
-// The tensors of a model's TENSOR attributes (Constant's value and the like), made and realized
+// The tensors of a model's TENSOR attributes (Constant's value and the like), made (realized)
 // once per device and kept with the model: they are the same on every run, and one made afresh
 // would be copied from the host on every call (in a Jit's replay too, as one more item).
 class ConstantCache {
@@ -20,9 +20,7 @@ class ConstantCache {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = values_.find({key, device});
     if (it != values_.end()) return it->second;
-    Tensor t = make();
-    t.realize();
-    return values_.emplace(std::make_pair(key, device), t).first->second;
+    return values_.emplace(std::make_pair(key, device), make()).first->second;
   }
 
  private:
