@@ -8,7 +8,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -223,9 +222,8 @@ Model Model::from_bytes(std::string_view bytes, const std::string& base_dir) {
 }
 
 Model Model::load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::not_found, path + ": cannot open the model file");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  if (!detail::read_file(path, bytes)) throw Error(ErrorCode::not_found, path + ": cannot open the model file");
   auto m = std::make_shared<Impl>();
   m->name = path;
   m->base_dir = std::filesystem::path(path).parent_path().string();
