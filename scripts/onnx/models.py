@@ -241,7 +241,7 @@ def compare(kiln_out, ort_out):
         atol = 1e-4 * max(1.0, float(np.abs(ref).max()))
         err = np.abs(got.astype(np.float64) - ref.astype(np.float64))
         ok = ok and bool(np.all(err <= atol + 1e-3 * np.abs(ref))) and not np.isnan(got).any()
-        worst = f"max|err| {err.max():.2g} (max|ref| {np.abs(ref).max():.3g})"
+        worst = f"max abs err {err.max():.2g} (max abs output {np.abs(ref).max():.3g})"
     return ok, worst
 
 
