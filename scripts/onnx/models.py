@@ -29,6 +29,7 @@ summation order alone).
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -319,6 +320,7 @@ def main():
                     f.write(f"| {r['model']} | {r['batch']} | {r['first_s'] * 1e3:.0f} ms | {r['ort_first_s'] * 1e3:.0f} ms | "
                             f"{r['warm_first_s'] * 1e3:.0f} ms | {r['steady_s'] * 1e3:.2f} ms | {r['ort_steady_s'] * 1e3:.2f} ms | "
                             f"{r['ratio']:.2f}x | {r['kernels']} | {'agree' if r['agree'] else 'DIFFER'}, {r['detail']} |\n")
+    shutil.rmtree(work, ignore_errors=True)  # the kiln caches and output copies of each round
     failed = [r for r in rows if "error" in r or not r.get("agree")]
     return 1 if failed else 0
 
