@@ -8,7 +8,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -33,6 +32,7 @@ struct Model::Impl {
   std::unordered_map<std::string, Tensor> initializers;  // on the default device
   mutable std::mutex cache_mu;
   mutable std::unordered_map<std::string, std::unordered_map<std::string, Tensor>> per_device;
+  mutable detail::ConstantCache constants;  // attribute tensors, per device
 
   [[noreturn]] void fail(const std::string& what, ErrorCode code) const { throw Error(code, name + ": " + what); }
   [[noreturn]] void fail_node(const ::onnx::NodeProto& n, const std::string& what, ErrorCode code) const {
@@ -147,13 +147,17 @@ const std::unordered_map<std::string, Tensor>& Model::Impl::initializers_on(cons
   auto it = per_device.find(dev);
   if (it != per_device.end()) return it->second;
   auto& moved = per_device[dev];
-  for (const auto& [k, t] : initializers) moved.emplace(k, t.to(dev).realize());
+  for (const auto& [k, t] : initializers) {  // flat copies, realized, viewed in their shape (as tensor_from_proto)
+    Tensor flat = t.reshape({t.numel()}).to(dev);
+    flat.realize();
+    moved.emplace(k, flat.reshape(t.shape()));
+  }
   return moved;
 }
 
 std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tensor>& feeds, const std::string& device) const {
   const std::string dev = device.empty() ? default_device() : device;
-  detail::RunState state(name, dev, base_dir);
+  detail::RunState state(name, dev, base_dir, &constants);
   for (const auto& [k, t] : initializers_on(dev)) state.set(k, t);
   std::unordered_set<std::string> declared;
   for (const auto& in : proto.graph().input()) declared.insert(in.name());
@@ -218,9 +222,8 @@ Model Model::from_bytes(std::string_view bytes, const std::string& base_dir) {
 }
 
 Model Model::load(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::not_found, path + ": cannot open the model file");
-  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string bytes;
+  if (!detail::read_file(path, bytes)) throw Error(ErrorCode::not_found, path + ": cannot open the model file");
   auto m = std::make_shared<Impl>();
   m->name = path;
   m->base_dir = std::filesystem::path(path).parent_path().string();

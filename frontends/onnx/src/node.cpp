@@ -131,8 +131,11 @@ std::optional<Tensor> Node::attr_tensor(const char* name) const {
   const auto* a = attr(name);
   if (!a) return std::nullopt;
   if (a->type() != ::onnx::AttributeProto::TENSOR) fail(std::string("attribute '") + name + "' must be a TENSOR");
-  return tensor_from_proto(a->t(), run_.base_dir(), run_.model() + ": node '" + this->name() + "' attribute '" + name + "'",
-                           run_.device());
+  auto make = [&] {
+    return tensor_from_proto(a->t(), run_.base_dir(), run_.model() + ": node '" + this->name() + "' attribute '" + name + "'",
+                             run_.device());
+  };
+  return run_.constants() ? run_.constants()->get(a, run_.device(), make) : make();
 }
 
 }  // namespace kiln::onnx::detail

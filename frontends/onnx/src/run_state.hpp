@@ -1,19 +1,41 @@
 // run_state.hpp - the values of one Model::run (or of the check at load): name -> Tensor.
 #pragma once
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "kiln/tensor.hpp"
 
 namespace kiln::onnx::detail {
 
+// The tensors of a model's TENSOR attributes (Constant's value and the like), made (realized)
+// once per device and kept with the model: they are the same on every run, and one made afresh
+// would be copied from the host on every call (in a Jit's replay too, as one more item).
+class ConstantCache {
+ public:
+  Tensor get(const void* key, const std::string& device, const std::function<Tensor()>& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = values_.find({key, device});
+    if (it != values_.end()) return it->second;
+    return values_.emplace(std::make_pair(key, device), make()).first->second;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<const void*, std::string>, Tensor> values_;
+};
+
 class RunState {
  public:
-  RunState(std::string model, std::string device, std::string base_dir)
-      : model_(std::move(model)), device_(std::move(device)), base_dir_(std::move(base_dir)) {}
+  RunState(std::string model, std::string device, std::string base_dir, ConstantCache* constants = nullptr)
+      : model_(std::move(model)), device_(std::move(device)), base_dir_(std::move(base_dir)), constants_(constants) {}
   const std::string& model() const { return model_; }
   const std::string& device() const { return device_; }
   const std::string& base_dir() const { return base_dir_; }
+  ConstantCache* constants() const { return constants_; }  // nullptr: make attribute tensors per run
   const Tensor* find(const std::string& name) const {
     auto it = values_.find(name);
     return it == values_.end() ? nullptr : &it->second;
@@ -22,6 +44,7 @@ class RunState {
 
  private:
   std::string model_, device_, base_dir_;
+  ConstantCache* constants_;
   std::unordered_map<std::string, Tensor> values_;
 };
 

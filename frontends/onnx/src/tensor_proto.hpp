@@ -18,8 +18,12 @@ std::optional<DType> dtype_of(int32_t onnx_type);
 const char* onnx_type_name(int32_t onnx_type);  // "FLOAT", "STRING", ... ("type 42" when unknown)
 int32_t onnx_type_of(DType dtype);
 
+// The whole file at `path` into `out`; false when it cannot be opened or read.
+bool read_file(const std::string& path, std::string& out);
+
 // The tensor a TensorProto holds (typed fields, raw_data or external data read from
-// `base_dir`), realized on `device`. `what` names it in errors ("model.onnx: initializer 'w'").
+// `base_dir`), realized on `device` (a flat buffer viewed in the tensor's shape: realize() it again
+// only to force a copy). `what` names it in errors ("model.onnx: initializer 'w'").
 Tensor tensor_from_proto(const ::onnx::TensorProto& proto, const std::string& base_dir, const std::string& what,
                          const std::string& device);
 
