@@ -36,7 +36,8 @@ int64_t external_number(const std::string& key, const std::string& value, const 
 }
 
 // The bytes of an external-data tensor: `location` relative to base_dir, optional offset/length.
-std::string read_external(const TensorProto& p, const std::string& base_dir, const std::string& what) {
+// The file must hold `nbytes` (the tensor's size) where it says: checked before anything is read.
+std::string read_external(const TensorProto& p, const std::string& base_dir, const std::string& what, uint64_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
@@ -64,6 +65,10 @@ std::string read_external(const TensorProto& p, const std::string& base_dir, con
     fail(what, "external data '" + path.string() + "' is " + std::to_string(size) + " bytes, the tensor wants " +
                    std::to_string(length) + " at offset " + std::to_string(offset));
   if (length < 0) length = size - offset;
+  if (static_cast<uint64_t>(length) != nbytes)
+    fail(what, "external data '" + path.string() + "' gives " + std::to_string(length) + " bytes at offset " +
+                   std::to_string(offset) + ", the tensor's shape and type need " + std::to_string(nbytes) +
+                   " (a truncated data file, or one of another export?)");
   std::string bytes(static_cast<size_t>(length), '\0');
   f.seekg(offset);
   f.read(bytes.data(), length);
@@ -107,7 +112,9 @@ const char* onnx_type_name(int32_t t) {
     name = TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
     return name.c_str();
   }
-  return "an unknown type";
+  static thread_local std::string unknown;
+  unknown = std::to_string(t) + " (not an ONNX type: a corrupt model?)";
+  return unknown.c_str();
 }
 
 int32_t onnx_type_of(DType d) {
@@ -149,7 +156,7 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir, cons
   const uint64_t nbytes = static_cast<uint64_t>(numel) * dt->itemsize();
   std::string bytes;
   if (p.data_location() == TensorProto::EXTERNAL) {
-    bytes = read_external(p, base_dir, what);
+    bytes = read_external(p, base_dir, what, nbytes);
   } else if (p.has_raw_data()) {
     bytes = p.raw_data();
   } else {
