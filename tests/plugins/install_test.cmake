@@ -33,4 +33,16 @@ foreach(expected "cpu +ok" "null +ok" "opencl +ok" "hip +unavailable +no HIP dev
     message(FATAL_ERROR "installed kiln list -v does not match '${expected}':\n${out}")
   endif()
 endforeach()
+
+# kiln::onnx as a component of the installed package, when this build has it: a consumer program
+# finds it with find_package(kiln COMPONENTS onnx) and runs a node-test model (x + y).
+if(ONNX_MODEL AND EXISTS "${ONNX_MODEL}")
+  run("${CMAKE_COMMAND}" -S "${SOURCE_DIR}/tests/plugins/onnx_consumer" -B "${WORK_DIR}/onnx_build" -G "${GENERATOR}"
+      -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}")
+  run("${CMAKE_COMMAND}" --build "${WORK_DIR}/onnx_build")
+  run("${CMAKE_COMMAND}" -E env ${clean_env} "${WORK_DIR}/onnx_build/onnx_consumer" "${ONNX_MODEL}")
+  if(NOT out MATCHES "outputs 1 sum 120")
+    message(FATAL_ERROR "the installed kiln::onnx consumer printed:\n${out}")
+  endif()
+endif()
 message(STATUS "install test passed:\n${out}")

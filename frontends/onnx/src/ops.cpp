@@ -12,6 +12,7 @@ const std::vector<OpDef>& op_table() {
     reduce_ops(t);       // ops_reduce.cpp
     nn_ops(t);           // ops_nn.cpp
     shape_ops(t);        // ops_shape.cpp
+    shape_index_ops(t);  // ops_shape_index.cpp
     misc_ops(t);         // ops_misc.cpp
     std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.op < b.op; });
     for (size_t i = 1; i < t.size(); ++i)

@@ -30,7 +30,8 @@ const std::vector<OpDef>& op_table();
 void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
 void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, losses, CumSum, TopK
 void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
-void shape_ops(std::vector<OpDef>& out);        // Reshape ... Gather/Scatter, Slice, Pad, Shape, Cast, constants
+void shape_ops(std::vector<OpDef>& out);        // constants, Shape, Reshape ... Concat, Split, Slice, Pad, Range, Trilu
+void shape_index_ops(std::vector<OpDef>& out);  // Gather*, Scatter*, OneHot, ReverseSequence, Compress, NonZero, Unique
 void misc_ops(std::vector<OpDef>& out);         // quantization, windows, the rest
 
 }  // namespace kiln::onnx::detail
