@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -86,6 +87,23 @@ TEST_F(KilnRun, NodeTestModelMatchesItsExpectedOutput) {
   EXPECT_CONTAINS(h.out, "output  sum float32 (3, 4, 5) sum ");
   EXPECT_CONTAINS(h.out, "first   ");
   EXPECT_CONTAINS(h.out, "steady  ");
+}
+
+// An input that holds a shape cannot be random: the operator's error says which inputs were, and
+// the same model runs with the real shape given.
+TEST_F(KilnRun, RandomShapeInputsAreNamedWhenTheModelRefusesThem) {
+  const fs::path test = kNodeDir / "test_expand_dim_changed";
+  if (!fs::exists(test / "model.onnx")) GTEST_SKIP() << "no ONNX node tests here (libonnx-testdata)";
+  auto ops = onnx::supported_ops();
+  if (std::find(ops.begin(), ops.end(), "Expand") == ops.end()) GTEST_SKIP() << "this kiln has no Expand";
+  CliResult r = run_kiln({"run", (test / "model.onnx").string(), "--iters", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_CONTAINS(r.err, "node 'expanded' (Expand, opset 13)");
+  EXPECT_CONTAINS(r.err, "(inputs data, new_shape were random: one that holds a shape, indices or sizes needs real values");
+  CliResult ok = run_kiln({"run", (test / "model.onnx").string(), "--iters", "1", "-i",
+                           "new_shape=" + (test / "test_data_set_0" / "input_1.pb").string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_CONTAINS(ok.out, "output  expanded float32 (2, 3, 6) sum ");
 }
 
 TEST_F(KilnRun, GeneratedModelFedFromNpyFiles) {

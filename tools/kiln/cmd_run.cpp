@@ -170,9 +170,13 @@ int run_run(const std::vector<std::string>& args) {
     if (progress)
       std::fprintf(stderr, "\033[Kcompiling kernels on %s: %zu/%zu (%s)\r", p.device.c_str(), p.done, p.total, p.kernel.c_str());
   });
-  struct Unset {
-    ~Unset() { runtime::set_build_observer(nullptr); }
-  } unset;
+  struct Unset {  // (also when the run fails: the error must not land on the progress line)
+    bool progress;
+    ~Unset() {
+      runtime::set_build_observer(nullptr);
+      if (progress) std::fprintf(stderr, "\033[K");
+    }
+  } unset{progress};
   auto clear_progress = [&] {
     if (progress) std::fprintf(stderr, "\033[K");
   };
@@ -222,9 +226,22 @@ int run_run(const std::vector<std::string>& args) {
   };
   built = 0, compiled = 0;  // (the random feeds' kernels are not the model's)
   auto t1 = Clock::now();
-  std::vector<Tensor> outs = run_once(feeds);
-  Tensor::realize_all(outs);
-  dev->synchronize();
+  std::vector<Tensor> outs;
+  try {
+    outs = run_once(feeds);
+    Tensor::realize_all(outs);
+    dev->synchronize();
+  } catch (const Error& e) {
+    // Random numbers suit data inputs; an input that is a shape, an index or a count usually
+    // needs real values, and the operator's refusal of a random one is only a symptom.
+    std::string random;
+    for (size_t i = 0; i < sources.size(); ++i)
+      if (sources[i] == "random") random += (random.empty() ? "" : ", ") + model.inputs()[i].name;
+    if (random.empty()) throw;
+    throw Error(e.code(), std::string(e.what()) + "\n(inputs " + random +
+                              " were random: one that holds a shape, indices or sizes needs real values, "
+                              "--input NAME=FILE.npy|FILE.pb)");
+  }
   const double first_run_ms = ms_since(t1);
   clear_progress();
   const size_t first_built = built, first_compiled = compiled;
@@ -311,8 +328,8 @@ int run_run(const std::vector<std::string>& args) {
     std::printf("output  %s %s %s sum %s |sum| %s [%s]\n", s.name.c_str(), s.value.dtype().name().c_str(),
                 shape_text(s.value.shape()).c_str(), number(s.sum).c_str(), number(s.abs_sum).c_str(), first.c_str());
   }
-  std::printf("first   %.2f ms (load %.2f ms, first run %.2f ms; %zu kernels built, %zu compiled)\n", load_ms + first_run_ms,
-              load_ms, first_run_ms, first_built, first_compiled);
+  std::printf("first   %.2f ms (load %.2f ms, first run %.2f ms; %zu kernel%s built, %zu compiled)\n", load_ms + first_run_ms,
+              load_ms, first_run_ms, first_built, first_built == 1 ? "" : "s", first_compiled);
   if (!times.empty())
     std::printf("steady  %.3f ms (median of %d%s)\n", steady_ms, iters,
                 jitted ? (" Jit replays of " + std::to_string(jitted->kernel_count()) + " kernels").c_str() : " runs");
