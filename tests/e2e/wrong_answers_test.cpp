@@ -531,3 +531,27 @@ TEST(FuzzFindings, ASplitTensorsAssignWritesAllPartsFromTheOldValues) {
   EXPECT_EQ(b.shrink({{4, 6}}).to_vector<float>(), (std::vector<float>{1, 0}));  // a reader of the last part first
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{5, 4, 3, 2, 1, 0}));
 }
+
+// --- a kernel that would read more buffers than a launch binds --------------------------------
+
+// A cat or sum of many tensors fused into one kernel read more than the 64 buffers a launch binds
+// and threw an internal error on a valid program (found through ONNX's Concat and RNN unrolling):
+// the scheduler now splits such a kernel.
+TEST(ManyInputs, CatAndSumOfManyTensorsSplitIntoKernelsThatFit) {
+  std::vector<Tensor> parts;
+  std::vector<float> want_cat;
+  std::vector<float> want_sum(3, 0.f);
+  for (int i = 0; i < 150; ++i) {
+    std::vector<float> v{float(i), float(i) * 0.5f, float(-i)};
+    parts.push_back(Tensor::from_vector<float>(v, {1, 3}, kDevice));
+    want_cat.insert(want_cat.end(), v.begin(), v.end());
+    for (int j = 0; j < 3; ++j) want_sum[j] += v[j];
+  }
+  EXPECT_EQ(Tensor::cat(parts, 0).to_vector<float>(), want_cat);
+  Tensor sum = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) sum = sum + parts[i];
+  EXPECT_EQ(sum.reshape({3}).to_vector<float>(), want_sum);
+  // the same under a reduce: one value from all of them
+  float total = want_sum[0] + want_sum[1] + want_sum[2];
+  EXPECT_EQ(Tensor::cat(parts, 0).sum().item<float>(), total);
+}

@@ -157,6 +157,9 @@ TEST(MathUnary, ClassificationAndDomainEdges) {
                 {kInf, kNan, kNan});
   // sinh near 0 to float32's precision (a difference of exponentials keeps only ~1e-3 of it at 1e-5)
   EXPECT_EQ(compare(host_tensor({1e-5, -3e-4}, {2}).sinh(), {2}, {std::sinh(double(float(1e-5))), std::sinh(double(float(-3e-4)))}, 1e-6, 0), "");
+  // asin and atan near 0 likewise (pi/2 minus the polynomial cancels there): exactly 0 at 0
+  EXPECT_EQ(compare(host_tensor({0, 1e-5, -3e-4}, {3}).asin(), {3}, {0, std::asin(double(float(1e-5))), std::asin(double(float(-3e-4)))}, 1e-6, 0), "");
+  EXPECT_EQ(compare(host_tensor({0, 1e-5, -3e-4}, {3}).atan(), {3}, {0, std::atan(double(float(1e-5))), std::atan(double(float(-3e-4)))}, 1e-6, 0), "");
   // large magnitudes stay finite or saturate as the references do
   expect_values(map({-1e30, 1e30, 3e9}, [](double x) { return host_tensor({x}, {1}).asinh().cast(dtypes::float64).item<double>(); }),
                 {std::asinh(-1e30), std::asinh(1e30), std::asinh(double(float(3e9)))});
@@ -235,6 +238,9 @@ TEST(MathBinary, PythonDivisionAndRemainderOnFloats) {
   // a zero result has the dividend's sign (C fmod, torch.remainder)
   std::vector<float> z = host_tensor({-0.0, -3, 3}, {3}).fmod(host_tensor({-3, 3, -3}, {3})).to_vector<float>();
   EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]) && !std::signbit(z[2]));
+  // C's special cases: a finite dividend over +-inf is itself; inf over anything, or anything over 0, is NaN
+  expect_values(host_tensor({3, -2.5, kInf, 3, kNan}, {5}).fmod(host_tensor({kInf, -kInf, 2, 0, 2}, {5})).cast(dtypes::float64).to_vector<double>(),
+                {3, -2.5, kNan, kNan, kNan});
   z = host_tensor({-0.0, -3, 3}, {3}).remainder(host_tensor({-3, 3, -3}, {3})).to_vector<float>();
   EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]) && !std::signbit(z[2]));
   expect_error([&] { (void)x.div(y, "typo"); }, ErrorCode::invalid_argument, "div: rounding_mode must be None, 'trunc' or 'floor', got 'typo'");

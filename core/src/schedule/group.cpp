@@ -46,10 +46,11 @@ struct Grouper {
   std::vector<int> parent;
 
   int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
-  // (a CONTIGUOUS is a kernel boundary the user asked for)
+  // (a CONTIGUOUS is a kernel boundary the user asked for; a realize entry of 2 one that keeps a
+  // kernel under the buffers a launch binds: kernelize.cpp's limit_buffers)
   bool groupable(int x) const {
     Ops op = roots[x]->op;
-    return op != Ops::COPY && op != Ops::ASSIGN && op != Ops::CONTIGUOUS;
+    return op != Ops::COPY && op != Ops::ASSIGN && op != Ops::CONTIGUOUS && *realize.find(roots[x]) != 2;
   }
   const std::string& device(int x) const { return *g.device.find(roots[x]); }
 

@@ -294,6 +294,48 @@ struct Decider {
           (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1) && !row_local(n))
         realize[n.node()] = 1;
     }
+    limit_buffers();
+  }
+
+  // A kernel binds at most kMaxKernelReads input buffers (the runtime launches at most 64 with its
+  // outputs and lifted values): where one would read more - a cat or sum of many tensors - the
+  // largest computed value under it that reads at most that many gets a buffer of its own, until
+  // every kernel fits. The graph's own nodes are split, so the result is the same arithmetic.
+  static constexpr size_t kMaxKernelReads = 48;
+  static constexpr char kSplitBoundary = 2;  // a realize entry group() must keep as its own kernel
+  void limit_buffers() {
+    auto leaf = [&](const UOpNode* x) { return realize.contains(x) || x->op == Ops::PARAM; };
+    for (const UOp& root : g.order) {
+      if (!realize.contains(root.node()) || root.op() == Ops::COPY) continue;
+      for (;;) {
+        // the buffers each computed node under root reads, children before parents
+        PtrMap<std::vector<const UOpNode*>> reads;
+        std::vector<const UOpNode*> inner;
+        for (const UOpNode* x : toposort_nodes(root, [&](const UOpNode* y) { return y != root.node() && leaf(y); })) {
+          if (leaf(x) && x != root.node()) continue;
+          std::vector<const UOpNode*> r;
+          for (uint32_t i = 0; i < x->nsrc; ++i) {
+            const UOpNode* c = x->srcs()[i].node();
+            if (leaf(c)) r.push_back(c);
+            else if (const auto* cr = reads.find(c)) r.insert(r.end(), cr->begin(), cr->end());
+          }
+          std::sort(r.begin(), r.end());
+          r.erase(std::unique(r.begin(), r.end()), r.end());
+          reads[x] = std::move(r);
+          if (x != root.node()) inner.push_back(x);
+        }
+        if (reads.find(root.node())->size() <= kMaxKernelReads) break;
+        const UOpNode* best = nullptr;
+        size_t best_reads = 1;
+        for (const UOpNode* x : inner) {
+          size_t k = reads.find(x)->size();
+          if (k > best_reads && k <= kMaxKernelReads && (groups::Elementwise.has(x->op) || x->op == Ops::REDUCE_AXIS))
+            best = x, best_reads = k;
+        }
+        if (!best) break;  // nothing to split (reads that many buffers directly): the runtime reports it
+        realize[best] = kSplitBoundary;
+      }
+    }
   }
 };
 

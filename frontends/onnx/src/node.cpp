@@ -119,6 +119,14 @@ std::vector<double> Node::attr_floats(const char* name, std::vector<double> fall
   return {a->floats().begin(), a->floats().end()};
 }
 
+std::vector<std::string> Node::attr_strings(const char* name, std::vector<std::string> fallback) const {
+  const auto* a = attr(name);
+  if (!a) return fallback;
+  if (a->type() == ::onnx::AttributeProto::STRING) return {a->s()};
+  if (a->type() != ::onnx::AttributeProto::STRINGS) fail(std::string("attribute '") + name + "' must be STRINGS");
+  return {a->strings().begin(), a->strings().end()};
+}
+
 std::optional<Tensor> Node::attr_tensor(const char* name) const {
   const auto* a = attr(name);
   if (!a) return std::nullopt;

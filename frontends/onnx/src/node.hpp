@@ -52,6 +52,7 @@ class Node {
   std::string attr_string(const char* name, const std::string& fallback) const;
   std::vector<int64_t> attr_ints(const char* name, std::vector<int64_t> fallback = {}) const;
   std::vector<double> attr_floats(const char* name, std::vector<double> fallback = {}) const;
+  std::vector<std::string> attr_strings(const char* name, std::vector<std::string> fallback = {}) const;
   std::optional<Tensor> attr_tensor(const char* name) const;  // a TENSOR attribute, realized on device()
 
   // "model.onnx: node 'n' (Op, opset 13): <what>" as a kiln::Error (unimplemented unless given).

@@ -10,10 +10,14 @@ const std::vector<OpDef>& op_table() {
     std::vector<OpDef> t;
     elementwise_ops(t);  // ops_elementwise.cpp
     reduce_ops(t);       // ops_reduce.cpp
+    linalg_ops(t);       // ops_reduce_linalg.cpp
     nn_ops(t);           // ops_nn.cpp
+    nn_sample_ops(t);    // ops_nn_sample.cpp
     shape_ops(t);        // ops_shape.cpp
     shape_index_ops(t);  // ops_shape_index.cpp
     misc_ops(t);         // ops_misc.cpp
+    misc_signal_ops(t);  // ops_misc_signal.cpp
+    misc_rnn_ops(t);     // ops_misc_rnn.cpp
     std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.op < b.op; });
     for (size_t i = 1; i < t.size(); ++i)
       if (t[i].op == t[i - 1].op) throw Error(ErrorCode::internal, "onnx: operator " + std::string(t[i].op) + " has two rows");

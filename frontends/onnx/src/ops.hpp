@@ -27,11 +27,19 @@ const OpDef* find_op(std::string_view op);
 const std::vector<OpDef>& op_table();
 
 // The concept files' rows (ops_<concept>.cpp), appended to `out`.
-void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math
-void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, losses, CumSum, TopK
-void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Resize, Dropout
+void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math, bits, Cast
+void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, CumSum, TopK
+void linalg_ops(std::vector<OpDef>& out);       // MatMul, Gemm, Einsum, Det, the losses (ops_reduce_linalg.cpp)
+
+// x in float32 when it is float16 or bfloat16, else x itself: where a chain of half roundings
+// would drift past ONNX's tolerance, compute wide and cast back once (ops_reduce.cpp).
+Tensor widened(const Tensor& x);
+void nn_ops(std::vector<OpDef>& out);           // Conv*, pooling, normalization, Dropout, DepthToSpace
+void nn_sample_ops(std::vector<OpDef>& out);    // Resize, Upsample, GridSample, RoiAlign (ops_nn_sample.cpp)
 void shape_ops(std::vector<OpDef>& out);        // constants, Shape, Reshape ... Concat, Split, Slice, Pad, Range, Trilu
 void shape_index_ops(std::vector<OpDef>& out);  // Gather*, Scatter*, OneHot, ReverseSequence, Compress, NonZero, Unique
-void misc_ops(std::vector<OpDef>& out);         // quantization, windows, the rest
+void misc_ops(std::vector<OpDef>& out);         // quantization, NonMaxSuppression, Bernoulli, RandomUniformLike
+void misc_signal_ops(std::vector<OpDef>& out);  // windows, MelWeightMatrix, DFT, STFT (ops_misc_signal.cpp)
+void misc_rnn_ops(std::vector<OpDef>& out);     // RNN, GRU, LSTM (ops_misc_rnn.cpp)
 
 }  // namespace kiln::onnx::detail
