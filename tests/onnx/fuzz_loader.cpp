@@ -1,17 +1,19 @@
 // fuzz_loader.cpp - kiln_onnx_fuzz: mutated models must load or be refused with a kiln::Error.
 //
 // Seeds: ONNX's node-test models that load in this build, and a few models with initializers
-// built here (raw and typed data fields). Each case takes one seed and mutates its bytes
-// deterministically (bit flips, truncations, inserted and deleted bytes, copied chunks, varints
-// rewritten to large, negative or zero values: the protobuf fields that carry dims, types, sizes
-// and lengths), then calls Model::from_bytes and, when that loads, run() with feeds of the declared
-// shapes (symbolic dims 1; inputs or outputs past --max-numel elements are skipped). A kiln::Error
-// is a pass; any other exception, a crash (under AddressSanitizer: dev.sh's ASan stage) or a case
-// running past --timeout seconds (alarm) fails the program, naming the case: `--case N` reruns it
-// alone. Case i of seed s draws from its own stream, so a rerun is exact.
+// built here (raw and typed data fields). Each case takes one seed and mutates it
+// deterministically: its bytes (bit flips, truncations, inserted, deleted and copied bytes, varints
+// rewritten to huge, negative or zero values) and its fields through ONNX's classes (dims, types,
+// data sizes, external data, attributes, wiring, opsets). Then Model::from_bytes and, when that
+// loads, run() on --device (default: the reference interpreter, which AddressSanitizer sees into)
+// with feeds of the declared shapes (symbolic dims 1). Inputs or outputs past --max-numel elements
+// and kernels iterating past --max-work points are not run (legitimate, but slow). A kiln::Error is
+// a pass; any other exception, a crash (under AddressSanitizer/UBSan: dev.sh's ASan stage) or a
+// case running past --timeout seconds (alarm) fails the program, naming the case: `--case N`
+// reruns it alone. Case i of seed s draws from its own stream, so a rerun is exact.
 //
 // usage: kiln_onnx_fuzz [--seed S] [--iters N] [--case I] [--device D] [--timeout T] [--max-numel M]
-//                       [--max-seconds S] [--node-dir DIR] [--verbose]
+//                       [--max-work W] [--max-seconds S] [--node-dir DIR] [--verbose]
 #include <signal.h>
 #include <unistd.h>
 
@@ -295,6 +297,7 @@ struct Options {
   std::string device = "ref", node_dir = "/usr/share/libonnx-testdata/data/node";
   unsigned timeout = 20;
   int64_t max_numel = 1 << 16;
+  double max_work = 1 << 22;
   double max_seconds = 0;
   bool verbose = false;
 };
@@ -328,9 +331,29 @@ Outcome run_case(const std::string& bytes, const std::string& base_dir, const Op
   std::map<std::string, Tensor> feeds;
   if (!make_feeds(m, o, feeds)) return Outcome::loaded;
   auto outs = m.run(feeds, o.device);
-  for (auto& [name, t] : outs)
+  std::vector<Tensor> list;
+  for (auto& [name, t] : outs) {
     if (t.numel() > o.max_numel) return Outcome::loaded;  // (a mutated shape asking for gigabytes)
-  for (auto& [name, t] : outs) t.realize();
+    list.push_back(t);
+  }
+  // A rewired graph can broadcast two inputs into a huge intermediate that a reduction shrinks
+  // again: legitimate, but minutes in the reference interpreter. A kernel's name carries its loop
+  // sizes ("r_256_65536"); a schedule whose kernels iterate more than --max-work points is not run.
+  for (const kiln::ExecItem& item : Tensor::schedule_all(list)) {
+    if (item.is_copy) continue;
+    double work = 1;
+    size_t at = 0;
+    while (at < item.name.size()) {
+      size_t end = item.name.find('_', at);
+      if (end == std::string::npos) end = item.name.size();
+      const std::string part = item.name.substr(at, end - at);
+      if (!part.empty() && part.find_first_not_of("0123456789") == std::string::npos && part.size() < 18)
+        work *= static_cast<double>(std::stoll(part));
+      at = end + 1;
+    }
+    if (work > o.max_work) return Outcome::loaded;
+  }
+  Tensor::realize_all(list);
   return Outcome::ran;
 }
 
@@ -347,6 +370,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--device") o.device = value();
     else if (a == "--timeout") o.timeout = static_cast<unsigned>(std::stoul(value()));
     else if (a == "--max-numel") o.max_numel = std::stoll(value());
+    else if (a == "--max-work") o.max_work = std::stod(value());
     else if (a == "--max-seconds") o.max_seconds = std::stod(value());
     else if (a == "--node-dir") o.node_dir = value();
     else if (a == "--verbose" || a == "-v") o.verbose = true;
@@ -362,7 +386,7 @@ int main(int argc, char** argv) {
   try {
     if (!parse(argc, argv, o)) {
       std::fprintf(stderr, "usage: kiln_onnx_fuzz [--seed S] [--iters N] [--case I] [--device D] [--timeout T] "
-                           "[--max-numel M] [--max-seconds S] [--node-dir DIR] [--verbose]\n");
+                           "[--max-numel M] [--max-work W] [--max-seconds S] [--node-dir DIR] [--verbose]\n");
       return 2;
     }
   } catch (const std::exception& e) {
