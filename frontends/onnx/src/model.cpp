@@ -36,7 +36,8 @@ struct Model::Impl {
 
   [[noreturn]] void fail(const std::string& what, ErrorCode code) const { throw Error(code, name + ": " + what); }
   [[noreturn]] void fail_node(const ::onnx::NodeProto& n, const std::string& what, ErrorCode code) const {
-    const std::string& id = n.name().empty() && n.output_size() ? n.output(0) : n.name();
+    std::string id = n.name();
+    for (int i = 0; id.empty() && i < n.output_size(); ++i) id = n.output(i);  // unnamed: its first named output
     fail("node '" + id + "' (" + n.op_type() + ", opset " + std::to_string(opset) + "): " + what, code);
   }
   void check_nodes();
