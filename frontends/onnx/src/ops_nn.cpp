@@ -448,7 +448,8 @@ std::vector<Tensor> group_norm(const Node& n) {
 std::vector<Tensor> lrn(const Node& n) {
   const Tensor& x = n.in(0);
   const int64_t size = n.attr_int("size", 0);
-  if (size < 1) n.fail("attribute 'size' must be >= 1", ErrorCode::invalid_argument);
+  if (size < 1 || size > (1 << 16)) n.fail("attribute 'size' must be in 1 to 65536", ErrorCode::invalid_argument);  // (one term each)
+  if (x.ndim() < 2) n.fail("input must be (N, C, ...), got rank " + str(x.ndim()), ErrorCode::invalid_argument);
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
   Pads pad(size_t(x.ndim()), {0, 0});
   pad[1] = {before, after};
@@ -514,7 +515,7 @@ std::vector<Tensor> dropout(const Node& n) {
 
 int64_t blocksize(const Node& n) {
   const int64_t b = n.attr_int("blocksize", 0);
-  if (b < 1) n.fail("attribute 'blocksize' must be >= 1", ErrorCode::invalid_argument);
+  if (b < 1 || b > (1 << 20)) n.fail("attribute 'blocksize' must be in 1 to 2^20", ErrorCode::invalid_argument);
   return b;
 }
 
