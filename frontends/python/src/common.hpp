@@ -100,5 +100,8 @@ void bind_struct(nb::class_<Tensor>& T);
 void bind_conv(nb::class_<Tensor>& T);
 // bind_math.cpp: elementwise math, activations, // % << >> **, math reductions, losses, attention.
 void bind_math(nb::class_<Tensor>& T);
+// bind_onnx.cpp: the submodule kiln._kiln.onnx (kiln/onnx.hpp) that kiln.onnx wraps; binds nothing
+// in a build without kiln::onnx (KILN_HAVE_ONNX unset).
+void bind_onnx(nb::module_& m);
 
 }  // namespace kiln_py

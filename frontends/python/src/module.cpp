@@ -243,4 +243,5 @@ NB_MODULE(_kiln, m) {
   bind_struct(T);
   bind_conv(T);
   bind_math(T);
+  bind_onnx(m);
 }
