@@ -303,14 +303,13 @@ TEST_F(Loader, WrongFeeds) {
   Model model = Model::load(path);
   kiln::Error e = run_error(model, {{"x", Tensor::zeros({2, 3}, kiln::dtypes::int32)}});
   EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
-  EXPECT_CONTAINS(e.what(), path + ": input 'x' is declared float32 (2, 3), the feed is int32 (2, 3)");
-  EXPECT_CONTAINS(e.what(), "cast the feed");
+  EXPECT_CONTAINS(e.what(), path + ": input 'x' is declared float32, the feed is int32 (cast the feed to float32)");
   e = run_error(model, {{"x", Tensor::zeros({3, 2})}});
-  EXPECT_CONTAINS(e.what(), path + ": input 'x' is declared float32 (2, 3), the feed is float32 (3, 2)");
+  EXPECT_CONTAINS(e.what(), path + ": input 'x' is declared (2, 3), the feed is (3, 2)");
   e = run_error(model, {{"x", Tensor::zeros({2, 3})}, {"xx", Tensor::zeros({2, 3})}});
   EXPECT_CONTAINS(e.what(), path + ": feed 'xx' is not an input of the model (its inputs: x)");
   e = run_error(model, {});
-  EXPECT_CONTAINS(e.what(), path + ": input 'x' (float32 (2, 3)) is not fed");
+  EXPECT_CONTAINS(e.what(), path + ": input 'x' is not fed (the model declares it float32 (2, 3))");
 }
 
 TEST_F(Loader, SymbolicDimsAcceptAnySize) {

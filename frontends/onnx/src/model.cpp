@@ -187,18 +187,18 @@ std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tenso
   }
   for (const auto& in : inputs) {
     const Tensor* t = state.find(in.name);
-    const std::string want = std::string(in.dtype.name()) + " " + dims_text(in.dims);
-    if (!t) fail("input '" + in.name + "' (" + want + ") is not fed", ErrorCode::invalid_argument);
-    const std::string fed = std::string(t->dtype().name()) + " " + dims_text(t->shape());
+    if (!t)
+      fail("input '" + in.name + "' is not fed (the model declares it " + in.dtype.name() + " " + dims_text(in.dims) + ")",
+           ErrorCode::invalid_argument);
     if (t->dtype() != in.dtype)
-      fail("input '" + in.name + "' is declared " + want + ", the feed is " + fed + " (cast the feed to " +
-               in.dtype.name() + ")", ErrorCode::invalid_argument);
+      fail("input '" + in.name + "' is declared " + in.dtype.name() + ", the feed is " + t->dtype().name() +
+               " (cast the feed to " + in.dtype.name() + ")", ErrorCode::invalid_argument);
     if (!in.dims.empty()) {
       bool ok = in.dims.size() == t->shape().size();
       for (size_t d = 0; ok && d < in.dims.size(); ++d)
         if (fixed(ValueInfo{"", in.dtype, {in.dims[d]}})) ok = std::stoll(in.dims[d]) == t->shape()[d];
       if (!ok)
-        fail("input '" + in.name + "' is declared " + want + ", the feed is " + fed +
+        fail("input '" + in.name + "' is declared " + dims_text(in.dims) + ", the feed is " + dims_text(t->shape()) +
                  " (a named dimension takes any size, a number exactly that size)", ErrorCode::invalid_argument);
     }
   }
