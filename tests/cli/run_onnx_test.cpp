@@ -135,6 +135,9 @@ TEST_F(KilnRun, SymbolicDimensions) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "input   x float32 (4, 3) <- random");
   EXPECT_CONTAINS(r.out, "output  y float32 (4, 3)");
+  CliResult typo = run_kiln({"run", model, "--dim", "batchsize=4"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_CONTAINS(typo.err, "--dim batchsize: no input of the model has a dimension named 'batchsize' (its symbolic dimensions: 'batch')");
   CliResult d = run_kiln({"run", model, "--iters", "1"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_CONTAINS(d.out, "input   x float32 (1, 3) <- random");

@@ -196,6 +196,19 @@ int run_run(const std::vector<std::string>& args) {
                        (names.empty() ? "none" : names) + ")");
     }
   }
+  for (const auto& [name, value] : dims) {
+    bool used = false;
+    for (const auto& in : model.inputs()) used = used || std::find(in.dims.begin(), in.dims.end(), name) != in.dims.end();
+    if (!used) {
+      std::string names;
+      for (const auto& in : model.inputs())
+        for (const auto& d : in.dims)
+          if (!d.empty() && !std::isdigit(static_cast<unsigned char>(d[0])) && names.find("'" + d + "'") == std::string::npos)
+            names += (names.empty() ? "'" : ", '") + d + "'";
+      throw UsageError("--dim " + name + ": no input of the model has a dimension named '" + name + "' (its symbolic dimensions: " +
+                       (names.empty() ? "none" : names) + ")");
+    }
+  }
   manual_seed(vm["seed"].as<uint64_t>());
   std::map<std::string, Tensor> feeds;
   std::vector<std::string> sources, defaulted;
