@@ -158,6 +158,10 @@ TEST_F(KilnRun, BadFlagsAndFiles) {
   write_npy(dir_ / "x.npy", std::vector<float>{1, 2, 3, 4, 5, 6}, "(2, 3)", "<f4");
   write_npy(dir_ / "f.npy", std::vector<float>{1, 2, 3, 4, 5, 6}, "(2, 3)", "<f4", true);
   write_npy(dir_ / "i.npy", std::vector<int64_t>{1, 2, 3, 4, 5, 6}, "(2, 3)", "<i8");
+  write_npy(dir_ / "be.npy", std::vector<float>{1, 2, 3, 4, 5, 6}, "(2, 3)", ">f4");
+  write_npy(dir_ / "c8.npy", std::vector<double>{1, 2, 3, 4, 5, 6}, "(2, 3)", "<c8");
+  write_npy(dir_ / "short.npy", std::vector<float>{1, 2, 3, 4, 5}, "(2, 3)", "<f4");
+  const auto at = [&](const char* f) { return "x=" + (dir_ / f).string(); };
   const std::vector<Case> cases = {
       {{"run"}, 2, "kiln run: no model given"},
       {{"run", model, "--frobnicate"}, 2, "unrecognised option '--frobnicate'"},
@@ -171,6 +175,9 @@ TEST_F(KilnRun, BadFlagsAndFiles) {
       {{"run", model, "--input", "x=" + fortran}, 1, "f.npy: the array is in Fortran order"},
       {{"run", model, "--input", "x=" + ints}, 1, "input 'x' is declared float32, the feed is int64 (cast the feed to float32)"},
       {{"run", model, "--input", "x=" + model + ".pb"}, 1, "cannot open the tensor file"},
+      {{"run", model, "--input", at("be.npy")}, 1, "be.npy: the data is big-endian ('>f4'); save a little-endian copy"},
+      {{"run", model, "--input", at("c8.npy")}, 1, "c8.npy: dtype '<c8' is not one kiln has"},
+      {{"run", model, "--input", at("short.npy")}, 1, "short.npy: holds 20 bytes of data, its shape (2, 3) and float32 need 24"},
   };
   for (const Case& c : cases) {
     CliResult r = run_kiln(c.args);
