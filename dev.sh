@@ -5,8 +5,8 @@
 #                    examples), run the examples on the default device
 #   ./dev.sh test    install what is missing, build everything in the same tree (so after `run`
 #                    only the tests and benchmarks are left to compile), run every test, then the
-#                    conformance kit on the cpu and opencl backends under ASan/UBSan and the
-#                    threaded tests under ThreadSanitizer
+#                    conformance kit on the cpu and opencl backends and the ONNX loader's fuzzer
+#                    under ASan/UBSan, and the threaded tests under ThreadSanitizer
 #   ./dev.sh build   build only (no package check)
 #   ./dev.sh bench   build, then `kiln bench` on the default device
 #
@@ -57,6 +57,11 @@ sanitized_conformance() {
     -DKILN_SANITIZE=address,undefined -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_PYTHON=OFF >/dev/null
   cmake --build "$asan" -j "$jobs"
   env -u KILN_BACKENDS LSAN_OPTIONS="suppressions=$here/tests/opencl/lsan.supp" "$asan/tools/kiln/kiln" test cpu opencl
+  # The ONNX loader on mutated models (built when ONNX's C++ package is found): a crash, a hang or
+  # an error other than kiln::Error fails. A fixed seed, so a failure reruns with its --case.
+  if [ -x "$asan/frontends/onnx/kiln_onnx_fuzz" ]; then
+    env -u KILN_BACKENDS "$asan/frontends/onnx/kiln_onnx_fuzz" --seed 46 --iters 2000 --timeout 60 --max-seconds 150
+  fi
 }
 
 # The tests that use threads under ThreadSanitizer, in a third tree: interning (test_ir), the

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 
 #include <sys/stat.h>
 
@@ -268,6 +269,34 @@ TEST(Profile, RecordsEveryLaunchWhileAlive) {
   }
   x.sum().realize();
   EXPECT_EQ(outer.runs().size(), 2u);  // the inner launch and the sum
+}
+
+// runtime::set_build_observer (kiln run's progress line): one report per kernel built, none for
+// a kernel already in the program cache, nothing once removed.
+TEST(BuildObserver, ReportsEachKernelBuilt) {
+  runtime::clear_program_cache();
+  std::mutex mu;
+  std::vector<runtime::BuildProgress> seen;
+  runtime::set_build_observer([&](const runtime::BuildProgress& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(p);
+  });
+  Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}, kDevice).realize();
+  seen.clear();
+  EXPECT_EQ(((x * 3).sum({1}) + 1).to_vector<float>(), (std::vector<float>{19, 46}));
+  ASSERT_GE(seen.size(), 1u);
+  for (const auto& p : seen) {
+    EXPECT_EQ(p.device, kDevice);
+    EXPECT_FALSE(p.kernel.empty());
+    EXPECT_GE(p.done, 1u);
+    EXPECT_LE(p.done, p.total);
+  }
+  const size_t built = seen.size();
+  EXPECT_EQ(((x * 3).sum({1}) + 1).to_vector<float>(), (std::vector<float>{19, 46}));
+  EXPECT_EQ(seen.size(), built);  // cached: nothing built, nothing reported
+  runtime::set_build_observer(nullptr);
+  (x - 7).realize();
+  EXPECT_EQ(seen.size(), built);
 }
 
 // Regression: a vectorized kernel with a masked tail that loads bools (bool -> float64 over 7

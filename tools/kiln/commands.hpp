@@ -14,5 +14,6 @@ int run_bench(const std::vector<std::string>& args);
 int run_beam(const std::vector<std::string>& args);
 int run_compile(const std::vector<std::string>& args);
 int run_test(const std::vector<std::string>& args);
+int run_run(const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

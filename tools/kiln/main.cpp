@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"beam", "beam-search the optimisation actions of a workload's kernels on a device (KILN_BEAM)", &run_beam},
     {"compile", "render and compile kernels for a device or an offline target", &run_compile},
     {"test", "the conformance kit on backend plugins (each in a child process)", &run_test},
+    {"run", "run an ONNX model: its outputs' checksums, first and steady times", &run_run},
 };
 
 void usage(std::FILE* out) {
@@ -38,6 +39,7 @@ void usage(std::FILE* out) {
                "  kiln bench --sizes              # matmul over sizes, %% of peak and of the best size\n"
                "  kiln beam --width 4 matmul1024  # search the kernels' actions, remember the fastest\n"
                "  kiln test opencl --level 3      # conformance of a backend plugin\n"
+               "  kiln run model.onnx --jit       # an ONNX model on random inputs: checksums and times\n"
                "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # offline AMDGPU code objects\n"
                "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"
                "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG, KILN_PROBE_TIMEOUT\n"

@@ -105,6 +105,19 @@ auto naming(const Kernel& k, F&& f) {
   }
 }
 
+// set_build_observer's function, read under its own lock (a copy is called outside it)
+std::mutex observer_mu;
+std::shared_ptr<const std::function<void(const BuildProgress&)>> observer;
+
+void report_built(const Kernel& k, size_t done, size_t total, bool compiled) {
+  std::shared_ptr<const std::function<void(const BuildProgress&)>> f;
+  {
+    std::lock_guard<std::mutex> lock(observer_mu);
+    f = observer;
+  }
+  if (f) (*f)(BuildProgress{done, total, k.spec.name, k.device->name(), compiled});
+}
+
 // set_target_override's target (tests); null: each device's own
 std::atomic<const Target*> target_override{nullptr};
 std::atomic<uint64_t> generation{0};  // program_cache_generation
@@ -182,7 +195,9 @@ std::shared_ptr<Kernel> build(const std::shared_ptr<Device>& dev, const UOp& ast
   auto t = std::chrono::steady_clock::now();
   uint64_t compiles = compile_stats().compiles;
   std::string binary = naming(*p.k, [&] { return do_compile(*dev, p.k->source, p.k->spec.name, p.k->spec.lir.view()); });
-  return finish(p, binary, compile_stats().compiles > compiles, ms_since(t));
+  const bool compiled = compile_stats().compiles > compiles;
+  report_built(*p.k, 1, 1, compiled);
+  return finish(p, binary, compiled, ms_since(t));
 }
 
 }  // namespace
@@ -241,6 +256,7 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
   }
   if (claims.empty()) return;
   auto failed = [](Claim& c) { c.error = std::current_exception(); };
+  std::atomic<size_t> done{0};  // binaries ready, for set_build_observer
   // codegen and rendering in parallel
   parallel_for(claims.size(), [&](size_t i) {
     try {
@@ -269,6 +285,7 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
         group[i]->binary = std::move(binaries[i]);
         group[i]->compiled = compiled;
         group[i]->compile_ms = ms;
+        report_built(*group[i]->pending.k, ++done, claims.size(), compiled);
       }
     } catch (...) {
       for (Claim* c : group) failed(*c);
@@ -283,6 +300,7 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
       c.binary = naming(k, [&] { return do_compile(*c.dev, k.source, k.spec.name, k.spec.lir.view()); });
       c.compiled = compile_stats().compiles > compiles;
       c.compile_ms = ms_since(t);
+      report_built(k, ++done, claims.size(), c.compiled);
     } catch (...) {
       failed(c);
     }
@@ -303,6 +321,11 @@ void build_kernels(const std::vector<std::pair<std::shared_ptr<Device>, UOp>>& k
     if (!first_error) first_error = c->error;
   }
   if (first_error) std::rethrow_exception(first_error);
+}
+
+void set_build_observer(std::function<void(const BuildProgress&)> f) {
+  std::lock_guard<std::mutex> lock(observer_mu);
+  observer = f ? std::make_shared<const std::function<void(const BuildProgress&)>>(std::move(f)) : nullptr;
 }
 
 void set_target_override(const Target* target) {

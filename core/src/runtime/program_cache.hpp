@@ -47,6 +47,19 @@ bool runs_rows(const std::string& device);
 // a given list (an action that does not apply is an error).
 using OptsOverride = std::function<std::optional<std::vector<Opt>>(const UOp& ast, const Target& target)>;
 void set_opts_override(OptsOverride chooser);
+// Progress of kernel builds, for displays (`kiln run`'s stderr line). While set, the observer is
+// called once per kernel the program cache builds (one not in it yet), as soon as its binary is
+// ready (compiled, or read from the compile cache) and before it is loaded: `done` of `total`
+// kernels of this batch (a schedule's new kernels built together; 1 of 1 when built alone), the
+// kernel's name and device, and whether it was compiled now. It may be called from the build's
+// worker threads, several at once: it must be thread-safe and cheap, and must not realize tensors.
+// An empty function removes it. A kernel whose build fails is not reported.
+struct BuildProgress {
+  size_t done = 0, total = 0;
+  std::string kernel, device;
+  bool compiled = false;
+};
+void set_build_observer(std::function<void(const BuildProgress&)> observer);
 size_t program_cache_size();
 void clear_program_cache();
 // Bumped by clear_program_cache: a kernel prepared in an older generation is stale.

@@ -36,7 +36,8 @@ struct Model::Impl {
 
   [[noreturn]] void fail(const std::string& what, ErrorCode code) const { throw Error(code, name + ": " + what); }
   [[noreturn]] void fail_node(const ::onnx::NodeProto& n, const std::string& what, ErrorCode code) const {
-    const std::string& id = n.name().empty() && n.output_size() ? n.output(0) : n.name();
+    std::string id = n.name();
+    for (int i = 0; id.empty() && i < n.output_size(); ++i) id = n.output(i);  // unnamed: its first named output
     fail("node '" + id + "' (" + n.op_type() + ", opset " + std::to_string(opset) + "): " + what, code);
   }
   void check_nodes();
@@ -64,6 +65,18 @@ ValueInfo value_info(const ::onnx::ValueInfoProto& v, const Model::Impl& m) {
   return info;
 }
 
+// "(2, 3)", "(N, 3)", "()" for messages.
+std::string dims_text(const std::vector<std::string>& dims) {
+  std::string out;
+  for (const auto& d : dims) out += (out.empty() ? "" : ", ") + d;
+  return "(" + out + ")";
+}
+std::string dims_text(const Shape& shape) {
+  std::vector<std::string> dims;
+  for (auto d : shape) dims.push_back(std::to_string(d));
+  return dims_text(dims);
+}
+
 bool fixed(const ValueInfo& v) {
   for (const auto& d : v.dims)
     if (d.empty() || !std::isdigit(static_cast<unsigned char>(d[0]))) return false;
@@ -87,8 +100,15 @@ void Model::Impl::check_nodes() {
     for (const auto& a : n.attribute()) {
       bool known = false;
       for (auto k : op->attrs) known = known || k == a.name();
-      if (!known)
-        fail_node(n, "attribute '" + a.name() + "' is not supported by kiln's " + n.op_type(), ErrorCode::unimplemented);
+      if (!known) {
+        std::string names;
+        for (auto k : op->attrs) names += (names.empty() ? "" : ", ") + std::string(k);
+        fail_node(n, "attribute '" + a.name() + "' is not supported by kiln's " + n.op_type() + " (" +
+                         (names.empty() ? "kiln's " + n.op_type() + " takes no attributes"
+                                        : n.op_type() + "'s attributes are: " + names) +
+                         "; a misspelt name, or one of a newer opset than kiln implements)",
+                     ErrorCode::unimplemented);
+      }
       if (a.type() == ::onnx::AttributeProto::GRAPH || a.type() == ::onnx::AttributeProto::GRAPHS)
         fail_node(n, "subgraph attribute '" + a.name() + "' (control flow) is not supported", ErrorCode::unimplemented);
     }
@@ -171,21 +191,19 @@ std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tenso
   }
   for (const auto& in : inputs) {
     const Tensor* t = state.find(in.name);
-    if (!t) fail("input '" + in.name + "' is not fed", ErrorCode::invalid_argument);
-    if (t->dtype() != in.dtype)
-      fail("input '" + in.name + "' is declared " + in.dtype.name() + ", the feed is " + t->dtype().name(),
+    if (!t)
+      fail("input '" + in.name + "' is not fed (the model declares it " + in.dtype.name() + " " + dims_text(in.dims) + ")",
            ErrorCode::invalid_argument);
+    if (t->dtype() != in.dtype)
+      fail("input '" + in.name + "' is declared " + in.dtype.name() + ", the feed is " + t->dtype().name() +
+               " (cast the feed to " + in.dtype.name() + ")", ErrorCode::invalid_argument);
     if (!in.dims.empty()) {
       bool ok = in.dims.size() == t->shape().size();
       for (size_t d = 0; ok && d < in.dims.size(); ++d)
-        if (!in.dims[d].empty() && std::isdigit(static_cast<unsigned char>(in.dims[d][0])))
-          ok = std::stoll(in.dims[d]) == t->shape()[d];
-      if (!ok) {
-        std::string want, got;
-        for (const auto& d : in.dims) want += (want.empty() ? "" : ", ") + d;
-        for (auto d : t->shape()) got += (got.empty() ? "" : ", ") + std::to_string(d);
-        fail("input '" + in.name + "' is declared (" + want + "), the feed is (" + got + ")", ErrorCode::invalid_argument);
-      }
+        if (fixed(ValueInfo{"", in.dtype, {in.dims[d]}})) ok = std::stoll(in.dims[d]) == t->shape()[d];
+      if (!ok)
+        fail("input '" + in.name + "' is declared " + dims_text(in.dims) + ", the feed is " + dims_text(t->shape()) +
+                 " (a named dimension takes any size, a number exactly that size)", ErrorCode::invalid_argument);
     }
   }
   for (const auto* n : order) {
@@ -197,7 +215,17 @@ std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tenso
     } catch (const Error& e) {
       const std::string msg = e.what();
       if (msg.rfind(name + ": node '", 0) == 0) throw;  // already names the node
-      node.fail(msg, e.code());
+      // A shape or dtype the operator refuses usually comes from one input (an initializer that
+      // does not fit, a feed of the wrong size): the inputs' shapes say which to fix.
+      std::string ins;
+      for (int i = 0; i < n->input_size(); ++i) {
+        const std::string& in = n->input(i);
+        const Tensor* t = in.empty() ? nullptr : state.find(in);
+        if (!t) continue;
+        const char* kind = feeds.count(in) ? " (graph input)" : initializers.count(in) ? " (initializer)" : "";
+        ins += (ins.empty() ? "" : ", ") + ("'" + in + "' ") + t->dtype().name() + " " + dims_text(t->shape()) + kind;
+      }
+      node.fail(ins.empty() ? msg : msg + " [the node's inputs: " + ins + "]", e.code());
     }
     for (size_t i = 0; i < node.num_outputs(); ++i) {
       if (!node.wants(i)) continue;
@@ -263,13 +291,14 @@ std::shared_ptr<const Model::Impl> Model::load_checked(std::shared_ptr<Impl> m) 
     auto it = m->initializers.find(in.name());
     if (it != m->initializers.end()) {  // a declared default: its shape must match the declaration
       const Tensor& t = it->second;
-      bool ok = t.dtype() == v.dtype && (v.dims.empty() || v.dims.size() == t.shape().size());
-      for (size_t d = 0; ok && d < v.dims.size() && !v.dims.empty(); ++d)
+      // (a declaration without a shape says nothing about it; its dtype must still agree)
+      bool ok = t.dtype() == v.dtype && (!in.type().tensor_type().has_shape() || v.dims.size() == t.shape().size());
+      for (size_t d = 0; ok && d < v.dims.size(); ++d)
         if (fixed(ValueInfo{"", v.dtype, {v.dims[d]}})) ok = std::stoll(v.dims[d]) == t.shape()[d];
-      if (!ok && !(v.dims.empty()))
-        m->fail("initializer '" + in.name() + "' is " + t.dtype().name() + " of shape with " +
-                    std::to_string(t.shape().size()) + " dims, its graph input declares " + v.dtype.name() + " with " +
-                    std::to_string(v.dims.size()) + " dims (the initializer and the graph disagree)",
+      if (!ok)
+        m->fail("initializer '" + in.name() + "' is " + t.dtype().name() + " " + dims_text(t.shape()) +
+                    ", its graph input declares " + v.dtype.name() + " " + dims_text(v.dims) +
+                    " (the initializer and the graph input disagree: fix one of them, or drop the input's declaration)",
                 ErrorCode::invalid_argument);
       continue;
     }

@@ -12,8 +12,10 @@ namespace kiln::onnx::detail {
 
 const std::string& Node::op_type() const { return proto_.op_type(); }
 const std::string& Node::name() const {
-  if (!proto_.name().empty() || proto_.output_size() == 0) return proto_.name();
-  return proto_.output(0);
+  if (!proto_.name().empty()) return proto_.name();
+  for (const auto& o : proto_.output())  // (a leading optional output may be absent: "")
+    if (!o.empty()) return o;
+  return proto_.name();
 }
 const std::string& Node::device() const { return run_.device(); }
 

@@ -122,6 +122,8 @@ std::vector<Tensor> recurrent(const Node& n, Cell cell) {
   const int dirs = direction == "bidirectional" ? 2 : 1;
   const int64_t T = X.shape()[0], B = X.shape()[1];
   const int64_t H = n.attr_int("hidden_size", R.ndim() == 3 ? R.shape()[2] : 0);
+  if (n.has_attr("hidden_size") && (H < 1 || H > (int64_t{1} << 32)))  // (and gates * H below stays in range)
+    n.fail("hidden_size " + std::to_string(H) + " is not a positive size", ErrorCode::invalid_argument);
   if (W.ndim() != 3 || R.ndim() != 3 || W.shape()[0] != dirs || R.shape()[0] != dirs || W.shape()[1] != gates * H ||
       R.shape()[1] != gates * H || R.shape()[2] != H || W.shape()[2] != X.shape()[2])
     n.fail("W and R must be (num_directions, " + std::to_string(gates) + " * hidden_size, input_size / hidden_size)",

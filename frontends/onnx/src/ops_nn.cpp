@@ -51,7 +51,13 @@ Pads spatial_pads(const Node& n, const Shape& in, const std::vector<int64_t>& ke
 }
 
 // kernel_shape, when given, must agree with the weight's spatial sizes (the weight is what is used).
-void check_kernel_shape(const Node& n, const Tensor& w) {
+// The weight has the input's rank (two channel dims, then k1, ...): the kernel's spatial sizes are read from
+// its dims past the second, one per spatial axis of the input.
+void check_kernel_shape(const Node& n, const Tensor& x, const Tensor& w) {
+  if (w.ndim() != x.ndim())
+    n.fail("the weight must have the input's rank " + str(x.ndim()) + " (two channel dims, then one per spatial axis), got rank " +
+               str(w.ndim()),
+           ErrorCode::invalid_argument);
   const std::vector<int64_t> given = n.attr_ints("kernel_shape");
   if (!given.empty() && given != std::vector<int64_t>(w.shape().begin() + 2, w.shape().end()))
     n.fail("kernel_shape does not match the weight's spatial shape", ErrorCode::invalid_argument);
@@ -62,7 +68,7 @@ std::vector<Tensor> conv(const Node& n) {
   const Tensor& w = n.in(1);
   if (x.ndim() < 3) n.fail("input must be (N, C, D1, ...), got rank " + str(x.ndim()), ErrorCode::invalid_argument);
   const size_t k = size_t(x.ndim() - 2);
-  check_kernel_shape(n, w);
+  check_kernel_shape(n, x, w);
   std::vector<int64_t> kernel(w.shape().begin() + 2, w.shape().end());
   Opts o;
   o.groups = int(n.attr_int("group", 1));
@@ -80,7 +86,7 @@ std::vector<Tensor> conv_transpose(const Node& n) {
   const Tensor& w = n.in(1);
   if (x.ndim() < 3) n.fail("input must be (N, C, D1, ...), got rank " + str(x.ndim()), ErrorCode::invalid_argument);
   const size_t k = size_t(x.ndim() - 2);
-  check_kernel_shape(n, w);
+  check_kernel_shape(n, x, w);
   Opts o;
   o.groups = int(n.attr_int("group", 1));
   o.stride = per_axis(n, "strides", k, 1);
@@ -175,7 +181,7 @@ std::vector<Tensor> deform_conv(const Node& n) {
   const Tensor& offset = n.in(2);
   if (x.ndim() != 4) n.fail("only the 2-D DeformConv (input rank 4) is supported, got rank " + str(x.ndim()));
   if (!x.dtype().is_float()) n.fail("DeformConv of " + x.dtype().name() + " input is not supported");
-  check_kernel_shape(n, w);
+  check_kernel_shape(n, x, w);
   const int64_t N = x.shape()[0], C = x.shape()[1], H = x.shape()[2], W = x.shape()[3];
   const int64_t OC = w.shape()[0], kh = w.shape()[2], kw = w.shape()[3], K = kh * kw;
   const int64_t group = n.attr_int("group", 1), G = n.attr_int("offset_group", 1);
@@ -442,7 +448,8 @@ std::vector<Tensor> group_norm(const Node& n) {
 std::vector<Tensor> lrn(const Node& n) {
   const Tensor& x = n.in(0);
   const int64_t size = n.attr_int("size", 0);
-  if (size < 1) n.fail("attribute 'size' must be >= 1", ErrorCode::invalid_argument);
+  if (size < 1 || size > (1 << 16)) n.fail("attribute 'size' must be in 1 to 65536", ErrorCode::invalid_argument);  // (one term each)
+  if (x.ndim() < 2) n.fail("input must be (N, C, ...), got rank " + str(x.ndim()), ErrorCode::invalid_argument);
   const int64_t before = (size - 1) / 2, after = size - 1 - before;
   Pads pad(size_t(x.ndim()), {0, 0});
   pad[1] = {before, after};
@@ -508,7 +515,7 @@ std::vector<Tensor> dropout(const Node& n) {
 
 int64_t blocksize(const Node& n) {
   const int64_t b = n.attr_int("blocksize", 0);
-  if (b < 1) n.fail("attribute 'blocksize' must be >= 1", ErrorCode::invalid_argument);
+  if (b < 1 || b > (1 << 20)) n.fail("attribute 'blocksize' must be in 1 to 2^20", ErrorCode::invalid_argument);
   return b;
 }
 

@@ -412,11 +412,15 @@ std::vector<Tensor> roi_align(const Node& n) {
   const int64_t PH = n.attr_int("output_height", 1), PW = n.attr_int("output_width", 1);
   const int64_t ratio = n.attr_int("sampling_ratio", 0);
   const double scale = n.attr_float("spatial_scale", 1.0);
+  // (the samples are listed on the host: sizes past these are a corrupt model, not a workload)
+  if (PH < 1 || PW < 1 || PH > (1 << 16) || PW > (1 << 16) || ratio < 0 || ratio > (1 << 10))
+    n.fail("output_height, output_width (1 to 65536) or sampling_ratio (0 to 1024) out of range", ErrorCode::invalid_argument);
 
   struct Sample { int64_t pos[4]; double w[4]; };
   std::vector<std::vector<Sample>> per_roi(static_cast<size_t>(R));  // PH * PW bins x grid samples, bin-major
   std::vector<int64_t> grid_count(static_cast<size_t>(R));
   int64_t most = 1;
+  double listed = 0;  // samples listed so far, bounded before any is
   for (int64_t r = 0; r < R; ++r) {
     const double* b = &rois[size_t(4 * r)];
     const double off = half_pixel ? 0.5 : 0.0;
@@ -424,8 +428,13 @@ std::vector<Tensor> roi_align(const Node& n) {
     double rw = b[2] * scale - off - sw, rh = b[3] * scale - off - sh;
     if (!half_pixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
     const double bh = rh / double(PH), bw = rw / double(PW);
-    const int64_t gh = ratio > 0 ? ratio : int64_t(std::ceil(rh / double(PH)));
-    const int64_t gw = ratio > 0 ? ratio : int64_t(std::ceil(rw / double(PW)));
+    const double grid_h = ratio > 0 ? double(ratio) : std::ceil(rh / double(PH));
+    const double grid_w = ratio > 0 ? double(ratio) : std::ceil(rw / double(PW));
+    listed += double(PH * PW) * grid_h * grid_w;  // (NaN-safe: the test fails on NaN)
+    if (!(listed <= double(int64_t{1} << 28)))
+      n.fail("the rois ask for more than 2^28 bilinear samples (rois far larger than the input, or not finite?)",
+             ErrorCode::invalid_argument);
+    const auto gh = int64_t(grid_h), gw = int64_t(grid_w);
     grid_count[size_t(r)] = std::max<int64_t>(gh * gw, 1);
     most = std::max(most, gh * gw);
     auto& samples = per_roi[size_t(r)];
@@ -451,6 +460,8 @@ std::vector<Tensor> roi_align(const Node& n) {
   }
   // (R, PH*PW, most samples, 4 corners), rois with fewer samples padded with weight 0 (and, for
   // max, excluded by a mask)
+  if (double(R) * double(PH * PW) * double(most) * 4 > double(int64_t{1} << 30))  // (padded to the largest roi's count)
+    n.fail("the rois ask for more than 2^30 bilinear sample corners (rois of very different sizes?)", ErrorCode::invalid_argument);
   const int64_t S = PH * PW * most * 4;
   std::vector<int64_t> index(size_t(R * S), 0);
   std::vector<double> weight(size_t(R * S), 0.0);

@@ -144,6 +144,8 @@ std::vector<Tensor> squeeze(const Node& n) {
   std::vector<bool> drop(x.ndim(), false);
   auto axes = axes_of(n, 1);
   if (axes && !axes->empty()) {
+    // (Node::axis lets a 0-d tensor take axis 0, as numpy's reductions do; there is nothing to squeeze)
+    if (x.ndim() == 0) n.fail("the input is a scalar (0-d): it has no axis to squeeze", ErrorCode::invalid_argument);
     for (int64_t a : *axes) {
       int i = n.axis(a, x.ndim());
       if (x.shape()[i] != 1)
@@ -212,6 +214,7 @@ std::vector<Tensor> tile(const Node& n) {
   const Tensor& x = n.in(0);
   std::vector<int64_t> repeats;
   if (n.opset() < 6) {
+    if (x.ndim() == 0) n.fail("the input is a scalar (0-d): it has no axis to tile", ErrorCode::invalid_argument);
     repeats.assign(x.ndim(), 1);
     repeats[n.axis(n.int_scalar(2), x.ndim())] = n.int_scalar(1);
   } else {
@@ -243,6 +246,7 @@ std::vector<Tensor> concat(const Node& n) {
 // opset 18 num_outputs parts of ceil(size / num_outputs), the last one smaller.
 std::vector<Tensor> split(const Node& n) {
   const Tensor& x = n.in(0);
+  if (x.ndim() == 0) n.fail("the input is a scalar (0-d): it has no axis to split", ErrorCode::invalid_argument);
   const int axis = n.axis(n.attr_int("axis", 0), x.ndim());
   const int64_t size = x.shape()[axis];
   std::vector<int64_t> sizes;
@@ -288,6 +292,8 @@ std::vector<Tensor> slice(const Node& n) {
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
     n.fail("starts, ends, axes and steps must have the same length", ErrorCode::invalid_argument);
+  if (x.ndim() == 0 && !starts.empty())
+    n.fail("the input is a scalar (0-d): it has no axis to slice", ErrorCode::invalid_argument);
   std::vector<Tensor::Index> index(x.ndim(), Tensor::Index::slice());
   std::vector<bool> seen(x.ndim(), false);
   for (size_t i = 0; i < starts.size(); ++i) {
@@ -347,7 +353,10 @@ std::vector<Tensor> pad(const Node& n) {
   }
   std::vector<int64_t> axes;
   if (n.has(3)) {
-    for (int64_t a : n.ints(3)) axes.push_back(n.axis(a, r));
+    for (int64_t a : n.ints(3)) {
+      if (r == 0) n.fail("the input is a scalar (0-d): it has no axis to pad", ErrorCode::invalid_argument);
+      axes.push_back(n.axis(a, r));
+    }
   } else {
     for (int a = 0; a < r; ++a) axes.push_back(a);
   }

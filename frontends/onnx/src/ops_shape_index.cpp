@@ -105,6 +105,7 @@ Tensor scatter_along(const Node& n, const Tensor& x, int axis, const Tensor& ind
 // ScatterElements (and the older Scatter): updates[p] goes to index[p] along the axis.
 std::vector<Tensor> scatter_elements(const Node& n) {
   const Tensor& x = n.in(0);
+  if (x.ndim() == 0) n.fail("the data is a scalar (0-d): it has no axis to scatter along", ErrorCode::invalid_argument);
   const int axis = n.axis(n.attr_int("axis", 0), x.ndim());
   const Tensor& index = n.in(1);
   Tensor wrapped = wrap_negative(index, scalar_like(index, x.shape()[axis]));
@@ -183,6 +184,7 @@ std::vector<Tensor> reverse_sequence(const Node& n) {
 std::vector<Tensor> compress(const Node& n) {
   Tensor x = n.in(0);
   if (!n.has_attr("axis")) x = x.flatten();
+  if (x.ndim() == 0) n.fail("the input is a scalar (0-d): it has no axis to compress", ErrorCode::invalid_argument);
   const int axis = n.axis(n.attr_int("axis", 0), x.ndim());
   const Tensor& cond = n.in(1);
   if (cond.ndim() != 1) n.fail("the condition must be 1-d", ErrorCode::invalid_argument);
@@ -251,6 +253,7 @@ std::vector<Tensor> unique(const Node& n) {
   std::vector<int> order;  // the axis first, then the others
   Tensor rows = x.flatten().reshape({x.numel(), 1});
   if (n.has_attr("axis")) {
+    if (x.ndim() == 0) n.fail("the input is a scalar (0-d): it has no axis", ErrorCode::invalid_argument);
     const int axis = n.axis(n.attr_int("axis", 0), x.ndim());
     order.push_back(axis);
     for (int i = 0; i < x.ndim(); ++i)

@@ -15,22 +15,44 @@ namespace kiln::onnx::detail {
 namespace {
 using ::onnx::TensorProto;
 
+// More elements than any memory holds (2^59: 4 EiB of float64) is a corrupt shape, not a tensor;
+// refusing it keeps every byte count below int64's range (a zero-size dim multiplies the rest away,
+// so each dim is checked too).
+constexpr int64_t kMaxElements = int64_t{1} << 59;
+
 [[noreturn]] void fail(const std::string& what, const std::string& msg, ErrorCode code = ErrorCode::data_loss) {
   throw Error(code, what + ": " + msg);
 }
 
+// An external-data offset or length: a non-negative decimal number (the file is untrusted).
+int64_t external_number(const std::string& key, const std::string& value, const std::string& what) {
+  int64_t v = 0;
+  bool ok = !value.empty() && value.size() <= 18;  // (no overflow below)
+  for (char c : value) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) v = v * 10 + (c - '0');
+  }
+  if (!ok) fail(what, "external data " + key + " '" + value + "' is not a number (a corrupt model?)");
+  return v;
+}
+
 // The bytes of an external-data tensor: `location` relative to base_dir, optional offset/length.
-std::string read_external(const TensorProto& p, const std::string& base_dir, const std::string& what) {
+// The file must hold `nbytes` (the tensor's size) where it says: checked before anything is read.
+std::string read_external(const TensorProto& p, const std::string& base_dir, const std::string& what, uint64_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset") offset = external_number("offset", kv.value(), what);
+    else if (kv.key() == "length") length = external_number("length", kv.value(), what);
   }
-  if (location.empty()) fail(what, "external data without a 'location' entry");
+  if (location.empty()) fail(what, "external data without a 'location' entry (a corrupt model?)");
+  // A model names files beside it, never elsewhere: no absolute path, no '..' component (a model
+  // from the internet must not read the user's other files).
   std::filesystem::path path = std::filesystem::path(location);
-  if (path.is_absolute() || location.find("..") != std::string::npos)
+  bool escapes = path.is_absolute() || path.has_root_name() || location.find('\0') != std::string::npos;
+  for (const auto& part : path) escapes = escapes || part == "..";
+  if (escapes)
     fail(what, "external data location '" + location + "' must be a relative path inside the model's directory",
          ErrorCode::invalid_argument);
   path = std::filesystem::path(base_dir.empty() ? "." : base_dir) / path;
@@ -40,10 +62,14 @@ std::string read_external(const TensorProto& p, const std::string& base_dir, con
          ErrorCode::not_found);
   f.seekg(0, std::ios::end);
   const int64_t size = static_cast<int64_t>(f.tellg());
-  if (offset < 0 || offset > size || (length >= 0 && offset + length > size))
+  if (size < 0 || offset > size || (length >= 0 && length > size - offset))
     fail(what, "external data '" + path.string() + "' is " + std::to_string(size) + " bytes, the tensor wants " +
                    std::to_string(length) + " at offset " + std::to_string(offset));
   if (length < 0) length = size - offset;
+  if (static_cast<uint64_t>(length) != nbytes)
+    fail(what, "external data '" + path.string() + "' gives " + std::to_string(length) + " bytes at offset " +
+                   std::to_string(offset) + ", the tensor's shape and type need " + std::to_string(nbytes) +
+                   " (a truncated data file, or one of another export?)");
   std::string bytes(static_cast<size_t>(length), '\0');
   f.seekg(offset);
   f.read(bytes.data(), length);
@@ -87,7 +113,9 @@ const char* onnx_type_name(int32_t t) {
     name = TensorProto::DataType_Name(static_cast<TensorProto::DataType>(t));
     return name.c_str();
   }
-  return "an unknown type";
+  static thread_local std::string unknown;
+  unknown = std::to_string(t) + " (not an ONNX type: a corrupt model?)";
+  return unknown.c_str();
 }
 
 int32_t onnx_type_of(DType d) {
@@ -131,15 +159,18 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir, cons
          ErrorCode::unimplemented);
   Shape shape(p.dims().begin(), p.dims().end());
   int64_t numel = 1;
+  std::string dims;
+  for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
   for (int64_t d : shape) {
-    if (d < 0) fail(what, "negative dimension " + std::to_string(d));
-    numel *= d;
+    if (d < 0) fail(what, "negative dimension " + std::to_string(d) + " in its shape (" + dims + ")");
+    if (d > kMaxElements || __builtin_mul_overflow(numel, d, &numel) || numel > kMaxElements)
+      fail(what, "its shape (" + dims + ") has too many elements (a corrupt model?)");
   }
   const uint64_t nbytes = static_cast<uint64_t>(numel) * dt->itemsize();
   std::string bytes;
   const bool raw = p.data_location() != TensorProto::EXTERNAL && p.has_raw_data() && !dt->is_bool();
   if (p.data_location() == TensorProto::EXTERNAL) {
-    bytes = read_external(p, base_dir, what);
+    bytes = read_external(p, base_dir, what, nbytes);
   } else if (p.has_raw_data()) {
     if (!raw) bytes = p.raw_data();  // bools are normalised below; other raw data is read in place
   } else {
@@ -162,8 +193,8 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir, cons
   }
   const std::string_view data = raw ? std::string_view(p.raw_data()) : std::string_view(bytes);
   if (data.size() != nbytes)
-    fail(what, "holds " + std::to_string(data.size()) + " bytes of data, its shape and " + dt->name() + " need " +
-                   std::to_string(nbytes) + " (a truncated or corrupt tensor)");
+    fail(what, "holds " + std::to_string(data.size()) + " bytes of data, its shape (" + dims + ") and " + dt->name() +
+                   " need " + std::to_string(nbytes) + " (a truncated or corrupt tensor)");
   if (dt->is_bool())
     for (char& c : bytes) c = c != 0;
   // The elements copied to the device as one flat buffer, realized, then viewed in their shape: a

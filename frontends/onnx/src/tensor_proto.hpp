@@ -15,7 +15,8 @@ namespace kiln::onnx::detail {
 // The kiln dtype of an ONNX TensorProto.DataType; nullopt for those kiln lacks (string,
 // complex, float8, int4, ...).
 std::optional<DType> dtype_of(int32_t onnx_type);
-const char* onnx_type_name(int32_t onnx_type);  // "FLOAT", "STRING", ... ("type 42" when unknown)
+// "FLOAT", "STRING", ... ("42 (not an ONNX type: ...)" when unknown); valid until the thread's next call
+const char* onnx_type_name(int32_t onnx_type);
 int32_t onnx_type_of(DType dtype);
 
 // The whole file at `path` into `out`; false when it cannot be opened or read.
