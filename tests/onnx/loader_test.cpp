@@ -109,6 +109,20 @@ TEST_F(Loader, UnknownOperator) {
   EXPECT_CONTAINS(e.what(), "supported_ops()");
 }
 
+// A model of another domain only (ai.onnx.ml's classifiers, training's optimizers) imports no
+// default-domain opset: the error names the domain, not the missing import.
+TEST_F(Loader, OperatorOfAnotherDomain) {
+  auto m = om::model();
+  m.mutable_opset_import(0)->set_domain("ai.onnx.ml");
+  om::input(m, {"x", P::FLOAT, {"2"}});
+  om::output(m, {"y", P::FLOAT, {"2"}});
+  om::node(m, "Binarizer", {"x"}, {"y"}, "bin")->set_domain("ai.onnx.ml");
+  std::string path;
+  kiln::Error e = load_error(m, &path);
+  EXPECT_EQ(e.code(), ErrorCode::unimplemented);
+  EXPECT_CONTAINS(e.what(), path + ": node 'bin' (Binarizer, opset 0): operators of domain 'ai.onnx.ml' are not supported");
+}
+
 TEST_F(Loader, UnknownAttribute) {
   auto m = om::scale_shift();
   auto* a = m.mutable_graph()->mutable_node(2)->add_attribute();

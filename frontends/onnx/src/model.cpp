@@ -40,6 +40,7 @@ struct Model::Impl {
     for (int i = 0; id.empty() && i < n.output_size(); ++i) id = n.output(i);  // unnamed: its first named output
     fail("node '" + id + "' (" + n.op_type() + ", opset " + std::to_string(opset) + "): " + what, code);
   }
+  void check_domains() const;
   void check_nodes();
   void sort_nodes();
   const std::unordered_map<std::string, Tensor>& initializers_on(const std::string& device) const;
@@ -85,11 +86,17 @@ bool fixed(const ValueInfo& v) {
 
 }  // namespace
 
-void Model::Impl::check_nodes() {
-  for (const auto& n : proto.graph().node()) {
+// Only the default domain's operators exist in kiln: a node of another domain is named at load.
+void Model::Impl::check_domains() const {
+  for (const auto& n : proto.graph().node())
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail_node(n, "operators of domain '" + n.domain() + "' are not supported (only the default ONNX domain)",
                 ErrorCode::unimplemented);
+}
+
+void Model::Impl::check_nodes() {
+  check_domains();
+  for (const auto& n : proto.graph().node()) {
     const detail::OpDef* op = detail::find_op(n.op_type());
     if (!op)
       fail_node(n, "operator " + n.op_type() + " is not supported by kiln (kiln::onnx::supported_ops() lists those that are)",
@@ -239,9 +246,9 @@ std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tenso
   return result;
 }
 
-Model Model::from_bytes(std::string_view bytes, const std::string& base_dir) {
+Model Model::from_bytes(std::string_view bytes, const std::string& base_dir, const std::string& name) {
   auto m = std::make_shared<Impl>();
-  m->name = "<bytes>";
+  m->name = name.empty() ? "<bytes>" : name;
   m->base_dir = base_dir;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) ||
       !m->proto.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
@@ -271,7 +278,10 @@ std::shared_ptr<const Model::Impl> Model::load_checked(std::shared_ptr<Impl> m) 
     }
   if (!has_default) {
     if (m->proto.opset_import_size() == 0 && m->proto.ir_version() < 3) m->opset = 1;  // IR 1-2 predate opset imports
-    else if (g.node_size() > 0) m->fail("imports no opset of the default ONNX domain", ErrorCode::invalid_argument);
+    else if (g.node_size() > 0) {
+      m->check_domains();  // a model of another domain only: say which (ai.onnx.ml, training, ...)
+      m->fail("imports no opset of the default ONNX domain", ErrorCode::invalid_argument);
+    }
   }
   if (m->opset > kMaxOpset || m->opset < 1)
     if (has_default)

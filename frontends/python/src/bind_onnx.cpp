@@ -72,12 +72,12 @@ void bind_onnx(nb::module_& m) {
           nb::arg("path"))
       .def_static(
           "from_bytes",
-          [](nb::bytes data, const std::string& base_dir) {
+          [](nb::bytes data, const std::string& base_dir, const std::string& name) {
             std::string bytes(data.c_str(), data.size());  // copied while the GIL is held
             nb::gil_scoped_release release;
-            return kx::Model::from_bytes(bytes, base_dir);
+            return kx::Model::from_bytes(bytes, base_dir, name);
           },
-          nb::arg("data"), nb::arg("base_dir") = "")
+          nb::arg("data"), nb::arg("base_dir") = "", nb::arg("name") = "")
       .def_prop_ro("inputs", &kx::Model::inputs)
       .def_prop_ro("outputs", &kx::Model::outputs)
       .def_prop_ro("opset", &kx::Model::opset)

@@ -32,8 +32,9 @@ class Model {
   // kiln::Error (data_loss for a file that is not a model, not_found for a missing file,
   // unimplemented for an operator kiln lacks) naming the file and, where one is at fault, the node.
   static Model load(const std::string& path);
-  // A model held in memory; external data is resolved against `base_dir` (empty: the working directory).
-  static Model from_bytes(std::string_view bytes, const std::string& base_dir = "");
+  // A model held in memory; external data is resolved against `base_dir` (empty: the working
+  // directory); `name` stands for the file in messages (empty: "<bytes>").
+  static Model from_bytes(std::string_view bytes, const std::string& base_dir = "", const std::string& name = "");
   const std::vector<ValueInfo>& inputs() const;   // the graph inputs that are not initializers
   const std::vector<ValueInfo>& outputs() const;
   int64_t opset() const;                          // the default domain's opset version

@@ -109,6 +109,7 @@ def load(path) -> Model:
     return Model(_onnx.Model.load(str(path)))
 
 
-def from_bytes(data: bytes, base_dir: str = "") -> Model:
-    """A serialized model held in memory; external data is resolved against base_dir."""
-    return Model(_onnx.Model.from_bytes(bytes(data), str(base_dir)))
+def from_bytes(data: bytes, base_dir: str = "", name: str = "") -> Model:
+    """A serialized model held in memory; external data is resolved against base_dir; name stands
+    for the file in error messages (default "<bytes>")."""
+    return Model(_onnx.Model.from_bytes(bytes(data), str(base_dir), str(name)))

@@ -89,7 +89,8 @@ class KilnBackend(Backend):
             raise _invalid(f"device {device!r} is not one of kiln's devices {kiln.devices()}")
         base_dir = str(kwargs.get("base_dir", ""))
         if isinstance(model, onnx.ModelProto):
-            m = konnx.from_bytes(model.SerializeToString(), base_dir)
+            # errors name the graph (onnx's runner gives each test's graph its test's name)
+            m = konnx.from_bytes(model.SerializeToString(), base_dir, f"<model {model.graph.name or 'unnamed'}>")
         elif isinstance(model, (bytes, bytearray, memoryview)):
             m = konnx.from_bytes(bytes(model), base_dir)
         elif isinstance(model, (str, os.PathLike)):
