@@ -11,7 +11,7 @@
 # Environment:
 #   KILN_BUILD        the kiln build tree whose python/ holds the package (default ./build); build it
 #                     first: ninja -C "$KILN_BUILD" _kiln kiln_cpu (a build that found libonnx-dev)
-#   ONNX_VENV         the venv with onnx, numpy and pytest (default /work/onnx-venv; created on first
+#   ONNX_VENV         the venv with onnx, numpy and pytest (default $KILN_BUILD/onnx-venv; created on first
 #                     use with python3 -m venv and pip install onnx==1.22.0 numpy pytest)
 #   ONNX_TEST_TIMEOUT seconds one test may run before it fails as a timeout (default 120, 0 = none)
 #   ONNX_SUITE_DEVICE a kiln device to run the tests on instead of onnx's "CPU" (cpu:0), e.g. opencl:0
@@ -36,14 +36,11 @@ while [ $# -gt 0 ]; do
 done
 [ -z "$report" ] || [[ "$report" = /* ]] || report="$PWD/$report"
 
-build="${KILN_BUILD:-$PWD/build}"
-[ -d "$build" ] || die "no kiln build at $build (set KILN_BUILD; configure and build with: cmake -S . -B build -G Ninja && ninja -C build _kiln kiln_cpu)"
-build="$(cd "$build" && pwd)"
-ext="$(ls "$build"/python/kiln/_kiln*.so 2>/dev/null | head -n1 || true)"
-[ -n "$ext" ] || die "the kiln Python module is not built in $build/python/kiln (run: ninja -C $build _kiln kiln_cpu)"
+# shellcheck source=lib/python_build.sh
+source "$here/scripts/lib/python_build.sh"  # sets build (absolute) and checks the module
 
 # ---- the venv with the pinned onnx ----
-venv="${ONNX_VENV:-/work/onnx-venv}"
+venv="${ONNX_VENV:-$build/onnx-venv}"
 py="$venv/bin/python"
 if [ ! -x "$py" ]; then
   echo "onnx-suite: creating $venv with onnx==$onnx_version, numpy, pytest" >&2
@@ -55,11 +52,7 @@ have_onnx="$("$py" -c 'import onnx, numpy, pytest; print(onnx.__version__)' 2>/d
   || die "$py cannot import onnx, numpy and pytest (install them, or point ONNX_VENV at a venv that has them)"
 [ "$have_onnx" = "$onnx_version" ] \
   || echo "onnx-suite: warning: $venv has onnx $have_onnx, not the pinned $onnx_version (the counts are not comparable)" >&2
-# the extension is built for one Python: the venv must be that Python (cpython-311 -> 3.11)
-want="$(basename "$ext" | sed -n 's/.*cpython-\([0-9]\)\([0-9]*\)-.*/\1.\2/p')"
-have="$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
-[ -z "$want" ] || [ "$want" = "$have" ] \
-  || die "$(basename "$ext") is built for Python $want but $py is Python $have (use a venv of Python $want)"
+check_python_matches "$py"
 PYTHONPATH="$build/python" "$py" -c 'import kiln.onnx' 2>/dev/null \
   || die "$build's kiln has no kiln.onnx: $(PYTHONPATH="$build/python" "$py" -c 'import kiln.onnx' 2>&1 | tail -n1)"
 

@@ -36,11 +36,8 @@ for a in "$@"; do
   esac
 done
 
-build="${KILN_BUILD:-$PWD/build}"
-[ -d "$build" ] || die "no kiln build at $build (set KILN_BUILD; configure and build with: cmake -S . -B build -G Ninja && ninja -C build _kiln kiln_cpu)"
-build="$(cd "$build" && pwd)"
-ext="$(ls "$build"/python/kiln/_kiln*.so 2>/dev/null | head -n1 || true)"
-[ -n "$ext" ] || die "the kiln Python module is not built in $build/python/kiln (run: ninja -C $build _kiln kiln_cpu)"
+# shellcheck source=lib/python_build.sh
+source "$here/scripts/lib/python_build.sh"  # sets build (absolute) and checks the module
 
 # ---- the venv with torch ----
 venv="${PEER_VENV:-$build/peer-venv}"
@@ -55,11 +52,7 @@ if [ ! -x "$py" ]; then
 fi
 "$py" -c "import torch, numpy, pytest" 2>/dev/null \
   || die "$py cannot import torch, numpy and pytest (install them, or point PEER_VENV at a venv that has them)"
-# the extension is built for one Python: the venv must be that Python (cpython-311 -> 3.11)
-want="$(basename "$ext" | sed -n 's/.*cpython-\([0-9]\)\([0-9]*\)-.*/\1.\2/p')"
-have="$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
-[ -z "$want" ] || [ "$want" = "$have" ] \
-  || die "$(basename "$ext") is built for Python $want but $py is Python $have (use a venv of Python $want)"
+check_python_matches "$py"
 
 # ---- the suite: a local copy or the pinned commit's file, cached in the build tree ----
 work="$build/peer-tests"
