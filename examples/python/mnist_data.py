@@ -34,3 +34,11 @@ def make_digits(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
             img = np.maximum(img, np.clip(width + 0.5 - dist, 0, 1))
         images[i, 0] = img * rs.uniform(0.6, 1.0) + rs.normal(0, 0.1, (SIZE, SIZE))
     return np.clip(images, 0, 1), labels
+
+
+def exit_code(acc, min_acc):
+    """0 when the accuracy reaches min_acc, else 1 after saying so (the examples' pass/fail)."""
+    if acc < min_acc:
+        print(f"FAIL: accuracy {acc:.3f} is below {min_acc}")
+        return 1
+    return 0

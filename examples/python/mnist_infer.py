@@ -8,7 +8,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mnist_data import make_digits  # noqa: E402
+from mnist_data import exit_code, make_digits  # noqa: E402
 from mnist_model import ConvNet  # noqa: E402
 
 from kiln import Tensor, nn  # noqa: E402
@@ -29,10 +29,7 @@ def main():
     print("predictions", " ".join(str(v) for v in pred[:16]))
     acc = float((pred == labels).mean())
     print(f"accuracy {acc * 100:.1f}% on {len(labels)} new digits")
-    if acc < args.min_acc:
-        print(f"FAIL: accuracy {acc:.3f} is below {args.min_acc}")
-        return 1
-    return 0
+    return exit_code(acc, args.min_acc)
 
 
 if __name__ == "__main__":

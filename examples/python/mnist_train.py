@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mnist_data import make_digits  # noqa: E402
+from mnist_data import exit_code, make_digits  # noqa: E402
 from mnist_model import ConvNet  # noqa: E402
 
 from kiln import Tensor, TinyJit, nn  # noqa: E402
@@ -60,10 +60,7 @@ def main():
     print(f"test accuracy {acc * 100:.1f}% after {args.steps} steps of {args.batch} ({time.perf_counter() - start:.1f} s)")
     nn.state.safe_save(nn.state.get_state_dict(model), args.out)
     print(f"saved {args.out}")
-    if acc < args.min_acc:
-        print(f"FAIL: accuracy {acc:.3f} is below {args.min_acc}")
-        return 1
-    return 0
+    return exit_code(acc, args.min_acc)
 
 
 if __name__ == "__main__":

@@ -123,6 +123,23 @@ TEST_F(Loader, OperatorOfAnotherDomain) {
   EXPECT_CONTAINS(e.what(), path + ": node 'bin' (Binarizer, opset 0): operators of domain 'ai.onnx.ml' are not supported");
 }
 
+// A model held in memory is named in messages by the name the caller gives (default "<bytes>").
+TEST_F(Loader, FromBytesNamesTheModelAsGiven) {
+  auto m = om::model();
+  om::input(m, {"x", P::FLOAT, {"2"}});
+  om::output(m, {"y", P::FLOAT, {"2"}});
+  om::node(m, "Frobnicate", {"x"}, {"y"}, "weird");
+  const std::string bytes = m.SerializeAsString();
+  for (const auto& [given, shown] : {std::pair<std::string, std::string>{"", "<bytes>"}, {"my model", "my model"}}) {
+    try {
+      Model::from_bytes(bytes, "", given);
+      ADD_FAILURE() << "the model loaded";
+    } catch (const kiln::Error& e) {
+      EXPECT_CONTAINS(e.what(), shown + ": node 'weird' (Frobnicate, opset 13)");
+    }
+  }
+}
+
 TEST_F(Loader, UnknownAttribute) {
   auto m = om::scale_shift();
   auto* a = m.mutable_graph()->mutable_node(2)->add_attribute();
