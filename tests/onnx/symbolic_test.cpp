@@ -245,6 +245,46 @@ TEST(OnnxSymbolic, DynamicReshapesCapturedAtOneReplayOtherSizes) {
   check_jit(model, Batch({8, 16, 32}), attention_reference, {1, 1, 3, 8, 1, 5});
 }
 
+// Where a size-1 choice would be fixed at capture: y1 sums Expand(ones (1, 4), Shape(x)) over the
+// batch (N per column), y2 sums Unsqueeze(x, 0) (1, N, 4) over the batch axis 1. Captured at N = 1,
+// a fixed 1 in place of the variable (an Expand to the bound 1, the batch taken for the new axis)
+// would replay [1, 1, 1, 1] and the first row only.
+TEST(OnnxSymbolic, SizeOneChoicesKeepTheVariable) {
+  ::onnx::ModelProto m = om::model(13);
+  om::input(m, {"x", P::FLOAT, {"N", "4"}});
+  om::output(m, {"y1", P::FLOAT, {"4"}});
+  om::output(m, {"y2", P::FLOAT, {"1", "4"}});
+  om::initializer(m, "ones", {1, 4}, {1, 1, 1, 1});
+  int64_init(m, "ax0", {1}, {0});
+  int64_init(m, "ax1", {1}, {1});
+  om::node(m, "Shape", {"x"}, {"s"}, "shape");
+  om::node(m, "Expand", {"ones", "s"}, {"e"}, "expand");
+  attr(om::node(m, "ReduceSum", {"e", "ax0"}, {"y1"}, "count"), "keepdims", int64_t{0});
+  om::node(m, "Unsqueeze", {"x", "ax0"}, {"u"}, "unsqueeze");
+  attr(om::node(m, "ReduceSum", {"u", "ax1"}, {"y2"}, "sum_rows"), "keepdims", int64_t{0});
+  Model model = load(m);
+  Batch batch({8, 4});
+  Variable N("N", 1, 8);
+  kiln::Jit f([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>& vars) {
+    auto out = model.run({{"x", in[0].shrink(0, vars[0])}});
+    return std::vector<Tensor>{out.at("y1"), out.at("y2")};
+  });
+  for (int64_t v : {1, 1, 3, 1, 8, 5}) {
+    std::vector<Tensor> out = f({batch.buffer}, {N.bind(v)});
+    EXPECT_EQ(out[0].to_vector<float>(), std::vector<float>(4, static_cast<float>(v))) << "N = " << v;
+    expect_near(out[1].to_vector<float>(), batch.concrete(v).sum({0}, true).to_vector<float>(), "y2, N = " + std::to_string(v));
+  }
+  EXPECT_TRUE(f.captured());
+  // Squeeze without axes would drop the batch while it is 1, and not at 3: refused
+  ::onnx::ModelProto sq = om::model(13);
+  om::input(sq, {"x", P::FLOAT, {"N", "4"}});
+  om::output(sq, {"y", P::FLOAT, {"?"}});
+  om::node(sq, "Squeeze", {"x"}, {"y"}, "squeeze_all");
+  kiln::Error e = run_error(load(sq), {{"x", batch.buffer.shrink(0, N.bind(1))}});
+  EXPECT_CONTAINS(e.what(), "node 'squeeze_all'");
+  EXPECT_CONTAINS(e.what(), "symbolic dimension 'N' (bound to 1)");
+}
+
 // ---- sizes read as numbers ----
 
 // y = x / N (Shape -> Gather -> Cast -> Div): the output's values are computed from the size.
