@@ -54,7 +54,7 @@ std::vector<float> weights(int64_t n, int seed) {
 }
 Model load(const ::onnx::ModelProto& m) { return Model::from_bytes(m.SerializeAsString()); }
 
-// A small CNN: x (N, 3, 8, 8) -> Conv 3x3 (4) -> Relu -> MaxPool 2 -> Conv 3x3 (8) -> Relu ->
+// A small CNN: x (N, 3, 8, 8) -> Conv 3x3 (4) -> BatchNormalization -> Relu -> MaxPool 2 -> Conv 3x3 (8) -> Relu ->
 // GlobalAveragePool -> Flatten -> Gemm (8 -> 5) -> y (N, 5).
 ::onnx::ModelProto cnn() {
   ::onnx::ModelProto m = om::model(13);
@@ -66,7 +66,12 @@ Model load(const ::onnx::ModelProto& m) { return Model::from_bytes(m.SerializeAs
   om::initializer(m, "b2", {8}, weights(8, 4));
   om::initializer(m, "wg", {8, 5}, weights(40, 5));
   om::initializer(m, "bg", {5}, weights(5, 6));
-  attr(om::node(m, "Conv", {"x", "w1", "b1"}, {"c1"}, "conv1"), "pads", {1, 1, 1, 1});
+  om::initializer(m, "bn_scale", {4}, {1.5f, 0.5f, 1.f, 2.f});
+  om::initializer(m, "bn_bias", {4}, {0.1f, -0.2f, 0.f, 0.3f});
+  om::initializer(m, "bn_mean", {4}, {0.05f, -0.1f, 0.2f, 0.f});
+  om::initializer(m, "bn_var", {4}, {1.f, 0.5f, 2.f, 0.25f});
+  attr(om::node(m, "Conv", {"x", "w1", "b1"}, {"c0"}, "conv1"), "pads", {1, 1, 1, 1});
+  om::node(m, "BatchNormalization", {"c0", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"c1"}, "bn");
   om::node(m, "Relu", {"c1"}, {"r1"}, "relu1");
   auto* pool = om::node(m, "MaxPool", {"r1"}, {"p1"}, "pool");
   attr(pool, "kernel_shape", {2, 2});
@@ -83,16 +88,20 @@ Tensor cnn_reference(const Tensor& x) {
   auto w = [](const Shape& s, int seed) {
     return Tensor::from_vector(weights(std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()), seed), s);
   };
-  Tensor h = x.conv2d(w({4, 3, 3, 3}, 1), w({4}, 2), 1, 1).relu().max_pool2d(2);
+  auto channel = [](std::vector<float> v) { return Tensor::from_vector(v, {1, 4, 1, 1}); };
+  Tensor c = x.conv2d(w({4, 3, 3, 3}, 1), w({4}, 2), 1, 1);
+  c = (c - channel({0.05f, -0.1f, 0.2f, 0.f})) / (channel({1.f, 0.5f, 2.f, 0.25f}) + 1e-5).sqrt() *
+          channel({1.5f, 0.5f, 1.f, 2.f}) + channel({0.1f, -0.2f, 0.f, 0.3f});
+  Tensor h = c.relu().max_pool2d(2);
   h = h.conv2d(w({8, 4, 3, 3}, 3), w({8}, 4), 1, 1).relu().mean({2, 3});
   return h.matmul(w({8, 5}, 5)) + w({5}, 6);
 }
 
-// Self-attention over x (N, 16, 32) with the dynamic reshapes an exporter writes:
+// Self-attention over x (N, 16, 32), layer-normalized, with the dynamic reshapes an exporter writes:
 // Shape -> Gather -> Unsqueeze -> Concat -> Reshape (to 4 heads of 8 and back), MatMul, Softmax,
 // Transpose; a bias Expand-ed to Shape(x) and a ConstantOfShape mask over (N, 16, 1).
 ::onnx::ModelProto attention() {
-  ::onnx::ModelProto m = om::model(13);
+  ::onnx::ModelProto m = om::model(17);  // (LayerNormalization)
   om::input(m, {"x", P::FLOAT, {"N", "16", "32"}});
   om::output(m, {"y", P::FLOAT, {"N", "16", "32"}});
   om::initializer(m, "wq", {32, 32}, weights(32 * 32, 7));
@@ -113,8 +122,11 @@ Tensor cnn_reference(const Tensor& x) {
   attr(om::node(m, "Concat", {"n1", "heads"}, {"s4"}, "shape4"), "axis", 0);
   attr(om::node(m, "Concat", {"n1", "l1", "minus1"}, {"s3"}, "shape3"), "axis", 0);
   attr(om::node(m, "Concat", {"n1", "l1", "one"}, {"smask"}, "mask_shape"), "axis", 0);
+  om::initializer(m, "ln_scale", {32}, weights(32, 10));
+  om::initializer(m, "ln_bias", {32}, weights(32, 11));
+  attr(om::node(m, "LayerNormalization", {"x", "ln_scale", "ln_bias"}, {"xn"}, "norm"), "axis", int64_t{-1});
   om::node(m, "Expand", {"bias", "s"}, {"bx"}, "bias_expand");
-  om::node(m, "Add", {"x", "bx"}, {"xb"}, "add_bias");
+  om::node(m, "Add", {"xn", "bx"}, {"xb"}, "add_bias");
   om::node(m, "MatMul", {"xb", "wq"}, {"q"}, "project");
   om::node(m, "Reshape", {"q", "s4"}, {"q4"}, "split_heads");
   attr(om::node(m, "Transpose", {"q4"}, {"qt"}, "heads_first"), "perm", {0, 2, 1, 3});
@@ -141,7 +153,8 @@ Tensor attention_reference(const Tensor& x) {
     return Tensor::from_vector(weights(std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()), seed), s);
   };
   const int64_t n = x.shape()[0];
-  Tensor q = (x + w({1, 1, 32}, 9)).matmul(w({32, 32}, 7)).reshape({n, 16, 4, 8});
+  Tensor xn = x.layernorm({-1}, 1e-5) * w({32}, 10) + w({32}, 11);
+  Tensor q = (xn + w({1, 1, 32}, 9)).matmul(w({32, 32}, 7)).reshape({n, 16, 4, 8});
   Tensor qt = q.permute({0, 2, 1, 3}), kt = q.permute({0, 2, 3, 1});
   Tensor o = (qt.matmul(kt) * 0.35f).softmax(-1).matmul(qt);
   return o.permute({0, 2, 1, 3}).reshape({n, 16, 32}).matmul(w({32, 32}, 8)) * 2.0;
@@ -226,6 +239,7 @@ TEST(OnnxSymbolic, CnnCompilesOnceForEveryBatchSize) {
 TEST(OnnxSymbolic, CnnInAJit) {
   Model model = load(cnn());
   check_jit(model, Batch({8, 3, 8, 8}), cnn_reference, {3, 5, 1, 8, 2});
+  check_jit(model, Batch({8, 3, 8, 8}), cnn_reference, {1, 1, 4, 8});  // captured at 1
 }
 
 TEST(OnnxSymbolic, DynamicReshapesCompileOnceForEveryBatchSize) {
@@ -381,6 +395,39 @@ TEST(OnnxSymbolic, AShapeComputedFromTheSizeIsAnError) {
   EXPECT_CONTAINS(e.what(), "N * 16");
   EXPECT_CONTAINS(e.what(), "Feed fixed sizes");
   EXPECT_EQ(model.run({{"x", Tensor::ones({3, 4})}}).at("y").shape(), (Shape{12}));
+}
+
+// An operator whose implementation is not known to keep a symbolic dimension (ArgMax counts along
+// its axis with a fixed arange), MaxPool's Indices, a Gather along the symbolic axis: refused.
+TEST(OnnxSymbolic, OperatorsNotKnownToKeepTheVariableAreRefused) {
+  Variable N("N", 1, 8);
+  Tensor buf = Tensor::from_vector(weights(8 * 4 * 4, 3), {8, 1, 4, 4}).realize();
+  auto one_node = [](std::initializer_list<std::string> outs) {
+    ::onnx::ModelProto m = om::model(13);
+    om::input(m, {"x", P::FLOAT, {"N", "1", "4", "4"}});
+    for (const auto& o : outs) om::output(m, {o, P::FLOAT, {}});
+    return m;
+  };
+  ::onnx::ModelProto argmax = one_node({"y"});
+  argmax.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(P::INT64);
+  attr(om::node(argmax, "ArgMax", {"x"}, {"y"}, "argmax"), "axis", int64_t{0});
+  kiln::Error e = run_error(load(argmax), {{"x", buf.shrink(0, N.bind(1))}});
+  EXPECT_CONTAINS(e.what(), "node 'argmax' (ArgMax");
+  EXPECT_CONTAINS(e.what(), "symbolic dimension 'N' (bound to 1)");
+  EXPECT_CONTAINS(e.what(), "Feed fixed sizes");
+  EXPECT_EQ(load(argmax).run({{"x", Tensor::zeros({3, 1, 4, 4})}}).at("y").shape(), (Shape{1, 1, 4, 4})) << "fixed feeds run";
+
+  ::onnx::ModelProto pool = one_node({"y", "i"});
+  pool.mutable_graph()->mutable_output(1)->mutable_type()->mutable_tensor_type()->set_elem_type(P::INT64);
+  attr(om::node(pool, "MaxPool", {"x"}, {"y", "i"}, "pool"), "kernel_shape", {2, 2});
+  e = run_error(load(pool), {{"x", buf.shrink(0, N.bind(2))}});
+  EXPECT_CONTAINS(e.what(), "node 'pool' (MaxPool");
+
+  ::onnx::ModelProto gather = one_node({"y"});
+  int64_init(gather, "idx", {1}, {-1});
+  om::node(gather, "Gather", {"x", "idx"}, {"y"}, "last_row");
+  e = run_error(load(gather), {{"x", buf.shrink(0, N.bind(3))}});
+  EXPECT_CONTAINS(e.what(), "node 'last_row' (Gather");
 }
 
 // ---- the feeds against the declared dimensions ----

@@ -220,7 +220,7 @@ std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tenso
     const detail::OpDef* op = detail::find_op(n->op_type());
     std::vector<Tensor> outs;
     try {
-      detail::check_data_dependent(node);
+      detail::check_symbolic_inputs(node);
       outs = op->fn(node);
     } catch (const Error& e) {
       const std::string msg = e.what();

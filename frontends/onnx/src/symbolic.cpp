@@ -141,11 +141,63 @@ void check_feed_dims(const std::vector<ValueInfo>& inputs, const RunState& state
   }
 }
 
-void check_data_dependent(const Node& n) {
-  static const std::set<std::string_view> ops = {"NonZero", "Compress", "Unique", "NonMaxSuppression"};
-  if (!ops.count(n.op_type())) return;
-  for (size_t i = 0; i < n.num_inputs(); ++i)
-    if (n.has(i)) n.check_untainted(i);
+namespace {
+
+// The operators whose implementations keep a symbolic dimension symbolic: they reach its size only
+// through Tensor ops that carry the variable (broadcasting, reductions, movement, convolution).
+// An implementation that reads shape() to build a tensor of its own - an arange over the axis, a
+// count, a fixed-size index - would fix the bound value; at a value above 1 that is a loud
+// broadcast error, but bound to 1 it stretches and a Jit replay is silently wrong. So an operator
+// not listed here refuses a symbolic input; one is added once its implementation has been read
+// for that and a test (tests/onnx/symbolic_test.cpp) replays it captured at 1.
+bool keeps_symbolic(const Node& n) {
+  static const std::set<std::string_view> ops = [] {
+    std::set<std::string_view> s = {
+        // shapes and movement (the rules above; Gather below)
+        "Shape", "Size", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Expand", "ConstantOfShape", "Identity",
+        "Concat", "Slice", "Split", "Dropout",
+        // reductions (a symbolic axis reduces over the variable's range; mean divides by it)
+        "ReduceSum", "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceProd", "ReduceMax",
+        "ReduceMin", "Softmax", "LogSoftmax",
+        // nn
+        "Conv", "ConvTranspose", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
+        "InstanceNormalization", "LayerNormalization", "MatMul", "Gemm"};
+    std::vector<OpDef> elementwise;  // every elementwise operator: they broadcast through the Tensor API
+    elementwise_ops(elementwise);
+    for (const auto& d : elementwise) s.insert(d.op);
+    return s;
+  }();
+  const std::string& op = n.op_type();
+  if (ops.count(op)) return true;
+  if (op == "MaxPool") return !n.wants(1);  // its Indices count positions with a fixed arange over N * C
+  if (op == "ReduceMean") return n.in(0).dtype().is_float();  // an integer mean divides by shape()'s count
+  if (op == "Gather") {  // negative indices count from shape()[axis] along the gathered axis
+    const Tensor& x = n.in(0);
+    return x.ndim() == 0 || !x.symbolic_dim(n.axis(n.attr_int("axis", 0), x.ndim()));
+  }
+  return false;
+}
+
+}  // namespace
+
+void check_symbolic_inputs(const Node& n) {
+  static const std::set<std::string_view> data_dependent = {"NonZero", "Compress", "Unique", "NonMaxSuppression"};
+  if (data_dependent.count(n.op_type())) {
+    for (size_t i = 0; i < n.num_inputs(); ++i)
+      if (n.has(i)) n.check_untainted(i);
+    return;
+  }
+  for (size_t i = 0; i < n.num_inputs(); ++i) {
+    if (!n.has(i)) continue;
+    const Tensor& x = n.in(i);
+    for (int a = 0; a < x.ndim(); ++a)
+      if (auto v = x.symbolic_dim(a); v && !keeps_symbolic(n))
+        n.fail("input " + std::to_string(i) + " has the symbolic dimension " + describe(*v) + " (axis " + std::to_string(a) +
+                   "), and kiln's " + n.op_type() + " is not known to keep a symbolic dimension symbolic here (it could fix "
+                   "the size into the graph, and a kiln::Jit replay with another size would be wrong). Feed fixed sizes, or "
+                   "export the model with that dimension static",
+               ErrorCode::unimplemented);
+  }
 }
 
 void propagate_taint(const ::onnx::NodeProto& p, int64_t opset, const OpDef& op, RunState& state, const std::vector<Tensor>& outs) {

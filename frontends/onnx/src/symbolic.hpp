@@ -29,8 +29,10 @@ namespace kiln::onnx::detail {
 void check_feed_dims(const std::vector<ValueInfo>& inputs, const RunState& state, const std::string& model);
 
 // Before node `n` runs: an operator that reads its data on the host to decide its output's shape
-// (NonZero, Compress, Unique, NonMaxSuppression) must not read a symbolic size or a tensor of one.
-void check_data_dependent(const Node& n);
+// (NonZero, Compress, Unique, NonMaxSuppression) must not read a symbolic size or a tensor of one;
+// any other operator given a tensor with a symbolic dimension must be one whose implementation is
+// known to keep it symbolic (symbolic.cpp lists them), else a kiln::Error naming the node.
+void check_symbolic_inputs(const Node& n);
 
 // After node `proto` ran (its outputs `outs`): the taints of its outputs in `state`.
 void propagate_taint(const ::onnx::NodeProto& proto, int64_t opset, const OpDef& op, RunState& state,
