@@ -57,7 +57,6 @@ class Node {
   // The checks of ints(i) without the read: for operators that read an input's data on the host
   // through the Tensor API (NonZero, Unique, ...).
   void check_untainted(size_t i) const;
-  const RunState& run_state() const { return run_; }
   size_t num_outputs() const;  // as the model names them (trailing optional outputs may be absent)
   bool wants(size_t i) const;  // output i is named by the model
 

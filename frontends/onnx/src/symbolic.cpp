@@ -230,8 +230,11 @@ void propagate_taint(const ::onnx::NodeProto& p, int64_t opset, const OpDef& op,
     only_moved = only_moved && is_moved_input(type, i);
   }
   if (!first) return;
-  if ((type == "Cast" || type == "CastLike") && !outs.empty() && outs[0].numel() == n.in(0).numel()) {
-    Taint t = *state.taint(p.input(0));
+  const Taint* data = n.has(0) ? state.taint(p.input(0)) : nullptr;
+  // a cast to a type of 32 bits or more keeps a size exactly (bool, 8- and 16-bit types may not)
+  if ((type == "Cast" || type == "CastLike") && data && !outs.empty() && outs[0].numel() == n.in(0).numel() &&
+      outs[0].dtype().scalar_size() >= 4) {
+    Taint t = *data;
     t.node = n.name();
     keep(0, std::move(t));
     return;
