@@ -430,6 +430,34 @@ TEST(OnnxSymbolic, OperatorsNotKnownToKeepTheVariableAreRefused) {
   EXPECT_CONTAINS(e.what(), "node 'last_row' (Gather");
 }
 
+// A fixed size that meets the symbolic one: equal to its value now, it would not be at the next
+// call, so it is a loud broadcast error naming the node; a fixed 1 broadcasts to every value.
+TEST(OnnxSymbolic, AFixedSizeMeetingTheVariableIsABroadcastError) {
+  auto add_to = [](int64_t rows) {
+    ::onnx::ModelProto m = om::model(13);
+    om::input(m, {"x", P::FLOAT, {"N", "4"}});
+    om::output(m, {"y", P::FLOAT, {"N", "4"}});
+    om::initializer(m, "c", {rows, 4}, weights(rows * 4, 2));
+    om::node(m, "Add", {"x", "c"}, {"y"}, "add");
+    return load(m);
+  };
+  Variable N("N", 1, 8);
+  Batch batch({8, 4});
+  kiln::Error e = run_error(add_to(3), {{"x", batch.buffer.shrink(0, N.bind(3))}});
+  EXPECT_CONTAINS(e.what(), "node 'add' (Add");
+  EXPECT_CONTAINS(e.what(), "'N' (3) vs 3");
+  Model row = add_to(1);
+  kiln::Jit f([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>& vars) {
+    return std::vector<Tensor>{row.run({{"x", in[0].shrink(0, vars[0])}}).at("y")};
+  });
+  Tensor c = Tensor::from_vector(weights(4, 2), {1, 4});
+  for (int64_t v : {1, 1, 4, 1, 7}) {
+    Tensor y = f({batch.buffer}, {N.bind(v)})[0];
+    ASSERT_EQ(y.shape(), (Shape{v, 4}));
+    expect_near(y.to_vector<float>(), (batch.concrete(v) + c).to_vector<float>(), "N = " + std::to_string(v));
+  }
+}
+
 // ---- the feeds against the declared dimensions ----
 
 ::onnx::ModelProto two_inputs(const std::string& a_dim, const std::string& b_dim) {
