@@ -115,6 +115,25 @@ TEST(SymbolicDims, ReshapeWithPlacedDimensions) {
   EXPECT_ERROR(Tensor::ones({1, 2}, dtypes::float32, R).reshape({1, 2}, {n.bind(1), std::nullopt}), "not a symbolic dimension");
 }
 
+// Indexing resolves slices against the bound value; on a symbolic axis only the whole axis selects
+// the same positions for every value (a reversal at n = 1 is no flip at all, and x[-1] is row n - 1
+// of this call only).
+TEST(SymbolicDims, IndexingASymbolicAxis) {
+  using I = Tensor::Index;
+  Variable n("n", 2, 8);
+  Tensor buf = Tensor::from_vector<float>(iota(8 * 2), {8, 2}, R).realize();
+  Tensor x = buf.shrink(0, n.bind(3));
+  EXPECT_EQ(var_name(x.getitem({I::slice(), I::integer(1)}), 0), "n=3") << "another axis";
+  EXPECT_EQ(var_name(x.getitem({I::slice(0, std::nullopt, 1), I::slice()}), 0), "n=3") << "the whole axis";
+  EXPECT_EQ(var_name(x.getitem({I::slice(std::nullopt, 8)}), 0), "n=3") << "a stop at the max is the whole axis";
+  EXPECT_ERROR(x.getitem({I::integer(-1)}), "axis 0 is the symbolic 'n' (bound to 3, range [2, 8])", "only the whole axis");
+  EXPECT_ERROR(x.getitem({I::integer(0)}), "symbolic 'n'");
+  EXPECT_ERROR(x.getitem({I::slice(std::nullopt, std::nullopt, -1)}), "symbolic 'n'");
+  EXPECT_ERROR(x.getitem({I::slice(0, 3)}), "symbolic 'n'");
+  EXPECT_ERROR(x.getitem({I::slice(1, std::nullopt)}), "symbolic 'n'");
+  EXPECT_ERROR(x.getitem({I::tensor(Tensor::from_vector<int32_t>({0}, {1}, R))}), "symbolic 'n'");
+}
+
 TEST(SymbolicDims, ExpandToAVariable) {
   Variable n("n", 1, 8);
   Tensor row = Tensor::from_vector<float>({1, 2, 3}, {1, 3}, R);

@@ -388,7 +388,9 @@ class Tensor {
   //              their shape replaces the indexed axes where those are adjacent, else it leads (torch);
   //              negative entries count from the end, entries out of range select 0 (as gather)
   // More indices than axes, a second ellipsis, a non-integer index tensor, index tensors that do not
-  // broadcast or on another device: kiln::Error. Gradients flow to this tensor (not to the indices).
+  // broadcast or on another device: kiln::Error. A symbolic axis (symbolic_dim) takes only the
+  // whole-axis slice (start 0, stop none or >= the variable's max, step 1): anything else would be
+  // resolved from the bound value and kept for other values; kiln::Error. Gradients flow to this tensor (not to the indices).
   struct Index {
     enum class Kind { integer, slice, none, ellipsis, tensor };
     Kind kind = Kind::ellipsis;
