@@ -22,6 +22,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <set>
 #include <string_view>
