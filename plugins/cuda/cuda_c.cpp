@@ -2,6 +2,7 @@
 #include "cuda_c.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "../common/plugin_util.hpp"
 
@@ -42,6 +43,14 @@ std::string CudaDialect::vector_name(uint8_t scalar, int count) const {
 
 std::string CudaDialect::literal(uint8_t scalar, const kiln_lir_inst& in, double f) const {
   if (in.arg_kind == KILN_LIR_ARG_BOOL || scalar == KILN_LIR_DTYPE_BOOL) return in.arg ? "true" : "false";
+  // NVRTC has no __builtin_inff/__builtin_nanf: infinities and NaN by their bits
+  if (in.arg_kind == KILN_LIR_ARG_FLOAT && (std::isnan(f) || std::isinf(f))) {
+    bool f32 = scalar == KILN_LIR_DTYPE_FLOAT32;
+    const char* bits = std::isnan(f) ? (f32 ? "0x7fc00000u" : "0x7ff8000000000000ull")
+                       : f > 0       ? (f32 ? "0x7f800000u" : "0x7ff0000000000000ull")
+                                     : (f32 ? "0xff800000u" : "0xfff0000000000000ull");
+    return std::string("__builtin_bit_cast(") + (f32 ? "float" : "double") + ", " + bits + ")";
+  }
   return CStyleRenderer::literal(scalar, in, f);
 }
 
