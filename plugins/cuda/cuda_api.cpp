@@ -36,9 +36,8 @@ Loaded load() {
   KILN_CUDA_RESOLVE(cuDeviceGetCount) KILN_CUDA_RESOLVE(cuDeviceGet) KILN_CUDA_RESOLVE(cuDeviceGetName)
   KILN_CUDA_RESOLVE(cuDeviceGetAttribute) KILN_CUDA_RESOLVE(cuDeviceTotalMem_v2)
   KILN_CUDA_RESOLVE(cuDevicePrimaryCtxRetain) KILN_CUDA_RESOLVE(cuDevicePrimaryCtxRelease_v2)
-  KILN_CUDA_RESOLVE(cuCtxSetCurrent) KILN_CUDA_RESOLVE(cuCtxSynchronize) KILN_CUDA_RESOLVE(cuMemGetInfo_v2)
-  KILN_CUDA_RESOLVE(cuMemAlloc_v2) KILN_CUDA_RESOLVE(cuMemFree_v2) KILN_CUDA_RESOLVE(cuMemAllocHost_v2)
-  KILN_CUDA_RESOLVE(cuMemFreeHost) KILN_CUDA_RESOLVE(cuMemsetD8Async) KILN_CUDA_RESOLVE(cuMemcpyHtoDAsync_v2)
+  KILN_CUDA_RESOLVE(cuCtxSetCurrent) KILN_CUDA_RESOLVE(cuMemGetInfo_v2)
+  KILN_CUDA_RESOLVE(cuMemAlloc_v2) KILN_CUDA_RESOLVE(cuMemFree_v2) KILN_CUDA_RESOLVE(cuMemsetD8Async) KILN_CUDA_RESOLVE(cuMemcpyHtoDAsync_v2)
   KILN_CUDA_RESOLVE(cuMemcpyDtoHAsync_v2) KILN_CUDA_RESOLVE(cuMemcpyDtoDAsync_v2)
   KILN_CUDA_RESOLVE(cuModuleLoadDataEx) KILN_CUDA_RESOLVE(cuModuleUnload) KILN_CUDA_RESOLVE(cuModuleGetFunction)
   KILN_CUDA_RESOLVE(cuLaunchKernel) KILN_CUDA_RESOLVE(cuStreamCreate) KILN_CUDA_RESOLVE(cuStreamSynchronize)
@@ -62,7 +61,13 @@ std::string cuda_error_name(CUresult status) {
     if (cuda().cuGetErrorName(status, &name) != CUDA_SUCCESS) name = nullptr;
   } catch (const sdk::Error&) {
   }
-  return name ? name : "CUresult " + std::to_string(status);
+  if (name) return name;
+  switch (status) {  // the driver could not name it (a stub library names nothing)
+    case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_STUB_LIBRARY: return "CUDA_ERROR_STUB_LIBRARY (the toolkit's stub libcuda, not a driver)";
+    case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+    default: return "CUresult " + std::to_string(status);
+  }
 }
 
 void cuda_check(CUresult status, const std::string& what) {

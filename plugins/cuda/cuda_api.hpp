@@ -68,12 +68,9 @@ struct CudaApi {
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice device) = nullptr;
   CUresult (*cuDevicePrimaryCtxRelease_v2)(CUdevice device) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext ctx) = nullptr;
-  CUresult (*cuCtxSynchronize)() = nullptr;
   CUresult (*cuMemGetInfo_v2)(size_t* free_bytes, size_t* total) = nullptr;
   CUresult (*cuMemAlloc_v2)(CUdeviceptr* ptr, size_t bytes) = nullptr;
   CUresult (*cuMemFree_v2)(CUdeviceptr ptr) = nullptr;
-  CUresult (*cuMemAllocHost_v2)(void** ptr, size_t bytes) = nullptr;
-  CUresult (*cuMemFreeHost)(void* ptr) = nullptr;
   CUresult (*cuMemsetD8Async)(CUdeviceptr ptr, unsigned char value, size_t n, CUstream stream) = nullptr;
   CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr dst, const void* src, size_t n, CUstream stream) = nullptr;
   CUresult (*cuMemcpyDtoHAsync_v2)(void* dst, CUdeviceptr src, size_t n, CUstream stream) = nullptr;

@@ -68,8 +68,11 @@ sdk::DeviceProps CudaDevice::props() {
   }
   p.name = gpu_name_;
   int sms = attribute(kMultiprocessorCount);
-  p.description = gpu_name_ + " (" + arch_ + ", " + std::to_string(sms) + " SMs, warp " +
-                  std::to_string(attribute(kWarpSize)) + "; " + compiler_.describe() + ")";
+  int driver = 0;
+  (void)cuda().cuDriverGetVersion(&driver);
+  p.description = gpu_name_ + " (" + arch_ + ", " + std::to_string(sms) + " SMs, warp " + std::to_string(attribute(kWarpSize)) +
+                  "; driver CUDA " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ", " +
+                  compiler_.describe() + ")";
   size_t total = 0, free_bytes = 0;
   if (cuda().cuDeviceTotalMem_v2(&total, dev_) == CUDA_SUCCESS) p.memory_total = total;
   if (cuda().cuCtxSetCurrent(ctx_) == CUDA_SUCCESS && cuda().cuMemGetInfo_v2(&free_bytes, &total) == CUDA_SUCCESS)

@@ -72,6 +72,19 @@ TEST(CudaCli, NoDriverIsUnavailableWithTheReason) {
   EXPECT_CONTAINS(wrong.out, "libm.so.6 has no cuInit");
 }
 
+// The toolkit's stub libcuda exports the whole driver API but drives nothing: every function the
+// plugin resolves must be there (names checked against a real CUDA release), and cuInit's answer
+// is reported.
+TEST(CudaCli, EveryDriverFunctionResolvesInTheToolkitsStub) {
+  std::string stub;
+  for (const char* p : {"/usr/local/cuda/lib64/stubs/libcuda.so", "/usr/local/cuda/lib/stubs/libcuda.so"})
+    if (std::filesystem::exists(p)) stub = p;
+  if (stub.empty()) GTEST_SKIP() << "no CUDA toolkit stub libcuda.so in /usr/local/cuda";
+  CliResult r = run_kiln({"list"}, {{"KILN_BACKENDS", manifest()}, {"KILN_CUDA_DRIVER", stub}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_CONTAINS(r.out, "cuda  unavailable   no CUDA devices (cuInit: CUDA_ERROR_STUB_LIBRARY");
+}
+
 TEST(CudaCli, CompileMatmulForSm90WithClang) {
   if (system("clang-15 --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "clang-15 not found";
   EXPECT_GE(compile_matmul("clang"), 1u);
