@@ -53,6 +53,7 @@ for f in "$build"/lib/libkiln*.so.*; do
 done
 cp "$here/tests/opencl/opencl.toml" "$stage/config/opencl.toml"
 install -m 755 "$here/scripts/gpu-check.sh" "$stage/gpu-check.sh"
+mkdir -p "$stage/tools" && install -m 644 "$here/bench/peers.py" "$stage/tools/peers.py"  # torch beside kiln
 
 # shared libraries: resolved here by ldd over everything bundled (the bundle's own first)
 is_glibc() {

@@ -12,7 +12,8 @@
 #   3. in parallel: kiln test cuda (the conformance kit); the op corpus on cuda:0 (sharded); the
 #      other end-to-end tests on cuda:0 (sweeps, Jit replay, multi-device with cpu:0); and, where
 #      NVIDIA's OpenCL driver is installed, the op corpus on opencl:0 (the GPU through OpenCL)
-#   4. kiln bench --device cuda:0 --json                 (alone on the GPU)
+#   4. kiln bench --device cuda:0 --json (alone on the GPU), then torch on the same workloads
+#      (bench/peers.py, TF32 off) where PyTorch sees the GPU; a table with both
 #   5. BEAM on cuda:0, if the deadline leaves time
 # then one summary: a line per step (PASS / FAIL / SKIP / TIMEOUT, seconds, the key line).
 # Exit status: 0 all ran steps passed, 1 something failed, 2 no CUDA device (or no bundle).
@@ -172,14 +173,31 @@ failing="$(grep -h '^\[  FAILED  \] [A-Za-z]' "$logs"/corpus-*.txt "$logs"/e2e-*
 # ---- 4. bench ----
 b=$(( $(left) - 30 )); [ $b -gt 150 ] && b=150
 run_step "kiln bench cuda:0" "$b" "$logs/bench-cuda.json" "$bundle/bin/kiln" bench --device cuda:0 --json
-grep -q '^{' "$logs/bench-cuda.json" && python3 - "$logs/bench-cuda.json" <<'EOF' 2>/dev/null | tee "$logs/bench-cuda.txt"
+# torch on the same GPU, the same workloads (bench/peers.py, TF32 off), where PyTorch sees the GPU
+if python3 -c 'import sys, torch, numpy; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  b=$(( $(left) - 30 )); [ $b -gt 90 ] && b=90
+  run_step "torch cuda (peers.py)" "$b" "$logs/torch-cuda.json" \
+    python3 "$bundle/tools/peers.py" --worker torch --set default --torch-device cuda --min-time 0.3
+else
+  record "torch cuda (peers.py)" SKIP 0 "python3 has no torch with CUDA (or no numpy)"
+fi
+python3 - "$logs/bench-cuda.json" "$logs/torch-cuda.json" <<'EOF' 2>/dev/null | tee "$logs/bench-cuda.txt"
 import json, sys
-doc = json.load(open(sys.argv[1]))
+try:  # the log may hold stderr lines too: the JSON document starts at the first "{"
+    text = open(sys.argv[1]).read()
+    doc = json.JSONDecoder().raw_decode(text[text.index("{"):])[0]
+except Exception:
+    sys.exit(0)
+try:
+    torch = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
+except Exception:
+    torch = {}
+print(f"  {'workload':<16} {'first ms':>9} {'steady ms':>10} {'rate':>14}  check  {'torch ms':>9}  kiln/torch speed")
 for w in doc.get("workloads", []):
     rate = f"{w['rate']:.1f} {w['unit']}" if w.get("rate") is not None else "-"
-    jit = f"  jit {w['jit_ms']:.3f} ms" if w.get("jit_ms") is not None else ""
-    print(f"  {w['name']:<20} first {w['first_ms']:9.1f} ms  steady {w['steady_ms']:9.3f} ms  {rate:>14}"
-          f"  {'ok' if w.get('ok') else 'WRONG'}{jit}")
+    t = torch.get(w["name"])
+    vs = f"{t:9.3f}  {t / w['steady_ms']:.2f}x" if t and w.get("steady_ms") else ""
+    print(f"  {w['name']:<16} {w['first_ms']:9.1f} {w['steady_ms']:10.3f} {rate:>14}  {'ok   ' if w.get('ok') else 'WRONG'}  {vs}")
 EOF
 
 # ---- 5. BEAM, if there is time ----

@@ -38,6 +38,24 @@ std::unique_ptr<sdk::Program> CudaDevice::load(std::string_view binary, std::str
   void* values[] = {error_log, reinterpret_cast<void*>(static_cast<uintptr_t>(sizeof error_log - 1))};
   CUmodule module = nullptr;
   CUresult s = api.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+  if (s == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+    // An NVRTC newer than the driver writes a PTX ISA version the driver does not know yet; kiln's
+    // kernels use nothing of the newest ISAs, so the PTX is relabelled with the driver's own
+    // version (it must still name the arch) and loaded again.
+    int driver = 0;
+    (void)api.cuDriverGetVersion(&driver);
+    int isa = max_ptx_version_of_driver(driver);
+    if (isa && isa < info.version_major * 10 + info.version_minor && isa >= min_ptx_version(target.value_or(0))) {
+      sdk::log(KILN_LOG_WARNING, name_ + ": the driver (CUDA " + std::to_string(driver / 1000) + "." +
+                                     std::to_string(driver % 1000 / 10) + ") does not know PTX ISA " +
+                                     std::to_string(info.version_major) + "." + std::to_string(info.version_minor) +
+                                     "; loading kernel '" + p->entry + "' as PTX " + std::to_string(isa / 10) + "." +
+                                     std::to_string(isa % 10) + " (use an NVRTC no newer than the driver to avoid this)");
+      ptx = with_ptx_version(ptx, isa);
+      error_log[0] = '\0';
+      s = api.cuModuleLoadDataEx(&module, ptx.c_str(), 2, options, values);
+    }
+  }
   if (s != CUDA_SUCCESS && error_log[0])
     cuda_check(s, name_ + ": cuModuleLoadDataEx (kernel '" + p->entry + "'): " + error_log + "\nthe driver");
   cuda_check(s, name_ + ": cuModuleLoadDataEx (kernel '" + p->entry + "')");

@@ -88,6 +88,22 @@ int min_ptx_version(int sm) {
   return 0;
 }
 
+int max_ptx_version_of_driver(int driver) {
+  int major = driver / 1000, minor = driver % 1000 / 10;
+  if (major == 11) return 70 + minor;                                      // 11.0: 7.0 .. 11.8: 7.8
+  if (major == 12) return minor <= 7 ? 80 + minor : minor == 8 ? 87 : 88;  // 12.0: 8.0 .. 12.8: 8.7, 12.9: 8.8
+  if (major >= 13) return 90 + minor;                                      // 13.0: 9.0 (newer: assumed to go on)
+  return 0;
+}
+
+std::string with_ptx_version(std::string ptx, int version) {
+  size_t v = 0;
+  std::string old_version = directive_word(ptx, ".version", &v);
+  if (old_version.empty()) throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, "not PTX: no .version directive"};
+  ptx.replace(ptx.find(old_version, v), old_version.size(), std::to_string(version / 10) + "." + std::to_string(version % 10));
+  return ptx;
+}
+
 std::string retarget_ptx(std::string ptx, const std::string& arch) {
   size_t where = 0;
   std::string old_target = directive_word(ptx, ".target", &where);
@@ -95,12 +111,7 @@ std::string retarget_ptx(std::string ptx, const std::string& arch) {
   ptx.replace(ptx.find(old_target, where), old_target.size(), arch);
   PtxInfo info = parse_ptx(ptx);
   int need = min_ptx_version(sm_number(arch).value_or(0));
-  if (need > info.version_major * 10 + info.version_minor) {
-    size_t v = 0;
-    std::string old_version = directive_word(ptx, ".version", &v);
-    ptx.replace(ptx.find(old_version, v), old_version.size(), std::to_string(need / 10) + "." + std::to_string(need % 10));
-  }
-  return ptx;
+  return need > info.version_major * 10 + info.version_minor ? with_ptx_version(std::move(ptx), need) : ptx;
 }
 
 }  // namespace kiln::cuda

@@ -28,6 +28,12 @@ std::optional<int> ptx_entry_params(std::string_view ptx, std::string_view entry
 // does not know.
 int min_ptx_version(int sm);
 
+// The newest PTX ISA version (major*10+minor) a driver of cuDriverGetVersion() `driver` (12080 =
+// CUDA 12.8) loads; 0 for one older than CUDA 11.
+int max_ptx_version_of_driver(int driver);
+// The PTX with its .version set to `version` (major*10+minor).
+std::string with_ptx_version(std::string ptx, int version);
+
 // PTX made for an older arch, relabelled for `arch` (its .target and, when needed, .version):
 // PTX is forward compatible, so code valid for sm_86 is valid for sm_90; ptxas or the driver then
 // compiles it for the newer arch. How clang-15 (which knows archs up to sm_86) targets newer GPUs.

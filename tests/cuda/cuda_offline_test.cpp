@@ -211,6 +211,17 @@ TEST(CudaOffline, ClangRelabelsPtxForArchsNewerThanLlvm15) {
   EXPECT_CONTAINS(cuda::retarget_ptx(".version 8.8\n.target sm_80\n", "sm_90"), ".version 8.8\n.target sm_90\n");
 }
 
+// An NVRTC newer than the driver: the PTX is relabelled with the ISA the driver knows.
+TEST(CudaOffline, PtxVersionsOfDrivers) {
+  EXPECT_EQ(cuda::max_ptx_version_of_driver(11080), 78);
+  EXPECT_EQ(cuda::max_ptx_version_of_driver(12040), 84);
+  EXPECT_EQ(cuda::max_ptx_version_of_driver(12080), 87);
+  EXPECT_EQ(cuda::max_ptx_version_of_driver(12090), 88);
+  EXPECT_EQ(cuda::max_ptx_version_of_driver(13000), 90);
+  EXPECT_EQ(cuda::max_ptx_version_of_driver(10020), 0);
+  EXPECT_EQ(cuda::with_ptx_version("//\n.version 9.1\n.target sm_90\n", 90), "//\n.version 9.0\n.target sm_90\n");
+}
+
 TEST(CudaOffline, WhatNeedsAGpuIsUnavailableNotACrash) {
   auto dev = device("cuda:1");
   ErrorCode code{};
