@@ -18,6 +18,8 @@
 # then one summary: a line per step (PASS / FAIL / SKIP / TIMEOUT, seconds, the key line).
 # Exit status: 0 all ran steps passed, 1 something failed, 2 no CUDA device (or no bundle).
 # Environment: WORK (default /tmp/kiln-gpu-check), GPU_CHECK_DEADLINE, GPU_CHECK_SHARDS (default 8),
+# GPU_CHECK_DRY_RUN=1 (no GPU: an offline sm_90 target stands in, so every step runs and the GPU
+# tests skip; to test this script on a build machine),
 # KILN_CUDA_NVRTC (a libnvrtc to use; else found here: ldconfig, /usr/local/cuda*, Python wheels).
 set -uo pipefail
 start=$(date +%s)
@@ -60,6 +62,7 @@ export KILN_BACKENDS="$bundle/share/kiln/backends.d/cuda.toml:$bundle/share/kiln
 export KILN_CACHE_DIR="$work/cache"
 export KILN_TEST_CPU_PEER=optional  # tests/common/backend_e2e.hpp: the reference decides if cpu:0 cannot load
 unset KILN_CUDA_OFFLINE_ARCH KILN_CUDA_DRIVER KILN_DEVICE
+[ -n "${GPU_CHECK_DRY_RUN:-}" ] && export KILN_CUDA_OFFLINE_ARCH=sm_90 && say "dry run: offline sm_90 instead of a GPU"
 
 # ---- summary bookkeeping ----
 declare -a rows=()
@@ -83,10 +86,13 @@ run_step() {
   note_and_record "$name" "$rc" "$(($(date +%s) - t0))" "$log"
 }
 note_and_record() {  # name rc seconds log
-  local note
-  note="$(grep -E '^\[  (PASSED|FAILED)  \]|tests? (passed|failed)|passed, [0-9]+ failed|FAILED TEST' "$4" | tail -2 | tr '\n' ' ')"
-  [ -n "$note" ] || note="$(tail -1 "$4" | cut -c1-110)"
+  local note skipped
+  note="$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ tests?|^\[  SKIPPED \] [0-9]+ tests?|tests? (passed|failed)|passed, [0-9]+ failed|"message"' "$4" | tail -3 | tr -s ' \n' ' ')"
+  [ -n "$note" ] || note="$(grep -v '^\s*$' "$4" | tail -1 | cut -c1-110)"
+  skipped=""  # gtest ran nothing but skips: not a pass
+  grep -q '^\[  PASSED  \] 0 tests' "$4" && grep -q '^\[  SKIPPED \]' "$4" && skipped=yes
   if [ "$2" -eq 124 ] || [ "$2" -eq 137 ]; then record "$1" TIMEOUT "$3" "$note"
+  elif [ "$2" -eq 0 ] && [ -n "$skipped" ]; then record "$1" SKIP "$3" "$note"
   elif [ "$2" -eq 0 ]; then record "$1" PASS "$3" "$note"
   else record "$1" FAIL "$3" "rc $2: $note"; fi
 }
@@ -192,7 +198,8 @@ try:
     torch = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
 except Exception:
     torch = {}
-print(f"  {'workload':<16} {'first ms':>9} {'steady ms':>10} {'rate':>14}  check  {'torch ms':>9}  kiln/torch speed")
+if doc.get("workloads"):
+    print(f"  {'workload':<16} {'first ms':>9} {'steady ms':>10} {'rate':>14}  check  {'torch ms':>9}  kiln/torch speed")
 for w in doc.get("workloads", []):
     rate = f"{w['rate']:.1f} {w['unit']}" if w.get("rate") is not None else "-"
     t = torch.get(w["name"])
