@@ -5,6 +5,7 @@
   python bench/peers.py --kiln build/tools/kiln/kiln --set extra --rounds 2 --peers torch,tinygrad
   python bench/peers.py --set extra --peers numpy --only layernorm --check  # peers only, each checked
   python bench/peers.py --kiln build/tools/kiln/kiln --set sizes --peers torch --rounds 3 --interleave  # paired
+  python bench/peers.py --kiln kiln --device cuda:0 --set default --peers torch --torch-device cuda  # on a GPU
 
 Run it with a python that has numpy and, for those columns, torch and tinygrad (a peer whose module
 is missing is left out), e.g. /tmp/peers/bin/python. Sets: default (the eight), sizes (matmul over
@@ -191,6 +192,11 @@ def worker(args):
     torch.set_num_threads(args.threads)
     torch.set_grad_enabled(False)
     convert, lib, out_np = torch.from_numpy, torch, (lambda y: y.numpy())
+    if args.torch_device != "cpu":  # a GPU: float32 as float32 (no TF32), each call waited for
+      torch.backends.cuda.matmul.allow_tf32 = False
+      torch.backends.cudnn.allow_tf32 = False
+      dev = torch.device(args.torch_device)
+      convert, sync, out_np = (lambda a: torch.from_numpy(a).to(dev)), torch.cuda.synchronize, (lambda y: y.cpu().numpy())
   elif fw == "tinygrad":
     from tinygrad import Tensor, Device, TinyJit
     dev = Device[Device.DEFAULT]  # DEV=--tinygrad-device in the environment (the driver sets it)
@@ -245,7 +251,7 @@ def kiln(args, only=None):
 def peer(args, fw, only=None):
   only = only or args.only
   cmd = [sys.executable, os.path.abspath(__file__), "--worker", fw, "--set", args.set, "--threads", str(args.threads),
-         "--min-time", str(args.min_time)]
+         "--min-time", str(args.min_time), "--torch-device", args.torch_device]
   if only: cmd += ["--only", only]
   if args.check: cmd += ["--check"]
   return json.loads(run(cmd, {"DEV": args.tinygrad_device} if fw == "tinygrad" else None).strip().splitlines()[-1])
@@ -348,6 +354,7 @@ def main():
   ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch's threads (default: every CPU)")
   ap.add_argument("--min-time", type=float, default=0.3, help="seconds of timed calls per peer workload, at least")
   ap.add_argument("--tinygrad-device", default="CPU")
+  ap.add_argument("--torch-device", default="cpu", help="torch's device, e.g. cuda (TF32 off)")
   ap.add_argument("--check", action="store_true", help="compare each peer's output with numpy in float64")
   ap.add_argument("--kiln-args", default="", help="more `kiln bench` options, e.g. \"--first-runs 1 --iters 5\"")
   ap.add_argument("--interleave", action="store_true",

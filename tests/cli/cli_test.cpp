@@ -51,11 +51,12 @@ TEST(Cli, VersionHelpAndUsageErrors) {
 }
 
 // Without KILN_BACKENDS the build tree's own share/kiln/backends.d is found from libkiln.so.
-TEST(Cli, ListInTheBuildTreeShowsAllThreeBackends) {
-  CliResult r = run_kiln({"list"});
+TEST(Cli, ListInTheBuildTreeShowsAllFourBackends) {
+  CliResult r = run_kiln({"list"}, {{"KILN_CUDA_DRIVER", "/nonexistent/libcuda.so.1"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_CONTAINS(r.out, "cpu     ok");
   EXPECT_CONTAINS(r.out, "  cpu:0 ");
+  EXPECT_CONTAINS(r.out, "cuda    unavailable   no CUDA driver (/nonexistent/libcuda.so.1: cannot open");  // as without a driver
   EXPECT_CONTAINS(r.out, "hip     unavailable   no HIP devices (hipErrorNoDevice)");  // no AMD GPU in CI
   EXPECT_CONTAINS(r.out, "opencl  ok");  // PoCL in CI
   EXPECT_CONTAINS(r.out, "  opencl:0 ");
@@ -198,7 +199,7 @@ TEST(Cli, InfoExplainsOneBackend) {
   EXPECT_EQ(unknown.exit_code, 1);
   EXPECT_JSON(unknown.out);
   EXPECT_CONTAINS(unknown.out, "\"error\": \"no backend named 'nope'");
-  EXPECT_CONTAINS(unknown.err, "no backend named 'nope' (known: cpu, hip, opencl)");
+  EXPECT_CONTAINS(unknown.err, "no backend named 'nope' (known: cpu, cuda, hip, opencl)");
 }
 
 // Options from the user config reach the real cpu plugin; its log messages reach stderr through

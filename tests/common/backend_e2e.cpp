@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "error_check.hpp"
@@ -12,16 +14,37 @@
 #include "runtime/program_cache.hpp"
 #include "runtime/instantiate.hpp"
 #include "schedule/schedule.hpp"
+#include "plugin/registry.hpp"
 #include "support/env.hpp"
 
 namespace kiln::testing {
+
+namespace {
+
+// Whether cpu:0 can be the second opinion. It must, unless KILN_TEST_CPU_PEER=optional (the GPU
+// device check, on a machine whose glibc may be too old for the bundled LLVM the cpu backend
+// needs): then a missing cpu backend is said once and the reference executor alone decides.
+bool cpu_peer() {
+  static const bool ok = [] {
+    const char* optional = std::getenv("KILN_TEST_CPU_PEER");
+    if (!optional || std::string(optional) != "optional") return true;
+    const BackendRecord* r = Registry::get().backend("cpu");
+    if (r && r->ok()) return true;
+    std::printf("[   NOTE   ] cpu:0 is unavailable (%s): results are checked against the reference executor only\n",
+                r ? r->reason.c_str() : "no cpu backend");
+    return false;
+  }();
+  return ok;
+}
+
+}  // namespace
 
 void expect_matches_reference(const OpCase& c, const std::string& device, double rtol_floor, double atol_floor) {
   HostArray got = run_case(c, device);
   HostArray want = run_case(c, "ref");
   double rtol = std::max(c.rtol, rtol_floor), atol = std::max(c.atol, atol_floor);
   EXPECT_EQ(compare(got, want, rtol, atol), "") << c.name << " on " << device << " vs the reference executor";
-  if (device.rfind("cpu", 0) == 0) return;
+  if (device.rfind("cpu", 0) == 0 || !cpu_peer()) return;
   // every other backend is also held to the cpu backend's answer (each may sit on either side of
   // the reference, hence twice the tolerance)
   HostArray cpu = run_case(c, "cpu:0");

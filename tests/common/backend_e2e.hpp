@@ -18,7 +18,8 @@ namespace kiln::testing {
 // Runs `c` on `device` and on the reference executor and expects equal results: floats within
 // the case's tolerance, but at least `rtol_floor`/`atol_floor` (backends' transcendentals and
 // fused multiply-adds differ from the reference in the last bits). A device other than cpu is
-// also compared with cpu:0 (twice the tolerance), so the cpu backend must be loadable.
+// also compared with cpu:0 (twice the tolerance), so the cpu backend must be loadable (unless
+// KILN_TEST_CPU_PEER=optional, which scripts/gpu-check.sh sets: then without it the reference decides).
 void expect_matches_reference(const OpCase& c, const std::string& device, double rtol_floor = 2e-6,
                               double atol_floor = 1e-6);
 

@@ -28,7 +28,7 @@ endif()
 
 run("${CMAKE_COMMAND}" --install "${WORK_DIR}/build")
 run("${CMAKE_COMMAND}" -E env ${clean_env} "${prefix}/bin/kiln" list -v)
-foreach(expected "cpu +ok" "null +ok" "opencl +ok" "hip +unavailable +no HIP devices" "${prefix}/share/kiln/backends.d +\\(install prefix\\)")
+foreach(expected "cpu +ok" "null +ok" "opencl +ok" "hip +unavailable +no HIP devices" "cuda +unavailable +no CUDA driver" "${prefix}/share/kiln/backends.d +\\(install prefix\\)")
   if(NOT out MATCHES "${expected}")
     message(FATAL_ERROR "installed kiln list -v does not match '${expected}':\n${out}")
   endif()

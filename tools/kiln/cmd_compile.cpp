@@ -3,7 +3,7 @@
 //
 // The device is --device D, or --backend B with an optional --arch A: the device of B whose arch
 // is A. The backend is also asked for an offline target of that arch, through its backend option
-// offline_arch (set for this run before the plugin loads; the hip and cpu backends implement it),
+// offline_arch (set for this run before the plugin loads; the hip, cuda and cpu backends implement it),
 // which is how `kiln compile --backend hip --arch gfx1100` works on a machine without an AMD GPU. The input is one of the bench workloads (every kernel of it) or a source file in the
 // backend's own language. With -o, the sources and binaries are written to a directory (workload)
 // or a file (--source).
@@ -32,10 +32,15 @@ std::string source_extension(const std::string& format) {
   if (format == "c") return ".c";
   if (format == "opencl-c") return ".cl";
   if (format == "hip") return ".hip";
+  if (format == "cuda") return ".cu";
   return ".src";
 }
 
-std::string binary_extension(const std::string& backend) { return backend == "hip" ? ".co" : ".bin"; }
+std::string binary_extension(const std::string& backend) {
+  if (backend == "hip") return ".co";
+  if (backend == "cuda") return ".ptx";
+  return ".bin";
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -96,6 +101,7 @@ int run_compile(const std::vector<std::string>& args) {
                   "[-o OUT] [--json]",
                   "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # AMDGPU code objects\n"
                   "  kiln compile --device opencl:0 --workload softmax\n"
+                  "  kiln compile --backend cuda --arch sm_90 --workload matmul256 -o out/   # PTX\n"
                   "  kiln compile --backend hip --arch gfx90a --source k.hip --entry vadd -o k.co\n\nworkloads: " +
                       names + "\n"))
     return kOk;

@@ -41,6 +41,7 @@ void usage(std::FILE* out) {
                "  kiln test opencl --level 3      # conformance of a backend plugin\n"
                "  kiln run model.onnx --jit       # an ONNX model on random inputs: checksums and times\n"
                "  kiln compile --backend hip --arch gfx1100 --workload matmul256 -o out/   # offline AMDGPU code objects\n"
+               "  kiln compile --backend cuda --arch sm_90 --workload matmul256 -o out/    # offline PTX\n"
                "  KILN_BACKENDS=build/share/kiln/backends.d/cpu.toml kiln list   # one manifest only\n\n"
                "environment: KILN_DEVICE, KILN_CONFIG, KILN_BACKENDS, KILN_BACKEND_PATH, KILN_DEBUG, KILN_PROBE_TIMEOUT\n"
                "exit codes: 0 ok, 1 failure, 2 usage error, 3 configuration error\n");
