@@ -1,0 +1,278 @@
+// dist/collectives.cpp - all_reduce, broadcast and all_reduce_grads: host bytes of the tensor, the
+// header exchange (world.cpp), one blocking MPI call under the watchdog, the result as a tensor.
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "dist/world.hpp"
+#include "support/half.hpp"
+#include "tensor/multi.hpp"
+
+namespace kiln::dist {
+namespace detail {
+namespace {
+
+const char* op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "Sum";
+    case ReduceOp::Max: return "Max";
+    case ReduceOp::Min: return "Min";
+    case ReduceOp::Mean: return "Mean";
+  }
+  return "?";
+}
+
+std::string shape_text(const Shape& s) {
+  std::string out = "(";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+// 64-byte aligned host memory (the cpu device shares such memory without a copy: from_blob).
+std::shared_ptr<void> host_alloc(size_t bytes) {
+  size_t n = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, n ? n : 64);
+  if (!p) throw Error(ErrorCode::resource_exhausted, "kiln::dist: could not allocate " + std::to_string(bytes) + " bytes of host memory");
+  return std::shared_ptr<void>(p, std::free);
+}
+
+// The host bytes of t: its own buffer on a device whose memory is host memory (realized, no copy),
+// else one copy. `keep` holds the realized tensor while the bytes are used.
+struct Source {
+  std::optional<Tensor> keep;
+  const void* ptr = nullptr;
+  std::shared_ptr<void> copy;
+};
+Source source(const Tensor& t) {
+  Source s{t.contiguous(), nullptr, nullptr};
+  uint64_t bytes = static_cast<uint64_t>(t.numel()) * static_cast<uint64_t>(t.dtype().itemsize());
+  if (void* p = s.keep->host_data()) {
+    s.ptr = p;
+  } else {
+    s.copy = host_alloc(bytes);
+    s.keep->to_bytes(s.copy.get(), bytes);
+    s.ptr = s.copy.get();
+  }
+  return s;
+}
+
+// MPI counts are ints: a larger tensor goes in pieces of at most 2^30 elements.
+template <typename F>
+void in_pieces(int64_t count, int itemsize, F&& f) {
+  constexpr int64_t kPiece = int64_t{1} << 30;
+  for (int64_t at = 0; at < count; at += kPiece) f(static_cast<size_t>(at) * static_cast<size_t>(itemsize), static_cast<int>(std::min(kPiece, count - at)));
+}
+
+// Mean: the sum divided by the ranks, in the element type (halves through float32).
+void divide(void* data, int64_t n, DType dt, int by) {
+  switch (dt.scalar()) {
+    case Scalar::float32: { auto* p = static_cast<float*>(data); for (int64_t i = 0; i < n; ++i) p[i] /= static_cast<float>(by); break; }
+    case Scalar::float64: { auto* p = static_cast<double*>(data); for (int64_t i = 0; i < n; ++i) p[i] /= by; break; }
+    case Scalar::float16: { auto* p = static_cast<uint16_t*>(data); for (int64_t i = 0; i < n; ++i) p[i] = float_to_half(half_to_float(p[i]) / static_cast<float>(by)); break; }
+    case Scalar::bfloat16: { auto* p = static_cast<uint16_t*>(data); for (int64_t i = 0; i < n; ++i) p[i] = float_to_bf16(bf16_to_float(p[i]) / static_cast<float>(by)); break; }
+    default: break;  // mpi_op refused Mean for the rest
+  }
+}
+
+// float16/bfloat16: each pairwise step in float32, rounded back (commutative, so every rank's
+// result has the same bits).
+enum Which { kSum, kMax, kMin };
+template <float (*Load)(uint16_t), uint16_t (*Store)(float), Which W>
+void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float x = Load(a[i]), y = Load(b[i]);
+    b[i] = Store(W == kSum ? x + y : W == kMax ? (x > y ? x : y) : (x < y ? x : y));
+  }
+}
+MPI_Op half_ops[2][3] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}, {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
+
+}  // namespace
+
+void create_half_ops() {
+  MPI_Op_create(half_op<half_to_float, float_to_half, kSum>, 1, &half_ops[0][kSum]);
+  MPI_Op_create(half_op<half_to_float, float_to_half, kMax>, 1, &half_ops[0][kMax]);
+  MPI_Op_create(half_op<half_to_float, float_to_half, kMin>, 1, &half_ops[0][kMin]);
+  MPI_Op_create(half_op<bf16_to_float, float_to_bf16, kSum>, 1, &half_ops[1][kSum]);
+  MPI_Op_create(half_op<bf16_to_float, float_to_bf16, kMax>, 1, &half_ops[1][kMax]);
+  MPI_Op_create(half_op<bf16_to_float, float_to_bf16, kMin>, 1, &half_ops[1][kMin]);
+}
+
+void free_half_ops() {
+  for (auto& row : half_ops)
+    for (MPI_Op& op : row)
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+}
+
+MPI_Datatype mpi_type(DType dt, const std::string& op) {
+  switch (dt.scalar()) {
+    case Scalar::bool_: return MPI_C_BOOL;
+    case Scalar::int8: return MPI_INT8_T;
+    case Scalar::int16: return MPI_INT16_T;
+    case Scalar::int32: return MPI_INT32_T;
+    case Scalar::int64: return MPI_INT64_T;
+    case Scalar::uint8: return MPI_UINT8_T;
+    case Scalar::uint16: return MPI_UINT16_T;
+    case Scalar::uint32: return MPI_UINT32_T;
+    case Scalar::uint64: return MPI_UINT64_T;
+    case Scalar::float16: return MPI_UINT16_T;
+    case Scalar::bfloat16: return MPI_UINT16_T;
+    case Scalar::float32: return MPI_FLOAT;
+    case Scalar::float64: return MPI_DOUBLE;
+    case Scalar::void_:
+    case Scalar::index: break;
+  }
+  fail(ErrorCode::invalid_argument, op, "dtype " + dt.name() + " has no elements to send; give a tensor of a scalar dtype");
+}
+
+MPI_Op mpi_op(ReduceOp op, DType dt, const std::string& what) {
+  Scalar s = dt.scalar();
+  if (s == Scalar::float16 || s == Scalar::bfloat16) {
+    int row = s == Scalar::float16 ? 0 : 1;
+    return half_ops[row][op == ReduceOp::Max ? kMax : op == ReduceOp::Min ? kMin : kSum];
+  }
+  if (op == ReduceOp::Mean && !dt.is_float())
+    fail(ErrorCode::invalid_argument, what, "Mean of " + dt.name() + " has no " + dt.name() + " result; cast to a float dtype first (or use Sum)");
+  if (s == Scalar::bool_) return op == ReduceOp::Min ? MPI_LAND : MPI_LOR;
+  return op == ReduceOp::Max ? MPI_MAX : op == ReduceOp::Min ? MPI_MIN : MPI_SUM;
+}
+
+}  // namespace detail
+
+using namespace detail;  // NOLINT: this file implements the detail layer's public face
+
+namespace {
+
+bool is_multi(const Tensor& t) { return ::kiln::detail::multi_of(t) != nullptr; }
+// f applied to every part of a tensor on several local devices (each part its own collective: the
+// ranks hold the same placement, so they run the same sequence).
+template <typename F>
+Tensor each_part(const Tensor& t, F&& f) {
+  return ::kiln::detail::map_parts(t, std::forward<F>(f));
+}
+
+}  // namespace
+
+Tensor all_reduce(const Tensor& t, ReduceOp op) {
+  World& w = world();
+  if (is_multi(t)) return each_part(t, [&](const Tensor& p) { return all_reduce(p, op); });
+  DType dt = t.dtype();
+  std::string what = std::string("all_reduce(") + op_name(op) + ") of " + dt.name() + " " + shape_text(t.shape());
+  MPI_Datatype type = mpi_type(dt, what);
+  MPI_Op mop = mpi_op(op, dt, what);
+  Header h = header(Kind::all_reduce, what);
+  h.op = static_cast<int32_t>(op);
+  h.dtype = static_cast<int32_t>(dt.scalar());
+  h.numel = t.numel();
+  h.shape_hash = shape_hash(t.shape());
+  Source src = source(t);  // realized before the exchange: a rank that fails here is named by the others
+  agree(h);
+  size_t bytes = static_cast<size_t>(t.numel()) * static_cast<size_t>(dt.itemsize());
+  std::shared_ptr<void> out = host_alloc(bytes);
+  {
+    Transfer guard(what);
+    in_pieces(t.numel(), dt.itemsize(), [&](size_t at, int n) {
+      check(MPI_Allreduce(static_cast<const char*>(src.ptr) + at, static_cast<char*>(out.get()) + at, n, type, mop, w.data), what);
+    });
+  }
+  if (op == ReduceOp::Mean) divide(out.get(), t.numel(), dt, w.size);
+  return Tensor::from_blob(out.get(), dt, t.shape(), out, t.device());
+}
+
+Tensor broadcast(const Tensor& t, int root) {
+  World& w = world();
+  if (is_multi(t)) return each_part(t, [&](const Tensor& p) { return broadcast(p, root); });
+  DType dt = t.dtype();
+  std::string what = "broadcast(root " + std::to_string(root) + ") of " + dt.name() + " " + shape_text(t.shape());
+  if (root < 0 || root >= w.size)
+    fail(ErrorCode::invalid_argument, what, "root " + std::to_string(root) + " is not a rank of this world of " + std::to_string(w.size) +
+         "; give a root in [0, " + std::to_string(w.size) + ")");
+  MPI_Datatype type = mpi_type(dt, what);
+  Header h = header(Kind::broadcast, what);
+  h.root = root;
+  h.dtype = static_cast<int32_t>(dt.scalar());
+  h.numel = t.numel();
+  h.shape_hash = shape_hash(t.shape());
+  Source src;
+  if (w.rank == root) src = source(t);
+  agree(h);
+  std::shared_ptr<void> out = w.rank == root ? nullptr : host_alloc(static_cast<size_t>(t.numel()) * static_cast<size_t>(dt.itemsize()));
+  void* buf = w.rank == root ? const_cast<void*>(src.ptr) : out.get();  // the root's buffer is only read
+  {
+    Transfer guard(what);
+    in_pieces(t.numel(), dt.itemsize(), [&](size_t at, int n) { check(MPI_Bcast(static_cast<char*>(buf) + at, n, type, root, w.data), what); });
+  }
+  if (w.rank == root) return *src.keep;
+  return Tensor::from_blob(out.get(), dt, t.shape(), out, t.device());
+}
+
+void all_reduce_grads(const std::vector<Tensor>& params) {
+  World& w = world();
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params)
+    if (std::optional<Tensor> g = p.grad()) grads.push_back(*g);
+  bool multi = false;
+  int64_t total = 0;
+  uint64_t hash = 1469598103934665603ULL;
+  for (const Tensor& g : grads) {
+    multi = multi || is_multi(g);
+    total += g.numel();
+    hash = shape_hash(g.shape(), hash ^ static_cast<uint64_t>(g.dtype().scalar()));
+  }
+  if (multi) {  // gradients on several local devices: each part on its own (rare; no fused message)
+    for (Tensor& g : grads) g.assign(all_reduce(g, ReduceOp::Mean));
+    Tensor::realize_all(grads);
+    return;
+  }
+  std::string what = "all_reduce_grads of " + std::to_string(grads.size()) + " gradients (" + std::to_string(total) + " elements)";
+  Header h = header(Kind::grads, what);
+  h.op = static_cast<int32_t>(ReduceOp::Mean);
+  h.numel = total;
+  h.shape_hash = hash;
+  Tensor::realize_all(grads);
+  agree(h);
+  // one message per dtype, in the order the dtypes first appear; each gradient at a 64-byte
+  // aligned offset so that the cpu device reads it back without a copy
+  std::vector<bool> done(grads.size(), false);
+  for (size_t first = 0; first < grads.size(); ++first) {
+    if (done[first]) continue;
+    DType dt = grads[first].dtype();
+    std::string msg = what + ", the " + dt.name() + " ones";
+    MPI_Datatype type = mpi_type(dt, msg);
+    MPI_Op mop = mpi_op(ReduceOp::Mean, dt, msg);
+    std::vector<size_t> members, offsets;
+    size_t bytes = 0;
+    for (size_t i = first; i < grads.size(); ++i) {
+      if (done[i] || !(grads[i].dtype() == dt)) continue;
+      done[i] = true;
+      members.push_back(i);
+      offsets.push_back(bytes);
+      bytes += (static_cast<size_t>(grads[i].numel()) * static_cast<size_t>(dt.itemsize()) + 63) / 64 * 64;
+    }
+    std::shared_ptr<void> buf = host_alloc(bytes);
+    auto* base = static_cast<char*>(buf.get());
+    std::memset(base, 0, bytes);  // the padding between gradients travels too: zeros, not garbage
+    for (size_t k = 0; k < members.size(); ++k) {
+      const Tensor& g = grads[members[k]];
+      g.to_bytes(base + offsets[k], static_cast<uint64_t>(g.numel()) * static_cast<uint64_t>(dt.itemsize()));
+    }
+    int64_t count = static_cast<int64_t>(bytes) / dt.itemsize();
+    {
+      Transfer guard(msg);
+      in_pieces(count, dt.itemsize(), [&](size_t at, int n) { check(MPI_Allreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data), msg); });
+    }
+    divide(base, count, dt, w.size);
+    for (size_t k = 0; k < members.size(); ++k) {
+      Tensor& g = grads[members[k]];
+      std::shared_ptr<void> part(buf, base + offsets[k]);  // shares the buffer's lifetime
+      g.assign(Tensor::from_blob(part.get(), dt, g.shape(), part, g.device()));
+    }
+  }
+  Tensor::realize_all(grads);
+}
+
+}  // namespace kiln::dist
