@@ -279,6 +279,28 @@ TEST(DistLocalDevices, ShardedAndReplicatedCompose) {
   EXPECT_EQ(replicated.to(devs[1]).to_vector<float>(), want);
 }
 
+// With the MPI collective installed, a reduction over the shard axis spans every rank's devices.
+TEST(DistLocalDevices, ShardingSpansRanks) {
+  std::vector<std::string> devs;
+  for (const std::string& d : kiln::devices())
+    if (d.rfind("cpu:", 0) == 0) devs.push_back(d);
+  if (devs.size() < 2) GTEST_SKIP() << "needs two cpu devices (KILN_CONFIG=tests/e2e/cpu_two_devices.toml)";
+  devs.resize(2);
+  int ws = dist::world_size(), me = dist::rank();
+  Tensor x = (Tensor::arange(0, 8).reshape({4, 2}) + me).shard(devs, 0);
+  dist::set_sharding_spans_ranks(true);
+  EXPECT_TRUE(dist::sharding_spans_ranks());
+  Tensor sum = x.sum({0}), mx = x.max({0});
+  dist::set_sharding_spans_ranks(false);
+  EXPECT_FALSE(dist::sharding_spans_ranks());
+  for (int j = 0; j < 2; ++j) {
+    EXPECT_EQ(sum.to(devs[0]).to_vector<float>()[static_cast<size_t>(j)], static_cast<float>(ws * (12 + 4 * j) + 2 * ws * (ws - 1))) << j;
+    EXPECT_EQ(mx.to(devs[1]).to_vector<float>()[static_cast<size_t>(j)], static_cast<float>(6 + j + ws - 1)) << j;
+  }
+  // off again: this rank's devices only
+  EXPECT_EQ(x.sum({0}).to(devs[0]).to_vector<float>()[0], static_cast<float>(12 + 4 * me));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {

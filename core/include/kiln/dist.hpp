@@ -67,6 +67,14 @@ void all_reduce_grads(const std::vector<Tensor>& params);
 // long one data transfer may take. Default KILN_DIST_TIMEOUT, else 600.
 void set_timeout(double seconds);
 double timeout();
+// The ranks' devices as one mesh for Tensor::shard (DESIGN §5.1): while on, every all-reduce the
+// frontend makes over a rank's local devices (a sum or max over a sharded tensor's shard axis; the
+// gradient of a parameter replicated over the devices) also covers every rank, as if each rank's
+// parts were its share of one tensor sharded over all the ranks' devices. The MPI call happens
+// when the reduction is built (a synchronization point: every rank builds it). Other reductions
+// over the shard axis (a product) are kiln::Error unimplemented. Off by default.
+void set_sharding_spans_ranks(bool on = true);
+bool sharding_spans_ranks();
 // "kiln::dist over Open MPI 4.1.4 (MPI 3.1), rank 0 of 2 on host vm (pid 123)".
 std::string describe();
 
