@@ -3,12 +3,16 @@
 # curve on NP ranks (each rank a share of every batch, gradients averaged) equals the 1-rank curve
 # on the whole batch within float tolerance (the sums are grouped differently: |a-b| <= 1e-3|a| +
 # 1e-6), and every rank ends with rank 0's weights bit for bit (the example checks and prints it).
-#   train_mlp_dist.sh PROG NP STEPS MPIEXEC [MPIEXEC FLAGS...]
+#   train_mlp_dist.sh NP STEPS MPIEXEC [MPIEXEC FLAGS...] -- PROGRAM [ARGS...]
+# (PROGRAM ARGS: the C++ example, or a Python and examples/python/train_mlp_dist.py)
 set -euo pipefail
-prog=$1 np=$2 steps=$3
-shift 3
-one=$("$prog" --steps "$steps")
-many=$("$@" -np "$np" "$prog" --steps "$steps")
+np=$1 steps=$2
+shift 2
+launcher=()
+while [ "$1" != "--" ]; do launcher+=("$1"); shift; done
+shift
+one=$("$@" --steps "$steps")
+many=$("${launcher[@]}" -np "$np" "$@" --steps "$steps")
 printf '%s\n--- %s ranks ---\n%s\n' "$one" "$np" "$many"
 for out in "$one" "$many"; do
   grep -q "weights: bit-identical on all" <<<"$out" || { echo "FAILED: no bit-identical weights line"; exit 1; }
