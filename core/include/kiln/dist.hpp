@@ -59,7 +59,9 @@ Tensor broadcast(const Tensor& t, int root = 0);
 // Replaces each parameter's .grad() by the mean of it over the ranks (data parallelism: then every
 // rank's optimizer takes the same step). Gradients of one dtype travel as one message; a parameter
 // without a gradient is skipped, and every rank must have gradients for the same parameters, in
-// the same order, of the same shapes (checked by the header).
+// the same order, of the same shapes (checked by the header). The parameter's gradient is a new
+// tensor (over the message's memory on the cpu device): a handle to the old gradient taken before
+// the call keeps the old values; read .grad() again.
 void all_reduce_grads(const std::vector<Tensor>& params);
 
 // ---- additions beyond §5.5 ----

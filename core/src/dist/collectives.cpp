@@ -14,6 +14,7 @@
 #include "dist/world.hpp"
 #include "support/half.hpp"
 #include "tensor/multi.hpp"
+#include "tensor/tensor_state.hpp"
 
 namespace kiln::dist {
 namespace detail {
@@ -252,9 +253,12 @@ Tensor broadcast(const Tensor& t, int root) {
 
 void all_reduce_grads(const std::vector<Tensor>& params) {
   World& w = world();
-  std::vector<Tensor> grads;
+  std::vector<Tensor> owners, grads;  // the parameters that have a gradient, and their gradients
   for (const Tensor& p : params)
-    if (std::optional<Tensor> g = p.grad()) grads.push_back(*g);
+    if (std::optional<Tensor> g = p.grad()) {
+      owners.push_back(p);
+      grads.push_back(*g);
+    }
   bool multi = false;
   int64_t total = 0;
   uint64_t hash = 1469598103934665603ULL;
@@ -276,7 +280,7 @@ void all_reduce_grads(const std::vector<Tensor>& params) {
   Tensor::realize_all(grads);
   agree(h);
   // one message per dtype, in the order the dtypes first appear; each gradient at a 64-byte
-  // aligned offset so that the cpu device reads it back without a copy
+  // aligned offset, so that on the cpu device the new gradient is the message's memory itself
   std::vector<bool> done(grads.size(), false);
   for (size_t first = 0; first < grads.size(); ++first) {
     if (done[first]) continue;
@@ -295,24 +299,31 @@ void all_reduce_grads(const std::vector<Tensor>& params) {
     }
     std::shared_ptr<void> buf = host_alloc(bytes);
     auto* base = static_cast<char*>(buf.get());
-    std::memset(base, 0, bytes);  // the padding between gradients travels too: zeros, not garbage
     for (size_t k = 0; k < members.size(); ++k) {
       const Tensor& g = grads[members[k]];
-      g.to_bytes(base + offsets[k], static_cast<uint64_t>(g.numel()) * static_cast<uint64_t>(dt.itemsize()));
+      size_t n = static_cast<size_t>(g.numel()) * static_cast<size_t>(dt.itemsize());
+      g.to_bytes(base + offsets[k], n);
+      size_t end = k + 1 < members.size() ? offsets[k + 1] : bytes;
+      std::memset(base + offsets[k] + n, 0, end - offsets[k] - n);  // the padding travels too: zeros, not garbage
     }
     int64_t count = static_cast<int64_t>(bytes) / dt.itemsize();
     {
       Transfer guard(msg);
       in_pieces(count, dt.itemsize(), [&](size_t at, int n) { check(MPI_Allreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data), msg); });
     }
-    divide(base, count, dt, w.size);
+    if (w.size > 1) divide(base, count, dt, w.size);
+    // Each parameter's gradient becomes a tensor over its part of the message (no copy on the cpu
+    // device). Replacing the gradient, rather than writing the mean into its buffer, is what keeps
+    // this safe: a realized gradient may share its buffer with another tensor (d(w*x)/dw is x).
     for (size_t k = 0; k < members.size(); ++k) {
-      Tensor& g = grads[members[k]];
-      std::shared_ptr<void> part(buf, base + offsets[k]);  // shares the buffer's lifetime
-      g.assign(Tensor::from_blob(part.get(), dt, g.shape(), part, g.device()));
+      const Tensor& g = grads[members[k]];
+      std::shared_ptr<void> part(buf, base + offsets[k]);  // shares the message's lifetime
+      Tensor mean = Tensor::from_blob(part.get(), dt, g.shape(), part, g.device());
+      const std::shared_ptr<::kiln::detail::TensorState>& s = owners[members[k]].state();
+      std::lock_guard<std::mutex> lock(s->grad_mu);
+      s->grad = mean;
     }
   }
-  Tensor::realize_all(grads);
 }
 
 }  // namespace kiln::dist
