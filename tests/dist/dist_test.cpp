@@ -258,6 +258,18 @@ TEST(DistGrads, MeanOfEveryGradient) {
   EXPECT_FALSE(unused.grad().has_value());
 }
 
+// A gradient may be another tensor's buffer (d(w*x)/dw is x): the mean replaces the gradient and
+// never writes into that buffer.
+TEST(DistGrads, GradientSharingABufferLeavesItAlone) {
+  int ws = dist::world_size(), me = dist::rank();
+  Tensor x = Tensor::full({5}, static_cast<double>(me + 1)).contiguous().realize();
+  Tensor w = Tensor::ones({5}).contiguous().realize().requires_grad_();
+  (w * x).sum().backward();
+  dist::all_reduce_grads({w});
+  EXPECT_EQ(x.to_vector<float>(), std::vector<float>(5, static_cast<float>(me + 1)));
+  EXPECT_EQ(w.grad()->to_vector<float>(), std::vector<float>(5, static_cast<float>(ws + 1) / 2));
+}
+
 // A tensor on several local devices: each part is reduced over the ranks; placement and shard
 // axis are kept (the ranks' all-reduce composes with a rank's own devices).
 TEST(DistLocalDevices, ShardedAndReplicatedCompose) {
