@@ -77,7 +77,7 @@ void watch() {
     uint64_t ticket = d.armed;
     if (d.cv.wait_until(lock, d.deadline, [&] { return d.armed != ticket; })) continue;
     World& w = state();
-    std::fprintf(stderr, "kiln::dist: %s on rank %d of %d did not finish within %g s (KILN_DIST_TIMEOUT): a rank died or "
+    std::fprintf(stderr, "kiln::dist: %s on rank %d of %d did not finish within %g s (KILN_DIST_TIMEOUT, set_timeout): a rank died or "
                  "stopped during the transfer; ending the job (MPI_Abort) rather than hanging\n",
                  d.op.c_str(), w.rank, w.size, w.timeout_s);
     std::fflush(stderr);
@@ -184,7 +184,7 @@ std::vector<Header> agree(Header mine) {
     }
     if (now > deadline) {
       std::ostringstream why;
-      why << "did not join within " << w.timeout_s << " s (KILN_DIST_TIMEOUT): it threw, exited, is stuck elsewhere, or the ranks call "
+      why << "did not join within " << w.timeout_s << " s (KILN_DIST_TIMEOUT, set_timeout): it threw, exited, is stuck elsewhere, or the ranks call "
           << "collectives in different orders";
       give_up(ErrorCode::deadline_exceeded, missing(false), why.str());
     }
