@@ -258,6 +258,31 @@ TEST(DistGrads, MeanOfEveryGradient) {
   EXPECT_FALSE(unused.grad().has_value());
 }
 
+// A device with memory of its own (PoCL's OpenCL device where present): the tensor comes to the
+// host in 4 MiB pieces on a helper thread while the piece before is all-reduced; the result is on
+// that device.
+TEST(DistDevices, OwnMemoryInOverlappedPieces) {
+  std::string dev;
+  for (const std::string& d : kiln::devices())
+    if (d.rfind("opencl:", 0) == 0) dev = d;
+  if (dev.empty()) GTEST_SKIP() << "no OpenCL device (KILN_BACKENDS with opencl.toml, PoCL)";
+  int ws = dist::world_size(), me = dist::rank();
+  for (int64_t n : {int64_t{7}, int64_t{1048576}, int64_t{3000001}}) {  // one piece, exactly one, three (uneven)
+    SCOPED_TRACE(n);
+    Tensor x = (Tensor::arange(0, static_cast<double>(n), 1, dtypes::int32, dev).mod(Tensor::full({1}, 97, dtypes::int32, dev)) + me)
+                   .cast(dtypes::float32);
+    Tensor y = dist::all_reduce(x, ReduceOp::Sum);
+    EXPECT_EQ(y.device(), dev);
+    std::vector<float> got = y.to_vector<float>();
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += got[static_cast<size_t>(i)] != static_cast<float>(ws * (i % 97) + ws * (ws - 1) / 2);
+    EXPECT_EQ(bad, 0);
+  }
+  Tensor h = Tensor::full({2500000}, 1.5, dtypes::float16, dev);  // 5 MB: two pieces
+  std::vector<uint8_t> mean = bytes_of(dist::all_reduce(h, ReduceOp::Mean));
+  EXPECT_EQ(mean, bytes_of(Tensor::full({2500000}, 1.5, dtypes::float16)));
+}
+
 // A gradient may be another tensor's buffer (d(w*x)/dw is x): the mean replaces the gradient and
 // never writes into that buffer.
 TEST(DistGrads, GradientSharingABufferLeavesItAlone) {

@@ -21,7 +21,8 @@
 // (MPI_ERRORS_RETURN), and become kiln::Error naming the operation, the rank and MPI's message.
 //
 // Tensors of any device: the data goes through host memory (cpu tensors without a copy; other
-// devices with one copy each way). Results live on the input's device; a tensor on several local
+// devices with one copy each way; all_reduce copies to the host in 4 MiB pieces on a helper thread
+// while the piece before is reduced). Results live on the input's device; a tensor on several local
 // devices (Tensor::shard) composes: each part is reduced across the ranks and the result keeps the
 // placement and sharding.
 #pragma once

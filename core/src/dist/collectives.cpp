@@ -2,12 +2,15 @@
 // header exchange (world.cpp), one blocking MPI call under the watchdog, the result as a tensor.
 #include <algorithm>
 #include <climits>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -198,6 +201,57 @@ Tensor each_part(const Tensor& t, F&& f) {
 
 }  // namespace
 
+namespace {
+
+// A tensor on a device with memory of its own comes to the host in pieces of kPieceBytes on a
+// helper thread while the main thread all-reduces the piece before (the device-to-host copy
+// overlaps the transfer). The result goes back to the device in one copy (from_blob).
+constexpr int64_t kPieceBytes = int64_t{4} << 20;
+
+void all_reduce_overlapped(const Tensor& c, char* out, DType dt, MPI_Datatype type, MPI_Op mop, const std::string& what) {
+  World& w = world();
+  const int64_t numel = c.numel(), item = dt.itemsize();
+  const int64_t per = std::max<int64_t>(1, std::min<int64_t>(kPieceBytes / item, int64_t{1} << 30));
+  const int64_t pieces = (numel + per - 1) / per;
+  Tensor flat = c.reshape({numel});
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t ready = 0;  // pieces on the host
+  std::exception_ptr failed;
+  std::thread copier([&] {
+    try {
+      for (int64_t i = 0; i < pieces; ++i) {
+        int64_t a = i * per, b = std::min(numel, a + per);
+        flat.shrink({{a, b}}).to_bytes(out + a * item, static_cast<uint64_t>((b - a) * item));
+        std::lock_guard<std::mutex> lock(mu);
+        ready = i + 1;
+        cv.notify_one();
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      failed = std::current_exception();
+      ready = pieces;
+      cv.notify_one();
+    }
+  });
+  struct Join {  // the copier writes into `out`: it ends before this frame does, error or not
+    std::thread& t;
+    ~Join() { t.join(); }
+  } join{copier};
+  Transfer guard(what);
+  for (int64_t i = 0; i < pieces; ++i) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return ready > i || failed; });
+      if (failed) std::rethrow_exception(failed);
+    }
+    int64_t a = i * per, b = std::min(numel, a + per);
+    check(MPI_Allreduce(MPI_IN_PLACE, out + a * item, static_cast<int>(b - a), type, mop, w.data), what);
+  }
+}
+
+}  // namespace
+
 Tensor all_reduce(const Tensor& t, ReduceOp op) {
   World& w = world();
   if (is_multi(t)) return each_part(t, [&](const Tensor& p) { return all_reduce(p, op); });
@@ -210,15 +264,20 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   h.dtype = static_cast<int32_t>(dt.scalar());
   h.numel = t.numel();
   h.shape_hash = shape_hash(t.shape());
-  Source src = source(t);  // realized before the exchange: a rank that fails here is named by the others
-  agree(h);
+  // realized before the exchange: a rank that fails here is named by the others
+  Tensor c = t.contiguous();
+  c.realize();
+  const void* host = c.host_data();  // its buffer when the device's memory is host memory (cpu)
   size_t bytes = static_cast<size_t>(t.numel()) * static_cast<size_t>(dt.itemsize());
+  agree(h);
   std::shared_ptr<void> out = host_alloc(bytes);
-  {
+  if (host) {
     Transfer guard(what);
     in_pieces(t.numel(), dt.itemsize(), [&](size_t at, int n) {
-      check(MPI_Allreduce(static_cast<const char*>(src.ptr) + at, static_cast<char*>(out.get()) + at, n, type, mop, w.data), what);
+      check(MPI_Allreduce(static_cast<const char*>(host) + at, static_cast<char*>(out.get()) + at, n, type, mop, w.data), what);
     });
+  } else if (t.numel() > 0) {
+    all_reduce_overlapped(c, static_cast<char*>(out.get()), dt, type, mop, what);
   }
   if (op == ReduceOp::Mean) divide(out.get(), t.numel(), dt, w.size);
   return Tensor::from_blob(out.get(), dt, t.shape(), out, t.device());
