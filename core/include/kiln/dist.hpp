@@ -5,7 +5,9 @@
 // <kiln/kiln.hpp> does not include this header. One process per rank, each with its own devices,
 // as torch's DistributedDataParallel: run `mpirun -np N prog` (docs/dist.md: flags, hostfiles).
 //
-// Every collective is called by every rank of the world in the same order (MPI's rule). Before any
+// Every collective is called by every rank of the world in the same order (MPI's rule), from one
+// thread of the process at a time; collectives are not differentiable (no gradient flows through
+// their results: all_reduce_grads is how gradients cross the ranks). Before any
 // data moves, the ranks exchange a small header (the operation, dtype, shape, reduce op, root):
 //  - a rank that calls with another dtype, shape, op or root makes every rank throw kiln::Error
 //    (invalid_argument) naming both ranks' values; no data is exchanged, nothing is corrupted;
@@ -14,10 +16,10 @@
 //    when a rank on this host is seen dead, else after the timeout (KILN_DIST_TIMEOUT seconds,
 //    default 600; set_timeout). After such an error the world is broken: later collectives throw
 //    at once and finalize() does not wait for the missing rank.
-// The data then moves with one blocking MPI call (MPI_Allreduce / MPI_Bcast, Open MPI's tuned
-// algorithms); a rank that dies during that call cannot be caught by a header, so a watchdog
+// The data then moves with blocking MPI calls (MPI_Allreduce / MPI_Bcast, Open MPI's tuned
+// algorithms); a rank that dies during those cannot be caught by a header, so a watchdog
 // thread ends the process (MPI_Abort, a message naming the operation and this rank on stderr)
-// when the call outlives the timeout: slow, never a hang. MPI errors are returned, not fatal
+// when a transfer outlives the timeout: slow, never a hang. MPI errors are returned, not fatal
 // (MPI_ERRORS_RETURN), and become kiln::Error naming the operation, the rank and MPI's message.
 //
 // Tensors of any device: the data goes through host memory (cpu tensors without a copy; other
@@ -55,7 +57,8 @@ void barrier();
 // invalid_argument: cast to a float dtype first).
 Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::Sum);
 // root's t on every rank (every rank passes a tensor of the root's shape and dtype; only the root's
-// values are read). root outside [0, world_size()) is invalid_argument.
+// values are read; the root gets t itself back, realized). root outside [0, world_size()) is
+// invalid_argument.
 Tensor broadcast(const Tensor& t, int root = 0);
 // Replaces each parameter's .grad() by the mean of it over the ranks (data parallelism: then every
 // rank's optimizer takes the same step). Gradients of one dtype travel as one message; a parameter
