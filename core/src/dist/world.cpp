@@ -40,12 +40,20 @@ double env_timeout() {
   return s;
 }
 
+// This process's host and pid namespace ("vm/pid:[4026531836]"): a peer's pid means something here
+// only when both match (ranks in separate containers may share a host name, not their pids).
+std::string where_am_i() {
+  char host[kHostChars] = {}, ns[64] = {};
+  gethostname(host, sizeof host - 1);
+  ssize_t n = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  return std::string(host) + "/" + (n > 0 ? std::string(ns, static_cast<size_t>(n)) : std::string("?"));
+}
+
 // A process on this host is gone: no such pid, or a zombie (killed, not yet reaped by its launcher).
 bool seen_dead(int r) {
   World& w = state();
-  char host[kHostChars] = {};
-  gethostname(host, sizeof host - 1);
-  if (w.hosts[static_cast<size_t>(r)] != host) return false;  // another host: only the timeout tells
+  static const std::string here = where_am_i();
+  if (w.places[static_cast<size_t>(r)] != here || here.back() == '?') return false;  // elsewhere: only the timeout tells
   pid_t pid = static_cast<pid_t>(w.pids[static_cast<size_t>(r)]);
   if (kill(pid, 0) != 0 && errno == ESRCH) return true;
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
@@ -255,13 +263,15 @@ void init() {
   MPI_Comm_set_errhandler(w.headers, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(w.data, MPI_ERRORS_RETURN);
   // every rank's pid and host, for naming ranks and seeing dead ones on this host
-  struct Who { int32_t pid; char host[detail::kHostChars]; } me{static_cast<int32_t>(getpid()), {}};
+  struct Who { int32_t pid; char host[detail::kHostChars]; char place[2 * detail::kHostChars]; } me{static_cast<int32_t>(getpid()), {}, {}};
   gethostname(me.host, sizeof me.host - 1);
+  std::snprintf(me.place, sizeof me.place, "%s", detail::where_am_i().c_str());
   std::vector<Who> all(static_cast<size_t>(w.size));
   check(MPI_Allgather(&me, sizeof me, MPI_BYTE, all.data(), sizeof me, MPI_BYTE, w.headers), "init");
   for (const Who& x : all) {
     w.pids.push_back(x.pid);
     w.hosts.emplace_back(x.host, strnlen(x.host, sizeof x.host));
+    w.places.emplace_back(x.place, strnlen(x.place, sizeof x.place));
   }
   detail::create_half_ops();
   if (!w.timeout_set) w.timeout_s = timeout;
@@ -284,6 +294,7 @@ void finalize() {
   MPI_Comm_free(&w.data);
   w.pids.clear();
   w.hosts.clear();
+  w.places.clear();
   if (w.owns_mpi) MPI_Finalize();
 }
 

@@ -40,6 +40,7 @@ struct World {
   MPI_Comm data = MPI_COMM_NULL;     // program's own messages or each other
   std::vector<int> pids;             // each rank's pid and host (for the liveness check)
   std::vector<std::string> hosts;
+  std::vector<std::string> places;   // host and pid namespace: pids compare only within one
   uint64_t seq = 0;
   double timeout_s = 600;
   bool timeout_set = false;  // set_timeout() ran: KILN_DIST_TIMEOUT is not read
