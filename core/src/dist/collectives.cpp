@@ -199,10 +199,6 @@ Tensor each_part(const Tensor& t, F&& f) {
   return ::kiln::detail::map_parts(t, std::forward<F>(f));
 }
 
-}  // namespace
-
-namespace {
-
 // A tensor on a device with memory of its own comes to the host in pieces of kPieceBytes on a
 // helper thread while the main thread all-reduces the piece before (the device-to-host copy
 // overlaps the transfer). The result goes back to the device in one copy (from_blob).
