@@ -199,6 +199,14 @@ Tensor each_part(const Tensor& t, F&& f) {
   return ::kiln::detail::map_parts(t, std::forward<F>(f));
 }
 
+// Every rank's payload (agree's eager exchange) combined in rank order: the same operations in the
+// same order on every rank, so the same bits (MPI_Reduce_local applies MPI's own and kiln's half ops).
+void combine(const std::vector<const char*>& parts, void* out, size_t bytes, int count, MPI_Datatype type, MPI_Op mop,
+             const std::string& what) {
+  std::memcpy(out, parts[0], bytes);
+  for (size_t r = 1; r < parts.size(); ++r) check(MPI_Reduce_local(parts[r], out, count, type, mop), what);
+}
+
 // A tensor on a device with memory of its own comes to the host in pieces of kPieceBytes on a
 // helper thread while the main thread all-reduces the piece before (the device-to-host copy
 // overlaps the transfer). The result goes back to the device in one copy (from_blob).
@@ -265,15 +273,28 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   c.realize();
   const void* host = c.host_data();  // its buffer when the device's memory is host memory (cpu)
   size_t bytes = static_cast<size_t>(t.numel()) * static_cast<size_t>(dt.itemsize());
-  agree(h);
   std::shared_ptr<void> out = host_alloc(bytes);
-  if (host) {
-    Transfer guard(what);
-    in_pieces(t.numel(), dt.itemsize(), [&](size_t at, int n) {
-      check(MPI_Allreduce(static_cast<const char*>(host) + at, static_cast<char*>(out.get()) + at, n, type, mop, w.data), what);
-    });
-  } else if (t.numel() > 0) {
-    all_reduce_overlapped(c, static_cast<char*>(out.get()), dt, type, mop, what);
+  if (bytes > 0 && static_cast<int64_t>(bytes) <= kEagerBytes) {  // small: the data rides with the header
+    std::vector<char> copy;
+    if (!host) {
+      copy.resize(bytes);
+      c.to_bytes(copy.data(), bytes);
+      host = copy.data();
+    }
+    h.payload_bytes = static_cast<int64_t>(bytes);
+    std::vector<const char*> parts;
+    agree(h, host, &parts);
+    combine(parts, out.get(), bytes, static_cast<int>(t.numel()), type, mop, what);
+  } else {
+    agree(h);
+    if (host) {
+      Transfer guard(what);
+      in_pieces(t.numel(), dt.itemsize(), [&](size_t at, int n) {
+        check(MPI_Allreduce(static_cast<const char*>(host) + at, static_cast<char*>(out.get()) + at, n, type, mop, w.data), what);
+      });
+    } else if (t.numel() > 0) {
+      all_reduce_overlapped(c, static_cast<char*>(out.get()), dt, type, mop, what);
+    }
   }
   if (op == ReduceOp::Mean) divide(out.get(), t.numel(), dt, w.size);
   return Tensor::from_blob(out.get(), dt, t.shape(), out, t.device());
@@ -333,51 +354,81 @@ void all_reduce_grads(const std::vector<Tensor>& params) {
   h.numel = total;
   h.shape_hash = hash;
   Tensor::realize_all(grads);
-  agree(h);
   // one message per dtype, in the order the dtypes first appear; each gradient at a 64-byte
   // aligned offset, so that on the cpu device the new gradient is the message's memory itself
+  struct Group {
+    DType dt;
+    std::vector<size_t> members, offsets;
+    size_t bytes = 0;
+  };
+  std::vector<Group> groups;
   std::vector<bool> done(grads.size(), false);
   for (size_t first = 0; first < grads.size(); ++first) {
     if (done[first]) continue;
-    DType dt = grads[first].dtype();
-    std::string msg = what + ", the " + dt.name() + " ones";
-    MPI_Datatype type = mpi_type(dt, msg);
-    MPI_Op mop = mpi_op(ReduceOp::Mean, dt, msg);
-    std::vector<size_t> members, offsets;
-    size_t bytes = 0;
+    Group g{grads[first].dtype(), {}, {}, 0};
     for (size_t i = first; i < grads.size(); ++i) {
-      if (done[i] || !(grads[i].dtype() == dt)) continue;
+      if (done[i] || !(grads[i].dtype() == g.dt)) continue;
       done[i] = true;
-      members.push_back(i);
-      offsets.push_back(bytes);
-      bytes += (static_cast<size_t>(grads[i].numel()) * static_cast<size_t>(dt.itemsize()) + 63) / 64 * 64;
+      g.members.push_back(i);
+      g.offsets.push_back(g.bytes);
+      g.bytes += (static_cast<size_t>(grads[i].numel()) * static_cast<size_t>(g.dt.itemsize()) + 63) / 64 * 64;
     }
-    std::shared_ptr<void> buf = host_alloc(bytes);
+    groups.push_back(std::move(g));
+  }
+  auto pack = [&](const Group& g) {
+    std::shared_ptr<void> buf = host_alloc(g.bytes);
     auto* base = static_cast<char*>(buf.get());
-    for (size_t k = 0; k < members.size(); ++k) {
-      const Tensor& g = grads[members[k]];
-      size_t n = static_cast<size_t>(g.numel()) * static_cast<size_t>(dt.itemsize());
-      g.to_bytes(base + offsets[k], n);
-      size_t end = k + 1 < members.size() ? offsets[k + 1] : bytes;
-      std::memset(base + offsets[k] + n, 0, end - offsets[k] - n);  // the padding travels too: zeros, not garbage
+    for (size_t k = 0; k < g.members.size(); ++k) {
+      const Tensor& gr = grads[g.members[k]];
+      size_t n = static_cast<size_t>(gr.numel()) * static_cast<size_t>(g.dt.itemsize());
+      gr.to_bytes(base + g.offsets[k], n);
+      size_t end = k + 1 < g.members.size() ? g.offsets[k + 1] : g.bytes;
+      std::memset(base + g.offsets[k] + n, 0, end - g.offsets[k] - n);  // the padding travels too: zeros, not garbage
     }
-    int64_t count = static_cast<int64_t>(bytes) / dt.itemsize();
-    {
-      Transfer guard(msg);
-      in_pieces(count, dt.itemsize(), [&](size_t at, int n) { check(MPI_Allreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data), msg); });
-    }
-    if (w.size > 1) divide(base, count, dt, w.size);
-    // Each parameter's gradient becomes a tensor over its part of the message (no copy on the cpu
-    // device). Replacing the gradient, rather than writing the mean into its buffer, is what keeps
-    // this safe: a realized gradient may share its buffer with another tensor (d(w*x)/dw is x).
-    for (size_t k = 0; k < members.size(); ++k) {
-      const Tensor& g = grads[members[k]];
-      std::shared_ptr<void> part(buf, base + offsets[k]);  // shares the message's lifetime
-      Tensor mean = Tensor::from_blob(part.get(), dt, g.shape(), part, g.device());
-      const std::shared_ptr<::kiln::detail::TensorState>& s = owners[members[k]].state();
+    return buf;
+  };
+  // Each parameter's gradient becomes a tensor over its part of the message (no copy on the cpu
+  // device). Replacing the gradient, rather than writing the mean into its buffer, is what keeps
+  // this safe: a realized gradient may share its buffer with another tensor (d(w*x)/dw is x).
+  auto finish = [&](const Group& g, const std::shared_ptr<void>& buf) {
+    auto* base = static_cast<char*>(buf.get());
+    if (w.size > 1) divide(base, static_cast<int64_t>(g.bytes) / g.dt.itemsize(), g.dt, w.size);
+    for (size_t k = 0; k < g.members.size(); ++k) {
+      const Tensor& gr = grads[g.members[k]];
+      std::shared_ptr<void> part(buf, base + g.offsets[k]);  // shares the message's lifetime
+      Tensor mean = Tensor::from_blob(part.get(), g.dt, gr.shape(), part, gr.device());
+      const std::shared_ptr<::kiln::detail::TensorState>& s = owners[g.members[k]].state();
       std::lock_guard<std::mutex> lock(s->grad_mu);
       s->grad = mean;
     }
+  };
+  if (groups.size() == 1 && static_cast<int64_t>(groups[0].bytes) <= kEagerBytes) {  // small: one exchange
+    const Group& g = groups[0];
+    std::string msg = what + ", the " + g.dt.name() + " ones";
+    MPI_Datatype type = mpi_type(g.dt, msg);
+    MPI_Op mop = mpi_op(ReduceOp::Mean, g.dt, msg);
+    std::shared_ptr<void> mine = pack(g);
+    h.payload_bytes = static_cast<int64_t>(g.bytes);
+    std::vector<const char*> parts;
+    agree(h, mine.get(), &parts);
+    std::shared_ptr<void> buf = host_alloc(g.bytes);
+    combine(parts, buf.get(), g.bytes, static_cast<int>(static_cast<int64_t>(g.bytes) / g.dt.itemsize()), type, mop, msg);
+    finish(g, buf);
+    return;
+  }
+  agree(h);
+  for (const Group& g : groups) {
+    std::string msg = what + ", the " + g.dt.name() + " ones";
+    MPI_Datatype type = mpi_type(g.dt, msg);
+    MPI_Op mop = mpi_op(ReduceOp::Mean, g.dt, msg);
+    std::shared_ptr<void> buf = pack(g);
+    auto* base = static_cast<char*>(buf.get());
+    int64_t count = static_cast<int64_t>(g.bytes) / g.dt.itemsize();
+    {
+      Transfer guard(msg);
+      in_pieces(count, g.dt.itemsize(), [&](size_t at, int n) { check(MPI_Allreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data), msg); });
+    }
+    finish(g, buf);
   }
 }
 

@@ -138,19 +138,31 @@ Header header(Kind kind, const std::string& what) {
   return h;
 }
 
-std::vector<Header> agree(Header mine) {
+std::vector<Header> agree(Header mine, const void* payload, std::vector<const char*>* payloads) {
   World& w = world();
   std::string op = mine.what;
   if (w.broken) fail(ErrorCode::failed_precondition, op, "the world is broken by an earlier fault (" + w.broken_why + "); end this process");
+  if (mine.payload_bytes < 0 || mine.payload_bytes > kEagerBytes)
+    fail(ErrorCode::internal, op, "a header's payload of " + std::to_string(mine.payload_bytes) + " bytes is over " + std::to_string(kEagerBytes));
   std::vector<Header> all(static_cast<size_t>(w.size));
   all[static_cast<size_t>(w.rank)] = mine;
+  if (payloads) payloads->assign(static_cast<size_t>(w.size), static_cast<const char*>(payload));
   if (w.size == 1) return all;
+  // one message per peer: the header, then the payload; received into buffers of the largest size
+  // (a rank that sends more or less is caught by the header comparison below)
+  const size_t max_msg = sizeof(Header) + static_cast<size_t>(kEagerBytes);
+  w.inbox.resize(static_cast<size_t>(w.size));
+  w.outbox.resize(sizeof(Header) + static_cast<size_t>(mine.payload_bytes));
+  std::memcpy(w.outbox.data(), &mine, sizeof(Header));
+  if (mine.payload_bytes) std::memcpy(w.outbox.data() + sizeof(Header), payload, static_cast<size_t>(mine.payload_bytes));
   // recvs[r] / sends[r]: this rank's requests with rank r (MPI_REQUEST_NULL for itself or when done)
   std::vector<MPI_Request> recvs(static_cast<size_t>(w.size), MPI_REQUEST_NULL), sends = recvs;
   for (int r = 0; r < w.size; ++r) {
     if (r == w.rank) continue;
-    check(MPI_Irecv(&all[static_cast<size_t>(r)], sizeof(Header), MPI_BYTE, r, 0, w.headers, &recvs[static_cast<size_t>(r)]), op);
-    check(MPI_Isend(&mine, sizeof(Header), MPI_BYTE, r, 0, w.headers, &sends[static_cast<size_t>(r)]), op);
+    std::vector<char>& box = w.inbox[static_cast<size_t>(r)];
+    box.resize(max_msg);
+    check(MPI_Irecv(box.data(), static_cast<int>(max_msg), MPI_BYTE, r, 0, w.headers, &recvs[static_cast<size_t>(r)]), op);
+    check(MPI_Isend(w.outbox.data(), static_cast<int>(w.outbox.size()), MPI_BYTE, r, 0, w.headers, &sends[static_cast<size_t>(r)]), op);
   }
   auto start = Clock::now(), last_check = start;
   auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.timeout_s));
@@ -198,11 +210,13 @@ std::vector<Header> agree(Header mine) {
     }
   }
   for (int r = 0; r < w.size; ++r) {
+    if (r != w.rank) std::memcpy(&all[static_cast<size_t>(r)], w.inbox[static_cast<size_t>(r)].data(), sizeof(Header));
+    if (r != w.rank && payloads) (*payloads)[static_cast<size_t>(r)] = w.inbox[static_cast<size_t>(r)].data() + sizeof(Header);
     const Header& h = all[static_cast<size_t>(r)];
     std::string theirs(h.what, strnlen(h.what, sizeof h.what));
     if (h.magic != kMagic) fail(ErrorCode::internal, op, rank_name(r) + " sent a message that is not a kiln::dist header");
     if (h.kind != mine.kind || h.op != mine.op || h.root != mine.root || h.dtype != mine.dtype || h.numel != mine.numel ||
-        h.shape_hash != mine.shape_hash || h.seq != mine.seq)
+        h.shape_hash != mine.shape_hash || h.seq != mine.seq || h.payload_bytes != mine.payload_bytes)
       fail(ErrorCode::invalid_argument, op,
            "the ranks disagree: rank " + std::to_string(w.rank) + " calls " + op + " (collective #" + std::to_string(mine.seq) + ") but " +
                rank_name(r) + " calls " + theirs + " (collective #" + std::to_string(h.seq) + "); every rank must call the same collectives "

@@ -25,6 +25,7 @@ struct Header {
   int32_t dtype = -1;     // Scalar, -1 when none
   int64_t numel = 0;
   uint64_t shape_hash = 0;  // the shape (or every gradient's dtype and shape)
+  int64_t payload_bytes = 0;  // data sent with the header (small all-reduces: see agree)
   char what[160] = {};
 };
 
@@ -42,6 +43,8 @@ struct World {
   std::vector<std::string> hosts;
   std::vector<std::string> places;   // host and pid namespace: pids compare only within one
   uint64_t seq = 0;
+  std::vector<std::vector<char>> inbox;  // agree's receive buffers, one per rank, kept between calls
+  std::vector<char> outbox;
   double timeout_s = 600;
   bool timeout_set = false;  // set_timeout() ran: KILN_DIST_TIMEOUT is not read
 };
@@ -57,8 +60,13 @@ std::string rank_name(int r);
 // Sends `mine` to every rank and receives theirs (an all-to-all of small messages, so a rank that
 // does not arrive is known by name); waits at most the timeout. Throws when a rank is missing
 // (marks the world broken) or when any header differs from this rank's in kind, op, root, dtype,
-// numel or shape (invalid_argument naming both ranks' `what`). Returns every rank's header.
-std::vector<Header> agree(Header mine);
+// numel, shape or payload size (invalid_argument naming both ranks' `what`). Returns every rank's
+// header. With mine.payload_bytes > 0 (at most kEagerBytes) the header carries `payload` along:
+// a small all-reduce then costs one exchange instead of two, each rank combining the payloads
+// itself in rank order (the same bits everywhere); `payloads` gets every rank's (valid until the
+// next agree).
+constexpr int64_t kEagerBytes = 16 << 10;
+std::vector<Header> agree(Header mine, const void* payload = nullptr, std::vector<const char*>* payloads = nullptr);
 // A header for this rank's next collective (seq filled in).
 Header header(Kind kind, const std::string& what);
 uint64_t shape_hash(const std::vector<int64_t>& shape, uint64_t h = 1469598103934665603ULL);
