@@ -16,7 +16,7 @@
 //    when a rank on this host is seen dead, else after the timeout (KILN_DIST_TIMEOUT seconds,
 //    default 600; set_timeout). After such an error the world is broken: later collectives throw
 //    at once and finalize() does not wait for the missing rank.
-// Up to 16 KiB of data rides with the header (each rank combines the ranks' payloads itself, in
+// Up to 16 KiB of data rides with the header in worlds of up to 8 ranks (each rank combines the ranks' payloads itself, in
 // rank order); more then moves with blocking MPI calls (MPI_Allreduce / MPI_Bcast, Open MPI's tuned
 // algorithms); a rank that dies during those cannot be caught by a header, so a watchdog
 // thread ends the process (MPI_Abort, a message naming the operation and this rank on stderr)

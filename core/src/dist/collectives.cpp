@@ -274,7 +274,7 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   const void* host = c.host_data();  // its buffer when the device's memory is host memory (cpu)
   size_t bytes = static_cast<size_t>(t.numel()) * static_cast<size_t>(dt.itemsize());
   std::shared_ptr<void> out = host_alloc(bytes);
-  if (bytes > 0 && static_cast<int64_t>(bytes) <= kEagerBytes) {  // small: the data rides with the header
+  if (eager(static_cast<int64_t>(bytes), w.size)) {  // small: the data rides with the header
     std::vector<char> copy;
     if (!host) {
       copy.resize(bytes);
@@ -402,7 +402,7 @@ void all_reduce_grads(const std::vector<Tensor>& params) {
       s->grad = mean;
     }
   };
-  if (groups.size() == 1 && static_cast<int64_t>(groups[0].bytes) <= kEagerBytes) {  // small: one exchange
+  if (groups.size() == 1 && eager(static_cast<int64_t>(groups[0].bytes), w.size)) {  // small: one exchange
     const Group& g = groups[0];
     std::string msg = what + ", the " + g.dt.name() + " ones";
     MPI_Datatype type = mpi_type(g.dt, msg);

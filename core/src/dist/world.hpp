@@ -65,7 +65,11 @@ std::string rank_name(int r);
 // a small all-reduce then costs one exchange instead of two, each rank combining the payloads
 // itself in rank order (the same bits everywhere); `payloads` gets every rank's (valid until the
 // next agree).
+// Past kEagerRanks ranks each rank would receive and combine every other rank's payload (p - 1 of
+// them, where MPI's algorithms need log p steps): larger worlds always use MPI.
 constexpr int64_t kEagerBytes = 16 << 10;
+constexpr int kEagerRanks = 8;
+inline bool eager(int64_t bytes, int ranks) { return bytes > 0 && bytes <= kEagerBytes && ranks <= kEagerRanks; }
 std::vector<Header> agree(Header mine, const void* payload = nullptr, std::vector<const char*>* payloads = nullptr);
 // A header for this rank's next collective (seq filled in).
 Header header(Kind kind, const std::string& what);
