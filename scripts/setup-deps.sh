@@ -6,7 +6,7 @@
 # touching the network; otherwise it runs `apt-get update` once and installs what is missing.
 #
 # Usage: setup-deps.sh [--check] [GROUP...]
-#   GROUP: core llvm opencl hip test python onnx   (default: all of them)
+#   GROUP: core llvm opencl hip test python onnx mpi   (default: all of them)
 #   --check  only report what is missing (exit 1 if anything is), install nothing
 #
 # Measured on bookworm (2 cores): on the standard C++ image (which already has gcc, cmake, ninja,
@@ -34,18 +34,21 @@ PKGS_python="python3-dev python3-venv python3-pip"
 # onnx: ONNX 1.12's C++ library and its protobuf classes (kiln::onnx, `kiln run`; without them the
 #       ONNX frontend is not built), protoc, and ONNX's node tests (tests/onnx: 932 models + data)
 PKGS_onnx="libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata"
+# mpi: Open MPI 4.1.4 headers, libmpi and mpirun (kiln::dist, its mpirun tests in tests/dist, the
+#      example train_mlp_dist; without them kiln::dist is not built). ~53 MB, pulls openssh-client.
+PKGS_mpi="libopenmpi-dev openmpi-bin"
 
 check_only=0
 groups=()
 for arg in "$@"; do
   case "$arg" in
     --check) check_only=1 ;;
-    core|llvm|opencl|hip|test|python|onnx) groups+=("$arg") ;;
+    core|llvm|opencl|hip|test|python|onnx|mpi) groups+=("$arg") ;;
     -h|--help) sed -n '3,14p' "$0"; exit 0 ;;
     *) echo "setup-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
-[ ${#groups[@]} -eq 0 ] && groups=(core llvm opencl hip test python onnx)
+[ ${#groups[@]} -eq 0 ] && groups=(core llvm opencl hip test python onnx mpi)
 
 pkgs=()
 for g in "${groups[@]}"; do

@@ -22,7 +22,9 @@ set(allowed_codegen support ir rewrite symbolic codegen)
 set(allowed_plugin support plugin)
 set(allowed_runtime support ir rewrite symbolic schedule codegen plugin runtime)
 set(allowed_tensor support ir rewrite symbolic schedule codegen plugin runtime tensor)
-set(modules support ir rewrite symbolic schedule codegen plugin runtime tensor)
+# dist is libkiln_dist (MPI), a library above libkiln: it may use the core; the core never uses it
+set(allowed_dist support ir rewrite symbolic schedule codegen plugin runtime tensor dist)
+set(modules support ir rewrite symbolic schedule codegen plugin runtime tensor dist)
 # Single headers a module may include beyond its list, each with the reason.
 #  - plugin fills codegen's Target from the plugin's kiln_target when a device opens; the header
 #    depends on nothing but the ABI's C header.

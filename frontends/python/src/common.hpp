@@ -103,5 +103,7 @@ void bind_math(nb::class_<Tensor>& T);
 // bind_onnx.cpp: the submodule kiln._kiln.onnx (kiln/onnx.hpp) that kiln.onnx wraps; binds nothing
 // in a build without kiln::onnx (KILN_HAVE_ONNX unset).
 void bind_onnx(nb::module_& m);
+// kiln._kiln.dist (kiln::dist over MPI) when the build has it (bind_dist.cpp).
+void bind_dist(nb::module_& m);
 
 }  // namespace kiln_py

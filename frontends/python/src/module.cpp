@@ -244,4 +244,5 @@ NB_MODULE(_kiln, m) {
   bind_conv(T);
   bind_math(T);
   bind_onnx(m);
+  bind_dist(m);
 }

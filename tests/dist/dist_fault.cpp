@@ -1,0 +1,55 @@
+// tests/dist/dist_fault.cpp - one rank fails; every other rank must get a kiln::Error naming it,
+// never hang (run_fault.cmake launches it under mpirun and checks what every rank printed).
+//
+//   dist_fault kill  [T]  rank 1 kills itself (SIGKILL) instead of joining an all_reduce
+//   dist_fault throw [T]  rank 1 throws a kiln::Error that nothing catches (std::terminate: abort)
+//   dist_fault hang  [T]  rank 1 sleeps past the timeout (alive: only the watchdog's deadline tells)
+//
+// A survivor prints "FAULT-OK rank R: <the error>" and ends at once (_exit: MPI_Finalize would
+// wait for the missing rank); "FAULT-BAD rank R: ..." when the collective returned or threw
+// something else. The timeout T (seconds, default 3) is set after a first good collective, so that
+// a slow start on a loaded machine (kernels compiling) is not mistaken for the fault.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kiln/dist.hpp"
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  if (mode != "kill" && mode != "throw" && mode != "hang") {
+    std::fprintf(stderr, "usage: dist_fault kill|throw|hang\n");
+    return 2;
+  }
+  kiln::dist::init();
+  int me = kiln::dist::rank();
+  kiln::Tensor x = kiln::Tensor::ones({1000});
+  kiln::dist::all_reduce(x).realize();  // one good collective first: the world works
+  kiln::dist::set_timeout(argc > 2 ? std::atof(argv[2]) : 3.0);
+  if (me == 1) {
+    if (mode == "kill") raise(SIGKILL);
+    if (mode == "throw") throw kiln::Error(kiln::ErrorCode::internal, "rank 1 fails on purpose (dist_fault throw)");
+    sleep(static_cast<unsigned>(kiln::dist::timeout()) + 1);  // hang: alive, silent, then gone
+    _exit(0);
+  }
+  try {
+    kiln::dist::all_reduce(x).realize();
+    std::printf("FAULT-BAD rank %d: the all_reduce returned without rank 1\n", me);
+  } catch (const kiln::Error& e) {
+    std::printf("FAULT-OK rank %d: code %s: %s\n", me, kiln::error_code_name(e.code()), e.what());
+    // the world is broken now: the next collective fails at once, naming the first fault
+    try {
+      kiln::dist::barrier();
+      std::printf("FAULT-BAD rank %d: a barrier after the fault returned\n", me);
+    } catch (const kiln::Error& again) {
+      std::printf("FAULT-AGAIN rank %d: %s\n", me, again.what());
+    }
+  }
+  std::fflush(stdout);
+  kiln::dist::finalize();  // returns at once: the world is broken
+  _exit(0);
+}

@@ -1,0 +1,30 @@
+# tests/dist/run_fault.cmake - runs dist_fault MODE under mpirun with NP ranks and checks that
+# every rank but rank 1 got a kiln::Error naming rank 1 (and, after it, that the world stays
+# broken), all within TIMEOUT seconds: a hang fails the test instead of stalling ctest.
+#   cmake -DMPIEXEC=... "-DFLAGS=..." -DNP=2 -DPROG=dist_fault -DMODE=kill -DTIMEOUT=60 -DCODE=unavailable -P run_fault.cmake
+separate_arguments(flags NATIVE_COMMAND "${FLAGS}")
+string(TIMESTAMP t0 "%s")
+execute_process(COMMAND ${MPIEXEC} ${flags} -np ${NP} ${PROG} ${MODE}
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc TIMEOUT ${TIMEOUT})
+string(TIMESTAMP t1 "%s")
+math(EXPR took "${t1} - ${t0}")
+set(all "${out}\n--- stderr ---\n${err}")
+if(rc MATCHES "timeout|Process terminated due to timeout")
+  message(FATAL_ERROR "dist_fault ${MODE} (-np ${NP}) hung: no answer within ${TIMEOUT} s:\n${all}")
+endif()
+if(out MATCHES "FAULT-BAD")
+  message(FATAL_ERROR "dist_fault ${MODE} (-np ${NP}): a survivor did not fail as it should:\n${all}")
+endif()
+math(EXPR last "${NP} - 1")
+foreach(r RANGE 0 ${last})
+  if(r EQUAL 1)
+    continue()
+  endif()
+  if(NOT out MATCHES "FAULT-OK rank ${r}: code ${CODE}: kiln::dist: all_reduce\\(Sum\\) of float32 \\(1000,\\) on rank ${r} of ${NP}: rank 1 \\(pid [0-9]+ on host [^)]+\\) ")
+    message(FATAL_ERROR "dist_fault ${MODE} (-np ${NP}): rank ${r} did not report a ${CODE} error naming rank 1:\n${all}")
+  endif()
+  if(NOT out MATCHES "FAULT-AGAIN rank ${r}: kiln::dist: barrier on rank ${r} of ${NP}: the world is broken")
+    message(FATAL_ERROR "dist_fault ${MODE} (-np ${NP}): rank ${r}'s next collective did not fail at once:\n${all}")
+  endif()
+endforeach()
+message(STATUS "dist_fault ${MODE} (-np ${NP}): every survivor named rank 1 (${took} s)\n${out}")
