@@ -259,6 +259,11 @@ TEST(Pool, MaxAndAvgMatchTheLoops) {
       {{3, 10}, {.kernel = {4}, .stride = {3}, .padding = {{2, 1}}}},                           // 1-d, any leading axes
       {{1, 1, 6, 5, 7}, {.kernel = {3, 2, 3}, .stride = {2}, .padding = {{1, 1}, {0, 0}, {1, 0}}, .ceil_mode = true}},  // 3-d
       {{1, 2, 6, 6}, {.kernel = {3, 3}, .stride = {1}}},                                        // overlapping windows
+      // rows wide enough for vectors of output columns at a stride of 2 (loads and picks of their
+      // lanes, classify.cpp's strided windows), padded inside the kernel or not, odd widths
+      {{1, 3, 9, 66}, {.kernel = {3, 3}, .stride = {2}, .padding = {{1, 1}}}},
+      {{2, 2, 6, 70}, {.kernel = {2, 2}}},
+      {{1, 2, 7, 133}, {.kernel = {3, 3}, .stride = {2}}},
   };
   for (const Case& c : cases)
     for (bool include : {true, false}) {
