@@ -488,6 +488,45 @@ TEST(Heuristic, ThreadsSplitTheAxisWithTheMostIterations) {
       << plain.str();
 }
 
+// On a CPU that starts one full-width multiply-add a cycle (Zen 4's AVX-512: a 512-bit FMA is two
+// passes of its 256-bit pipes), a 3 x 3 convolution over a 7 x 7 map at batch 1 (49 positions)
+// takes half-width column vectors (7 -> 8 lanes), its rows and two output channels upcast whole,
+// and broadcasts its weights in place: no staged copy. Its batch of 8 (392 positions), a 14 x 14
+// map, a pointwise or strided one, and a core with two full-width pipes keep the channel vectors.
+TEST(Heuristic, NarrowColumnsTakeHalfWidthVectorsWhereFullWidthFmasAreOneACycle) {
+  Target fma1 = avx512();
+  fma1.vector_registers = 32, fma1.fma_pipes = 1;
+  auto column_lanes = [](const Chosen& c, int64_t axis) {
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && o.vectorize && o.axis == axis) return o.amount;
+    return int64_t{0};
+  };
+  auto upcast = [](const Chosen& c, int64_t axis) {
+    int64_t n = 1;
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && !o.vectorize && o.axis == axis) n *= o.amount;
+    return n;
+  };
+  for (const Tensor& out : {in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1),
+                            in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), in({512}), 1, 1).relu()}) {
+    Chosen c = main_kernel(out, fma1);  // axes: channels, rows, columns
+    EXPECT_EQ(column_lanes(c, 2), 8) << c.str();
+    EXPECT_EQ(upcast(c, 1), 7) << c.str();
+    EXPECT_EQ(upcast(c, 0), 2) << c.str();
+    EXPECT_FALSE(c.has(OptOp::STAGE)) << c.str();
+    EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    Chosen two_pipes = main_kernel(out);
+    EXPECT_EQ(column_lanes(two_pipes, 0), 16) << "channel vectors: " << two_pipes.str();
+  }
+  for (const Tensor& out : {in({8, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1),
+                            in({1, 256, 14, 14}).conv2d(in({256, 256, 3, 3}), std::nullopt, 1, 1),
+                            crop7(in({1, 512, 7, 8})).conv2d(in({256, 512, 1, 1})),
+                            in({1, 256, 14, 14}).conv2d(in({512, 256, 3, 3}), std::nullopt, 2, 1)}) {
+    Chosen c = main_kernel(out, fma1);
+    EXPECT_TRUE(c.has(OptOp::STAGE)) << "channel vectors, weights staged: " << c.str();
+  }
+}
+
 // A window read at a stride of 2 along the output columns (ResNet's 3 x 3 stride-2 max pool over
 // its padded 114 x 114 map, the same padded inside the kernel, a 2 x 2 average pool, a stride-2
 // depthwise convolution) takes vectors of output columns, each a few contiguous loads and a pick
