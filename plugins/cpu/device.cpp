@@ -72,9 +72,11 @@ sdk::Target CpuDevice::target() {
   t.ops = (config_.compiler.in_process() ? llvm_ir_ops(avx512) : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
   // the vector unit the ISA level names: AVX-512's 32 registers, else x86-64's 16; two FMA pipes
-  // with FMA (x86-64-v3 and up: Haswell, Zen and later cores), else a multiply and an add pairing up
+  // with FMA (x86-64-v3 and up: Haswell, Zen and later cores), else a multiply and an add pairing up;
+  // the host's own where it is known to start fewer full-width ones (Zen 4's AVX-512: one)
   t.vector_registers = avx512 ? 32 : 16;
   t.fma_pipes = fma ? 2 : 1;
+  if (const uint32_t host = full_width_fma_pipes(cpu); config_.isa.empty() && avx512 && host) t.fma_pipes = host;
   if (runnable()) {  // a device that compiles for another machine does not know that one's caches
     t.l1d_bytes = cpu.caches.l1d;
     t.l2_bytes = cpu.caches.l2;

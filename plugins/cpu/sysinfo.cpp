@@ -38,6 +38,8 @@ CpuInfo read_cpu_info() {
     }
     std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
     if (key == "model name" && info.model.empty()) info.model = value;
+    if (key == "vendor_id" && info.vendor.empty()) info.vendor = value;
+    if (key == "cpu family" && info.family == 0) info.family = std::atoi(value.c_str());
     if (key == "flags" && info.flags.empty()) {
       std::istringstream words(value);
       for (std::string w; words >> w;) info.flags.push_back(w);
@@ -56,6 +58,10 @@ CpuInfo read_cpu_info() {
 }
 
 }  // namespace
+
+uint32_t full_width_fma_pipes(const CpuInfo& cpu) {
+  return cpu.vendor == "AuthenticAMD" && cpu.family == 0x19 && cpu.has("avx512f") ? 1 : 0;
+}
 
 // sysfs, not sysconf: _SC_LEVEL3_CACHE_SIZE reports the host's whole L3 inside a VM, and
 // _SC_LEVEL2_CACHE_SIZE is 0 on some libcs.

@@ -19,6 +19,8 @@ struct CpuInfo {
   unsigned cores = 1;              // CPUs this process may run on (sched_getaffinity)
   uint64_t memory_total = 0;       // bytes (/proc/meminfo MemTotal)
   CacheSizes caches;               // cpu0's (sysfs)
+  std::string vendor;              // /proc/cpuinfo "vendor_id" ("AuthenticAMD", "GenuineIntel")
+  int family = 0;                  // /proc/cpuinfo "cpu family" (0: unknown)
 
   bool has(const std::string& flag) const;
   std::string isa_level() const;   // "x86-64-v4" ... "x86-64" (the psABI micro-architecture levels)
@@ -34,6 +36,11 @@ int isa_rank(const std::string& level);
 std::string runnable_isa_level();
 // Float lanes of the widest vector registers a level guarantees: 4 (SSE), 8 (AVX2), 16 (AVX-512).
 uint32_t isa_float_lanes(const std::string& level);
+
+// Full-width (AVX-512) multiply-adds the host starts per cycle where it is known to differ from
+// the two of its ISA level: 1 on AMD family 19h (Zen 4), whose two 256-bit FMA pipes take a
+// 512-bit one in two passes; 0 where not known (the level's count stands).
+uint32_t full_width_fma_pipes(const CpuInfo& cpu);
 
 // Read once per process (cheap: two small /proc files).
 const CpuInfo& cpu_info();

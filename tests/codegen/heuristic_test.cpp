@@ -375,8 +375,12 @@ TEST(Heuristic, DepthwiseConvolutionIsVectorizedAndThreaded) {
     Chosen wide = main_kernel(dw(5, 1), target);
     EXPECT_EQ(upcasts(wide, 1), 1) << "5x5: " << wide.str();
     EXPECT_EQ(upcasts(wide, 2), 2) << "two column vectors: " << wide.str();
+    // stride 2: no register tile of gathered vectors, but a strided window's column vectors
+    // (loads and picks; padded inside the kernel, so at most 8 lanes) over its whole row
     Chosen strided = main_kernel(dw(3, 2), target);
-    EXPECT_FALSE(strided.has(OptOp::UPCAST, true)) << "no gathered vectors: " << strided.str();
+    EXPECT_EQ(upcasts(strided, 1), 1) << "no tile rows: " << strided.str();
+    EXPECT_TRUE(std::any_of(strided.opts.begin(), strided.opts.end(), [](const Opt& o) { return o.op == OptOp::UPCAST && o.vectorize && o.amount == 8; }))
+        << strided.str();
     EXPECT_TRUE(strided.has(OptOp::UNROLL)) << strided.str();
     EXPECT_TRUE(strided.has(OptOp::THREAD)) << strided.str();
   }
@@ -484,6 +488,75 @@ TEST(Heuristic, ThreadsSplitTheAxisWithTheMostIterations) {
       << plain.str();
 }
 
+// On a CPU that starts one full-width multiply-add a cycle (Zen 4's AVX-512: a 512-bit FMA is two
+// passes of its 256-bit pipes), a 3 x 3 convolution over a 7 x 7 map at batch 1 (49 positions)
+// takes half-width column vectors (7 -> 8 lanes), its rows and two output channels upcast whole,
+// and broadcasts its weights in place: no staged copy. Its batch of 8 (392 positions), a 14 x 14
+// map, a pointwise or strided one, and a core with two full-width pipes keep the channel vectors.
+TEST(Heuristic, NarrowColumnsTakeHalfWidthVectorsWhereFullWidthFmasAreOneACycle) {
+  Target fma1 = avx512();
+  fma1.vector_registers = 32, fma1.fma_pipes = 1;
+  auto column_lanes = [](const Chosen& c, int64_t axis) {
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && o.vectorize && o.axis == axis) return o.amount;
+    return int64_t{0};
+  };
+  auto upcast = [](const Chosen& c, int64_t axis) {
+    int64_t n = 1;
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && !o.vectorize && o.axis == axis) n *= o.amount;
+    return n;
+  };
+  for (const Tensor& out : {in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1),
+                            in({1, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), in({512}), 1, 1).relu()}) {
+    Chosen c = main_kernel(out, fma1);  // axes: channels, rows, columns
+    EXPECT_EQ(column_lanes(c, 2), 8) << c.str();
+    EXPECT_EQ(upcast(c, 1), 7) << c.str();
+    EXPECT_EQ(upcast(c, 0), 2) << c.str();
+    EXPECT_FALSE(c.has(OptOp::STAGE)) << c.str();
+    EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    Chosen two_pipes = main_kernel(out);
+    EXPECT_EQ(column_lanes(two_pipes, 0), 16) << "channel vectors: " << two_pipes.str();
+  }
+  for (const Tensor& out : {in({8, 512, 7, 7}).conv2d(in({512, 512, 3, 3}), std::nullopt, 1, 1),
+                            in({1, 256, 14, 14}).conv2d(in({256, 256, 3, 3}), std::nullopt, 1, 1),
+                            crop7(in({1, 512, 7, 8})).conv2d(in({256, 512, 1, 1})),
+                            in({1, 256, 14, 14}).conv2d(in({512, 256, 3, 3}), std::nullopt, 2, 1)}) {
+    Chosen c = main_kernel(out, fma1);
+    EXPECT_TRUE(c.has(OptOp::STAGE)) << "channel vectors, weights staged: " << c.str();
+  }
+}
+
+// A window read at a stride of 2 along the output columns (ResNet's 3 x 3 stride-2 max pool over
+// its padded 114 x 114 map, the same padded inside the kernel, a 2 x 2 average pool, a stride-2
+// depthwise convolution) takes vectors of output columns, each a few contiguous loads and a pick
+// of their lanes (picks_strided_lanes). Where the vector would be gathered instead (4 lanes at a
+// stride of 2, a stride past kMaxShuffleStride) each output stays a scalar reduce over its window.
+TEST(Heuristic, StridedWindowsVectorizeTheirOutputColumns) {
+  Target avx2 = simulated_cpu(8, 2), sse = simulated_cpu(4, 2);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  sse.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  const Tensor windows[] = {in({1, 64, 114, 114}).max_pool2d(3, 2), in({1, 64, 112, 112}).max_pool2d(3, 2, 1),
+                            in({1, 64, 112, 112}).avg_pool2d(2),
+                            in({1, 96, 112, 112}).conv2d(in({96, 1, 3, 3}), std::nullopt, 2, 1, 1, 96)};
+  auto lanes = [](const Chosen& c) {
+    for (const Opt& o : c.opts)
+      if (o.op == OptOp::UPCAST && o.vectorize) return o.amount;
+    return int64_t{1};
+  };
+  for (const Tensor& out : windows) {
+    for (const Target* t : {&avx512(), static_cast<const Target*>(&avx2)}) {
+      Chosen c = main_kernel(out, *t);
+      EXPECT_GE(lanes(c), 8) << c.str();
+      EXPECT_TRUE(c.has(OptOp::THREAD)) << c.str();
+    }
+    Chosen narrow = main_kernel(out, sse);
+    EXPECT_FALSE(narrow.vectorized()) << "4 lanes at a stride of 2 are a gather: " << narrow.str();
+  }
+  Chosen wide_stride = main_kernel(in({1, 64, 120, 120}).max_pool2d(5, 5));
+  EXPECT_FALSE(wide_stride.vectorized()) << wide_stride.str();
+}
+
 // No kernel with more than ~1M operations runs on one thread, whatever its kind.
 TEST(Heuristic, LargeKernelsAreThreaded) {
   Tensor x = in({1024, 1024});
@@ -586,6 +659,8 @@ TEST(Heuristic, KernelsAreClassified) {
   EXPECT_EQ(classes(in({1, 256, 56, 56}).conv2d(in({256, 1, 3, 3}), std::nullopt, 1, 1, 1, 256), avx512()), "depthwise");
   EXPECT_EQ(classes(in({1, 256, 56, 56}).conv2d(in({512, 256, 1, 1}), std::nullopt, 2), avx2), "channel_conv matmul");
   EXPECT_EQ(classes(in({4096, 4096}).sum({0}), avx512()), "reduce_across");
+  EXPECT_EQ(classes(in({1, 64, 114, 114}).max_pool2d(3, 2), avx512()), "reduce_across");
+  EXPECT_EQ(classes(in({1, 64, 114, 114}).max_pool2d(3, 2), scalar), "reduce");
   EXPECT_EQ(classes(in({4096, 4096}).sum({1}), avx512()), "dot");
   EXPECT_EQ(classes(in({4096, 4096}).sum({1}), scalar), "reduce");
   EXPECT_EQ(classes(in({4096, 4096}) + in({4096}), avx512()), "elementwise");

@@ -188,6 +188,23 @@ TEST(Conv, OneTwoAndThreeSpatialAxesMatchTheLoops) {
   }
 }
 
+// A 3 x 3 convolution over a 7 x 7 map with output channels in whole vectors: on a core with one
+// full-width multiply-add a cycle (Zen 4) the narrow-column plan (half-width column vectors, the
+// weights broadcast in place), elsewhere the channel vectors; either matches the loops.
+TEST(Conv, SmallMapsWithManyChannelsMatchTheLoops) {
+  const Shape xs{1, 32, 7, 7}, ws{48, 32, 3, 3};
+  std::vector<double> x = sample(xs, 16), w = sample(ws, 17), b = sample({48}, 18);
+  Ref want = ref_conv(x, xs, w, ws, {1, 1}, {1, 1}, pads_of({{1, 1}, {1, 1}}), 1);
+  // (float32, realized before compare reads it as float64: the plans are sized by the lanes of the
+  // stored element type)
+  const Tensor xt = host_tensor(x, xs, dtypes::float32), wt = host_tensor(w, ws, dtypes::float32);
+  Tensor got = xt.conv2d(wt, std::nullopt, Opts{.padding = {{1, 1}}});
+  EXPECT_EQ(compare(got.realize(), want.shape, want.values, 1e-4, 1e-4), "");
+  for (size_t i = 0; i < want.values.size(); ++i) want.values[i] = std::max(0.0, want.values[i] + b[i / 49]);
+  Tensor fused = xt.conv2d(wt, host_tensor(b, {48}, dtypes::float32), Opts{.padding = {{1, 1}}}).relu();
+  EXPECT_EQ(compare(fused.realize(), want.shape, want.values, 1e-4, 1e-4), "");
+}
+
 TEST(Conv, BiasIsAddedPerOutputChannel) {
   std::vector<double> x = sample({1, 2, 6}, 3), w = sample({3, 2, 2}, 4), b = sample({3}, 5);
   Ref want = ref_conv(x, {1, 2, 6}, w, {3, 2, 2}, {1}, {1}, pads_of({{1, 1}}), 1);
@@ -259,6 +276,11 @@ TEST(Pool, MaxAndAvgMatchTheLoops) {
       {{3, 10}, {.kernel = {4}, .stride = {3}, .padding = {{2, 1}}}},                           // 1-d, any leading axes
       {{1, 1, 6, 5, 7}, {.kernel = {3, 2, 3}, .stride = {2}, .padding = {{1, 1}, {0, 0}, {1, 0}}, .ceil_mode = true}},  // 3-d
       {{1, 2, 6, 6}, {.kernel = {3, 3}, .stride = {1}}},                                        // overlapping windows
+      // rows wide enough for vectors of output columns at a stride of 2 (loads and picks of their
+      // lanes, classify.cpp's strided windows), padded inside the kernel or not, odd widths
+      {{1, 3, 9, 66}, {.kernel = {3, 3}, .stride = {2}, .padding = {{1, 1}}}},
+      {{2, 2, 6, 70}, {.kernel = {2, 2}}},
+      {{1, 2, 7, 133}, {.kernel = {3, 3}, .stride = {2}}},
   };
   for (const Case& c : cases)
     for (bool include : {true, false}) {

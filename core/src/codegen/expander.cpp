@@ -139,9 +139,8 @@ class Vectorizer {
   UOp strided_load(const UOp& x) {
     const UOp& index = x.src(0);
     int64_t s;
-    if (x.nsrc() != 1 || !stride_of(index.src(1), v_, s) || s < 2 || s > kMaxShuffleStride) return {};
+    if (x.nsrc() != 1 || !stride_of(index.src(1), v_, s) || !picks_strided_lanes(s, k_)) return {};
     const int64_t span = s * (k_ - 1) + 1, chunks = (span + k_ - 1) / k_;
-    if (chunks * 4 > k_) return {};  // at least 4 lanes picked per load (not 3 loads for 4 lanes)
     UOp base = simplify(lane(index.src(1), 0));
     UOp valid = index.nsrc() > 2 ? vec(index.src(2)) : UOp();
     auto start = [&](int64_t c) { return c + 1 < chunks ? c * k_ : span - k_; };

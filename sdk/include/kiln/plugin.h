@@ -173,8 +173,9 @@ typedef struct kiln_target {
   uint64_t l2_bytes;
   /* (optional: 0 = unknown, as in an older plugin's smaller struct_size) The vector unit one
    * worker of a HAS_THREADS target computes with: its architectural vector registers (x86-64: 16,
-   * with AVX-512: 32) and the vector multiply-adds it starts per cycle (its FMA pipes: 2 on AVX2
-   * and AVX-512 cores; 1 where a multiply and an add pair up, SSE). The heuristics size register
+   * with AVX-512: 32) and the full-width (max_vector_width) vector multiply-adds it starts per
+   * cycle (its FMA pipes: 2 on AVX2 and AVX-512 cores; 1 where a multiply and an add pair up, SSE,
+   * and on a core that takes a full-width one in two passes, Zen 4's AVX-512). The heuristics size register
    * tiles by them (without them they assume 32 registers where max_vector_width >= 16, else 16,
    * and 2 FMA pipes where max_vector_width >= 8, else 1). */
   uint32_t vector_registers;

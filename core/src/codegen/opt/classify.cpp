@@ -122,6 +122,36 @@ static bool staged_transposed(const Kernel& c) {
   return rows > kRowsPerTile * kFewRowTiles && const_size(k.contiguous) >= 2 * c.lanes && !contiguous_loads(k, k.contiguous, kMaxGatherStride);
 }
 
+// Whether some load moves along the output columns by 2 to kMaxShuffleStride elements and is
+// gated (a window padded inside the kernel): its picks' lanes are gated too.
+static bool gated_strided_loads(const Kernel& c) {
+  const UOp& j = c.k.contiguous;
+  for (const UOp& u : toposort(c.ast)) {
+    if (u.op() != Ops::LOAD || u.src(0).op() != Ops::INDEX || u.src(0).nsrc() < 3) continue;
+    int64_t s = 0;
+    if (stride_of(u.src(0).src(1), j, s) && s >= 2 && s <= kMaxShuffleStride) return true;
+  }
+  return false;
+}
+
+Vectors column_vectors(const Kernel& c) {
+  Vectors v = c.vectors;
+  if (c.k.contiguous && gated_strided_loads(c)) v.lanes = std::min(v.lanes, kMaxGatedPickLanes);
+  return v;
+}
+
+bool strided_window(const Kernel& c) {
+  const KernelShape& k = c.k;
+  const UOp& j = k.contiguous;
+  if (!c.vectors.cpu || !j || contiguous_loads(k, j) || !contiguous_loads(k, j, kMaxShuffleStride)) return false;
+  OptPlan scratch(c.ast, c.target);
+  const int64_t lanes = vector_lanes(scratch, j, column_vectors(c));
+  return std::all_of(k.load_indices.begin(), k.load_indices.end(), [&](const UOp& idx) {
+    int64_t s = 0;
+    return has_stride(idx, j, 0) || (stride_of(idx, j, s) && (s == 1 || picks_strided_lanes(s, lanes)));
+  });
+}
+
 // The class every kernel has: the one whose planner always plans. The matmul and reduce classes
 // ask a scratch plan whether the lanes fit (their padding validates against the kernel).
 static KernelClass own_class(const Kernel& c) {
@@ -134,7 +164,7 @@ static KernelClass own_class(const Kernel& c) {
   if (c.k.reduce.empty()) return KernelClass::elementwise;
   OptPlan scratch(c.ast, c.target);
   if (reduce_lanes(c, scratch).vec > 1) return KernelClass::dot;
-  if (c.k.contiguous && contiguous_loads(c.k, c.k.contiguous)) return KernelClass::reduce_across;
+  if (c.k.contiguous && (contiguous_loads(c.k, c.k.contiguous) || strided_window(c))) return KernelClass::reduce_across;
   return KernelClass::reduce;
 }
 

@@ -90,7 +90,23 @@ inline constexpr int64_t kTileVectors = 2;
 // depthwise filter's taps).
 inline constexpr int64_t kMaxWindow = 4;
 
+// A strided window whose picks are gated (padding inside the kernel) takes at most this many
+// lanes: at 16 (AVX-512) each load's lane gates cost more than the vector saves (docs/optimizer.md,
+// "Reduces").
+inline constexpr int64_t kMaxGatedPickLanes = 8;
+// A strided window's row of output columns is upcast whole up to this many vectors (its gates
+// fold per column, its neighbouring taps' loads merge).
+inline constexpr int64_t kWindowVectors = 8;
+
 // ---- the kernel's predicates (classify.cpp) ----
+// A window read with a stride of 2 to kMaxShuffleStride along the output columns (a stride-2 pool
+// or depthwise convolution) on a CPU whose vectors of output columns are a few contiguous loads
+// and picks of their lanes (picks_strided_lanes, asked with the lanes column_vectors gives), not
+// gathers: a reduce_across kernel (without, each output is a scalar reduce over its window).
+bool strided_window(const Kernel& c);
+// The vectors the output columns take: the target's, at most kMaxGatedPickLanes where a strided
+// load along them is gated.
+Vectors column_vectors(const Kernel& c);
 // Loads whose index moves along r all move by 1 to `max_stride` elements (some do).
 bool contiguous_loads(const KernelShape& k, const UOp& r, int64_t max_stride = 1);
 // Some input does not move along r: it is reused from registers when r is upcast.

@@ -176,6 +176,12 @@ bool clamps_along(const UOp& idx, const UOp& r, const Target* target, bool lanes
   return stride_of(without_clamps(idx), r, s) && (std::abs(s) > kMaxShuffleStride || ((!vectors_masked || lanes_elsewhere) && s != 0));
 }
 
+bool picks_strided_lanes(int64_t stride, int64_t lanes) {
+  if (stride < 2 || stride > kMaxShuffleStride || lanes < 2) return false;
+  const int64_t span = stride * (lanes - 1) + 1, chunks = (span + lanes - 1) / lanes;
+  return chunks * 4 <= lanes;  // (not 3 loads for 4 lanes)
+}
+
 UOp without_clamps(const UOp& idx) {
   std::vector<std::pair<UOp, UOp>> clamps;
   for (const UOp& u : toposort(idx)) {

@@ -189,6 +189,10 @@ inline constexpr int64_t kMaxStageBytes = int64_t{256} << 10;
 // cover its span and a pick of their lanes (expander.cpp); PADTO gates such accesses rather than
 // clamp them (a clamp is no stride, and the lanes would be gathered one by one).
 inline constexpr int64_t kMaxShuffleStride = 4;
+// Whether a vector of `lanes` lanes whose index moves by `stride` elements a lane is loaded that way
+// (contiguous loads and picks: a stride of 2 to kMaxShuffleStride, at least 4 lanes picked from
+// each load); otherwise it is gathered lane by lane. The expander and the heuristic both ask it.
+bool picks_strided_lanes(int64_t stride, int64_t lanes);
 // Why STAGE(axis, amount) does not apply to `ast` (r is the range of `axis`), or "".
 std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt);
 // Applies it (stage_problem must be ""): the copy loops get axis ids from `first_axis` on.

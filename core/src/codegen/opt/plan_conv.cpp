@@ -25,6 +25,10 @@ constexpr int64_t kMaxTileColumns = 8;
 constexpr int64_t kSpareRegisters = 2;
 // A prime width's columns may pad by at most 1/kColumnPadShare.
 constexpr int64_t kColumnPadShare = 8;
+// A convolution with at most this many output positions (all but its output channels: 7 x 7 at
+// batch 1) feeds each staged vector of weights to so few multiply-adds that its gather costs about
+// a third of them (narrow_columns).
+constexpr int64_t kFewPositions = 64;
 
 // Columns a channel-vector tile takes (at most `most`): the widest divisor of n, or where that is
 // under 3 (a prime width) the width whose padding of n is least.
@@ -90,6 +94,40 @@ std::optional<OptPlan> channel_tile(const Kernel& c, const ChannelConv& v, int64
   return std::nullopt;
 }
 
+// Narrow columns: a convolution with taps over few output positions (kFewPositions) whose rows are
+// at most half a vector wide, on a CPU that starts one full-width multiply-add a cycle (fma_units:
+// Zen 4's AVX-512 takes it in two passes of its two 256-bit pipes, so half-width vectors compute as
+// fast per lane). Its columns take half-width vectors (7 -> 8 lanes), its image rows and a few output
+// channels are upcast whole (the tile's accumulators half the registers) and the weights are
+// broadcast in place: no staged copy, whose lane-by-lane gathers cost a channel-vector tile a third
+// of its time there. nullopt where it does not apply or the actions do not validate.
+std::optional<OptPlan> narrow_columns(const Kernel& c, const ChannelConv& v) {
+  const KernelShape& k = c.k;
+  if (c.rule != TileRule::wide || c.target.fma_units() != 1 || c.lanes < 2 * kMinChannelLanes || v.taps < 2) return std::nullopt;
+  const int64_t half = c.lanes / 2, n = const_size(v.cols);
+  const std::optional<ConvInputs> conv = conv_inputs(c.ast, k, v.cols);
+  int64_t step = 0;
+  if (!conv || !stride_of(conv->image, v.cols, step) || step != 1 || n > half || !cheap_pad(n, half)) return std::nullopt;
+  int64_t positions = 1;
+  const UOp* rows = nullptr;  // the innermost output axis the image moves along and the weights do not
+  for (const UOp& r : k.out) {
+    if (r == v.channels_out) continue;
+    positions *= std::max<int64_t>(1, const_size(r));
+    if (!(r == v.cols) && !has_stride(conv->image, r, 0) && has_stride(conv->weights, r, 0)) rows = &r;
+  }
+  if (positions > kFewPositions || !rows) return std::nullopt;
+  const int64_t accumulators = static_cast<int64_t>(c.target.vector_regs()) / 2;
+  const int64_t rows_n = fit(const_size(*rows), std::min(kMaxTileColumns, accumulators), false);
+  const int64_t channels_n = fit(const_size(v.channels_out), accumulators / std::max<int64_t>(1, rows_n), false);
+  OptPlan plan(c.ast, c.target);
+  if ((n % half != 0 && !plan.add({OptOp::PADTO, range_axis(v.cols), half})) || !plan.add({OptOp::UPCAST, range_axis(v.cols), half, true}) ||
+      (rows_n > 1 && !plan.add({OptOp::UPCAST, range_axis(*rows), rows_n})) ||
+      (channels_n > 1 && !plan.add({OptOp::UPCAST, range_axis(v.channels_out), channels_n})))
+    return std::nullopt;
+  add_threads(k, c.target, plan, range_axis(v.channels_out), kChunksPerThread);
+  return plan;
+}
+
 }  // namespace
 
 std::optional<ChannelConv> channel_conv_shape(const Kernel& c) {
@@ -134,6 +172,7 @@ std::optional<ChannelConv> channel_conv_shape(const Kernel& c) {
 std::optional<OptPlan> plan_channel_conv(const Kernel& c) {
   const std::optional<ChannelConv> v = channel_conv_shape(c);
   if (!v) return std::nullopt;
+  if (std::optional<OptPlan> narrow = narrow_columns(c, *v)) return narrow;
   // (the target's registers for float32, where the tiles were measured; other dtypes keep the count
   // by their element lanes until measured: docs/optimizer.md, "Known gaps")
   const int64_t regs = c.k.itemsize == 4 ? c.target.vector_regs() : c.lanes >= 16 ? 32 : 16;

@@ -135,12 +135,15 @@ OptPlan plan_dot(const Kernel& c) {
 
 // out[j] = sum_i x[i, j]: the vector goes along the contiguous output axis, kAcrossVectors of them
 // side by side (the loads of one row stay in flight together), the reduce unrolled a little.
+// A strided window (strided_window) takes column_vectors' lanes and its row of them whole (up to
+// kWindowVectors).
 OptPlan plan_reduce_across(const Kernel& c) {
   OptPlan plan(c.ast, c.target);
   const UOp& j = c.k.contiguous;
+  const bool window = strided_window(c);
   reduce_lanes(c, plan);
-  int64_t v = vector_lanes(plan, j, c.vectors);
-  if (v > 1 && plan.add({OptOp::UPCAST, range_axis(j), v, true})) add_fitted(plan, OptOp::UPCAST, j, kAcrossVectors);
+  int64_t v = vector_lanes(plan, j, window ? column_vectors(c) : c.vectors);
+  if (v > 1 && plan.add({OptOp::UPCAST, range_axis(j), v, true})) add_fitted(plan, OptOp::UPCAST, j, window ? kWindowVectors : kAcrossVectors);
   add_fitted(plan, OptOp::UNROLL, c.k.reduce.back(), kReduceUnroll);
   return finish_plan(c, plan, reduce_tail(c));
 }
