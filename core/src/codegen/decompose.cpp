@@ -225,6 +225,12 @@ UOp emulate(const Match& m, Ctx& c) {
     src[1] = c.mark(to_half(v, h, c));
     return u.replace_src(src);
   }
+  // the bits of a half value as a 16-bit integer: the value rounded to its bits first (the source
+  // computes in float32)
+  if (u.op() == Ops::BITCAST && narrow(u.src(0).dtype(), c) && !narrow(d, c) && !c.made.count(u.src(0).node())) {
+    const UOp& h = u.src(0);
+    return UOp::make(Ops::BITCAST, d, {c.mark(to_half(h.cast(widened(h.dtype())), h.dtype(), c))});
+  }
   if (!narrow(d, c)) return {};
   DType w = widened(d);
   if (u.op() == Ops::CONST) return UOp::make(Ops::CONST, w, {}, u.arg());
