@@ -37,7 +37,8 @@ std::string scalar_ir(uint8_t s, bool in_memory = false) {
     case KILN_LIR_DTYPE_INT64: case KILN_LIR_DTYPE_UINT64: return "i64";
     case KILN_LIR_DTYPE_FLOAT32: return "float";
     case KILN_LIR_DTYPE_FLOAT64: return "double";
-    // only loaded, stored and converted (the target's storage_dtypes): the core computes in float
+    // only loaded, stored, converted and stored as constants (the target's storage_dtypes): the core
+    // computes in float
     case KILN_LIR_DTYPE_FLOAT16: return "half";
     default: unsupported("no LLVM type for LIR dtype " + std::to_string(s) + " (the cpu target does not list it)");
   }
