@@ -142,3 +142,18 @@ TEST(HalfCasts, AFusedChainEqualsTheUnfusedOps) {
     }
   });
 }
+
+// Found by the fuzzer with float16 stored natively: a view realized with the buffer it views
+// (t1 and its reshape in one schedule) read 0.
+TEST(HalfCasts, AViewRealizedWithItsSourceKeepsItsValues) {
+  for_each_variant([&] {
+    std::vector<float> v{-1.609375f, 0.375f, 1.125f, -0.84375f, 0.15625f, 0.375f, -0.171875f};
+    Tensor t0 = Tensor::from_vector<float>(v, {1, 7}, kDevice).cast(dtypes::float16).realize();
+    Tensor t1 = t0.shrink({{0, 1}, {1, 3}});
+    Tensor t2 = t1.reshape({1, 1, 2});
+    std::vector<Tensor> all{t0, t1, t2};
+    Tensor::realize_all(all);
+    EXPECT_EQ(t2.to_vector<float>(), (std::vector<float>{0.375f, 1.125f}));
+    EXPECT_EQ(t1.to_vector<float>(), (std::vector<float>{0.375f, 1.125f}));
+  });
+}

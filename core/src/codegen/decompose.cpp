@@ -33,8 +33,12 @@ struct Ctx {
   bool has(Ops op) const { return t.supports_op(lir_op(op)); }
   bool has_dtype(Scalar s) const { return t.supports_dtype(lir_dtype(s)); }
   bool stores_dtype(Scalar s) const { return t.stores_dtype(lir_dtype(s)); }
-  // The native conversions' own LOADs and CASTs of a half type (the rewrite revisits what it
-  // makes: these are done), kept alive so their addresses stay unique for the pass.
+  // What the rewrite made and must not convert again when it revisits it: the native
+  // conversions' LOADs and CASTs of a half type, and the STOREs and BITCASTs whose values were
+  // converted; kept alive so their addresses stay unique for the pass. (A made node may be an
+  // original one, the same node by interning: LOAD(idx) made again, or a user's CAST to half
+  // rounded by the same CAST. Each original is visited once, so marking it only stops the
+  // revisit; what reads it is decided by its own node, never by whether a source is marked.)
   std::unordered_set<const UOpNode*> made;
   std::vector<UOp> keep;
   UOp mark(UOp u) {
@@ -217,19 +221,18 @@ UOp emulate(const Match& m, Ctx& c) {
     DType raw = emulated(d, c) ? bits_of(d) : d;
     return from_half(c.mark(UOp::make(Ops::LOAD, raw, u.src(), u.arg())), d, c);
   }
-  if (u.op() == Ops::STORE && u.src(0).dtype().is_ptr() && narrow(u.src(0).dtype().base(), c) &&
-      !c.made.count(u.src(1).node())) {
+  if (u.op() == Ops::STORE && u.src(0).dtype().is_ptr() && narrow(u.src(0).dtype().base(), c)) {
     std::vector<UOp> src(u.src().begin(), u.src().end());
     UOp v = src[1].dtype().scalar() == Scalar::float32 ? src[1] : src[1].cast(widened(src[1].dtype()));
     DType h = u.src(0).dtype().base().scalar_type().vec(v.dtype().count());
-    src[1] = c.mark(to_half(v, h, c));
-    return u.replace_src(src);
+    src[1] = to_half(v, h, c);
+    return c.mark(u.replace_src(src));
   }
   // the bits of a half value as a 16-bit integer: the value rounded to its bits first (the source
   // computes in float32)
-  if (u.op() == Ops::BITCAST && narrow(u.src(0).dtype(), c) && !narrow(d, c) && !c.made.count(u.src(0).node())) {
+  if (u.op() == Ops::BITCAST && narrow(u.src(0).dtype(), c) && !narrow(d, c)) {
     const UOp& h = u.src(0);
-    return UOp::make(Ops::BITCAST, d, {c.mark(to_half(h.cast(widened(h.dtype())), h.dtype(), c))});
+    return c.mark(UOp::make(Ops::BITCAST, d, {to_half(h.cast(widened(h.dtype())), h.dtype(), c)}));
   }
   if (!narrow(d, c)) return {};
   DType w = widened(d);
