@@ -1,9 +1,9 @@
 // plugins/cpu/llvm_compiler.cpp - LLVM IR -> ELF object inside the process, with LLVM 15.
 //
 // The only file of the cpu backend that includes LLVM headers (they are slow to compile).
-// Per kernel: parse the IR, give every function the host's CPU and features, verify, run the
-// O2 pipeline (and a split of constant address offsets, optimize()), emit an object with the
-// TargetMachine; the in-plugin ELF loader loads it like an
+// Per kernel: parse the IR, give every function the host's CPU and features, verify, run kiln's
+// pass pipeline (pipeline_text(): the parts of O2 that kiln's kernels need), emit an object with
+// the TargetMachine; the in-plugin ELF loader loads it like an
 // object from clang -c. The host CPU name may be unknown to LLVM 15 (it reports "generic" for
 // Zen 5), but the features are detected, so the vector code uses every extension the host has.
 #include <mutex>
@@ -31,9 +31,6 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
-#include <llvm/Transforms/InstCombine/InstCombine.h>
-#include <llvm/Transforms/Scalar/EarlyCSE.h>
-#include <llvm/Transforms/Scalar/SeparateConstOffsetFromGEP.h>
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -75,7 +72,7 @@ class LlvmCompiler final : public KernelCompiler {
 
   std::string cache_key() override {
     const Host& h = host();
-    return std::string("llvm ") + LLVM_VERSION_STRING + "|O2+slp+gep-offsets|" + h.triple + "|" + cpu_ + "|" + features_;
+    return std::string("llvm ") + LLVM_VERSION_STRING + "|kiln-pipeline-1|" + h.triple + "|" + cpu_ + "|" + features_;
   }
 
   std::string compile(const std::string& source, const std::string& entry, const std::string& extra_options,
@@ -152,31 +149,55 @@ class LlvmCompiler final : public KernelCompiler {
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    // SLP on (clang's O2 default; PassBuilder's is off): a register tile's copies of an
-    // epilogue (the bias and activation after a dot-product kernel's lanes are folded) are
-    // isomorphic scalar chains it packs into vectors. Loop vectorization stays off: the kernels
-    // arrive vectorized by kiln's own actions.
-    llvm::PipelineTuningOptions tuning;
-    tuning.SLPVectorization = true;
-    llvm::PassBuilder pb(&tm, tuning);
+    llvm::PassBuilder pb(&tm);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
     pb.registerLoopAnalyses(lam);
     pb.crossRegisterProxies(lam, fam, cgam, mam);
-    // Addresses a constant apart share one register: kiln's index math is int32 and each
-    // address is sext(i + c) (a tile's row of B, a filter's taps), which x86 cannot fold into
-    // an addressing mode, so every load paid an add and a sign extension of its own (47
-    // instructions for 16 FMAs in a 3x3 convolution's loop, issue-bound; 33 with the constant
-    // parts split off as GEP offsets and the common part computed once).
-    pb.registerOptimizerLastEPCallback([](llvm::ModulePassManager& mpm, llvm::OptimizationLevel) {
-      llvm::FunctionPassManager fpm;
-      fpm.addPass(llvm::SeparateConstOffsetFromGEPPass());
-      fpm.addPass(llvm::EarlyCSEPass());
-      fpm.addPass(llvm::InstCombinePass());
-      mpm.addPass(llvm::createModuleToFunctionPassAdaptor(std::move(fpm)));
-    });
-    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(mod, mam);
+    llvm::ModulePassManager mpm;
+    if (llvm::Error err = pb.parsePassPipeline(mpm, pipeline_text()))
+      throw sdk::Error{KILN_STATUS_INTERNAL, "the cpu backend's LLVM pass pipeline does not parse: " + llvm::toString(std::move(err))};
+    mpm.run(mod, mam);
+  }
+
+  // The passes every kernel gets, in order. Not O2: O2 spent 50-300 ms a kernel on a 3x3
+  // convolution's register tile (its inliner machinery, LICM and DSE over the tile's loads,
+  // repeated instcombine/GVN rounds) and bought nothing at run time there, because kiln's own
+  // actions already unrolled and vectorized the tile. What O2 did that mattered is kept: SSA
+  // for the accumulators, loop-invariant hoisting, full unrolling of short constant loops, the
+  // loop vectorizer for loops kiln left scalar (a stride-2 pool's output row: 3.7x slower
+  // without it) and SLP for the scalar chains of an epilogue. Measured on ResNet-18, MobileNetV2,
+  // a BERT encoder and `kiln bench` (docs/performance.md): the same steady times, a third of the
+  // compile time.
+  static const std::string& pipeline_text() {
+    static const std::string text = [] {
+      const char* const function_passes[] = {
+          "sroa",                      // accumulators and staged tiles held in allocas -> SSA values
+          "early-cse<memssa>",         // the render's repeated index math and loads
+          "instcombine", "simplifycfg",
+          "loop(loop-rotate)",         // loops in do-while form, so LICM and the vectorizer apply
+          "loop-mssa(licm)",           // loads and index math that do not change in a loop hoisted out
+          "loop(indvars,loop-unroll-full)",  // short constant loops (a 3x3 window) unrolled
+          "simplifycfg", "instcombine",
+          "gvn",                       // loads repeated across the unrolled copies
+          "loop-vectorize",            // innermost loops kiln left scalar
+          "instcombine", "simplifycfg",
+          "slp-vectorizer",            // isomorphic scalar chains (a register tile's epilogue) packed
+          "instcombine", "simplifycfg",
+          // Addresses a constant apart share one register: kiln's index math is int32 and each
+          // address is sext(i + c) (a tile's row of B, a filter's taps), which x86 cannot fold
+          // into an addressing mode, so every load paid an add and a sign extension of its own
+          // (47 instructions for 16 FMAs in a 3x3 convolution's loop, issue-bound; 33 with the
+          // constant parts split off as GEP offsets and the common part computed once).
+          "separate-const-offset-from-gep", "early-cse", "instcombine",
+      };
+      std::string t = "always-inline,function(";  // the kernel's body into its launch wrapper first
+      for (const char* p : function_passes) t += std::string(p) + ",";
+      t.back() = ')';
+      return t;
+    }();
+    return text;
   }
 };
 

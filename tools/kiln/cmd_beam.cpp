@@ -89,6 +89,7 @@ int run_beam(const std::vector<std::string>& args) {
       o.set("candidates", row.report.from_cache ? Json() : Json(static_cast<uint64_t>(s.timed)));
       o.set("rounds", row.report.from_cache ? Json() : Json(static_cast<uint64_t>(s.rounds)));
       o.set("search_s", row.report.from_cache ? Json() : Json(s.search_seconds));
+      o.set("too_noisy", row.report.from_cache ? Json() : Json(s.too_noisy));
       list.push(o);
     }
     Json doc = Json::object();
@@ -109,6 +110,10 @@ int run_beam(const std::vector<std::string>& args) {
     std::printf("%-12s %-22s %13.4f %13.4f %8s %9s %7s  %s\n", row.workload.c_str(), row.report.kernel.c_str(), s.heuristic * 1e3,
                 s.seconds * 1e3, speedup, search, tried, actions(s.opts).c_str());
   }
+  for (const Row& row : rows)
+    if (!row.report.from_cache && row.report.result.too_noisy)
+      std::printf("%s: the machine was too noisy to decide (the final's time ratios spread %.0f%%): the heuristic's plan was kept\n",
+                  row.report.kernel.c_str(), row.report.result.noise * 100);
   return kOk;
 }
 

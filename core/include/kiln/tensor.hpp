@@ -42,10 +42,16 @@ class Variable {
 class BoundVariable {
  public:
   int64_t value() const;
+  const std::string& name() const;  // the variable's name and range, as Variable was made
+  int64_t min() const;
+  int64_t max() const;
+  // The same variable (name and range), whatever value each is bound to.
+  bool same_variable(const BoundVariable& other) const;
   const UOp& uop() const { return bind_; }  // BIND(DEFINE_VAR, CONST)
 
  private:
   friend class Variable;
+  friend class Tensor;
   explicit BoundVariable(UOp bind) : bind_(std::move(bind)) {}
   UOp bind_;
 };
@@ -110,16 +116,32 @@ class Tensor {
 
   // movement: views, nothing is copied until realized
   Tensor reshape(const Shape&) const;  // one -1 allowed
+  // reshape with the symbolic dimensions placed explicitly: dims[i] (when set) makes output
+  // dimension i that variable (shape[i] must be its value or -1). Every symbolic dimension of this
+  // tensor must be placed, in order, each as its own dimension (the sizes between two symbolic
+  // dimensions multiply to the same on both sides); else kiln::Error naming the variable. Plain
+  // reshape guesses the placement, which is ambiguous when a variable is bound to 1 among other
+  // 1s: (1, n=1) -> (1, 1, 1) could put n anywhere, and a Jit replays whichever it picked.
+  Tensor reshape(const Shape& shape, const std::vector<std::optional<BoundVariable>>& dims) const;
   Tensor permute(const std::vector<int>& order) const;
-  Tensor expand(const Shape&) const;   // -1 keeps a dimension
+  Tensor expand(const Shape&) const;   // -1 keeps a dimension; a symbolic one cannot be expanded
+  // The size-1 dimension `axis` broadcast to the symbolic size `size` (as shrink(axis, BoundVariable)
+  // makes a symbolic dimension of a buffer): kiln::Error when that dimension is not a fixed 1.
+  Tensor expand(int axis, const BoundVariable& size) const;
   Tensor pad(const Pads& before_after, double value = 0.0) const;
   Tensor shrink(const Pads& start_end) const;
   Tensor shrink(int axis, const BoundVariable& end) const;  // [0, end) along axis: a symbolic dimension
   Tensor flip(const std::vector<int>& axes) const;
   Tensor transpose(int a = -2, int b = -1) const;
   Tensor flatten(int start = 0, int end = -1) const;
-  Tensor squeeze(int axis) const;
-  Tensor unsqueeze(int axis) const;
+  Tensor squeeze(int axis) const;      // a symbolic dimension is never squeezed (even bound to 1)
+  Tensor unsqueeze(int axis) const;    // symbolic dimensions keep their place
+  // The variable of dimension `axis` (negative counts from the end) when it is symbolic - made by
+  // shrink(axis, BoundVariable) or expand(axis, BoundVariable) and kept by every op that keeps that
+  // dimension - bound to the value shape()[axis] reports; nullopt for a fixed size. An axis out of
+  // range is a kiln::Error. A symbolic dimension meets (broadcasts with) only the same variable or
+  // a fixed 1, even while bound to 1: a fixed size, even an equal one, is a kiln::Error.
+  std::optional<BoundVariable> symbolic_dim(int axis) const;
 
   // structural ops (tinygrad/torch semantics; tensor/scan.cpp, einsum.cpp, structure.cpp). Axes may be
   // negative; an axis out of range, a bad size or count is a kiln::Error naming the op and values.
@@ -366,7 +388,9 @@ class Tensor {
   //              their shape replaces the indexed axes where those are adjacent, else it leads (torch);
   //              negative entries count from the end, entries out of range select 0 (as gather)
   // More indices than axes, a second ellipsis, a non-integer index tensor, index tensors that do not
-  // broadcast or on another device: kiln::Error. Gradients flow to this tensor (not to the indices).
+  // broadcast or on another device: kiln::Error. A symbolic axis (symbolic_dim) takes only the
+  // whole-axis slice (start 0, stop none or >= the variable's max, step 1): anything else would be
+  // resolved from the bound value and kept for other values; kiln::Error. Gradients flow to this tensor (not to the indices).
   struct Index {
     enum class Kind { integer, slice, none, ellipsis, tensor };
     Kind kind = Kind::ellipsis;

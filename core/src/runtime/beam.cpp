@@ -407,7 +407,10 @@ void notify(const BeamReport& r) {
     log_line(r.from_cache ? cat("beam: ", r.kernel, " on ", r.device, ": cached [", list_text(s.opts), "] ", s.seconds * 1e3, " ms")
                           : cat("beam: ", r.kernel, " on ", r.device, ": heuristic ", s.heuristic * 1e3, " ms -> ", s.seconds * 1e3,
                                 " ms [", list_text(s.opts), "], ", s.timed, " candidates in ", s.rounds, " rounds, ",
-                                s.search_seconds, " s"));
+                                s.search_seconds, " s",
+                                s.too_noisy ? cat("; too noisy to decide (the final's time ratios spread ", s.noise * 100,
+                                                  "%): kept the heuristic's plan")
+                                            : std::string()));
   }
   std::lock_guard<std::mutex> lock(observer_mu);
   if (observer) observer(r);
@@ -482,7 +485,8 @@ std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, co
   };
   r.result = beam_search(kernel, target, heuristic, limits, DeviceTimer{dev, ast, target, scratch, r.kernel, std::nullopt});
   if (printed) std::fprintf(stderr, "\033[K");
-  if (!path.empty() && r.result.seconds > 0) {
+  // (a search too noisy to decide is not kept: a quieter run searches again)
+  if (!path.empty() && r.result.seconds > 0 && !r.result.too_noisy) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (!write_compile_cache_entry(path, cat("kiln beam search\nkernel: ", r.kernel, "\nopts: ", opts_text(r.result.opts),

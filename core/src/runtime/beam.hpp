@@ -22,7 +22,8 @@
 // (atomic, checksummed; a corrupt or inapplicable entry is searched again and replaced). The key
 // covers the kernel's structure, the device (name, backend, plugin version, compiler key: which
 // changes with the driver, the compiler and the ISA), the target's caps and the width.
-// KILN_BEAM_CACHE=0 does not read entries (it still writes them).
+// KILN_BEAM_CACHE=0 does not read entries (it still writes them). A search whose final found the
+// machine too noisy to decide (SearchResult::too_noisy: the heuristic's plan kept) writes none.
 // Not searched: kernels with symbolic sizes (their buffers have no size until launch).
 #pragma once
 #include <functional>

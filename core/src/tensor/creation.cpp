@@ -93,6 +93,10 @@ BoundVariable Variable::bind(int64_t value) const {
 }
 
 int64_t BoundVariable::value() const { return bind_.src(1).arg_int(); }
+const std::string& BoundVariable::name() const { return std::get<NamedInts>(bind_.src(0).arg()).name; }
+int64_t BoundVariable::min() const { return std::get<NamedInts>(bind_.src(0).arg()).ints[0]; }
+int64_t BoundVariable::max() const { return std::get<NamedInts>(bind_.src(0).arg()).ints[1]; }
+bool BoundVariable::same_variable(const BoundVariable& other) const { return bind_.src(0) == other.bind_.src(0); }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, const std::string& device) {
   check_size(shape, dtype, "empty");

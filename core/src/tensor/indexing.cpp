@@ -90,6 +90,18 @@ void resolve_slice(Entry& e, const Tensor::Index& ix, int64_t n) {
   e.len = len;
 }
 
+// An index on a symbolic axis must select the same positions for every value of the variable (a
+// Jit replays the graph with other values): only the whole axis (start 0 or none, stop none or at
+// least the variable's max, step 1 or none). Anything resolved from the bound value (a negative
+// index, a stop inside the range, a reversal, which at 1 is no flip at all) would keep that value.
+void check_symbolic_index(const Tensor::Index& ix, const BoundVariable& v, int axis, const char* op) {
+  const bool whole = ix.kind == Kind::slice && ix.start.value_or(0) == 0 && (!ix.stop || *ix.stop >= v.max()) &&
+                     ix.step.value_or(1) == 1;
+  if (!whole)
+    fail(ErrorCode::invalid_argument, op, ": axis ", axis, " is the symbolic '", v.name(), "' (bound to ", v.value(), ", range [",
+         v.min(), ", ", v.max(), "]): only the whole axis (:) selects the same positions for every value");
+}
+
 // Checks the subscript and expands the ellipsis: one Entry per index, full slices for the axes
 // the subscript leaves out.
 std::vector<Entry> parse(const Tensor& x, const std::vector<Tensor::Index>& indices, const char* op) {
@@ -123,6 +135,7 @@ std::vector<Entry> parse(const Tensor& x, const std::vector<Tensor::Index>& indi
     }
     e.axis = axis++;
     int64_t n = shape[e.axis];
+    if (auto v = x.symbolic_dim(e.axis)) check_symbolic_index(ix, *v, e.axis, op);
     if (ix.kind == Kind::integer) {
       int64_t i = ix.value < 0 ? ix.value + n : ix.value;
       if (i < 0 || i >= n)

@@ -37,10 +37,43 @@ std::vector<UOp> map_symbolic_dims(const StateView& s, const Shape& target) {
   return out;
 }
 
-}  // namespace
+// `want` (one entry per dimension of `target`) checked as the placement of the symbolic dimensions of
+// `s`: the same variables in the same order, each its own dimension (see reshape(shape, dims)).
+std::vector<UOp> placed_symbolic_dims(const StateView& s, const Shape& target, std::vector<UOp> want) {
+  size_t i = 0, j = 0;
+  for (size_t p = 0; p < s.shape.size(); ++p) {
+    if (!var_of(s, p)) continue;
+    size_t q = j;
+    while (q < want.size() && !want[q]) ++q;
+    if (q == want.size() || want[q] != var_of(s, p))
+      fail(ErrorCode::invalid_argument, "reshape: ", shape_str(s.shape), " -> ", shape_str(target), " must place the symbolic ",
+           "dimension '", var_name(var_of(s, p)), "' (", s.shape[p], ")",
+           q == want.size() ? std::string(" (no dimension names it)") : " where dimension " + std::to_string(q) + " names '" + var_name(want[q]) + "'");
+    int64_t before = 1, acc = 1;
+    for (size_t k = i; k < p; ++k) before *= s.shape[k];
+    for (size_t k = j; k < q; ++k) acc *= target[k];
+    if (before != acc || target[q] != s.shape[p])
+      fail(ErrorCode::invalid_argument, "reshape: ", shape_str(s.shape), " -> ", shape_str(target), " must keep the symbolic ",
+           "dimension '", var_name(var_of(s, p)), "' (", s.shape[p], ") as its own dimension, at ", q);
+    i = p + 1;
+    j = q + 1;
+  }
+  int64_t rest_s = 1, rest_t = 1;  // after the last one (equal unless a variable is bound to 0)
+  for (size_t k = i; k < s.shape.size(); ++k) rest_s *= s.shape[k];
+  for (size_t k = j; k < target.size(); ++k) rest_t *= target[k];
+  if (rest_s != rest_t)
+    fail(ErrorCode::invalid_argument, "reshape: ", shape_str(s.shape), " -> ", shape_str(target),
+         " moves elements across a symbolic dimension");
+  for (size_t q = j; q < want.size(); ++q)
+    if (want[q])
+      fail(ErrorCode::invalid_argument, "reshape: dimension ", q, " of ", shape_str(target), " names the variable '", var_name(want[q]),
+           "', which is not a symbolic dimension of ", shape_str(s.shape), " in that order");
+  return want;
+}
 
-Tensor Tensor::reshape(const Shape& shape) const {
-  const StateView s = st(*this);
+// The concrete target of reshape: one -1 inferred; an error for anything else negative or a count
+// that does not match.
+Shape reshape_target(const StateView& s, const Shape& shape, DType dtype) {
   Shape target = shape;
   int infer = -1;
   int64_t known = 1;
@@ -61,12 +94,40 @@ Tensor Tensor::reshape(const Shape& shape) const {
            shape_str(shape));
     target[infer] = n / known;
   }
-  check_size(target, dtype(), "reshape");
+  check_size(target, dtype, "reshape");
   if (numel_of(target) != n)
     fail(ErrorCode::invalid_argument, "reshape: cannot reshape ", shape_str(s.shape), " (", n, " elements) into ",
          shape_str(shape), " (", numel_of(target), " elements)");
+  return target;
+}
+
+}  // namespace
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  const StateView s = st(*this);
+  const Shape target = reshape_target(s, shape, dtype());
   if (target == s.shape) return *this;
   std::vector<UOp> vars = s.vars.empty() ? std::vector<UOp>{} : map_symbolic_dims(s, target);
+  return shaped(*this, Ops::RESHAPE, target, vars);
+}
+
+Tensor Tensor::reshape(const Shape& shape, const std::vector<std::optional<BoundVariable>>& dims) const {
+  const StateView s = st(*this);
+  if (dims.size() != shape.size())
+    fail(ErrorCode::invalid_argument, "reshape: ", dims.size(), " symbolic dimension entries for the shape ", shape_str(shape),
+         " (one per dimension, nullopt for a fixed size)");
+  const Shape target = reshape_target(s, shape, dtype());
+  std::vector<UOp> want(target.size());
+  for (size_t q = 0; q < dims.size(); ++q)
+    if (dims[q]) {
+      if (target[q] != dims[q]->value())
+        fail(ErrorCode::invalid_argument, "reshape: dimension ", q, " of ", shape_str(target), " is '", dims[q]->name(), "' bound to ",
+             dims[q]->value(), " (the sizes must agree)");
+      want[q] = dims[q]->uop();
+    }
+  std::vector<UOp> vars = placed_symbolic_dims(s, target, std::move(want));
+  if (std::none_of(vars.begin(), vars.end(), [](const UOp& v) { return static_cast<bool>(v); })) vars.clear();
+  if (target == s.shape && vars == s.vars) return *this;
   return shaped(*this, Ops::RESHAPE, target, vars);
 }
 
@@ -112,6 +173,9 @@ Tensor Tensor::expand(const Shape& shape) const {
   std::vector<UOp> vars = xs.vars;
   for (size_t i = 0; i < shape.size(); ++i) {
     int64_t want = shape[i] == -1 ? xs.shape[i] : shape[i];
+    if (xs.shape[i] != want && var_of(xs, i))  // even bound to 1: its value varies between calls
+      fail(ErrorCode::invalid_argument, "expand: cannot expand ", shape_str(s.shape), " to ", shape_str(shape), ": dimension ", i,
+           " is the symbolic '", var_name(var_of(xs, i)), "' (", xs.shape[i], "), which keeps its size");
     if (xs.shape[i] != want && xs.shape[i] != 1)
       fail(ErrorCode::invalid_argument, "expand: cannot expand ", shape_str(s.shape), " to ", shape_str(shape), ": dimension ", i,
            " is ", xs.shape[i], " (only size-1 dimensions can be expanded)");
@@ -210,6 +274,27 @@ Tensor Tensor::shrink(int axis, const BoundVariable& end) const {
   return movement(*this, Ops::SHRINK, arg, shape, vars, extra);
 }
 
+Tensor Tensor::expand(int axis, const BoundVariable& size) const {
+  const StateView s = st(*this);
+  int a = norm_axis(axis, s.shape, "expand");
+  if (s.shape[a] != 1 || var_of(s, a))
+    fail(ErrorCode::invalid_argument, "expand: dimension ", a, " of ", shape_str(s.shape), " is ",
+         var_of(s, a) ? "symbolic" : "not 1", "; only a fixed size-1 dimension can become the symbolic '", size.name(), "'");
+  Shape shape = s.shape;
+  shape[a] = size.value();
+  std::vector<UOp> vars = s.vars.empty() ? std::vector<UOp>(s.shape.size()) : s.vars;
+  vars[a] = size.uop();
+  check_size(shape, dtype(), "expand");
+  return shaped(*this, Ops::EXPAND, shape, vars);
+}
+
+std::optional<BoundVariable> Tensor::symbolic_dim(int axis) const {
+  const StateView s = st(*this);
+  UOp v = var_of(s, norm_axis(axis, s.shape, "symbolic_dim"));
+  if (!v) return std::nullopt;
+  return BoundVariable(v);
+}
+
 Tensor Tensor::flip(const std::vector<int>& axes) const {
   const StateView s = st(*this);
   std::vector<int64_t> arg(s.shape.size(), 0);
@@ -249,19 +334,32 @@ Tensor Tensor::flatten(int start, int end) const {
   return reshape(out);
 }
 
+// squeeze and unsqueeze know where each dimension goes: they place symbolic dimensions themselves
+// (reshape's guess is ambiguous when a variable is bound to 1).
 Tensor Tensor::squeeze(int axis) const {
-  int a = norm_axis(axis, shape(), "squeeze");
-  if (shape()[a] != 1) fail(ErrorCode::invalid_argument, "squeeze: dimension ", a, " of ", shape_str(shape()), " is not 1");
-  Shape out = shape();
+  const StateView s = st(*this);
+  int a = norm_axis(axis, s.shape, "squeeze");
+  if (var_of(s, a))
+    fail(ErrorCode::invalid_argument, "squeeze: dimension ", a, " of ", shape_str(s.shape), " is the symbolic '", var_name(var_of(s, a)),
+         "' (bound to ", s.shape[a], "), which is not always 1");
+  if (s.shape[a] != 1) fail(ErrorCode::invalid_argument, "squeeze: dimension ", a, " of ", shape_str(s.shape), " is not 1");
+  Shape out = s.shape;
   out.erase(out.begin() + a);
-  return reshape(out);
+  if (s.vars.empty()) return reshape(out);
+  std::vector<UOp> vars = s.vars;
+  vars.erase(vars.begin() + a);
+  return shaped(*this, Ops::RESHAPE, out, vars);
 }
 
 Tensor Tensor::unsqueeze(int axis) const {
-  int a = norm_axis(axis, shape(), "unsqueeze", true);
-  Shape out = shape();
+  const StateView s = st(*this);
+  int a = norm_axis(axis, s.shape, "unsqueeze", true);
+  Shape out = s.shape;
   out.insert(out.begin() + a, 1);
-  return reshape(out);
+  if (s.vars.empty()) return reshape(out);
+  std::vector<UOp> vars = s.vars;
+  vars.insert(vars.begin() + a, UOp());
+  return shaped(*this, Ops::RESHAPE, out, vars);
 }
 
 }  // namespace kiln

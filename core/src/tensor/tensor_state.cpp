@@ -174,6 +174,10 @@ Tensor reduce_axis(const Tensor& x, Ops op, const std::vector<int>& axes) {
 
 namespace {
 UOp var_at(const StateView& s, size_t i) { return i < s.vars.size() ? s.vars[i] : UOp(); }
+std::string dim_str(int64_t size, const UOp& var) {
+  if (!var) return std::to_string(size);
+  return "'" + std::get<NamedInts>(var.src(0).arg()).name + "' (" + std::to_string(size) + ")";
+}
 }  // namespace
 
 std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char* op) {
@@ -189,9 +193,15 @@ std::pair<Tensor, Tensor> broadcast(const Tensor& a, const Tensor& b, const char
   for (size_t i = 0; i < sa.shape.size(); ++i) pa[n - sa.shape.size() + i] = sa.shape[i], va[n - sa.shape.size() + i] = var_at(sa, i);
   for (size_t i = 0; i < sb.shape.size(); ++i) pb[n - sb.shape.size() + i] = sb.shape[i], vb[n - sb.shape.size() + i] = var_at(sb, i);
   for (size_t i = 0; i < n; ++i) {
+    // a symbolic dimension broadcasts only against itself or a fixed 1: bound to 1 it is not a 1 to
+    // stretch (its next value need not be), and a fixed size equal to its value is a coincidence
     bool same = pa[i] == pb[i] && va[i] == vb[i];
-    if (same || pb[i] == 1) out[i] = pa[i], vout[i] = va[i];
-    else if (pa[i] == 1) out[i] = pb[i], vout[i] = vb[i];
+    if (same || (pb[i] == 1 && !vb[i])) out[i] = pa[i], vout[i] = va[i];
+    else if (pa[i] == 1 && !va[i]) out[i] = pb[i], vout[i] = vb[i];
+    else if (va[i] || vb[i])
+      fail(ErrorCode::invalid_argument, op, ": shapes ", shape_str(sa.shape), " and ", shape_str(sb.shape),
+           " cannot be broadcast: dimension ", i, " is ", dim_str(pa[i], va[i]), " vs ", dim_str(pb[i], vb[i]),
+           " (a symbolic dimension meets only the same variable or a fixed 1)");
     else
       fail(ErrorCode::invalid_argument, op, ": shapes ", shape_str(sa.shape), " and ", shape_str(sb.shape),
            " cannot be broadcast: dimension ", i, " is ", pa[i], " vs ", pb[i], " (sizes must match or one must be 1)");

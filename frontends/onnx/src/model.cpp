@@ -16,6 +16,7 @@
 #include "kiln/onnx.hpp"
 #include "ops.hpp"
 #include "run_state.hpp"
+#include "symbolic.hpp"
 #include "tensor_proto.hpp"
 
 namespace kiln::onnx {
@@ -213,11 +214,13 @@ std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tenso
                  " (a named dimension takes any size, a number exactly that size)", ErrorCode::invalid_argument);
     }
   }
+  detail::check_feed_dims(inputs, state, name);  // symbolic dimensions: symbolic.hpp
   for (const auto* n : order) {
     detail::Node node(*n, opset, state);
     const detail::OpDef* op = detail::find_op(n->op_type());
     std::vector<Tensor> outs;
     try {
+      detail::check_symbolic_inputs(node);
       outs = op->fn(node);
     } catch (const Error& e) {
       const std::string msg = e.what();
@@ -240,7 +243,9 @@ std::map<std::string, Tensor> Model::Impl::run(const std::map<std::string, Tenso
                                       std::to_string(i), ErrorCode::unimplemented);
       state.set(n->output(static_cast<int>(i)), outs[i]);
     }
+    detail::propagate_taint(*n, opset, *op, state, outs);
   }
+  detail::check_outputs(outputs, state, name);
   std::map<std::string, Tensor> result;
   for (const auto& o : proto.graph().output()) result.emplace(o.name(), *state.find(o.name()));
   return result;

@@ -47,13 +47,72 @@ std::optional<Tensor> Node::opt(size_t i) const {
   return in(i);
 }
 
-std::vector<int64_t> Node::ints(size_t i) const {
-  const Tensor& t = in(i);
+namespace {
+
+std::vector<int64_t> read_ints(const Tensor& t) {
   if (t.dtype().is_float()) return t.cast(dtypes::int64).to_vector<int64_t>();
   return t.dtype() == dtypes::int64 ? t.to_vector<int64_t>() : t.cast(dtypes::int64).to_vector<int64_t>();
 }
 
+constexpr const char* kSymbolicFix =
+    "; a kiln::Jit replaying the graph with another size would compute with the old one. Feed fixed sizes, or export "
+    "the model with that dimension static";
+
+}  // namespace
+
+// A host read of input i must not fix a symbolic size into the graph (see node.hpp). The input's
+// own symbolic dimensions: its element count would be read as fixed.
+void Node::check_host_read(size_t i) const {
+  const Tensor& t = in(i);
+  const std::string& name = proto_.input(static_cast<int>(i));
+  for (int a = 0; a < t.ndim(); ++a)
+    if (auto v = t.symbolic_dim(a))
+      fail("input " + std::to_string(i) + " ('" + name + "') has the symbolic dimension '" + v->name() + "' (bound to " +
+               std::to_string(v->value()) + ") and is read on the host as " + std::to_string(t.numel()) + " fixed numbers" +
+               kSymbolicFix, ErrorCode::unimplemented);
+}
+
+// ... and its value must not be computed from a symbolic size (see shape_ints for the exception).
+void Node::check_untainted(size_t i) const {
+  check_host_read(i);
+  const std::string& name = proto_.input(static_cast<int>(i));
+  if (const Taint* taint = run_.taint(name)) {
+    std::string values;
+    for (int64_t v : read_ints(in(i))) values += (values.empty() ? "" : ", ") + std::to_string(v);
+    fail("input " + std::to_string(i) + " ('" + name + "') is computed from the symbolic dimension " + taint->dim +
+             " (through node '" + taint->node + "') and would be read as the fixed [" + values + "]" + kSymbolicFix,
+         ErrorCode::unimplemented);
+  }
+}
+
+std::vector<int64_t> Node::ints(size_t i) const {
+  check_untainted(i);
+  return read_ints(in(i));
+}
+
+Node::ShapeInts Node::shape_ints(size_t i) const {
+  check_host_read(i);
+  ShapeInts r{read_ints(in(i)), {}};
+  r.vars.resize(r.values.size());
+  const std::string& name = proto_.input(static_cast<int>(i));
+  const Taint* taint = run_.taint(name);
+  if (!taint) return r;
+  if (taint->elems.size() != r.values.size())
+    fail("the shape input '" + name + "' is computed from the symbolic dimension " + taint->dim + " (through node '" + taint->node +
+             "') by operators kiln cannot follow (it follows Shape, Gather, Slice, Concat, (Un)Squeeze, Reshape, Cast and the "
+             "like, which move sizes as they are)" + kSymbolicFix, ErrorCode::unimplemented);
+  for (size_t k = 0; k < r.values.size(); ++k) {
+    if (taint->elems[k].var) r.vars[k] = taint->elems[k].var;
+    else if (taint->elems[k].depends)
+      fail("element " + std::to_string(k) + " (" + std::to_string(r.values[k]) + ") of the shape input '" + name +
+               "' is computed from the symbolic dimension " + taint->dim + " (through node '" + taint->node +
+               "'), not equal to it (a product such as N * 16 cannot stay symbolic)" + kSymbolicFix, ErrorCode::unimplemented);
+  }
+  return r;
+}
+
 std::vector<double> Node::doubles(size_t i) const {
+  check_untainted(i);
   const Tensor& t = in(i);
   return t.dtype() == dtypes::float64 ? t.to_vector<double>() : t.cast(dtypes::float64).to_vector<double>();
 }

@@ -42,6 +42,21 @@ class Node {
   std::vector<double> doubles(size_t i) const;
   int64_t int_scalar(size_t i) const;  // an input of exactly one element
   double double_scalar(size_t i) const;
+  // These host reads fail (naming the node, the symbolic dimension and the fix) for an input whose
+  // value is computed from a feed's symbolic dimension or whose own shape has one: the number read
+  // would be fixed into the graph and a kiln::Jit replay with another size silently wrong.
+  // The one exception, for a shape argument that the graph re-symbolizes (Reshape's and Expand's
+  // shape, ConstantOfShape's input): the values with, per element, the variable it is exactly the
+  // size of (nullopt for a fixed size). An element computed otherwise from a symbolic size (N * 16)
+  // is the same error.
+  struct ShapeInts {
+    std::vector<int64_t> values;
+    std::vector<std::optional<BoundVariable>> vars;
+  };
+  ShapeInts shape_ints(size_t i) const;
+  // The checks of ints(i) without the read: for operators that read an input's data on the host
+  // through the Tensor API (NonZero, Unique, ...).
+  void check_untainted(size_t i) const;
   size_t num_outputs() const;  // as the model names them (trailing optional outputs may be absent)
   bool wants(size_t i) const;  // output i is named by the model
 
@@ -62,6 +77,7 @@ class Node {
 
  private:
   const ::onnx::AttributeProto* attr(const char* name) const;
+  void check_host_read(size_t i) const;
   const ::onnx::NodeProto& proto_;
   int64_t opset_;
   RunState& run_;

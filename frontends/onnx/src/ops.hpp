@@ -7,6 +7,7 @@
 #pragma once
 #include <initializer_list>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "node.hpp"
@@ -30,6 +31,9 @@ const std::vector<OpDef>& op_table();
 void elementwise_ops(std::vector<OpDef>& out);  // arithmetic, comparisons, logic, activations, math, bits, Cast
 void reduce_ops(std::vector<OpDef>& out);       // Reduce*, ArgMax/Min, softmax family, CumSum, TopK
 void linalg_ops(std::vector<OpDef>& out);       // MatMul, Gemm, Einsum, Det, the losses (ops_reduce_linalg.cpp)
+
+// The dimensions [start, end) of its input that Shape reports (its start/end attributes, clamped).
+std::pair<int64_t, int64_t> shape_range(const Node& n, int64_t rank);
 
 // x in float32 when it is float16 or bfloat16, else x itself: where a chain of half roundings
 // would drift past ONNX's tolerance, compute wide and cast back once (ops_reduce.cpp).

@@ -48,31 +48,39 @@ std::vector<Tensor> constant(const Node& n) {
   n.fail("has no value (one of value, value_float(s), value_int(s) is required)", ErrorCode::invalid_argument);
 }
 
-Shape shape_input(const Node& n, size_t i, const char* what) {
-  Shape s = n.ints(i);
-  for (int64_t d : s)
-    if (d < 0) n.fail(std::string(what) + " " + list_str(s) + " has a negative dimension", ErrorCode::invalid_argument);
-  return s;
-}
-
 // The value (a one-element tensor, float32 0 by default) repeated over the shape the input gives;
 // an empty shape gives a 0-d tensor.
+// A shape entry that is exactly a feed's symbolic size (Shape -> Gather -> Concat) makes that
+// dimension symbolic: built at size 1 and expanded to the variable, so the result follows the
+// variable's value on every call (a Jit replay included).
 std::vector<Tensor> constant_of_shape(const Node& n) {
-  const Shape shape = shape_input(n, 0, "the shape");
+  const Node::ShapeInts given = n.shape_ints(0);
+  Shape shape = given.values;
+  for (int64_t d : shape)
+    if (d < 0) n.fail("the shape " + list_str(shape) + " has a negative dimension", ErrorCode::invalid_argument);
   auto value = n.attr_tensor("value");
-  if (!value) return {Tensor::zeros(shape, dtypes::float32, n.device())};
-  if (value->numel() != 1)
+  if (value && value->numel() != 1)
     n.fail("attribute 'value' must hold one element, it holds " + std::to_string(value->numel()), ErrorCode::invalid_argument);
-  return {value->reshape(Shape(shape.size(), 1)).expand(shape).contiguous()};
+  const bool symbolic = std::any_of(given.vars.begin(), given.vars.end(), [](const auto& v) { return v.has_value(); });
+  if (!symbolic) {
+    if (!value) return {Tensor::zeros(shape, dtypes::float32, n.device())};
+    return {value->reshape(Shape(shape.size(), 1)).expand(shape).contiguous()};
+  }
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (given.vars[i]) shape[i] = 1;
+  Tensor t = value ? value->reshape(Shape(shape.size(), 1)).expand(shape) : Tensor::zeros(shape, dtypes::float32, n.device());
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (given.vars[i]) t = t.expand(static_cast<int>(i), *given.vars[i]);
+  return {t.contiguous()};
 }
 
 // ---- shapes ----
 
+// (A symbolic dimension is reported as its bound value: symbolic.cpp marks the result as computed
+// from it, so that no operator fixes it into the graph.)
 std::vector<Tensor> shape(const Node& n) {
   const Shape& s = n.in(0).shape();
-  const auto r = static_cast<int64_t>(s.size());
-  auto clamp_axis = [&](int64_t a) { return std::clamp(a < 0 ? a + r : a, int64_t{0}, r); };
-  const int64_t start = clamp_axis(n.attr_int("start", 0)), end = clamp_axis(n.attr_int("end", r));
+  const auto [start, end] = shape_range(n, static_cast<int64_t>(s.size()));
   std::vector<int64_t> dims;
   for (int64_t i = start; i < end; ++i) dims.push_back(s[i]);
   return {int64_tensor(dims, {static_cast<int64_t>(dims.size())}, n)};
@@ -80,13 +88,46 @@ std::vector<Tensor> shape(const Node& n) {
 
 std::vector<Tensor> size(const Node& n) { return {int64_tensor({n.in(0).numel()}, {}, n)}; }
 
+// x reshaped to `target` where dims[i] (when set) is the variable that output dimension i must be.
+// Without symbolic dimensions this is x.reshape(target). When dims place every symbolic dimension of
+// x, they decide (a guess is ambiguous for a variable bound to 1 among other 1s); else reshape's
+// own placement, which must agree with those dims that are given.
+Tensor symbolic_reshape(const Node& n, const Tensor& x, const Shape& target, const std::vector<std::optional<BoundVariable>>& dims) {
+  size_t have = 0, placed = 0;
+  for (int a = 0; a < x.ndim(); ++a) have += x.symbolic_dim(a).has_value();
+  for (const auto& d : dims) placed += d.has_value();
+  if (have == 0 && placed == 0) return x.reshape(target);
+  if (have == 0)
+    n.fail("the shape " + list_str(target) + " names the symbolic dimension '" +
+               std::find_if(dims.begin(), dims.end(), [](const auto& d) { return d.has_value(); })->value().name() +
+               "', which the input " + list_str(x.shape()) + " does not have (a fixed-size tensor cannot become symbolic)",
+           ErrorCode::unimplemented);
+  if (placed == have) return x.reshape(target, dims);
+  Tensor y = x.reshape(target);
+  for (size_t q = 0; q < dims.size(); ++q) {
+    auto got = y.symbolic_dim(static_cast<int>(q));
+    if (dims[q] && (!got || !got->same_variable(*dims[q])))
+      n.fail("cannot tell where the symbolic dimension '" + dims[q]->name() + "' goes in the shape " + list_str(target) +
+                 " (it is named at " + std::to_string(q) + "); feed fixed sizes, or export the model with that dimension static",
+             ErrorCode::unimplemented);
+  }
+  return y;
+}
+
 // The target of Reshape: 0 copies the input's dimension (unless allowzero, opset 14: then it is a
 // real 0), one -1 takes what is left.
 std::vector<Tensor> reshape(const Node& n) {
   const Tensor& x = n.in(0);
   if (n.opset() < 5 && !n.has_attr("shape")) n.fail("attribute 'shape' is required", ErrorCode::invalid_argument);
-  const std::vector<int64_t> given = n.opset() < 5 ? n.attr_ints("shape") : n.ints(1);
+  Node::ShapeInts shape_in;
+  if (n.opset() < 5) shape_in.values = n.attr_ints("shape");
+  else shape_in = n.shape_ints(1);
+  shape_in.vars.resize(shape_in.values.size());
+  const std::vector<int64_t>& given = shape_in.values;
   std::vector<int64_t> target = given;
+  // where the output's symbolic dimensions go, as far as the shape says: an entry that is exactly a
+  // variable's size, or a 0 that copies a symbolic dimension
+  std::vector<std::optional<BoundVariable>> dims = shape_in.vars;
   const bool allowzero = n.attr_int("allowzero", 0) != 0;
   int infer = -1;
   int64_t known = 1;
@@ -98,6 +139,7 @@ std::vector<Tensor> reshape(const Node& n) {
                    std::to_string(i) + " (a 0), which the input of rank " + std::to_string(x.ndim()) + " lacks",
                ErrorCode::invalid_argument);
       d = x.shape()[i];
+      dims[i] = x.symbolic_dim(static_cast<int>(i));
     }
     if (d == -1) {
       if (infer >= 0) n.fail("shape " + list_str(given) + " has more than one -1", ErrorCode::invalid_argument);
@@ -113,7 +155,7 @@ std::vector<Tensor> reshape(const Node& n) {
              ErrorCode::invalid_argument);
     target[infer] = x.numel() / known;
   }
-  return {x.reshape(target)};
+  return {symbolic_reshape(n, x, target, dims)};
 }
 
 // (product of the dims before axis, product of the rest); axis in [-r, r].
@@ -126,7 +168,12 @@ std::vector<Tensor> flatten(const Node& n) {
   if (axis < 0) axis += r;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= x.shape()[i];
-  return {x.reshape({outer, inner})};
+  // a symbolic dimension survives as the whole outer (axis 1) or inner (axis r - 1) part; elsewhere
+  // it would merge with fixed sizes, which symbolic_reshape refuses
+  std::vector<std::optional<BoundVariable>> dims(2);
+  if (axis == 1) dims[0] = x.symbolic_dim(0);
+  if (axis == r - 1 && r > 0) dims[1] = x.symbolic_dim(static_cast<int>(r - 1));
+  return {symbolic_reshape(n, x, {outer, inner}, dims)};
 }
 
 // Squeeze/Unsqueeze take their axes as an attribute before opset 13 and as an input from 13.
@@ -157,9 +204,14 @@ std::vector<Tensor> squeeze(const Node& n) {
     for (int i = 0; i < x.ndim(); ++i) drop[i] = x.shape()[i] == 1;  // no (or empty) axes: every size-1 axis, as onnxruntime
   }
   Shape out;
+  std::vector<std::optional<BoundVariable>> dims;
   for (int i = 0; i < x.ndim(); ++i)
-    if (!drop[i]) out.push_back(x.shape()[i]);
-  return {x.reshape(out)};
+    if (!drop[i]) out.push_back(x.shape()[i]), dims.push_back(x.symbolic_dim(i));
+  for (int i = 0; i < x.ndim(); ++i)
+    if (drop[i] && x.symbolic_dim(i))  // bound to 1 now, not on every call
+      n.fail("cannot squeeze axis " + std::to_string(i) + ": it is the symbolic dimension '" + x.symbolic_dim(i)->name() +
+                 "' (bound to 1); feed fixed sizes, or name the axes to squeeze", ErrorCode::invalid_argument);
+  return {symbolic_reshape(n, x, out, dims)};
 }
 
 // The axes name positions of the output (rank r + count), in any order.
@@ -175,9 +227,13 @@ std::vector<Tensor> unsqueeze(const Node& n) {
     inserted[i] = true;
   }
   Shape out;
-  size_t next = 0;
-  for (int i = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : x.shape()[next++]);
-  return {x.reshape(out)};
+  std::vector<std::optional<BoundVariable>> dims;
+  int next = 0;
+  for (int i = 0; i < rank; ++i) {
+    dims.push_back(inserted[i] ? std::nullopt : x.symbolic_dim(next));
+    out.push_back(inserted[i] ? 1 : x.shape()[next++]);
+  }
+  return {symbolic_reshape(n, x, out, dims)};
 }
 
 std::vector<Tensor> transpose(const Node& n) {
@@ -193,20 +249,46 @@ std::vector<Tensor> transpose(const Node& n) {
 
 // Bidirectional (numpy) broadcasting: the result has the broadcast of both shapes, so a 1 in
 // `shape` keeps the input's dimension.
+// A shape entry that is exactly a feed's symbolic size broadcasts as that variable (the rule of
+// kiln's broadcasting): a fixed 1 of the input becomes the symbolic dimension, the same variable
+// stays, and anything else - a fixed size equal to its value now, another variable - is an error,
+// since it would not match on a call with another value.
 std::vector<Tensor> expand(const Node& n) {
   const Tensor& x = n.in(0);
-  const std::vector<int64_t> want = n.ints(1);
+  const Node::ShapeInts shape_in = n.shape_ints(1);
+  const std::vector<int64_t>& want = shape_in.values;
   const size_t rank = std::max(want.size(), x.shape().size());
   Shape out(rank);
+  std::vector<std::optional<BoundVariable>> grow(rank);  // dimensions that become symbolic
   for (size_t i = 0; i < rank; ++i) {
-    const int64_t a = i + x.shape().size() >= rank ? x.shape()[i + x.shape().size() - rank] : 1;
-    const int64_t b = i + want.size() >= rank ? want[i + want.size() - rank] : 1;
+    const bool in_x = i + x.shape().size() >= rank, in_want = i + want.size() >= rank;
+    const int xi = static_cast<int>(i + x.shape().size() - rank);
+    const int64_t a = in_x ? x.shape()[xi] : 1;
+    const int64_t b = in_want ? want[i + want.size() - rank] : 1;
     if (a != b && a != 1 && b != 1)
       n.fail("cannot broadcast the input's dimension " + std::to_string(a) + " to " + std::to_string(b) + " (shape " +
                  list_str(want) + ")", ErrorCode::invalid_argument);
     out[i] = a == 1 ? b : a;
+    const auto xv = in_x ? x.symbolic_dim(xi) : std::nullopt;
+    const auto bv = in_want ? shape_in.vars[i + want.size() - rank] : std::nullopt;
+    if (xv && !bv && in_want && b != 1)
+      n.fail("the shape's entry for dimension " + std::to_string(i) + " is a fixed " + std::to_string(b) + ", the input's is the "
+                 "symbolic '" + xv->name() + "': they match for this size only; feed fixed sizes, or export the model with "
+                 "that dimension static", ErrorCode::unimplemented);
+    if (!bv) continue;
+    if (xv && xv->same_variable(*bv)) continue;
+    if (xv || a != 1)
+      n.fail("the shape's entry for dimension " + std::to_string(i) + " is the symbolic '" + bv->name() + "' (" +
+                 std::to_string(b) + "), the input's is " + (xv ? "the symbolic '" + xv->name() + "'" : "a fixed " + std::to_string(a)) +
+                 ": they match for this size only; feed fixed sizes, or export the model with that dimension static",
+             ErrorCode::unimplemented);
+    grow[i] = bv;
+    out[i] = 1;
   }
-  return {x.expand(out)};
+  Tensor y = x.expand(out);
+  for (size_t i = 0; i < rank; ++i)
+    if (grow[i]) y = y.expand(static_cast<int>(i), *grow[i]);
+  return {y};
 }
 
 // Tile: repeats per axis (opset 6+); opset 1 takes a count and the axis it repeats along.
@@ -419,6 +501,12 @@ std::vector<Tensor> trilu(const Node& n) {
 }
 
 }  // namespace
+
+std::pair<int64_t, int64_t> shape_range(const Node& n, int64_t r) {
+  auto clamp_axis = [&](int64_t a) { return std::clamp(a < 0 ? a + r : a, int64_t{0}, r); };
+  const int64_t start = clamp_axis(n.attr_int("start", 0)), end = clamp_axis(n.attr_int("end", r));
+  return {start, std::max(start, end)};
+}
 
 void shape_ops(std::vector<OpDef>& out) {
   out.insert(out.end(), {

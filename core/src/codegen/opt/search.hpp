@@ -16,9 +16,12 @@
 //   stop      when a round's best is not faster than the best before it by more than `min_gain`
 //             (2%: a shared machine's timing noise is about that between repeated minimums),
 //             after `max_rounds`, or past `seconds` of searching
-//   final     the beam and the heuristic's list timed again side by side, in three interleaved
-//             rounds (each one's time the median of its rounds); the fastest is returned if it
-//             beats the heuristic's by more than `min_gain`, else the heuristic's (a noise winner
+//   final     the beam and the heuristic's list timed again side by side, in five interleaved
+//             rounds (each one's time the median of its rounds); then a duel between the fastest
+//             and the heuristic's list, round by round: the fastest is returned only if it won
+//             most rounds and its median time ratio beats 1 by more than `min_gain` and more
+//             than the ratios' spread; a spread over 15% is a machine too noisy to decide
+//             (SearchResult::too_noisy), and the heuristic's list is returned (a noise winner
 //             meets it under the same conditions, and a gain within the noise is none)
 #pragma once
 #include <functional>
@@ -51,6 +54,12 @@ struct SearchResult {
   int rounds = 0;
   int64_t timed = 0, duplicates = 0, failed = 0;
   double search_seconds = 0;
+  // The final duel (search.cpp): rounds where the best finalist beat the heuristic's list, of the
+  // rounds both ran; the spread of their time ratios; whether that spread was too large to decide
+  // (the heuristic's list kept, whatever the medians said).
+  int duel_wins = 0, duel_rounds = 0;
+  double noise = 0;
+  bool too_noisy = false;
 };
 
 // Every action that applies to `kernel` (as previous actions left it) on `target`, with the

@@ -41,6 +41,13 @@ class Model {
   const std::string& name() const;                // the file (or "<bytes>"), for messages
   // Builds the graph for these feeds (every input by name; a feed of another dtype than declared
   // is an error) on `device` ("" the default) and returns every graph output by name, lazy.
+  // A feed dimension may be symbolic (Tensor::shrink(axis, BoundVariable) of a max-sized buffer):
+  // the kernels then serve every value of the variable, and a kiln::Jit around run() replays with
+  // new values. It must be declared by name (not a fixed size), and one name used by several
+  // inputs takes one size (one variable where symbolic). Whatever would fix the bound size into
+  // the graph - read on the host as a number, returned as an output, given to an operator not
+  // known to keep it symbolic - is a kiln::Error naming the node (docs/onnx.md, "Symbolic
+  // dimensions"); fixed feeds run such models.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& feeds, const std::string& device = "") const;
 
   struct Impl;
