@@ -33,7 +33,9 @@ Workload elementwise() {
             std::vector<double> out(h[0].size());
             for (size_t i = 0; i < out.size(); i++) out[i] = std::max((double(h[0][i]) + 1) * 2, 0.0);
             return out;
-          }};
+          },
+          {},
+          [](const std::vector<Tensor>& in) { return ((in[0] + 1) * 2).relu(); }};
 }
 
 Workload sum() {
@@ -44,7 +46,9 @@ Workload sum() {
             double s = 0;
             for (float v : h[0]) s += v;
             return std::vector<double>{s};
-          }};
+          },
+          {},
+          [](const std::vector<Tensor>& in) { return in[0].cast(dtypes::float32).sum(); }};
 }
 
 Workload softmax() {
@@ -52,7 +56,9 @@ Workload softmax() {
   return {"softmax", Roof::copy, 2.0 * rows * cols * 4,
           [](const std::string& d) { return std::vector<Tensor>{Tensor::randn({rows, cols}, dtypes::float32, d)}; },
           [](const std::vector<Tensor>& in) { return in[0].softmax(-1); },
-          [](const Host& h) { return ref::softmax_rows(ref::widen(h[0]), rows, cols); }};
+          [](const Host& h) { return ref::softmax_rows(ref::widen(h[0]), rows, cols); },
+          {},
+          [](const std::vector<Tensor>& in) { return in[0].softmax(-1); }};
 }
 
 // 784-512-512-10, batch 256, relu; weights initialised like nn.Linear (uniform +-1/sqrt(in)).
@@ -108,6 +114,26 @@ const std::vector<WorkloadSet>& workload_sets() {
        false},
   };
   return sets;
+}
+
+std::optional<Workload> in_dtype(const Workload& w, DType d) {
+  if (!w.half_fn) return std::nullopt;
+  Workload h = w;
+  h.name = w.name + " " + d.name();
+  h.amount = w.amount * static_cast<double>(d.itemsize()) / 4;  // the bytes moved, as float32's are 4 each
+  h.inputs = [inputs = w.inputs, d](const std::string& device) {
+    std::vector<Tensor> in = inputs(device);
+    for (Tensor& t : in) t = t.cast(d);
+    return in;
+  };
+  h.fn = w.half_fn;
+  return h;
+}
+
+double tolerance_for(DType d, double float32_tolerance) {
+  if (d == dtypes::float16) return 8 * 0x1p-10;
+  if (d == dtypes::bfloat16) return 8 * 0x1p-7;
+  return float32_tolerance;
 }
 
 const WorkloadSet* find_set(const std::string& name) {

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,19 @@ struct Workload {
   // Optional: what the program also writes (a training step's parameter updates, as assigns),
   // realized in one schedule with the output; built from the inputs like `fn`.
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> writes = {};
+  // Optional: the program on 16-bit inputs (`kiln bench --dtype float16|bfloat16`: the memory-bound
+  // workloads, in half the bytes), where it differs from fn only in what it accumulates into (a sum
+  // of 16M halves is float32, as torch's x.sum(dtype=torch.float32): float16 overflows at 65504).
+  // Empty: the workload runs in float32 only (matmuls, for now).
+  std::function<Tensor(const std::vector<Tensor>&)> half_fn = {};
 };
+
+// The workload with its inputs in the 16-bit float d (bytes and tolerance scaled to it), named
+// "NAME d"; nullopt where the workload has no half_fn.
+std::optional<Workload> in_dtype(const Workload& w, DType d);
+// The check's tolerance for results in d: float32's, or 8 units in the last place at 1 for the
+// 16-bit floats (their results are rounded once per op).
+double tolerance_for(DType d, double float32_tolerance);
 
 struct WorkloadSet {
   std::string name, about;

@@ -71,6 +71,13 @@ sdk::Target CpuDevice::target() {
   const bool avx512 = config_.isa.empty() ? cpu.has("avx512f") : isa_rank(config_.isa) >= 4;
   t.ops = (config_.compiler.in_process() ? llvm_ir_ops(avx512) : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
+  // float16 in memory, float32 in registers: LLVM's fpext/fptrunc of `half` are F16C's
+  // vcvtph2ps/vcvtps2ph (exact, round to nearest even) where the ISA has F16C (x86-64-v3 and up);
+  // without it they are libcalls (__extendhfsf2) the in-process ELF loader does not resolve, and
+  // the core emulates float16 with integers. bfloat16 stays emulated: its integer conversions are
+  // exact, where AVX512-BF16's vcvtneps2bf16 flushes subnormals.
+  const bool f16c = config_.isa.empty() ? cpu.has("f16c") : isa_rank(config_.isa) >= 3;
+  if (config_.compiler.in_process() && f16c) t.storage_dtypes = 1u << KILN_LIR_DTYPE_FLOAT16;
   // the vector unit the ISA level names: AVX-512's 32 registers, else x86-64's 16; two FMA pipes
   // with FMA (x86-64-v3 and up: Haswell, Zen and later cores), else a multiply and an add pairing up;
   // the host's own where it is known to start fewer full-width ones (Zen 4's AVX-512: one)

@@ -37,6 +37,9 @@ std::string scalar_ir(uint8_t s, bool in_memory = false) {
     case KILN_LIR_DTYPE_INT64: case KILN_LIR_DTYPE_UINT64: return "i64";
     case KILN_LIR_DTYPE_FLOAT32: return "float";
     case KILN_LIR_DTYPE_FLOAT64: return "double";
+    // only loaded, stored, converted and stored as constants (the target's storage_dtypes): the core
+    // computes in float
+    case KILN_LIR_DTYPE_FLOAT16: return "half";
     default: unsupported("no LLVM type for LIR dtype " + std::to_string(s) + " (the cpu target does not list it)");
   }
 }
@@ -158,6 +161,15 @@ class Renderer {
     if (!ff && !tf) return emit_conv(fw < tw ? (lir_is_unsigned(fs) ? "zext" : "sext") : "trunc");
     if (!ff && tf) return emit_conv(lir_is_unsigned(fs) ? "uitofp" : "sitofp");
     if (ff && !tf) return emit_conv(lir_is_unsigned(ts) ? "fptoui" : "fptosi");
+    if (fs == KILN_LIR_DTYPE_FLOAT16) {
+      // A widened half stays float behind an arithmetic fence (no code): InstCombine otherwise
+      // narrows fcmp/fadd/select of fpext'ed halves back to half, which the backend without
+      // AVX512-FP16 scalarizes (a float16 relu took 200 instructions per 16 lanes, 30x slower).
+      std::string wide = emit_conv("fpext"), t = tmp();
+      need_intrinsic("declare " + tt + " @llvm.arithmetic.fence." + mangle(to) + "(" + tt + ")");
+      line(t + " = call " + tt + " @llvm.arithmetic.fence." + mangle(to) + "(" + tt + " " + wide + ")");
+      return t;
+    }
     return emit_conv(fw < tw ? "fpext" : "fptrunc");
   }
 

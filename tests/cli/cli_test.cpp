@@ -242,6 +242,35 @@ TEST(Cli, BenchRunsTheChosenWorkloadsAndChecksThem) {
   EXPECT_CONTAINS(bad.err, "unknown workload 'matmul3' in --only; the workloads are: elementwise, sum, matmul256");
 }
 
+// --dtype (issue 47): the memory-bound workloads also in 16 bits, beside float32 in the same run,
+// checked against the float64 reference within the dtype's rounding; the throughput ratio; matmuls
+// say they stay float32.
+TEST(Cli, BenchRunsTheMemoryBoundWorkloadsIn16Bits) {
+  const std::vector<std::string> quick = {"--device", "cpu:0", "--only", "sum,softmax,matmul256", "--iters", "1",
+                                          "--warmup", "0", "--first-runs", "1", "--no-peak"};
+  std::vector<std::string> args{"bench", "--dtype", "bfloat16"};
+  args.insert(args.end(), quick.begin(), quick.end());
+  CliResult text = run_kiln(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err << text.out;
+  EXPECT_CONTAINS(text.out, "sum bfloat16");
+  EXPECT_CONTAINS(text.out, "softmax bfloat16");
+  EXPECT_EQ(text.out.find("matmul256 bfloat16"), std::string::npos) << text.out;
+  EXPECT_CONTAINS(text.out, "# bfloat16 / float32 element throughput (same run, steady): sum ");
+  EXPECT_CONTAINS(text.out, "# float32 only (16-bit matmuls and convolutions are not benchmarked yet): matmul256");
+  EXPECT_EQ(text.out.find("MISMATCH"), std::string::npos) << text.out;
+  args.push_back("--json");
+  args[2] = "float16";
+  CliResult json = run_kiln(args);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_JSON(json.out);
+  EXPECT_CONTAINS(json.out, "\"dtype\": \"float16\"");
+  EXPECT_CONTAINS(json.out, "\"name\": \"softmax float16\"");
+  EXPECT_CONTAINS(json.out, "\"throughput_ratio\": {");
+  CliResult bad = run_kiln({"bench", "--dtype", "float8"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_CONTAINS(bad.err, "unknown --dtype 'float8'; the dtypes are: float32, float16, bfloat16");
+}
+
 // The other workload sets (issue 15): --sizes is the matmul sweep with each size's share of the
 // best rate, --set picks a set by name, --only without a set finds a workload in any set, and the
 // machine's roofs come with a CPU device's results (% of peak per workload).

@@ -25,9 +25,11 @@ struct Level {
   const char* device;
   uint32_t lanes;
   uint32_t registers, fma_pipes;  // the vector unit the level names (the heuristics' register tiles)
+  bool f16c;  // float16 loaded, stored and converted natively (the op corpus's half cases compile both ways)
 };
-constexpr Level kLevels[] = {
-    {"x86-64-v2", "cpu:1", 4, 16, 1}, {"x86-64-v3", "cpu:2", 8, 16, 2}, {"x86-64-v4", "cpu:3", 16, 32, 2}};
+constexpr Level kLevels[] = {{"x86-64-v2", "cpu:1", 4, 16, 1, false},
+                             {"x86-64-v3", "cpu:2", 8, 16, 2, true},
+                             {"x86-64-v4", "cpu:3", 16, 32, 2, true}};
 
 bool host_runs(const Level& l) { return cpu::isa_rank(l.isa) <= cpu::isa_rank(cpu::runnable_isa_level()); }
 
@@ -40,6 +42,8 @@ TEST(CpuIsa, EachLevelIsADeviceWithItsVectorWidth) {
     EXPECT_EQ(d->target().max_vector_width, l.lanes) << l.isa;
     EXPECT_EQ(d->target().vector_registers, l.registers) << l.isa;
     EXPECT_EQ(d->target().fma_pipes, l.fma_pipes) << l.isa;
+    EXPECT_EQ(d->target().stores_dtype(KILN_LIR_DTYPE_FLOAT16), l.f16c) << l.isa << ": F16C from x86-64-v3 on";
+    EXPECT_FALSE(d->target().stores_dtype(KILN_LIR_DTYPE_BFLOAT16)) << l.isa << ": bfloat16 converts with integers";
     EXPECT_EQ(d->props().description.find("compiles only") == std::string::npos, host_runs(l)) << d->props().description;
   }
 }

@@ -150,7 +150,11 @@ Json target_json(const Target& t) {
     if (t.supports_dtype(d)) dtypes.push(lir_dtype_name(d));
   for (uint32_t o = 1; o < KILN_LIR_OP_COUNT; ++o)
     if (t.supports_op(o)) ops.push(lir_op_name(o));
+  Json stored = Json::array();  // loaded, stored and converted natively, computed in float32
+  for (uint32_t d = 0; d < KILN_LIR_DTYPE_COUNT; ++d)
+    if (t.stores_dtype(d)) stored.push(lir_dtype_name(d));
   j.set("dtypes", dtypes);
+  j.set("storage_dtypes", stored);
   j.set("ops", ops);
   j.set("source_format", t.source_format);
   return j;

@@ -69,7 +69,10 @@ int run_bench(const std::vector<std::string>& args) {
       "remeasure-peak", "measure the roofs again instead of reading the cached ones")(
       "beam", po::value<int>(), "search each workload's kernels first (beam width N; the search cache keeps them), then time "
       "them with the searched actions")(
-      "jit", "also time the steady calls replayed by a kiln::Jit (jit ms), and the replay cost per kernel");
+      "jit", "also time the steady calls replayed by a kiln::Jit (jit ms), and the replay cost per kernel")(
+      "dtype", po::value<std::string>()->default_value("float32"),
+      "float32, float16 or bfloat16: the memory-bound workloads (elementwise, sum, softmax) also run in that dtype, "
+      "beside float32 in the same run, with the ratio of their throughputs (matmuls stay float32)");
   po::variables_map vm;
   std::string about;
   for (const bench::WorkloadSet& set : bench::workload_sets()) {
@@ -78,6 +81,7 @@ int run_bench(const std::vector<std::string>& args) {
   }
   if (!parse_args(args, options, {}, vm, "kiln bench [--device D] [--sizes | --set S] [--only a,b] [--beam N] [--jit] [--json]",
                   "  kiln bench\n  kiln bench --sizes\n  kiln bench --set extra\n  kiln bench --beam 4 --only matmul1024\n  kiln bench --jit\n"
+                  "  kiln bench --dtype bfloat16 --only elementwise,sum,softmax\n"
                   "  kiln bench --device cpu:0 --only matmul512,softmax --json\n\nworkload sets:" + about))
     return kOk;
 
@@ -125,6 +129,11 @@ int run_bench(const std::vector<std::string>& args) {
   }
   opt.first_runs = vm["first-runs"].as<int>();
   if (opt.first_runs < 1) throw UsageError("--first-runs must be at least 1");
+  const std::string dtype_name = vm["dtype"].as<std::string>();
+  if (dtype_name != "float32" && dtype_name != "float16" && dtype_name != "bfloat16")
+    throw UsageError("unknown --dtype '" + dtype_name + "'; the dtypes are: float32, float16, bfloat16");
+  const std::optional<DType> half =
+      dtype_name == "float16" ? std::optional(dtypes::float16) : dtype_name == "bfloat16" ? std::optional(dtypes::bfloat16) : std::nullopt;
   std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device_or_config_error();
   bool json = vm.count("json"), progress = isatty(STDERR_FILENO);
 
@@ -161,8 +170,9 @@ int run_bench(const std::vector<std::string>& args) {
                   overhead->replay_us, overhead->eager_us, overhead->eager_us / overhead->replay_us);
   }
 
+  const int name_width = half ? 20 : 14;  // ("elementwise bfloat16")
   auto print_header = [&] {
-    std::printf("%-14s %10s %10s%s %8s %16s %6s%s %17s  %s\n", "workload", "first ms", "steady ms", opt.jit ? "     jit ms" : "",
+    std::printf("%-*s %10s %10s%s %8s %16s %6s%s %17s  %s\n", name_width, "workload", "first ms", "steady ms", opt.jit ? "     jit ms" : "",
                 "kernels", "rate", "%peak", sweep ? "   %best" : "", "sched miss/hit ms", "check");
   };
   auto print_row = [&](const bench::Result& r, double peak_pct, double best_pct) {
@@ -177,7 +187,7 @@ int run_bench(const std::vector<std::string>& args) {
     if (sweep) std::snprintf(best, sizeof best, " %6.0f%%", best_pct);
     char jit[32] = "";
     if (opt.jit) std::snprintf(jit, sizeof jit, " %10.2f%s", r.jit_ms, r.jit_same ? "" : "!");  // ! = replay differs
-    std::printf("%-14s %10.1f %10.2f%s %8zu %16s %6s%s %17s  %s\n", r.name.c_str(), r.first_ms, r.steady_ms, jit, r.kernels,
+    std::printf("%-*s %10.1f %10.2f%s %8zu %16s %6s%s %17s  %s\n", name_width, r.name.c_str(), r.first_ms, r.steady_ms, jit, r.kernels,
                 rate, pct, best, sched, check);
     std::fflush(stdout);
   };
@@ -185,16 +195,46 @@ int run_bench(const std::vector<std::string>& args) {
   if (!json && !sweep) print_header();
   std::vector<bench::Result> results;
   std::vector<double> peak_pcts;
+  std::vector<std::string> result_dtypes;
   bool all_ok = true;
-  for (const bench::Workload* w : selected) {
-    if (progress) std::fprintf(stderr, "running %s on %s...\r", w->name.c_str(), device.c_str());
-    bench::Result r = bench::run(*w, device, opt);
+  // with --dtype: each memory-bound workload in float32, then in the 16-bit dtype; the ratio of
+  // their element throughputs (float32's steady time over the 16-bit one's)
+  std::string ratios, float32_only;
+  Json ratio_json = Json::object();
+  auto run_one = [&](const bench::Workload& w, DType d) {
+    if (progress) std::fprintf(stderr, "running %s on %s...\r", w.name.c_str(), device.c_str());
+    bench::Options o = opt;
+    o.tolerance = bench::tolerance_for(d, opt.tolerance);
+    bench::Result r = bench::run(w, device, o);
     if (progress) std::fprintf(stderr, "\033[K");
     all_ok = all_ok && (!r.checked || r.ok) && (!opt.jit || r.jit_same);
-    double pct = peak ? 100 * r.rate / roof_of(*peak, w->roof) : 0;
+    double pct = peak ? 100 * r.rate / roof_of(*peak, w.roof) : 0;
     if (!json && !sweep) print_row(r, pct, 0);  // a sweep's rows wait for its best rate
     results.push_back(r);
     peak_pcts.push_back(pct);
+    result_dtypes.push_back(d.name());
+    return r;
+  };
+  for (const bench::Workload* w : selected) {
+    bench::Result f32 = run_one(*w, dtypes::float32);
+    if (!half) continue;
+    std::optional<bench::Workload> h = bench::in_dtype(*w, *half);
+    if (!h) {
+      float32_only += (float32_only.empty() ? "" : ", ") + w->name;
+      continue;
+    }
+    bench::Result r = run_one(*h, *half);
+    const double ratio = f32.steady_ms / r.steady_ms;
+    char text[64];
+    std::snprintf(text, sizeof text, "%s %.2fx", w->name.c_str(), ratio);
+    ratios += (ratios.empty() ? "" : ", ") + std::string(text);
+    ratio_json.set(w->name, ratio);
+  }
+  if (half && !json) {
+    if (!ratios.empty())
+      std::printf("# %s / float32 element throughput (same run, steady): %s\n", dtype_name.c_str(), ratios.c_str());
+    if (!float32_only.empty())
+      std::printf("# float32 only (16-bit matmuls and convolutions are not benchmarked yet): %s\n", float32_only.c_str());
   }
   double best_rate = 0;
   for (const bench::Result& r : results) best_rate = std::max(best_rate, r.rate);
@@ -209,7 +249,7 @@ int run_bench(const std::vector<std::string>& args) {
     for (size_t i = 0; i < results.size(); i++) {
       const bench::Result& r = results[i];
       Json o = Json::object();
-      o.set("name", r.name).set("first_ms", r.first_ms).set("steady_ms", r.steady_ms);
+      o.set("name", r.name).set("dtype", result_dtypes[i]).set("first_ms", r.first_ms).set("steady_ms", r.steady_ms);
       o.set("kernels", uint64_t{r.kernels}).set("rate", r.rate).set("unit", r.unit);
       o.set("peak_pct", peak ? Json(peak_pcts[i]) : Json()).set("best_pct", sweep ? Json(best_pct(r)) : Json());
       o.set("ok", r.checked ? Json(r.ok) : Json()).set("error", r.checked ? Json(r.error) : Json());
@@ -218,7 +258,8 @@ int run_bench(const std::vector<std::string>& args) {
       list.push(o);
     }
     Json doc = Json::object();
-    doc.set("device", device).set("set", set_name);
+    doc.set("device", device).set("set", set_name).set("dtype", dtype_name);
+    if (half) doc.set("throughput_ratio", ratio_json);  // 16-bit over float32, per workload
     if (peak) {
       Json p = Json::object();
       p.set("gflops", peak->gflops).set("copy_gbs", peak->copy_gbs).set("read_gbs", peak->read_gbs);

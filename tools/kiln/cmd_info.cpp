@@ -44,6 +44,11 @@ void print_device(const Device& d) {
   std::string dtypes, missing;
   for (uint32_t x = 1; x < KILN_LIR_DTYPE_COUNT; ++x) (t.supports_dtype(x) ? dtypes : missing) += " " + lir_dtype_name(x);
   std::printf("    dtypes:      %s%s\n", dtypes.c_str(), missing.empty() ? "" : ("  (not:" + missing + ")").c_str());
+  std::string stored;
+  for (uint32_t x = 1; x < KILN_LIR_DTYPE_COUNT; ++x)
+    if (t.stores_dtype(x)) stored += " " + lir_dtype_name(x);
+  if (!stored.empty())  // the rest of the missing half types are emulated with 16-bit integers
+    std::printf("    stored:      %s  (loaded, stored and converted natively; computed in float32)\n", stored.c_str());
   int n_ops = 0;
   std::string missing_ops;
   for (uint32_t o = 1; o < KILN_LIR_OP_COUNT; ++o) {

@@ -32,10 +32,15 @@ struct TargetCaps {
   // A worker's vector unit (CPU targets): architectural vector registers and vector multiply-adds
   // started per cycle; 0 = unknown.
   uint32_t vector_registers = 0, fma_pipes = 0;
+  // Dtypes (bit KILN_LIR_DTYPE_x: float16, bfloat16) the renderer loads, stores and converts to and
+  // from float32 exactly without computing in them: the core computes in float32 and keeps the
+  // dtype only at loads, stores and the roundings (CASTs) that give 16-bit results; 0 = none.
+  uint32_t storage_dtypes = 0;
 
   bool has(uint32_t flag) const { return (flags & flag) == flag; }
   bool supports_op(uint32_t lir_op) const { return lir_op < 128 && (ops[lir_op / 64] >> (lir_op % 64)) & 1; }
   bool supports_dtype(uint32_t lir_dtype) const { return lir_dtype < 32 && (dtypes >> lir_dtype) & 1; }
+  bool stores_dtype(uint32_t lir_dtype) const { return lir_dtype < 32 && (storage_dtypes >> lir_dtype) & 1; }
 };
 
 }  // namespace kiln::backend

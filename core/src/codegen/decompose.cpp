@@ -2,10 +2,13 @@
 //
 // What a target supports comes from its kiln_target (LIR op and dtype bitmaps). THREEFRY has no
 // LIR form and is always decomposed into 32-bit adds, rotates and xors. float16/bfloat16 on a
-// target without them are stored as 16-bit integers and computed in float32: loads widen the
-// bits, stores round to nearest even (NaN stays NaN), and every op that can leave the narrow
-// type's values (arithmetic, math, casts) rounds its float32 result back to it, so a fused kernel
-// computes what storing each intermediate would (f16 65504 * 2 is inf, as when realized).
+// target that does not compute in them are computed in float32: loads widen, stores round to
+// nearest even (NaN stays NaN), and every op that can leave the narrow type's values (arithmetic,
+// math, casts) rounds its float32 result back to it, so a fused kernel computes what storing each
+// intermediate would (f16 65504 * 2 is inf, as when realized). Where the target lists the dtype
+// in storage_dtypes, the conversions are its own (LOAD of the dtype + CAST to float32; a rounding
+// is CAST to the dtype and back: F16C's two instructions); elsewhere the dtype is stored as
+// 16-bit integers and converted with integer arithmetic.
 #include <cmath>
 #include <unordered_set>
 #include <vector>
@@ -29,6 +32,20 @@ struct Ctx {
   const Target& t;
   bool has(Ops op) const { return t.supports_op(lir_op(op)); }
   bool has_dtype(Scalar s) const { return t.supports_dtype(lir_dtype(s)); }
+  bool stores_dtype(Scalar s) const { return t.stores_dtype(lir_dtype(s)); }
+  // What the rewrite made and must not convert again when it revisits it: the native
+  // conversions' LOADs and CASTs of a half type, and the STOREs and BITCASTs whose values were
+  // converted; kept alive so their addresses stay unique for the pass. (A made node may be an
+  // original one, the same node by interning: LOAD(idx) made again, or a user's CAST to half
+  // rounded by the same CAST. Each original is visited once, so marking it only stops the
+  // revisit; what reads it is decided by its own node, never by whether a source is marked.)
+  std::unordered_set<const UOpNode*> made;
+  std::vector<UOp> keep;
+  UOp mark(UOp u) {
+    made.insert(u.node());
+    keep.push_back(u);
+    return u;
+  }
 };
 
 UOp cu(DType d, uint64_t v) { return UOp::make(Ops::CONST, d, {}, Arg{static_cast<int64_t>(v)}); }
@@ -133,11 +150,14 @@ UOp guard_divmod(const Match& m, DivGuards& g) {
   return is_zero.where(r.op() == Ops::IDIV ? x.const_like(0) : x, q);
 }
 
-// ---- float16 / bfloat16 emulation ----
-bool emulated(DType d, const Ctx& c) {
+// ---- float16 / bfloat16 computed in float32 ----
+// A half type the target does not compute in: converted at loads, stores and roundings.
+bool narrow(DType d, const Ctx& c) {
   Scalar s = d.scalar();
   return (s == Scalar::float16 || s == Scalar::bfloat16) && !c.has_dtype(s);
 }
+// ... and stored as 16-bit integers, converted with integer arithmetic (no native conversions).
+bool emulated(DType d, const Ctx& c) { return narrow(d, c) && !c.stores_dtype(d.scalar()); }
 DType bits_of(DType d) { return DType(Scalar::uint16, d.count()); }
 DType widened(DType d) { return DType(Scalar::float32, d.count()); }
 
@@ -180,39 +200,56 @@ UOp float_to_half_bits(const UOp& f, Scalar s) {
   return (r | sign).cast(u16);
 }
 
-UOp round_to(const UOp& f, Scalar s) { return half_bits_to_float(float_to_half_bits(f, s), s); }
+// float32 -> the half type d's values and back, natively (a CAST each way) or with integers.
+UOp to_half(const UOp& f, DType d, Ctx& c) {
+  return emulated(d, c) ? float_to_half_bits(f, d.scalar()) : c.mark(UOp::make(Ops::CAST, d, {f}));
+}
+UOp from_half(const UOp& h, DType d, Ctx& c) {
+  return emulated(d, c) ? half_bits_to_float(h, d.scalar()) : h.cast(widened(d));
+}
+UOp round_to(const UOp& f, DType d, Ctx& c) { return from_half(to_half(f, d, c), d, c); }
 
 UOp emulate(const Match& m, Ctx& c) {
   const UOp& u = m[r0];
   DType d = u.dtype();
-  // pointers to emulated types become pointers to their bits
+  if (c.made.count(u.node())) return {};
+  // pointers to emulated types become pointers to their bits (natively stored: stay as they are)
   if (d.is_ptr() && emulated(d.base(), c))
     return UOp::make(u.op(), bits_of(d.base()).ptr(d.ptr_size(), d.addrspace()), u.src(), u.arg(), u.tag());
   if (d.is_ptr()) return {};
-  if (u.op() == Ops::LOAD && emulated(d, c)) {
-    UOp raw = UOp::make(Ops::LOAD, bits_of(d), u.src(), u.arg());
-    return half_bits_to_float(raw, d.scalar());
+  if (u.op() == Ops::LOAD && narrow(d, c)) {
+    DType raw = emulated(d, c) ? bits_of(d) : d;
+    return from_half(c.mark(UOp::make(Ops::LOAD, raw, u.src(), u.arg())), d, c);
   }
-  if (u.op() == Ops::STORE && u.src(0).dtype().is_ptr() && emulated(u.src(0).dtype().base(), c) &&
-      u.src(1).dtype().scalar() != Scalar::uint16) {
+  if (u.op() == Ops::STORE && u.src(0).dtype().is_ptr() && narrow(u.src(0).dtype().base(), c)) {
     std::vector<UOp> src(u.src().begin(), u.src().end());
     UOp v = src[1].dtype().scalar() == Scalar::float32 ? src[1] : src[1].cast(widened(src[1].dtype()));
-    src[1] = float_to_half_bits(v, u.src(0).dtype().base().scalar());
-    return u.replace_src(src);
+    DType h = u.src(0).dtype().base().scalar_type().vec(v.dtype().count());
+    src[1] = to_half(v, h, c);
+    return c.mark(u.replace_src(src));
   }
-  if (!emulated(d, c)) return {};
+  // the bits of a half value as a 16-bit integer: the value rounded to its bits first (the source
+  // computes in float32)
+  if (u.op() == Ops::BITCAST && narrow(u.src(0).dtype(), c) && !narrow(d, c)) {
+    const UOp& h = u.src(0);
+    return c.mark(UOp::make(Ops::BITCAST, d, {to_half(h.cast(widened(h.dtype())), h.dtype(), c)}));
+  }
+  if (!narrow(d, c)) return {};
   DType w = widened(d);
   if (u.op() == Ops::CONST) return UOp::make(Ops::CONST, w, {}, u.arg());
   if (u.op() == Ops::CAST) {  // rounding to the narrow type is part of the cast's meaning
     UOp v = u.src(0).dtype() == w ? u.src(0) : u.src(0).cast(w);
-    return round_to(v, d.scalar());
+    return round_to(v, d, c);
   }
-  if (u.op() == Ops::BITCAST) return half_bits_to_float(u.src(0).bitcast(bits_of(d)), d.scalar());
+  if (u.op() == Ops::BITCAST) {
+    UOp bits = u.src(0).bitcast(bits_of(d));
+    return from_half(emulated(d, c) ? bits : c.mark(bits.bitcast(d)), d, c);
+  }
   std::vector<UOp> src(u.src().begin(), u.src().end());
   UOp wide = UOp::make(u.op(), w, src, u.arg());
   // WHERE, MAX and NEG of half values are half values
   bool exact = u.op() == Ops::WHERE || u.op() == Ops::MAX || u.op() == Ops::NEG;
-  return groups::ALU.has(u.op()) && !exact ? round_to(wide, d.scalar()) : wide;
+  return groups::ALU.has(u.op()) && !exact ? round_to(wide, d, c) : wide;
 }
 
 // kiln's int32/int64 arithmetic wraps (ir/alu), but signed overflow is undefined in C and
@@ -237,20 +274,20 @@ UOp wrap_signed_arith(const UOp& ast) {
 }
 
 UOp emulated_param(const UOp& param, const Target& target) {
-  Ctx ctx{target};
+  Ctx ctx{target, {}, {}};
   DType d = param.dtype();
   if (!d.is_ptr() || !emulated(d.base(), ctx)) return param;
   return UOp::make(param.op(), bits_of(d.base()).ptr(d.ptr_size(), d.addrspace()), param.src(), param.arg(), param.tag());
 }
 
 UOp decompose(const UOp& ast, const Target& target) {
-  Ctx ctx{target};
+  Ctx ctx{target, {}, {}};
   // half emulation first: everything after sees float32 math
   static const PatternMatcher pm_emulate{
       rule(UPat::ops(groups::All).allow_any_len().named(r0), emulate),
   };
   bool any_emulated = false;
-  for (const UOpNode* n : toposort_nodes(ast)) any_emulated |= emulated(n->dtype.is_ptr() ? n->dtype.base() : n->dtype, ctx);
+  for (const UOpNode* n : toposort_nodes(ast)) any_emulated |= narrow(n->dtype.is_ptr() ? n->dtype.base() : n->dtype, ctx);
   UOp out = any_emulated ? graph_rewrite_topdown(ast, pm_emulate, ctx, "emulate half types") : ast;
   static const PatternMatcher pm{
       rule(UPat::op(Ops::THREEFRY, {x_, y_}), threefry),

@@ -1,10 +1,20 @@
-// codegen/devectorize.cpp - vector values wider than the target's vectors become lanes.
+// codegen/devectorize.cpp - vector values wider than the target's vectors become pieces of its width.
 //
-// A vector op of k lanes over a target with narrower vectors becomes k scalar ops on GEPs of its
-// sources, gathered back with VECTORIZE; contiguous vector loads and stores become k scalar
-// loads and stores at consecutive indices, and so do masked ones (a gate per lane) on targets
-// without masked vector accesses. Symbolic cleanup then folds GEP(VECTORIZE) to the
-// lane itself, so nothing vector-shaped remains.
+// A vector op of k lanes over a target whose vectors hold w < k lanes becomes ceil(k / w) ops of
+// at most w lanes, each on the matching lanes of its sources (a GEP of a lane range), gathered
+// back as one VECTORIZE of their lanes; contiguous vector loads and stores become one access per
+// piece at consecutive offsets, their per-lane gates split alike. Pieces, not scalars: a float16
+// kernel vectorized by 32 (512 bits of halves) computes in float32 once emulated, 2 x 16 lanes on
+// AVX-512, where k scalar lanes cost ~4000 instructions and seconds of LLVM time for `a * b + 1`.
+// On a target without masked vector accesses a lane-gated access (at most w lanes) still becomes
+// one scalar access per lane, each under its own gate.
+//
+// The lanes recombine by folding: GEP of a VECTORIZE picks its sources, and a VECTORIZE of lanes
+// 0..n-1 of one n-lane value is that value (lanes of one value in another order: one GEP, a
+// shuffle), so a piece's consumer reads the piece itself and nothing vector-shaped wider than the
+// target remains.
+#include <algorithm>
+
 #include "codegen/passes.hpp"
 #include "ir/traverse.hpp"
 #include "ir/uop_access.hpp"
@@ -18,9 +28,12 @@ namespace {
 
 using namespace pat;
 
-UOp gep(const UOp& v, int64_t j) {
-  if (v.dtype().count() == 1 && !v.dtype().is_ptr()) return v;
-  return UOp::make(Ops::GEP, v.dtype().scalar_type(), {v}, Arg{std::vector<int64_t>{j}});
+// Lanes first .. first+n-1 of v (v itself when that is all of it; a scalar is every lane).
+UOp lanes_of(const UOp& v, int64_t first, int64_t n) {
+  if (v.dtype().is_ptr() || v.dtype().count() == 1 || (first == 0 && n == v.dtype().count())) return v;
+  std::vector<int64_t> lanes;
+  for (int64_t j = 0; j < n; ++j) lanes.push_back(first + j);
+  return UOp::make(Ops::GEP, v.dtype().scalar_type().vec(static_cast<int>(n)), {v}, Arg{std::move(lanes)});
 }
 
 struct Width {
@@ -28,76 +41,93 @@ struct Width {
   bool masked;  // the target has masked vector loads and stores (one gate per lane)
 };
 
+// The pieces [first, first + n) a k-lane value is cut into: w lanes each, the last one the rest.
+template <typename F>
+std::vector<UOp> pieces(int k, int w, F&& make) {
+  std::vector<UOp> out;
+  for (int first = 0; first < k; first += w) out.push_back(make(first, std::min(w, k - first)));
+  return out;
+}
+
+// The k lanes of the pieces, as one value (what the pieces' consumers pick their lanes from).
+UOp joined(DType d, const std::vector<UOp>& parts) {
+  std::vector<UOp> lanes;
+  for (const UOp& p : parts)
+    for (int64_t j = 0; j < p.dtype().count(); ++j) lanes.push_back(lanes_of(p, j, 1));
+  return UOp::make(Ops::VECTORIZE, d, lanes);
+}
+
 // A vector access with one gate per lane (a PADTO'd or padded view along the vector axis).
 bool lane_gated(const UOp& index) { return index.op() == Ops::INDEX && index.nsrc() > 2 && index.src(2).dtype().count() > 1; }
-// Whether a vector access of k lanes through `index` stays one access on this target.
-bool fits(const Width& w, int k, const UOp& index) { return k <= w.max && (w.masked || !lane_gated(index)); }
 
 UOp split_alu(const Match& m, Width& w) {
   const UOp& x = m[r0];
   int k = x.dtype().count();
   if (k <= w.max || x.dtype().is_ptr()) return {};
-  std::vector<UOp> lanes;
-  for (int j = 0; j < k; ++j) {
-    std::vector<UOp> src;
-    for (const UOp& s : x.src()) src.push_back(gep(s, j));
-    lanes.push_back(UOp::make(x.op(), x.dtype().scalar_type(), src, x.arg()));
-  }
-  return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
+  return joined(x.dtype(), pieces(k, w.max, [&](int first, int n) {
+                  std::vector<UOp> src;
+                  for (const UOp& s : x.src()) src.push_back(lanes_of(s, first, n));
+                  return UOp::make(x.op(), x.dtype().scalar_type().vec(n), src, x.arg());
+                }));
 }
 
-UOp lane_index(const UOp& index, int64_t j) {
+// The INDEX of lanes first .. first+n-1 of a contiguous vector access.
+UOp piece_index(const UOp& index, int64_t first, int64_t n) {
   DType p = index.dtype();
-  std::vector<UOp> src{index.src(0), index.src(1) + j};
-  if (index.nsrc() > 2) src.push_back(gep(index.src(2), j));
-  return UOp::make(Ops::INDEX, p.base().scalar_type().ptr(p.ptr_size(), p.addrspace()), src);
+  std::vector<UOp> src{index.src(0), first ? index.src(1) + first : index.src(1)};
+  if (index.nsrc() > 2) src.push_back(lanes_of(index.src(2), first, n));
+  return UOp::make(Ops::INDEX, p.base().scalar_type().vec(static_cast<int>(n)).ptr(p.ptr_size(), p.addrspace()), src);
+}
+
+// The piece width of a k-lane access: the target's, or single lanes for a lane-gated access on a
+// target without masked vector accesses; 0 when the access stays whole.
+int access_piece(const Width& w, int k, const UOp& index) {
+  if (!w.masked && lane_gated(index)) return 1;
+  return k > w.max ? w.max : 0;
 }
 
 UOp split_load(const Match& m, Width& w) {
   const UOp& x = m[r0];
-  int k = x.dtype().count();
-  if (fits(w, k, x.src(0))) return {};
-  std::vector<UOp> lanes;
-  for (int j = 0; j < k; ++j) lanes.push_back(UOp::make(Ops::LOAD, x.dtype().scalar_type(), {lane_index(x.src(0), j)}));
-  return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
+  int k = x.dtype().count(), p = access_piece(w, k, x.src(0));
+  if (!p) return {};
+  return joined(x.dtype(), pieces(k, p, [&](int first, int n) {
+                  return UOp::make(Ops::LOAD, x.dtype().scalar_type().vec(n), {piece_index(x.src(0), first, n)});
+                }));
 }
 
 UOp split_store(const Match& m, Width& w) {
   const UOp& x = m[r0];
-  int k = x.src(0).dtype().count();
-  if (fits(w, k, x.src(0))) return {};
-  std::vector<UOp> stores;
-  for (int j = 0; j < k; ++j) {
-    std::vector<UOp> src{lane_index(x.src(0), j), gep(x.src(1), j)};
-    stores.push_back(UOp::make(Ops::STORE, dtypes::void_, src));
-  }
-  return UOp::make(Ops::GROUP, dtypes::void_, stores);
+  int k = x.src(0).dtype().count(), p = access_piece(w, k, x.src(0));
+  if (!p) return {};
+  return UOp::make(Ops::GROUP, dtypes::void_, pieces(k, p, [&](int first, int n) {
+                     return UOp::make(Ops::STORE, dtypes::void_, {piece_index(x.src(0), first, n), lanes_of(x.src(1), first, n)});
+                   }));
 }
 
 UOp split_reduce(const Match& m, Width& w) {
   const UOp& x = m[r0];
   int k = x.dtype().count();
   if (k <= w.max) return {};
-  std::vector<UOp> lanes;
-  for (int j = 0; j < k; ++j) {
-    std::vector<UOp> src{gep(x.src(0), j)};
-    for (size_t i = 1; i < x.nsrc(); ++i) src.push_back(x.src(i));
-    lanes.push_back(UOp::make(Ops::REDUCE, x.dtype().scalar_type(), src, x.arg()));
-  }
-  return UOp::make(Ops::VECTORIZE, x.dtype(), lanes);
+  return joined(x.dtype(), pieces(k, w.max, [&](int first, int n) {
+                  std::vector<UOp> src{lanes_of(x.src(0), first, n)};
+                  for (size_t i = 1; i < x.nsrc(); ++i) src.push_back(x.src(i));
+                  return UOp::make(Ops::REDUCE, x.dtype().scalar_type().vec(n), src, x.arg());
+                }));
 }
 
-// A GEP of several lanes wider than the target's vectors: one GEP per lane.
+// A GEP of more lanes than the target's vectors: its lanes, one by one (each folds into the lane
+// of the value it picks from, and the pieces of its consumers gather them back).
 UOp split_gep(const Match& m, Width& w) {
   const UOp& g = m[r0];
   if (g.dtype().count() <= w.max) return {};
   std::vector<UOp> lanes;
-  for (int64_t j : g.arg_ints()) lanes.push_back(gep(g.src(0), j));
+  for (int64_t j : g.arg_ints()) lanes.push_back(lanes_of(g.src(0), j, 1));
   return UOp::make(Ops::VECTORIZE, g.dtype(), lanes);
 }
 
 // GEP of a VECTORIZE is its lanes; GEP of a splat constant is the constant; GEP of a GEP picks
-// from the inner one's lanes (a lane of a halved vector in a tree fold).
+// from the inner one's lanes (a lane of a halved vector in a tree fold); a GEP of every lane of
+// a value in order is the value.
 UOp fold_gep(const Match& m) {
   const UOp& g = m[r0];
   const UOp& v = g.src(0);
@@ -108,16 +138,41 @@ UOp fold_gep(const Match& m) {
     for (int64_t j : js) lanes.push_back(v.arg_ints()[static_cast<size_t>(j)]);
     return UOp::make(Ops::GEP, g.dtype(), {v.src(0)}, Arg{std::move(lanes)});
   }
+  if (v.op() != Ops::VECTORIZE) {
+    if (v.dtype().is_ptr() || static_cast<int>(js.size()) != v.dtype().count()) return {};
+    for (size_t j = 0; j < js.size(); ++j)
+      if (js[j] != static_cast<int64_t>(j)) return {};
+    return v;
+  }
   if (js.size() == 1) return v.src(static_cast<size_t>(js[0]));
   std::vector<UOp> lanes;
   for (int64_t j : js) lanes.push_back(v.src(static_cast<size_t>(j)));
   return UOp::make(Ops::VECTORIZE, g.dtype(), lanes);
 }
 
+// A VECTORIZE of single lanes of one value is one GEP of them (of at most `max` lanes: wider, it
+// is what devectorize is taking apart); of all its lanes in order, the value itself (fold_gep).
+UOp collapse_lanes(const UOp& v, int max) {
+  if (v.dtype().is_ptr() || v.dtype().count() > max) return {};
+  const UOp& from = v.src(0).op() == Ops::GEP ? v.src(0).src(0) : UOp();
+  if (!from || from.dtype().is_ptr()) return {};
+  std::vector<int64_t> lanes;
+  for (const UOp& s : v.src()) {
+    if (s.op() != Ops::GEP || s.src(0) != from || s.arg_ints().size() != 1) return {};
+    lanes.push_back(s.arg_ints()[0]);
+  }
+  return UOp::make(Ops::GEP, v.dtype(), {from}, Arg{std::move(lanes)});
+}
+UOp collapse_any(const Match& m) { return collapse_lanes(m[r0], 1 << 16); }
+UOp collapse_narrow(const Match& m, Width& w) { return collapse_lanes(m[r0], w.max); }
+
 }  // namespace
 
 const PatternMatcher& pm_vector_cleanup() {
-  static const PatternMatcher pm{rule(UPat::op(Ops::GEP, {UPat::ops({Ops::VECTORIZE, Ops::CONST, Ops::GEP}, {}, true)}).named(r0), fold_gep)};
+  static const PatternMatcher pm{
+      rule(UPat::op(Ops::GEP, {x}).named(r0), fold_gep),
+      rule(UPat::op(Ops::VECTORIZE).allow_any_len().named(r0), collapse_any),
+  };
   return pm;
 }
 
@@ -133,8 +188,10 @@ UOp devectorize(const UOp& ast, const Target& target) {
       rule(UPat::op(Ops::STORE, {x, y}).named(r0), split_store),
       rule(UPat::op(Ops::REDUCE).allow_any_len().named(r0), split_reduce),
       rule(UPat::op(Ops::GEP).named(r0), split_gep),
+      rule(UPat::op(Ops::GEP, {x}).named(r0), fold_gep),
+      rule(UPat::op(Ops::VECTORIZE).allow_any_len().named(r0), collapse_narrow),
   };
-  return graph_rewrite(ast, pm + pm_vector_cleanup() + symbolic(), w, "devectorize");
+  return graph_rewrite(ast, pm + symbolic(), w, "devectorize");
 }
 
 }  // namespace kiln

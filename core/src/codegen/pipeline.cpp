@@ -104,7 +104,11 @@ void check_target_support(const std::vector<UOp>& program, const Target& target,
            "), which the target does not list and kiln cannot decompose; the backend's renderer must support it");
     const DType d = u.dtype().is_ptr() ? u.dtype().base() : u.dtype();
     const uint32_t dt = lir_dtype(d.scalar());
-    if (dt != KILN_LIR_DTYPE_VOID && dt != KILN_LIR_DTYPE_COUNT && !target.supports_dtype(dt))
+    // a dtype the target only stores: pointers to it, its loads, its conversions and constants (a
+    // padded region's stored zeros: the final constant folding turns CAST(0.0f) into a half 0)
+    const bool stored = target.stores_dtype(dt) && (u.dtype().is_ptr() || u.op() == Ops::LOAD || u.op() == Ops::CAST ||
+                                                    u.op() == Ops::BITCAST || u.op() == Ops::CONST);
+    if (dt != KILN_LIR_DTYPE_VOID && dt != KILN_LIR_DTYPE_COUNT && !target.supports_dtype(dt) && !stored)
       fail(ErrorCode::unimplemented, "kernel ", kernel, " computes in ", d.name(), " (", op_name(u.op()),
            "), which the target does not support; use a dtype the device lists (kiln info shows them)");
   }

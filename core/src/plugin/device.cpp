@@ -111,6 +111,7 @@ std::shared_ptr<Device> Device::open(const std::string& backend, const kiln_plug
   target.l2_bytes = t.l2_bytes;
   target.vector_registers = t.vector_registers;  // 0 likewise
   target.fma_pipes = t.fma_pipes;
+  target.storage_dtypes = t.storage_dtypes;  // 0 likewise: half types emulated with integers
   return d;
 }
 

@@ -84,6 +84,9 @@ void target(Kit& k) {
     require(t.vector_registers <= kMaxVectorRegisters,
             name + ": vector_registers " + std::to_string(t.vector_registers) + " is not 0 (unknown) or 1..256");
     require(t.fma_pipes <= kMaxFmaPipes, name + ": fma_pipes " + std::to_string(t.fma_pipes) + " is not 0 (unknown) or 1..16");
+    // only the 16-bit floats are stored without being computed in (the core converts to float32)
+    require((t.storage_dtypes & ~((1u << KILN_LIR_DTYPE_FLOAT16) | (1u << KILN_LIR_DTYPE_BFLOAT16))) == 0,
+            name + ": storage_dtypes lists a dtype other than float16 and bfloat16");
   }
 }
 

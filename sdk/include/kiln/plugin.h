@@ -180,6 +180,14 @@ typedef struct kiln_target {
    * and 2 FMA pipes where max_vector_width >= 8, else 1). */
   uint32_t vector_registers;
   uint32_t fma_pipes;
+  /* (optional: 0 = none, as in an older plugin's smaller struct_size) A bitmap over
+   * KILN_LIR_DTYPE_* scalars (float16, bfloat16) that the renderer loads and stores and converts
+   * to and from float32 (CAST, exactly: round to nearest even, NaN, infinities and subnormals
+   * kept), without computing in them. For such a dtype outside `dtypes` the core computes in
+   * float32 and emits LOAD/STORE/CAST (and pointers) of the dtype itself instead of emulating it
+   * with 16-bit integers (the cpu with F16C: vcvtph2ps/vcvtps2ph). */
+  uint32_t storage_dtypes;
+  uint32_t reserved2;
 } kiln_target;
 
 /* ---- allocator ---- */

@@ -87,6 +87,9 @@ struct Target {
   std::string source_format;         // what render() produces
   uint64_t l1d_bytes = 0, l2_bytes = 0;  // a worker's core's data caches (CPU-style targets); 0 = unknown
   uint32_t vector_registers = 0, fma_pipes = 0;  // a worker's vector registers and FMA pipes (CPU-style targets); 0 = unknown
+  // bit KILN_LIR_DTYPE_x: dtypes loaded, stored and converted to and from float32 natively but not
+  // computed in (kiln_target.storage_dtypes); the core computes them in float32
+  uint32_t storage_dtypes = 0;
 
   void add_dtype(uint32_t dtype) { dtypes |= 1u << dtype; }
   // The ops are an allow-list: name what the renderer handles (add_ops with the sets of
@@ -335,6 +338,7 @@ struct Slots {
       full.l2_bytes = t.l2_bytes;
       full.vector_registers = t.vector_registers;
       full.fma_pipes = t.fma_pipes;
+      full.storage_dtypes = t.storage_dtypes;
       write_out(out, full);
     });
   }

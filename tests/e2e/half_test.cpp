@@ -1,0 +1,159 @@
+// tests/e2e/half_test.cpp - float16 and bfloat16 on cpu:0, through the native conversions where the
+// device lists them (kiln_target.storage_dtypes: float16 with F16C) and through the integer
+// emulation (the same device with that cap cleared): every bit pattern converts as the reference
+// conversion does (support/half.hpp), and a fused chain of half ops gives the unfused ops' bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "codegen/target.hpp"
+#include "kiln/kiln.hpp"
+#include "runtime/device_alloc.hpp"
+#include "runtime/program_cache.hpp"
+#include "plugin/device.hpp"
+#include "support/half.hpp"
+
+using namespace kiln;
+
+namespace {
+
+const char* kDevice = "cpu:0";
+
+// The ways cpu:0 computes half types here: its own target (native conversions where it lists
+// them) and, where it does, the same target without them (integer emulation).
+struct Variant {
+  std::string name;
+  std::optional<Target> target;  // nullopt: the device's own
+};
+std::vector<Variant> variants() {
+  const Target& own = runtime::open_device(kDevice)->target();
+  std::vector<Variant> out{{own.storage_dtypes ? "native" : "emulated (the device stores no half type natively)", std::nullopt}};
+  if (own.storage_dtypes) {
+    Target emulated = own;
+    emulated.storage_dtypes = 0;
+    out.push_back({"emulated", emulated});
+  }
+  return out;
+}
+
+template <typename F>
+void for_each_variant(F&& body) {
+  for (const Variant& v : variants()) {
+    SCOPED_TRACE(v.name);
+    runtime::set_target_override(v.target ? &*v.target : nullptr);
+    body();
+    runtime::set_target_override(nullptr);
+  }
+}
+
+std::vector<uint16_t> every_pattern() {
+  std::vector<uint16_t> p(65536);
+  for (uint32_t i = 0; i < p.size(); ++i) p[i] = static_cast<uint16_t>(i);
+  return p;
+}
+
+// float32 inputs whose rounding to 16 bits covers every case: each 16-bit prefix with low bits
+// that are exact, below, at and above the halfway points of float16 (bit 12) and bfloat16 (bit 15),
+// ties to even and odd results.
+std::vector<float> rounding_cases() {
+  static const uint32_t lows[] = {0x0000, 0x0fff, 0x1000, 0x1001, 0x3000, 0x7fff, 0x8000, 0x8001, 0xffff};
+  std::vector<float> out;
+  for (uint32_t hi = 0; hi < 65536; ++hi)
+    for (uint32_t lo : lows) out.push_back(f32_from_bits(hi << 16 | lo));
+  return out;
+}
+
+bool is_nan16(uint16_t h, bool bf) { return bf ? (h & 0x7fff) > 0x7f80 : (h & 0x7fff) > 0x7c00; }
+
+// Bits equal, or both NaN of the same sign (payloads may differ: F16C keeps the top payload bits).
+void expect_same_half(const std::vector<uint16_t>& got, const std::vector<float>& in, bool bf) {
+  ASSERT_EQ(got.size(), in.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint16_t want = bf ? float_to_bf16(in[i]) : float_to_half(in[i]);
+    bool same = got[i] == want || (is_nan16(got[i], bf) && is_nan16(want, bf) && (got[i] >> 15) == (want >> 15));
+    if (!same && wrong++ < 5)
+      ADD_FAILURE() << std::hex << "float32 bits 0x" << f32_bits(in[i]) << " -> 0x" << got[i] << ", want 0x" << want;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+void expect_same_float(const std::vector<float>& got, const std::vector<uint16_t>& in, bool bf) {
+  ASSERT_EQ(got.size(), in.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    float want = bf ? bf16_to_float(in[i]) : half_to_float(in[i]);
+    bool same = f32_bits(got[i]) == f32_bits(want) || (std::isnan(got[i]) && std::isnan(want) && std::signbit(got[i]) == std::signbit(want));
+    if (!same && wrong++ < 5)
+      ADD_FAILURE() << std::hex << "16-bit 0x" << in[i] << " -> float32 bits 0x" << f32_bits(got[i]) << ", want 0x" << f32_bits(want);
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
+}  // namespace
+
+TEST(HalfCasts, EveryPatternWidensExactly) {
+  const std::vector<uint16_t> p = every_pattern();
+  for_each_variant([&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      Tensor bits = Tensor::from_vector<uint16_t>(p, {65536}, kDevice);
+      expect_same_float(bits.bitcast(d).cast(dtypes::float32).to_vector<float>(), p, d == dtypes::bfloat16);
+    }
+  });
+}
+
+TEST(HalfCasts, Float32RoundsToNearestEven) {
+  const std::vector<float> in = rounding_cases();
+  for_each_variant([&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      Tensor x = Tensor::from_vector<float>(in, {static_cast<int64_t>(in.size())}, kDevice);
+      expect_same_half(x.cast(d).bitcast(dtypes::uint16).to_vector<uint16_t>(), in, d == dtypes::bfloat16);
+    }
+  });
+}
+
+// Every op of a fused kernel rounds to the half type as storing it would: the chain in one kernel
+// equals the ops realized one by one, bit for bit (overflow to inf, subnormals, and a product that
+// float32 would keep but float16 cannot: 300 * 300 = inf in float16).
+TEST(HalfCasts, AFusedChainEqualsTheUnfusedOps) {
+  std::vector<float> host;
+  for (int i = 0; i < 4099; ++i) host.push_back(static_cast<float>((i * 37 % 1201) - 600) * (i % 7 == 0 ? 0.5f : 0.013f));
+  host[5] = 300, host[6] = 1e-6f, host[7] = -65504;
+  for_each_variant([&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      const int64_t n = static_cast<int64_t>(host.size());
+      Tensor a = Tensor::from_vector<float>(host, {n}, kDevice).cast(d).realize();
+      Tensor b = a.flip({0}).contiguous().realize();
+      auto chain = [&](bool realize_each) {
+        auto step = [&](Tensor t) { return realize_each ? t.realize() : t; };
+        Tensor t = step(a * b);
+        t = step(t + 1.0);
+        t = step(t * a);
+        t = step(t.maximum(b) - a);
+        t = step(t.abs().sqrt());
+        return (t / 3.0).bitcast(dtypes::uint16).to_vector<uint16_t>();
+      };
+      EXPECT_EQ(chain(false), chain(true));
+    }
+  });
+}
+
+// Found by the fuzzer with float16 stored natively: a view realized with the buffer it views
+// (t1 and its reshape in one schedule) read 0.
+TEST(HalfCasts, AViewRealizedWithItsSourceKeepsItsValues) {
+  for_each_variant([&] {
+    std::vector<float> v{-1.609375f, 0.375f, 1.125f, -0.84375f, 0.15625f, 0.375f, -0.171875f};
+    Tensor t0 = Tensor::from_vector<float>(v, {1, 7}, kDevice).cast(dtypes::float16).realize();
+    Tensor t1 = t0.shrink({{0, 1}, {1, 3}});
+    Tensor t2 = t1.reshape({1, 1, 2});
+    std::vector<Tensor> all{t0, t1, t2};
+    Tensor::realize_all(all);
+    EXPECT_EQ(t2.to_vector<float>(), (std::vector<float>{0.375f, 1.125f}));
+    EXPECT_EQ(t1.to_vector<float>(), (std::vector<float>{0.375f, 1.125f}));
+  });
+}
