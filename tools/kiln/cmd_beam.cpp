@@ -89,7 +89,7 @@ int run_beam(const std::vector<std::string>& args) {
       o.set("candidates", row.report.from_cache ? Json() : Json(static_cast<uint64_t>(s.timed)));
       o.set("rounds", row.report.from_cache ? Json() : Json(static_cast<uint64_t>(s.rounds)));
       o.set("search_s", row.report.from_cache ? Json() : Json(s.search_seconds));
-      o.set("too_noisy", row.report.from_cache ? Json() : Json(s.too_noisy));
+      o.set("too_noisy", s.too_noisy);
       list.push(o);
     }
     Json doc = Json::object();
@@ -111,9 +111,9 @@ int run_beam(const std::vector<std::string>& args) {
                 s.seconds * 1e3, speedup, search, tried, actions(s.opts).c_str());
   }
   for (const Row& row : rows)
-    if (!row.report.from_cache && row.report.result.too_noisy)
-      std::printf("%s: the machine was too noisy to decide (the final's time ratios spread %.0f%%): the heuristic's plan was kept\n",
-                  row.report.kernel.c_str(), row.report.result.noise * 100);
+    if (row.report.result.too_noisy)
+      std::printf("%s: %s too noisy to decide: the heuristic's plan is kept (KILN_BEAM_CACHE=0 searches again)\n",
+                  row.report.kernel.c_str(), row.report.from_cache ? "its stored search found the machine" : "the machine was");
   return kOk;
 }
 

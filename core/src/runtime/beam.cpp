@@ -394,6 +394,7 @@ std::optional<std::vector<Opt>> read_entry(const std::string& path, const UOp* k
     };
     res.seconds = number("\nseconds:");
     res.heuristic = number("\nheuristic:");
+    res.too_noisy = number("\ntoo_noisy:") != 0;
     return opts;
   } catch (const Error& e) {
     if (debug_level() >= 1) log_line(cat("beam cache: ", path, " does not hold an action list for this kernel (", e.what(), "); searching again"));
@@ -404,7 +405,10 @@ std::optional<std::vector<Opt>> read_entry(const std::string& path, const UOp* k
 void notify(const BeamReport& r) {
   if (debug_level() >= 1) {
     const SearchResult& s = r.result;
-    log_line(r.from_cache ? cat("beam: ", r.kernel, " on ", r.device, ": cached [", list_text(s.opts), "] ", s.seconds * 1e3, " ms")
+    log_line(r.from_cache ? cat("beam: ", r.kernel, " on ", r.device, ": cached [", list_text(s.opts), "] ", s.seconds * 1e3, " ms",
+                                s.too_noisy ? " (the heuristic's plan: the search that stored it found the machine too noisy to decide; "
+                                              "KILN_BEAM_CACHE=0 searches again)"
+                                            : "")
                           : cat("beam: ", r.kernel, " on ", r.device, ": heuristic ", s.heuristic * 1e3, " ms -> ", s.seconds * 1e3,
                                 " ms [", list_text(s.opts), "], ", s.timed, " candidates in ", s.rounds, " rounds, ",
                                 s.search_seconds, " s",
@@ -485,12 +489,12 @@ std::optional<std::vector<Opt>> beam_opts(const std::shared_ptr<Device>& dev, co
   };
   r.result = beam_search(kernel, target, heuristic, limits, DeviceTimer{dev, ast, target, scratch, r.kernel, std::nullopt});
   if (printed) std::fprintf(stderr, "\033[K");
-  // (a search too noisy to decide is not kept: a quieter run searches again)
-  if (!path.empty() && r.result.seconds > 0 && !r.result.too_noisy) {
+  if (!path.empty() && r.result.seconds > 0) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (!write_compile_cache_entry(path, cat("kiln beam search\nkernel: ", r.kernel, "\nopts: ", opts_text(r.result.opts),
-                                             "\nseconds: ", r.result.seconds, "\nheuristic: ", r.result.heuristic, "\nwidth: ", width, "\n")))
+                                             "\nseconds: ", r.result.seconds, "\nheuristic: ", r.result.heuristic, "\nwidth: ", width,
+                                             r.result.too_noisy ? "\ntoo_noisy: 1" : "", "\n")))
       warn_unwritable_cache(dir, knob(TextKnob::beam_dir).empty() ? "KILN_BEAM_DIR (or KILN_CACHE_DIR)" : "KILN_BEAM_DIR",
                             ec ? ec.message() : "writing an entry failed");
   }

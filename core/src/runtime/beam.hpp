@@ -23,7 +23,8 @@
 // covers the kernel's structure, the device (name, backend, plugin version, compiler key: which
 // changes with the driver, the compiler and the ISA), the target's caps and the width.
 // KILN_BEAM_CACHE=0 does not read entries (it still writes them). A search whose final found the
-// machine too noisy to decide (SearchResult::too_noisy: the heuristic's plan kept) writes none.
+// machine too noisy to decide (SearchResult::too_noisy) stores the heuristic's plan marked so
+// ("too_noisy: 1"): later runs use it without searching, and say so (KILN_DEBUG, kiln beam).
 // Not searched: kernels with symbolic sizes (their buffers have no size until launch).
 #pragma once
 #include <functional>
