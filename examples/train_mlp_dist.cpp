@@ -21,48 +21,9 @@
 #include <string>
 #include <utility>
 
-namespace {
+#include "spiral.hpp"
 
-constexpr int64_t kPerClass = 300, kClasses = 3, kHidden = 64, kBatch = 128;
-
-// The data and the model's start are train_mlp.cpp's (the same numbers on every rank and platform).
-struct Lcg {
-  uint64_t s;
-  double uniform() {  // [0, 1)
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<double>(s >> 11) * 0x1.0p-53;
-  }
-};
-
-struct Data {
-  std::vector<float> x;    // (n, 2)
-  std::vector<int32_t> y;  // (n,)
-};
-
-void spiral(Data& train, Data& test) {
-  Lcg rng{42};
-  for (int64_t c = 0; c < kClasses; ++c)
-    for (int64_t i = 0; i < kPerClass; ++i) {
-      double r = static_cast<double>(i) / kPerClass;
-      double t = 4.0 * static_cast<double>(c) + 4.0 * r + 0.2 * (rng.uniform() - 0.5) * 2;
-      Data& d = i % 5 == 0 ? test : train;
-      d.x.push_back(static_cast<float>(r * std::sin(t)));
-      d.x.push_back(static_cast<float>(r * std::cos(t)));
-      d.y.push_back(static_cast<int32_t>(c));
-    }
-  for (size_t i = train.y.size() - 1; i > 0; --i) {
-    size_t j = static_cast<size_t>(rng.uniform() * static_cast<double>(i + 1));
-    std::swap(train.y[i], train.y[j]);
-    std::swap(train.x[2 * i], train.x[2 * j]);
-    std::swap(train.x[2 * i + 1], train.x[2 * j + 1]);
-  }
-}
-
-kiln::Tensor init(int64_t out, int64_t in, const std::string& dev) {
-  return ((kiln::Tensor::rand({out, in}, kiln::dtypes::float32, dev) - 0.5) * (2 / std::sqrt(double(in)))).contiguous().realize();
-}
-
-}  // namespace
+using namespace spiral;  // the data, the model's start and their sizes (spiral.hpp)
 
 int main(int argc, char** argv) {
   using kiln::Tensor;
@@ -82,12 +43,10 @@ int main(int argc, char** argv) {
   const int64_t rows = kBatch / ws + (me < kBatch % ws ? 1 : 0);
 
   Data train, test;
-  spiral(train, test);
+  generate(train, test);
   int64_t n = static_cast<int64_t>(train.y.size()), m = static_cast<int64_t>(test.y.size());
   kiln::manual_seed(7);  // every rank draws the same start; a broadcast makes sure of it below
-  std::vector<Tensor> params{init(kHidden, 2, dev), Tensor::zeros({kHidden}, kiln::dtypes::float32, dev).contiguous(),
-                             init(kHidden, kHidden, dev), Tensor::zeros({kHidden}, kiln::dtypes::float32, dev).contiguous(),
-                             init(kClasses, kHidden, dev), Tensor::zeros({kClasses}, kiln::dtypes::float32, dev).contiguous()};
+  std::vector<Tensor> params = init_params(dev);
   for (Tensor& p : params) {
     p = dist::broadcast(p, 0).contiguous();
     p.realize().requires_grad_();
