@@ -41,6 +41,15 @@ void expect_error(F&& f, ErrorCode code, const std::string& text) {
 
 }  // namespace kiln::testing
 
+// Expects `stmt` to throw a kiln::Error whose message contains every one of the strings after it:
+//   EXPECT_ERROR(Variable("n", 1, 8).bind(9), "'n'", "9", "[1, 8]");
+#define EXPECT_ERROR(stmt, ...)                                                                                \
+  do {                                                                                                         \
+    std::string msg_ = ::kiln::testing::error_of([&] { (void)(stmt); });                                       \
+    EXPECT_NE(msg_, "") << #stmt " did not throw";                                                             \
+    for (const char* part : {__VA_ARGS__}) EXPECT_NE(msg_.find(part), std::string::npos) << "'" << part << "' not in: " << msg_; \
+  } while (0)
+
 #ifndef EXPECT_CONTAINS
 #define EXPECT_CONTAINS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 #endif

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "error_check.hpp"
 #include "kiln/onnx.hpp"
 #include "model_builder.hpp"
 
@@ -18,9 +19,6 @@ namespace om = kiln::test::onnx_models;
 using P = ::onnx::TensorProto;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in:\n" << (haystack)
 
 class Loader : public ::testing::Test {
  protected:

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "kiln/jit.hpp"
+#include "error_check.hpp"
 #include "kiln/onnx.hpp"
 #include "model_builder.hpp"
 #include "runtime/program_cache.hpp"
@@ -24,9 +25,6 @@ namespace om = kiln::test::onnx_models;
 using P = ::onnx::TensorProto;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in:\n" << (haystack)
 
 void attr(::onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
   auto* a = n->add_attribute();

@@ -13,22 +13,6 @@ namespace {
 const char* R = "ref";
 Tensor vec(std::vector<float> v) { return Tensor::from_vector<float>(v, {static_cast<int64_t>(v.size())}, R); }
 
-// The message of the kiln::Error `f` throws ("" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-#define EXPECT_ERROR(stmt, ...)                                                \
-  do {                                                                         \
-    std::string msg_ = error_of([&] { (void)(stmt); });                        \
-    EXPECT_NE(msg_, "") << #stmt " did not throw";                             \
-    for (const char* part : {__VA_ARGS__}) EXPECT_NE(msg_.find(part), std::string::npos) << "'" << part << "' not in: " << msg_; \
-  } while (0)
 }  // namespace
 
 TEST(TensorApi, ShapesAndDtypes) {
@@ -80,7 +64,7 @@ TEST(TensorApi, MisuseNamesOpShapesAndFix) {
 TEST(TensorApi, MisuseMessagesNameTheUsersShapesAndArguments) {
   auto z = [](Shape s) { return Tensor::zeros(s, dtypes::float32, R); };
   // batched matmul: reported as matmul with the shapes the user passed, not an internal mul
-  std::string mm = error_of([&] { (void)z({2, 3, 4}).matmul(z({5, 4, 6})); });
+  std::string mm = kiln::testing::error_of([&] { (void)z({2, 3, 4}).matmul(z({5, 4, 6})); });
   EXPECT_ERROR(z({2, 3, 4}).matmul(z({5, 4, 6})), "matmul", "(2, 3, 4)", "(5, 4, 6)", "batch", "2 != 5", "match or be 1");
   EXPECT_EQ(mm.rfind("matmul:", 0), 0u) << "must be reported as matmul, not an internal op: " << mm;
   EXPECT_ERROR(z({3, 2, 2, 4}).matmul(z({3, 4, 6})), "matmul", "(3, 2, 2, 4)", "(3, 4, 6)", "batch", "2 != 3");

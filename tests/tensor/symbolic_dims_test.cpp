@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "error_check.hpp"
 #include "kiln/kiln.hpp"
 
 using namespace kiln;
@@ -19,22 +20,6 @@ std::vector<float> iota(int64_t n, float from = 0) {
   return v;
 }
 
-// The message of the kiln::Error `f` throws ("" if none).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-#define EXPECT_ERROR(stmt, ...)                                                                                         \
-  do {                                                                                                                  \
-    std::string msg_ = error_of([&] { (void)(stmt); });                                                                 \
-    EXPECT_NE(msg_, "") << #stmt " did not throw";                                                                      \
-    for (const char* part : {__VA_ARGS__}) EXPECT_NE(msg_.find(part), std::string::npos) << "'" << part << "' not in: " << msg_; \
-  } while (0)
 
 std::string var_name(const Tensor& t, int axis) {
   auto v = t.symbolic_dim(axis);
