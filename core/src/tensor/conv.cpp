@@ -163,9 +163,9 @@ Tensor convolve_nd(const Tensor& x, const Tensor& w, int64_t groups, const std::
   out.insert(out.end(), os.begin(), os.end());
   std::vector<int> axes{3};
   for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int>(4 + k + i));
-  Tensor products = win.reshape(wins) * w.reshape(weights);
-  if (acc && *acc != products.dtype()) products = products.cast(*acc);
-  return products.sum(axes).reshape(out);
+  const DType dt = least_upper_dtype(x.dtype(), w.dtype());
+  if (!acc || *acc == dt) return sum_of_products(win.reshape(wins), w.reshape(weights), axes).reshape(out);
+  return (win.reshape(wins) * w.reshape(weights)).cast(*acc).sum(axes).reshape(out);
 }
 
 // Ranks of a convolution's input and weight: (N, C, *spatial) and (O, I, *kernel), K >= 1.
