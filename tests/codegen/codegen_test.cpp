@@ -6,6 +6,7 @@
 
 #include "c_dialect.hpp"
 #include "llvm_ir.hpp"
+#include "codegen/lir.hpp"
 #include "codegen/passes.hpp"
 #include "codegen/pipeline.hpp"
 #include "codegen/transcendental.hpp"
@@ -45,6 +46,7 @@ struct Render : cpu::CDialect {
 };
 
 Tensor in(const Shape& s) { return Tensor::empty(s, dtypes::float32, "ref"); }
+Tensor in(const Shape& s, DType d) { return Tensor::empty(s, d, "ref"); }
 
 }  // namespace
 
@@ -456,6 +458,33 @@ TEST(Opt, WideMatmulWalksColumnPanelsOutside) {
   EXPECT_EQ(wide.opts.back().str(), "STAGE(0, 2)") << "each panel of B is staged";
   ProgramSpec small = to_program(kernel_of(in({64, 256}).matmul(in({256, 144}))), cpu_target());
   for (const Opt& o : small.opts) EXPECT_NE(o.op, OptOp::SWAP) << "B fits the L2 (and its rows walk every L1 set)";
+}
+
+// A half matmul's staged panel holds float32 (its loads are only widened: tensor/nn.cpp
+// sum_of_products, and decompose on targets that compute half types in float32), so the inner
+// loop reads floats; a half load read as itself stays half.
+TEST(Opt, AHalfPanelIsStagedWidened) {
+  auto panel_dtypes = [](const ProgramSpec& p) {
+    std::string out;
+    for (const kiln_lir_inst& i : p.lir.insts)
+      if (i.op == KILN_LIR_OP_DEFINE_REG && i.type.size > 1000) out += std::to_string(i.type.scalar) + " ";
+    return out;
+  };
+  // float32's plan, which stages B (its 2 MiB do not fit the L2)
+  std::vector<Opt> given = to_program(kernel_of(in({64, 256}).matmul(in({256, 2048}))), cpu_target()).opts;
+  ASSERT_EQ(given.back().str(), "STAGE(0, 2)");
+  for (DType d : {dtypes::bfloat16, dtypes::float16}) {
+    SCOPED_TRACE(d.name());
+    ProgramSpec p = to_program(kernel_of(in({64, 256}, d).matmul(in({256, 2048}, d))), cpu_target(), &given);
+    EXPECT_EQ(panel_dtypes(p), std::to_string(KILN_LIR_DTYPE_FLOAT32) + " ");
+    // on a target that computes in the half type, the half product reads B as itself: the panel
+    // keeps the half type
+    Target native = cpu_target();
+    native.dtypes |= 1u << lir_dtype(d.scalar());
+    Tensor a = in({64, 256}, d), b = in({256, 2048}, d);
+    ProgramSpec q = to_program(kernel_of((a.reshape({64, 256, 1}) * b.reshape({1, 256, 2048})).sum({1})), native, &given);
+    EXPECT_EQ(panel_dtypes(q), std::to_string(lir_dtype(d.scalar())) + " ");
+  }
 }
 
 // Regression (AVX-512 hosts): with 16 float lanes, 8 rows of A are one whole-axis UPCAST, which

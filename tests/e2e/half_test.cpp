@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 
+#include "codegen/opt/opt.hpp"
 #include "codegen/target.hpp"
 #include "kiln/kiln.hpp"
 #include "runtime/device_alloc.hpp"
@@ -156,4 +157,46 @@ TEST(HalfCasts, AViewRealizedWithItsSourceKeepsItsValues) {
     EXPECT_EQ(t2.to_vector<float>(), (std::vector<float>{0.375f, 1.125f}));
     EXPECT_EQ(t1.to_vector<float>(), (std::vector<float>{0.375f, 1.125f}));
   });
+}
+
+// A half matmul or convolution takes each product in float32 (exact) and rounds once at the end,
+// as torch does: (1 + 2^-7)(1 + 2^-6) - 1 is 3*2^-7 + 2^-13 in bfloat16, representable, where
+// rounding the first product to bfloat16 first gave 3*2^-7 (and cost a conversion per product);
+// float16 likewise with (1 + 2^-10)(1 + 2^-9) - 1 = 3*2^-10 + 2^-19.
+TEST(HalfProducts, MatmulAndConvolutionRoundOnce) {
+  struct Case {
+    DType d;
+    double e1, e2;  // the operands' small parts
+  };
+  for_each_variant([&] {
+    for (const Case& c : {Case{dtypes::bfloat16, 0x1p-7, 0x1p-6}, Case{dtypes::float16, 0x1p-10, 0x1p-9}}) {
+      SCOPED_TRACE(c.d.name());
+      const double want = (1 + c.e1) * (1 + c.e2) - 1;  // exact in double; representable in the dtype
+      Tensor a = Tensor::from_vector<float>({static_cast<float>(1 + c.e1), -1.0f}, {1, 2}, kDevice).cast(c.d);
+      Tensor b = Tensor::from_vector<float>({static_cast<float>(1 + c.e2), 1.0f}, {2, 1}, kDevice).cast(c.d);
+      EXPECT_EQ(a.matmul(b).cast(dtypes::float32).to_vector<float>(), std::vector<float>{static_cast<float>(want)});
+      // the same sum as a 1x1 convolution over two input channels, and its weight's gradient
+      Tensor x = a.reshape({1, 2, 1, 1});
+      Tensor w = b.reshape({1, 2, 1, 1});
+      EXPECT_EQ(x.conv2d(w).cast(dtypes::float32).to_vector<float>(), std::vector<float>{static_cast<float>(want)});
+    }
+  });
+}
+
+// Found with the matmul above: the heuristic counted 32 bfloat16 lanes to an AVX-512 vector, but
+// a target that computes half types in float32 holds 16, so the register tile took twice the
+// registers. The plan must equal float32's.
+TEST(HalfProducts, AHalfMatmulTilesAsFloat32Does) {
+  auto actions = [](DType d) {
+    Tensor x = Tensor::rand({256, 256}, dtypes::float32, kDevice).cast(d), y = Tensor::rand({256, 256}, dtypes::float32, kDevice).cast(d);
+    x.realize();
+    y.realize();
+    Tensor r = x.matmul(y);
+    for (const ExecItem& it : r.schedule())
+      if (it.name.rfind("r_", 0) == 0) return opts_text(runtime::get_kernel(runtime::open_device(kDevice), it.ast)->spec.opts);
+    return std::string("no reduce kernel");
+  };
+  const std::string f32 = actions(dtypes::float32);
+  EXPECT_EQ(actions(dtypes::bfloat16), f32);
+  EXPECT_EQ(actions(dtypes::float16), f32);
 }

@@ -2,6 +2,7 @@
 // the predicates on its loads they are made of (docs/optimizer.md, "Kernel classes").
 #include <algorithm>
 
+#include "codegen/lir.hpp"
 #include "codegen/opt/heuristic.hpp"
 #include "ir/traverse.hpp"
 #include "symbolic/symbolic.hpp"
@@ -33,9 +34,16 @@ TileRule tile_rule(const Target& target) {
 
 int64_t Vectors::narrowest() const { return cpu ? std::min<int64_t>(lanes, kNarrowestCpuVector) : lanes; }
 
-// The target's vector width in the kernel's elements (max_vector_width counts 4-byte lanes).
+// The target's vector width in the kernel's elements (max_vector_width counts 4-byte lanes). A
+// 16-bit float the target does not compute in is computed in float32, so its lanes are float32's:
+// 32 bfloat16 lanes on AVX-512 made a matmul's register tile twice the registers (5x slower).
 static int64_t lanes_of(const Target& target, const KernelShape& k) {
-  return std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, k.itemsize));
+  return std::max<int64_t>(1, static_cast<int64_t>(target.max_vector_width) * 4 / std::max(1, lane_bytes(target, k)));
+}
+
+int lane_bytes(const Target& target, const KernelShape& k) {
+  const bool widened = (k.stored == Scalar::float16 || k.stored == Scalar::bfloat16) && !target.supports_dtype(lir_dtype(k.stored));
+  return widened ? 4 : k.itemsize;
 }
 
 Kernel::Kernel(const UOp& ast, const Target& target)

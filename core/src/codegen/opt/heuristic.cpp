@@ -156,7 +156,9 @@ KernelShape inspect_kernel(const UOp& ast) {
     if (u.op() == Ops::END && (u.src(0).op() == Ops::STORE || u.src(0).op() == Ops::GROUP))
       for (size_t i = 1; i < u.nsrc(); ++i) k.out.push_back(u.src(i));
     if (u.op() == Ops::STORE && u.src(0).src(0).op() == Ops::PARAM) {  // (not a row buffer: row_values.cpp)
-      k.itemsize = k.store_index ? std::max(k.itemsize, u.src(1).dtype().scalar_size()) : u.src(1).dtype().scalar_size();
+      const int size = u.src(1).dtype().scalar_size();
+      if (!k.store_index || size > k.itemsize) k.stored = u.src(1).dtype().scalar();
+      k.itemsize = k.store_index ? std::max(k.itemsize, size) : size;
       k.store_index = u.src(0).src(1);
     }
     if (u.op() == Ops::LOAD) k.load_indices.push_back(u.src(0).src(1));

@@ -109,6 +109,9 @@ bool strided_window(const Kernel& c);
 Vectors column_vectors(const Kernel& c);
 // Loads whose index moves along r all move by 1 to `max_stride` elements (some do).
 bool contiguous_loads(const KernelShape& k, const UOp& r, int64_t max_stride = 1);
+// Bytes per vector lane of k's arithmetic: its stored element's size, or 4 where the target computes
+// that 16-bit float in float32.
+int lane_bytes(const Target& target, const KernelShape& k);
 // Some input does not move along r: it is reused from registers when r is upcast.
 bool reused(const KernelShape& k, const UOp& r);
 // Every load in the reduction that moves along `v` stays put along r (within blocks of `rows`).

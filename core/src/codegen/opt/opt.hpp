@@ -169,6 +169,9 @@ struct KernelShape {
   UOp contiguous;            // the output range the store walks with stride 1 (null if none)
   std::vector<UOp> load_indices;
   int itemsize = 4;          // bytes per stored element
+  // the stored dtype of that size: a float16/bfloat16 the target does not compute in is computed in
+  // float32 (codegen/decompose.cpp), so its vectors hold float32 lanes (Kernel::lanes)
+  Scalar stored = Scalar::float32;
 };
 KernelShape inspect_kernel(const UOp& ast);
 int64_t const_size(const UOp& r);  // 0 when symbolic

@@ -175,7 +175,7 @@ std::optional<OptPlan> plan_channel_conv(const Kernel& c) {
   if (std::optional<OptPlan> narrow = narrow_columns(c, *v)) return narrow;
   // (the target's registers for float32, where the tiles were measured; other dtypes keep the count
   // by their element lanes until measured: docs/optimizer.md, "Known gaps")
-  const int64_t regs = c.k.itemsize == 4 ? c.target.vector_regs() : c.lanes >= 16 ? 32 : 16;
+  const int64_t regs = lane_bytes(c.target, c.k) == 4 ? c.target.vector_regs() : c.lanes >= 16 ? 32 : 16;
   std::vector<std::pair<int64_t, int64_t>> tiles;  // (vectors, columns)
   for (int64_t vecs : {kTileVectors, int64_t{1}})
     if (const int64_t w = tile_width(const_size(v->cols), std::min(kMaxTileColumns, (regs - vecs - kSpareRegisters) / vecs));

@@ -6,7 +6,8 @@
 // panel, for the current iteration of the loops outside `axis`, into a contiguous buffer on the
 // running thread's stack (DEFINE_REG: the CPU analogue of a GPU's shared memory), and the kernel
 // reads the buffer instead:
-//   panel = DEFINE_REG                                  (load dtype x size of the staged ranges)
+//   panel = DEFINE_REG                                  (load dtype x size of the staged ranges;
+//                                                        float32 for a half load only widened)
 //   copy  = END(STORE(panel[at(c)], LOAD(B[idx(c)])), c...)   c: fresh loops, one per staged range
 //                                                       (the lanes' a vector range of the copy's own)
 //   read  = LOAD(AFTER(panel, copy)[at(r)])             the linearizer orders the copy first
@@ -32,6 +33,7 @@ constexpr int64_t kStageRegId = ids::kStagePanelRegs.first;
 
 struct Staging {
   UOp load;                   // the LOAD being staged
+  UOp value;                  // what the panel holds: the load, or its widening to float32 (below)
   std::vector<UOp> layout;    // the staged ranges, outermost (largest pitch) first
   int64_t elems = 1;
 };
@@ -40,6 +42,23 @@ bool uses(const UOp& x, const UOp& r) {
   for (const UOpNode* n : toposort_nodes(x))
     if (n == r.node()) return true;
   return false;
+}
+
+// A float16/bfloat16 load read only through its cast to float32 (a half matmul's products,
+// tensor/nn.cpp sum_of_products) is staged widened: the panel holds float32, so the kernel's inner
+// loop reads it as a float32 input's (one broadcast load), not converting every element again for
+// every tile it is reused in (a bfloat16 matmul's A: a load, a shift and a broadcast per use).
+UOp widened(const UOp& ast, const UOp& load) {
+  const Scalar s = load.dtype().scalar();
+  if (s != Scalar::float16 && s != Scalar::bfloat16) return load;
+  UOp cast;
+  for (const UOp& u : toposort(ast))
+    for (const UOp& src : u.src()) {
+      if (src != load) continue;
+      if (u.op() != Ops::CAST || !(u.dtype() == dtypes::float32)) return load;  // read as itself too
+      cast = u;
+    }
+  return cast ? cast : load;
 }
 
 std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Staging& s) {
@@ -86,7 +105,8 @@ std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Stagin
     else by_stride.push_back({stride, r});
   }
   if (by_stride.empty() && !lanes) return cat("input ", opt.amount, " does not move inside axis ", opt.axis, ": nothing to stage");
-  int64_t bytes = s.elems * s.load.dtype().itemsize();
+  s.value = widened(ast, s.load);
+  int64_t bytes = s.elems * s.value.dtype().itemsize();
   if (bytes > kMaxStageBytes)
     return cat("the staged panel takes ", bytes, " bytes (at most ", kMaxStageBytes, ": it lives on the thread's stack)");
   std::stable_sort(by_stride.begin(), by_stride.end(), [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
@@ -112,7 +132,7 @@ UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_ax
   Staging s;
   std::string why = find_staging(ast, r, opt, s);
   KILN_CHECK(why.empty(), "stage_operand: ", why);
-  UOp panel = UOp::make(Ops::DEFINE_REG, s.load.dtype().ptr(s.elems, AddrSpace::reg), {}, Arg{kStageRegId + opt.amount});
+  UOp panel = UOp::make(Ops::DEFINE_REG, s.value.dtype().ptr(s.elems, AddrSpace::reg), {}, Arg{kStageRegId + opt.amount});
   std::vector<std::pair<UOp, UOp>> to_copy;
   std::vector<UOp> copy_loops;
   UOp at_r = UOp::cindex(0), at_c = UOp::cindex(0);
@@ -126,12 +146,12 @@ UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_ax
     at_r = at_r * const_size(x) + x;
     at_c = at_c * const_size(x) + c;
   }
-  UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, panel.dtype(), {panel, at_c}), substitute(s.load, to_copy)});
+  UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, panel.dtype(), {panel, at_c}), substitute(s.value, to_copy)});
   std::vector<UOp> end_src{put};
   end_src.insert(end_src.end(), copy_loops.begin(), copy_loops.end());
   UOp ready = UOp::make(Ops::AFTER, panel.dtype(), {panel, UOp::make(Ops::END, dtypes::void_, end_src)});
-  UOp read = UOp::make(Ops::LOAD, s.load.dtype(), {UOp::make(Ops::INDEX, panel.dtype(), {ready, at_r})});
-  return substitute(ast, {{s.load, read}});
+  UOp read = UOp::make(Ops::LOAD, s.value.dtype(), {UOp::make(Ops::INDEX, panel.dtype(), {ready, at_r})});
+  return substitute(ast, {{s.value, read}});
 }
 
 }  // namespace kiln
