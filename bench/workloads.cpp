@@ -120,7 +120,7 @@ std::optional<Workload> in_dtype(const Workload& w, DType d) {
   if (!w.half_fn) return std::nullopt;
   Workload h = w;
   h.name = w.name + " " + d.name();
-  h.amount = w.amount * static_cast<double>(d.itemsize()) / 4;  // the bytes moved, as float32's are 4 each
+  if (w.roof != Roof::fma) h.amount = w.amount * static_cast<double>(d.itemsize()) / 4;  // the bytes moved, as float32's are 4 each
   h.inputs = [inputs = w.inputs, d](const std::string& device) {
     std::vector<Tensor> in = inputs(device);
     for (Tensor& t : in) t = t.cast(d);

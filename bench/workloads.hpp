@@ -46,9 +46,9 @@ struct Workload {
   // realized in one schedule with the output; built from the inputs like `fn`.
   std::function<std::vector<Tensor>(const std::vector<Tensor>&)> writes = {};
   // Optional: the program on 16-bit inputs (`kiln bench --dtype float16|bfloat16`: the memory-bound
-  // workloads, in half the bytes), where it differs from fn only in what it accumulates into (a sum
-  // of 16M halves is float32, as torch's x.sum(dtype=torch.float32): float16 overflows at 65504).
-  // Empty: the workload runs in float32 only (matmuls, for now).
+  // workloads in half the bytes, the matmuls), where it may differ from fn in what it accumulates
+  // into (a sum of 16M halves is float32, as torch's x.sum(dtype=torch.float32): float16 overflows
+  // at 65504). Empty: the workload runs in float32 only (the convolutions and the MLP, for now).
   std::function<Tensor(const std::vector<Tensor>&)> half_fn = {};
 };
 

@@ -71,8 +71,9 @@ int run_bench(const std::vector<std::string>& args) {
       "them with the searched actions")(
       "jit", "also time the steady calls replayed by a kiln::Jit (jit ms), and the replay cost per kernel")(
       "dtype", po::value<std::string>()->default_value("float32"),
-      "float32, float16 or bfloat16: the memory-bound workloads (elementwise, sum, softmax) also run in that dtype, "
-      "beside float32 in the same run, with the ratio of their throughputs (matmuls stay float32)");
+      "float32, float16 or bfloat16: the memory-bound workloads (elementwise, sum, softmax) and the matmuls also "
+      "run in that dtype, beside float32 in the same run, with the ratio of their throughputs (convolutions and the "
+      "MLP stay float32)");
   po::variables_map vm;
   std::string about;
   for (const bench::WorkloadSet& set : bench::workload_sets()) {
@@ -234,7 +235,7 @@ int run_bench(const std::vector<std::string>& args) {
     if (!ratios.empty())
       std::printf("# %s / float32 element throughput (same run, steady): %s\n", dtype_name.c_str(), ratios.c_str());
     if (!float32_only.empty())
-      std::printf("# float32 only (16-bit matmuls and convolutions are not benchmarked yet): %s\n", float32_only.c_str());
+      std::printf("# float32 only (16-bit convolutions and MLPs are not benchmarked yet): %s\n", float32_only.c_str());
   }
   double best_rate = 0;
   for (const bench::Result& r : results) best_rate = std::max(best_rate, r.rate);
