@@ -59,10 +59,10 @@ void bind_symbolic(nb::module_& m, nb::class_<Tensor>& T) {
               throw nb::type_error(("Variable(): name must be a str, got " + py_type_name(name)).c_str());
             new (self) Variable(nb::cast<std::string>(name), int_arg(min, "Variable", "min"), int_arg(max, "Variable", "max"));
           },
-          nb::arg("name"), nb::arg("min"), nb::arg("max"))
+          nb::arg("name").none(), nb::arg("min").none(), nb::arg("max").none())
       .def(
           "bind", [](const Variable& v, nb::handle value) { return v.bind(int_arg(value, "bind", "the value")); },
-          nb::arg("value"), "This variable bound to value (kiln.Error when outside [min, max]).")
+          nb::arg("value").none(), "This variable bound to value (kiln.Error when outside [min, max]).")
       .def_prop_ro("name", [](const Variable& v) { return def_of(v).name; })
       .def_prop_ro("min", [](const Variable& v) { return def_of(v).ints[0]; })
       .def_prop_ro("max", [](const Variable& v) { return def_of(v).ints[1]; })
