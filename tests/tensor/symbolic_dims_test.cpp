@@ -153,3 +153,32 @@ TEST(SymbolicDims, AJitCapturedAtOneReplaysOtherValues) {
   }
   EXPECT_TRUE(f.captured());
 }
+
+// A Jit whose function realizes its outputs itself (tinygrad's habit, `(x + 1).realize()`):
+// realize fixes a tensor's size, but the capture must still replay a symbolic output at each
+// call's size (it came back at the captured size, with stale rows beyond it, before
+// TensorGraph::realized_vars). An output reduced over the variable stays fixed.
+TEST(SymbolicDims, AJitReplaysOutputsItsFunctionRealized) {
+  Variable n("n", 1, 8);
+  Tensor buf = Tensor::from_vector<float>(iota(8 * 2), {8, 2}, R).realize();
+  Jit f([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>& vars) {
+    Tensor x = in[0].shrink(0, vars[0]);  // (n, 2)
+    Tensor rows = (x * 2.0f + 1.0f).realize();
+    Tensor total = x.sum({0}).realize();  // (2,) whatever n
+    EXPECT_FALSE(rows.symbolic_dim(0)) << "a realized tensor has a fixed size";
+    return std::vector<Tensor>{rows, total};
+  });
+  for (int64_t v : {3, 3, 5, 1, 8, 2}) {
+    std::vector<Tensor> out = f({buf}, {n.bind(v)});
+    ASSERT_EQ(out[0].shape(), (Shape{v, 2})) << "n = " << v;
+    ASSERT_EQ(out[1].shape(), (Shape{2})) << "n = " << v;
+    std::vector<float> rows, total(2, 0.f);
+    for (int64_t i = 0; i < v * 2; ++i) {
+      rows.push_back(static_cast<float>(i) * 2 + 1);
+      total[static_cast<size_t>(i % 2)] += static_cast<float>(i);
+    }
+    EXPECT_EQ(out[0].to_vector<float>(), rows) << "n = " << v;
+    EXPECT_EQ(out[1].to_vector<float>(), total) << "n = " << v;
+  }
+  EXPECT_TRUE(f.captured());
+}

@@ -20,7 +20,8 @@
 //    read it). An output that is an input unchanged is this call's input.
 //  - A function that runs no kernel or copy cannot be captured: call 2 throws kiln::Error.
 //  - A BoundVariable passed in `vars` is re-bound on every replay: launch sizes and kernel
-//    arguments follow its value, and outputs whose shape uses it take the new size.
+//    arguments follow its value, and outputs whose shape uses it take the new size (also an
+//    output fn realized itself, though realize gives the tensor fn saw a fixed size).
 //  - Not replayed: what fn does on the host (reading values with to_vector/item, branching on
 //    them, printing), and rand/randn inside fn, which draw their numbers when the graph is built:
 //    every replay repeats the capture call's numbers (pass random tensors in as inputs instead).

@@ -121,7 +121,10 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
   runtime::Capture recorded;
   outs = fn(ins, vars);
   std::vector<Tensor> flat_outs = flatten(outs, out_layouts);
-  for (const Tensor& t : flat_outs) out_vars.push_back(t.state()->graph().vars);
+  for (const Tensor& t : flat_outs) {  // an output fn realized itself keeps its variables in realized_vars
+    TensorGraph g = t.state()->graph();
+    out_vars.push_back(g.vars.empty() ? g.realized_vars : g.vars);
+  }
   Tensor::realize_all(outs);
   recorded.stop();
   if (recorded.steps.empty())

@@ -184,6 +184,20 @@ def test_jit_rebinds_variables_on_replay():
     np.testing.assert_allclose(out.numpy(), np.maximum((a[:6] @ w) * 2, 0), rtol=1e-5, atol=1e-6)
 
 
+def test_jit_replays_outputs_realized_inside():
+    # tinygrad's habit: the function realizes what it returns; realize fixes a tensor's size, yet
+    # the replay must follow the variable (regression: it came back at the captured size)
+    a, t = _buf(8, 6)
+    n = Variable("n", 1, 8)
+    step = TinyJit(lambda buf, k: ((buf[:k] + 1).realize(), buf[:k].sum(0).realize()))
+    for v in (3, 3, 6, 1, 8):
+        rows, total = step(t, n.bind(v))
+        assert rows.shape == (v, 6) and total.shape == (6,), v
+        np.testing.assert_allclose(rows.numpy(), a[:v] + 1, rtol=1e-6)
+        np.testing.assert_allclose(total.numpy(), a[:v].sum(0), rtol=1e-5, atol=1e-6)
+    assert step.captured
+
+
 def test_jit_variable_errors():
     a, t = _buf(8, 6)
     n = Variable("n", 1, 8)

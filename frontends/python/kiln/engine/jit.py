@@ -23,15 +23,14 @@ bound variable, and take the symbolic view inside the function,
 
     @TinyJit
     def step(buf, n):
-        return model(buf[:n])          # lazy: outputs whose shape uses n take each call's size
+        return model(buf[:n])          # outputs whose shape uses n take each call's size
 
     step(buf, N.bind(5)); step(buf, N.bind(3)); ...
 
-The kernels take the new size and outputs whose shape uses the variable take it too, provided the
-function returns them unrealized: a realized tensor has a fixed size (Tensor.realize keeps no
-variable), so it would come back at the captured size. An input that is itself a symbolic view
-(tinygrad's `jf(buf[:n])`) is a kiln.Error: kiln's Jit replays whole buffers. One variable bound
-to two values in one call is a kiln.Error.
+The kernels take the new size and outputs whose shape uses the variable take it too (also one the
+function realized itself). An input that is itself a symbolic view (tinygrad's `jf(buf[:n])`) is
+a kiln.Error: kiln's Jit replays whole buffers. One variable bound to two values in one call is a
+kiln.Error.
 """
 from __future__ import annotations
 
