@@ -182,3 +182,33 @@ TEST(SymbolicDims, AJitReplaysOutputsItsFunctionRealized) {
   }
   EXPECT_TRUE(f.captured());
 }
+
+// A symbolic view of a buffer as a Jit input (tinygrad's jf(buf[:n])), its variable in `vars`:
+// replayed as that view of each call's buffer, at each call's size. Another view is an error, and
+// without its variable in `vars` it is realized like any input (replayed at one shape).
+TEST(SymbolicDims, AJitTakesSymbolicViewsOfBuffersAsInputs) {
+  Variable n("n", 1, 8);
+  Tensor a = Tensor::from_vector<float>(iota(8 * 2), {8, 2}, R).realize();
+  Tensor b = Tensor::from_vector<float>(iota(8 * 2, 100), {8, 2}, R).realize();
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    return std::vector<Tensor>{in[0] * 2.0f + 1.0f};
+  });
+  for (int64_t v : {3, 3, 5, 1, 8, 2}) {
+    const bool use_b = v == 5 || v == 2;
+    std::vector<Tensor> out = f({(use_b ? b : a).shrink(0, n.bind(v))}, {n.bind(v)});
+    ASSERT_EQ(out[0].shape(), (Shape{v, 2})) << "n = " << v;
+    std::vector<float> want;
+    for (int64_t i = 0; i < v * 2; ++i) want.push_back((static_cast<float>(i) + (use_b ? 100.f : 0.f)) * 2 + 1);
+    EXPECT_EQ(out[0].to_vector<float>(), want) << "n = " << v;
+  }
+  EXPECT_TRUE(f.captured());
+  EXPECT_ERROR(f({a.shrink({{0, 8}, {1, 2}}).shrink(0, n.bind(3))}, {n.bind(3)}), "input 0", "not the symbolic view it was captured as");
+  EXPECT_ERROR(f({a.shrink(0, n.bind(3))}, {}), "input 0", "its variables are not passed");
+  EXPECT_ERROR(f({a}, {n.bind(3)}), "input 0", "not such a view");
+  EXPECT_ERROR(f({Tensor::from_vector<float>(iota(9 * 2), {9, 2}, R).realize().shrink(0, n.bind(3))}, {n.bind(3)}),
+               "input 0", "BUFFER(float32 16)");
+
+  Jit g([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{in[0] + 1.0f}; });
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(g({a.shrink(0, n.bind(2))}, {})[0].to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_ERROR(g({a.shrink(0, n.bind(3))}, {}), "input 0 has shape (3, 2), captured with (2, 2)");
+}

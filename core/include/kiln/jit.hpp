@@ -9,6 +9,10 @@
 //  - Inputs are realized first. After capture, a call whose inputs differ in count, shape, dtype or
 //    device, whose inputs alias one another differently, or whose variables differ in count, name
 //    or range throws kiln::Error naming the input and both values.
+//  - Except a symbolic view of a buffer (buf.shrink(axis, n) and reshapes or fixed shrinks of one)
+//    whose variables are all in `vars`: it stays a view, and later calls may pass any buffer of
+//    the same size seen the same way, with the variables bound to new values (a different view is
+//    a kiln::Error naming both). Without its variables in `vars` it is realized like any input.
 //  - Buffers fn reads but was not given (weights) are captured by reference: an assign to them
 //    between calls is seen once it is realized (an optimizer's step realizes its updates). An
 //    input fn writes in place (assign) is written on every replay. An input may be a buffer the

@@ -28,9 +28,15 @@ bound variable, and take the symbolic view inside the function,
     step(buf, N.bind(5)); step(buf, N.bind(3)); ...
 
 The kernels take the new size and outputs whose shape uses the variable take it too (also one the
-function realized itself). An input that is itself a symbolic view (tinygrad's `jf(buf[:n])`) is
-a kiln.Error: kiln's Jit replays whole buffers. One variable bound to two values in one call is a
-kiln.Error.
+function realized itself). An input may be a symbolic view itself, tinygrad's way:
+
+    jf = TinyJit(lambda x: x * 2 + 1)
+    jf(buf[:N.bind(5)]); jf(buf[:N.bind(3)]); jf(other_buf[:N.bind(7)])
+
+its variable is re-bound and later calls take the same view of any buffer of the same size
+(another view is a kiln.Error naming both). Each variable goes to kiln::Jit once, by name, in the
+order met (arguments first, then the inputs' dimensions); one variable bound to two values in one
+call is a kiln.Error.
 """
 from __future__ import annotations
 
@@ -167,14 +173,12 @@ class TinyJit:
 
         pos = [slot(a, f"argument {i}") for i, a in enumerate(args)]
         kw = {k: slot(kwargs[k], f"argument {k!r}") for k in sorted(kwargs)}
-        # kiln::Jit replays whole buffers: a symbolic view as an input would be copied into a
-        # buffer of this call's size and replayed at that size
+        # the variables behind the inputs' symbolic dimensions (tinygrad's jf(buf[:n])) are
+        # re-bound too: kiln::Jit then keeps such an input a view of its buffer
         for i, t in enumerate(inputs):
             for d in range(t.ndim):
                 if (v := t.symbolic_dim(d)) is not None:
-                    raise _invalid(f"TinyJit: input {i} has the symbolic dimension {v.name!r} (dimension {d}); pass the "
-                                f"whole buffer and the BoundVariable ({v!r}) as arguments and take buf[:{v.name}] "
-                                "inside the function (kiln's Jit replays whole buffers)")
+                    _add_var(vars, v, f"input {i} (dimension {d})")
         with self._lock:
             self._call = (tuple(pos), kw)
             try:
