@@ -146,19 +146,8 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
   trace::Span span("jit", "jit capture");
   std::vector<Tensor> outs;
   std::vector<std::vector<UOp>> out_vars;  // each output's symbolic dimensions (BINDs), before it is realized
-  runtime::Capture recorded;
-  outs = fn(ins, vars);
-  std::vector<Tensor> flat_outs = flatten(outs, out_layouts);
-  for (const Tensor& t : flat_outs) {  // an output fn realized itself keeps its variables in realized_vars
-    TensorGraph g = t.state()->graph();
-    out_vars.push_back(g.vars.empty() ? g.realized_vars : g.vars);
-  }
-  Tensor::realize_all(outs);
-  recorded.stop();
-  if (recorded.steps.empty())
-    fail(ErrorCode::invalid_argument, "Jit: the function ran no kernel and no copy, so there is nothing to capture (its ",
-         outs.size(), " outputs are its inputs or views of them); call it directly instead of through a Jit");
-
+  // The inputs as given, before fn runs: an input that is a symbolic view stays unrealized until
+  // then, and fn returning it would realize it (into a buffer of its own, which is then an output).
   inputs.clear();
   std::vector<std::shared_ptr<runtime::Storage>> storages;
   std::vector<Tensor> flat_ins = flatten(ins, in_layouts);
@@ -172,6 +161,19 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
       }
     inputs.push_back({flat_ins[i].shape(), flat_ins[i].dtype(), flat_ins[i].device(), alias, symbolic_view_key(flat_ins[i], vars)});
   }
+  runtime::Capture recorded;
+  outs = fn(ins, vars);
+  std::vector<Tensor> flat_outs = flatten(outs, out_layouts);
+  for (const Tensor& t : flat_outs) {  // an output fn realized itself keeps its variables in realized_vars
+    TensorGraph g = t.state()->graph();
+    out_vars.push_back(g.vars.empty() ? g.realized_vars : g.vars);
+  }
+  Tensor::realize_all(outs);
+  recorded.stop();
+  if (recorded.steps.empty())
+    fail(ErrorCode::invalid_argument, "Jit: the function ran no kernel and no copy, so there is nothing to capture (its ",
+         outs.size(), " outputs are its inputs or views of them); call it directly instead of through a Jit");
+
   var_names.clear();
   var_defs.clear();
   for (const BoundVariable& v : vars) {

@@ -201,6 +201,15 @@ def test_jit_takes_symbolic_views_as_inputs():
     jm = TinyJit(lambda x: x.sum(1))
     for v in (2, 6, 4):
         np.testing.assert_allclose(jm(t[:, :m.bind(v)]).numpy(), a[:, :v].sum(1), rtol=1e-5, atol=1e-6)
+    # the input view returned as it is and reshaped, along a symbolic axis 1, from two buffers
+    both = TinyJit(lambda x: (x + 1, x, x.reshape(8, 1, -1)))
+    for v in (2, 3, 5, 4, 1):
+        x, ref = (tb, b) if v in (5, 1) else (t, a)
+        o1, o2, o3 = both(x[:, :m.bind(v)])
+        assert (o1.shape, o2.shape, o3.shape) == ((8, v), (8, v), (8, 1, v))
+        np.testing.assert_allclose(o1.numpy(), ref[:, :v] + 1, rtol=1e-6)
+        np.testing.assert_array_equal(o2.numpy(), ref[:, :v])
+        np.testing.assert_array_equal(o3.numpy(), ref[:, :v].reshape(8, 1, v))
 
 
 def test_jit_replays_outputs_realized_inside():
