@@ -229,8 +229,8 @@ void Jit::Impl::check(const std::vector<Tensor>& user, const std::vector<Tensor>
     const Tensor& t = ins[i];
     const std::string view = want.view.empty() ? std::string() : symbolic_view_key(t, vars);
     if (!want.view.empty() && view != want.view)
-      fail(ErrorCode::invalid_argument, "Jit: input ", i, " (shape ", shape_str(t.shape()), ") is not the symbolic view it was captured as: ",
-           view.empty() ? std::string("not such a view, or its variables are not passed") : view, ", captured as ", want.view,
+      fail(ErrorCode::invalid_argument, "Jit: input ", i, " (shape ", shape_str(t.shape()),
+           ") is not the symbolic view it was captured as: ", view.empty() ? std::string("not such a view, or its variables are not passed") : view, ", captured as ", want.view,
            "; a replay takes the same view of a buffer of the same size, the variables re-bound (reset() captures again)");
     if (want.view.empty() && t.shape() != want.shape)
       fail(ErrorCode::invalid_argument, "Jit: input ", i, " has shape ", shape_str(t.shape()), ", captured with ",

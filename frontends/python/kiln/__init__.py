@@ -110,7 +110,9 @@ class _TrainMode:
 
 Tensor.train = staticmethod(lambda mode=True: _TrainMode(mode))
 Tensor.test = staticmethod(lambda: _TrainMode(False))
-Tensor.__module__ = DType.__module__ = Variable.__module__ = BoundVariable.__module__ = "kiln"  # the names users see: kiln.Tensor, not kiln._kiln.Tensor
+for _cls in (Tensor, DType, Variable, BoundVariable):
+    _cls.__module__ = "kiln"
+del _cls  # the names users see: kiln.Tensor, not kiln._kiln.Tensor
 
 from kiln import nn  # noqa: E402 (nn imports Tensor from here)
 from kiln.engine.jit import TinyJit  # noqa: E402

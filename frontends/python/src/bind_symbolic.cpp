@@ -37,6 +37,8 @@ int64_t int_arg(nb::handle h, const char* fn, const char* what) {
   return i64(i);
 }
 
+bool same_def(const Variable& a, nb::handle b) { return nb::isinstance<Variable>(b) && def_of(a) == def_of(nb::cast<Variable>(b)); }
+
 std::string var_repr(const std::string& name, int64_t min, int64_t max) {
   return "Variable('" + name + "', " + std::to_string(min) + ", " + std::to_string(max) + ")";
 }
@@ -71,8 +73,8 @@ void bind_symbolic(nb::module_& m, nb::class_<Tensor>& T) {
       .def_prop_ro("vmin", [](const Variable& v) { return def_of(v).ints[0]; })
       .def_prop_ro("vmax", [](const Variable& v) { return def_of(v).ints[1]; })
       // one variable is its name and range (kiln keeps a variable by them)
-      .def("__eq__", [](const Variable& a, nb::handle b) { return nb::isinstance<Variable>(b) && def_of(a) == def_of(nb::cast<Variable>(b)); })
-      .def("__ne__", [](const Variable& a, nb::handle b) { return !(nb::isinstance<Variable>(b) && def_of(a) == def_of(nb::cast<Variable>(b))); })
+      .def("__eq__", [](const Variable& a, nb::handle b) { return same_def(a, b); })
+      .def("__ne__", [](const Variable& a, nb::handle b) { return !same_def(a, b); })
       .def("__hash__", [](const Variable& v) { return nb::hash(nb::make_tuple(def_of(v).name, def_of(v).ints[0], def_of(v).ints[1])); })
       .def("__repr__", [](const Variable& v) { return var_repr(def_of(v).name, def_of(v).ints[0], def_of(v).ints[1]); });
 
