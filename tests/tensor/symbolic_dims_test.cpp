@@ -153,3 +153,69 @@ TEST(SymbolicDims, AJitCapturedAtOneReplaysOtherValues) {
   }
   EXPECT_TRUE(f.captured());
 }
+
+// A Jit whose function realizes its outputs itself (tinygrad's habit, `(x + 1).realize()`):
+// realize fixes a tensor's size, but the capture must still replay a symbolic output at each
+// call's size (it came back at the captured size, with stale rows beyond it, before
+// TensorGraph::realized_vars). An output reduced over the variable stays fixed.
+TEST(SymbolicDims, AJitReplaysOutputsItsFunctionRealized) {
+  Variable n("n", 1, 8);
+  Tensor buf = Tensor::from_vector<float>(iota(8 * 2), {8, 2}, R).realize();
+  Jit f([&](const std::vector<Tensor>& in, const std::vector<BoundVariable>& vars) {
+    Tensor x = in[0].shrink(0, vars[0]);  // (n, 2)
+    Tensor rows = (x * 2.0f + 1.0f).realize();
+    Tensor total = x.sum({0}).realize();  // (2,) whatever n
+    EXPECT_FALSE(rows.symbolic_dim(0)) << "a realized tensor has a fixed size";
+    return std::vector<Tensor>{rows, total};
+  });
+  for (int64_t v : {3, 3, 5, 1, 8, 2}) {
+    std::vector<Tensor> out = f({buf}, {n.bind(v)});
+    ASSERT_EQ(out[0].shape(), (Shape{v, 2})) << "n = " << v;
+    ASSERT_EQ(out[1].shape(), (Shape{2})) << "n = " << v;
+    std::vector<float> rows, total(2, 0.f);
+    for (int64_t i = 0; i < v * 2; ++i) {
+      rows.push_back(static_cast<float>(i) * 2 + 1);
+      total[static_cast<size_t>(i % 2)] += static_cast<float>(i);
+    }
+    EXPECT_EQ(out[0].to_vector<float>(), rows) << "n = " << v;
+    EXPECT_EQ(out[1].to_vector<float>(), total) << "n = " << v;
+  }
+  EXPECT_TRUE(f.captured());
+}
+
+// A symbolic view of a buffer as a Jit input (tinygrad's jf(buf[:n])), its variable in `vars`:
+// replayed as that view of each call's buffer, at each call's size. Another view is an error, and
+// without its variable in `vars` it is realized like any input (replayed at one shape).
+TEST(SymbolicDims, AJitTakesSymbolicViewsOfBuffersAsInputs) {
+  Variable n("n", 1, 8);
+  Tensor a = Tensor::from_vector<float>(iota(8 * 2), {8, 2}, R).realize();
+  Tensor b = Tensor::from_vector<float>(iota(8 * 2, 100), {8, 2}, R).realize();
+  // the input returned as it is too: realizing it (into a buffer of its own) must not make the
+  // plan read the capture call's buffer
+  Jit f([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    return std::vector<Tensor>{in[0] * 2.0f + 1.0f, in[0]};
+  });
+  for (int64_t v : {3, 3, 5, 1, 8, 2}) {
+    const bool use_b = v == 5 || v == 2;
+    std::vector<Tensor> out = f({(use_b ? b : a).shrink(0, n.bind(v))}, {n.bind(v)});
+    ASSERT_EQ(out[0].shape(), (Shape{v, 2})) << "n = " << v;
+    ASSERT_EQ(out[1].shape(), (Shape{v, 2})) << "n = " << v;
+    std::vector<float> want, same;
+    for (int64_t i = 0; i < v * 2; ++i) {
+      same.push_back(static_cast<float>(i) + (use_b ? 100.f : 0.f));
+      want.push_back(same.back() * 2 + 1);
+    }
+    EXPECT_EQ(out[0].to_vector<float>(), want) << "n = " << v;
+    EXPECT_EQ(out[1].to_vector<float>(), same) << "n = " << v;
+  }
+  EXPECT_TRUE(f.captured());
+  EXPECT_ERROR(f({a.shrink({{0, 8}, {1, 2}}).shrink(0, n.bind(3))}, {n.bind(3)}), "input 0", "not the symbolic view it was captured as");
+  EXPECT_ERROR(f({a.shrink(0, n.bind(3))}, {}), "input 0", "its variables are not passed");
+  EXPECT_ERROR(f({a}, {n.bind(3)}), "input 0", "not such a view");
+  EXPECT_ERROR(f({Tensor::from_vector<float>(iota(9 * 2), {9, 2}, R).realize().shrink(0, n.bind(3))}, {n.bind(3)}),
+               "input 0", "BUFFER(float32 16)");
+
+  Jit g([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) { return std::vector<Tensor>{in[0] + 1.0f}; });
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(g({a.shrink(0, n.bind(2))}, {})[0].to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_ERROR(g({a.shrink(0, n.bind(3))}, {}), "input 0 has shape (3, 2), captured with (2, 2)");
+}

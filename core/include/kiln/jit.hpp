@@ -9,6 +9,10 @@
 //  - Inputs are realized first. After capture, a call whose inputs differ in count, shape, dtype or
 //    device, whose inputs alias one another differently, or whose variables differ in count, name
 //    or range throws kiln::Error naming the input and both values.
+//  - Except a symbolic view of a buffer (buf.shrink(axis, n) and reshapes or fixed shrinks of one)
+//    whose variables are all in `vars`: it stays a view, and later calls may pass any buffer of
+//    the same size seen the same way, with the variables bound to new values (a different view is
+//    a kiln::Error naming both). Without its variables in `vars` it is realized like any input.
 //  - Buffers fn reads but was not given (weights) are captured by reference: an assign to them
 //    between calls is seen once it is realized (an optimizer's step realizes its updates). An
 //    input fn writes in place (assign) is written on every replay. An input may be a buffer the
@@ -20,7 +24,8 @@
 //    read it). An output that is an input unchanged is this call's input.
 //  - A function that runs no kernel or copy cannot be captured: call 2 throws kiln::Error.
 //  - A BoundVariable passed in `vars` is re-bound on every replay: launch sizes and kernel
-//    arguments follow its value, and outputs whose shape uses it take the new size.
+//    arguments follow its value, and outputs whose shape uses it take the new size (also an
+//    output fn realized itself, though realize gives the tensor fn saw a fixed size).
 //  - Not replayed: what fn does on the host (reading values with to_vector/item, branching on
 //    them, printing), and rand/randn inside fn, which draw their numbers when the graph is built:
 //    every replay repeats the capture call's numbers (pass random tensors in as inputs instead).

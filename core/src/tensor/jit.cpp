@@ -24,6 +24,33 @@ int64_t vmin_of(const UOp& def) { return std::get<NamedInts>(def.arg()).ints[0];
 int64_t vmax_of(const UOp& def) { return std::get<NamedInts>(def.arg()).ints[1]; }
 const std::string& var_name(const UOp& bind) { return var_name_of(bind.src(0)); }
 
+// An input that is a symbolic view of a buffer - RESHAPEs and SHRINKs down to a BUFFER with a
+// variable among its sizes (Tensor::shrink(axis, BoundVariable); Python's buf[:n]) - is kept a
+// view when every variable of it is passed in `vars`: the plan reads the buffer, and a replay
+// takes any buffer seen the same way, the variables re-bound. Its key names every step with the
+// variables' definitions in place of their values, and the buffer's dtype and size (the kernels'
+// indexing depends on all of them); "" for any other tensor, which is realized and replayed by
+// shape.
+std::string symbolic_view_key(const Tensor& t, const std::vector<BoundVariable>& vars) {
+  if (multi_of(t)) return {};
+  const TensorGraph g = t.state()->graph();
+  if (g.vars.empty()) return {};
+  for (const UOp& b : g.vars)
+    if (b && std::none_of(vars.begin(), vars.end(), [&](const BoundVariable& v) { return v.uop().src(0) == b.src(0); })) return {};
+  std::string key;
+  for (const UOp* x = &g.uop;; x = &x->src(0)) {
+    if (x->op() == Ops::BUFFER) return key + cat("BUFFER(", x->dtype().name(), " ", x->arg_ints()[1], ")");
+    if (x->op() != Ops::RESHAPE && x->op() != Ops::SHRINK) return {};
+    key += cat(op_name(x->op()), "(");
+    for (int64_t a : x->arg_ints()) key += cat(a, " ");
+    for (size_t k = 1; k < x->nsrc(); ++k) {  // the BINDs the arg's negative entries refer to
+      const UOp& def = x->src(k).src(0);
+      key += cat("'", var_name_of(def), "' [", vmin_of(def), ", ", vmax_of(def), "] ");
+    }
+    key += ") ";
+  }
+}
+
 // An output that is (a view of) input `in`: the input itself when the shapes agree, else the same
 // view of this call's input buffer.
 Tensor input_view(const Tensor& in, const Shape& shape) {
@@ -78,6 +105,7 @@ struct Jit::Impl {
     DType dtype;
     std::string device;
     size_t alias;  // the first input with the same buffer (itself when none)
+    std::string view;  // symbolic_view_key: replayed by it instead of the shape when not ""
   };
   std::vector<Input> inputs;  // single-device tensors (a multi-device input's parts)
   std::vector<Layout> in_layouts, out_layouts;
@@ -118,16 +146,8 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
   trace::Span span("jit", "jit capture");
   std::vector<Tensor> outs;
   std::vector<std::vector<UOp>> out_vars;  // each output's symbolic dimensions (BINDs), before it is realized
-  runtime::Capture recorded;
-  outs = fn(ins, vars);
-  std::vector<Tensor> flat_outs = flatten(outs, out_layouts);
-  for (const Tensor& t : flat_outs) out_vars.push_back(t.state()->graph().vars);
-  Tensor::realize_all(outs);
-  recorded.stop();
-  if (recorded.steps.empty())
-    fail(ErrorCode::invalid_argument, "Jit: the function ran no kernel and no copy, so there is nothing to capture (its ",
-         outs.size(), " outputs are its inputs or views of them); call it directly instead of through a Jit");
-
+  // The inputs as given, before fn runs: an input that is a symbolic view stays unrealized until
+  // then, and fn returning it would realize it (into a buffer of its own, which is then an output).
   inputs.clear();
   std::vector<std::shared_ptr<runtime::Storage>> storages;
   std::vector<Tensor> flat_ins = flatten(ins, in_layouts);
@@ -139,8 +159,21 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& ins, const std
         alias = k;
         break;
       }
-    inputs.push_back({flat_ins[i].shape(), flat_ins[i].dtype(), flat_ins[i].device(), alias});
+    inputs.push_back({flat_ins[i].shape(), flat_ins[i].dtype(), flat_ins[i].device(), alias, symbolic_view_key(flat_ins[i], vars)});
   }
+  runtime::Capture recorded;
+  outs = fn(ins, vars);
+  std::vector<Tensor> flat_outs = flatten(outs, out_layouts);
+  for (const Tensor& t : flat_outs) {  // an output fn realized itself keeps its variables in realized_vars
+    TensorGraph g = t.state()->graph();
+    out_vars.push_back(g.vars.empty() ? g.realized_vars : g.vars);
+  }
+  Tensor::realize_all(outs);
+  recorded.stop();
+  if (recorded.steps.empty())
+    fail(ErrorCode::invalid_argument, "Jit: the function ran no kernel and no copy, so there is nothing to capture (its ",
+         outs.size(), " outputs are its inputs or views of them); call it directly instead of through a Jit");
+
   var_names.clear();
   var_defs.clear();
   for (const BoundVariable& v : vars) {
@@ -194,7 +227,12 @@ void Jit::Impl::check(const std::vector<Tensor>& user, const std::vector<Tensor>
   for (size_t i = 0; i < ins.size(); ++i) {
     const Input& want = inputs[i];
     const Tensor& t = ins[i];
-    if (t.shape() != want.shape)
+    const std::string view = want.view.empty() ? std::string() : symbolic_view_key(t, vars);
+    if (!want.view.empty() && view != want.view)
+      fail(ErrorCode::invalid_argument, "Jit: input ", i, " (shape ", shape_str(t.shape()),
+           ") is not the symbolic view it was captured as: ", view.empty() ? std::string("not such a view, or its variables are not passed") : view, ", captured as ", want.view,
+           "; a replay takes the same view of a buffer of the same size, the variables re-bound (reset() captures again)");
+    if (want.view.empty() && t.shape() != want.shape)
       fail(ErrorCode::invalid_argument, "Jit: input ", i, " has shape ", shape_str(t.shape()), ", captured with ",
            shape_str(want.shape), "; a Jit replays one shape (a BoundVariable makes a dimension vary; reset() captures again)");
     if (!(t.dtype() == want.dtype))
@@ -283,8 +321,10 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs, const std
     std::vector<const Impl*>& r;
     ~Pop() { r.pop_back(); }
   } pop{running};
-  std::vector<Tensor> ins = inputs;
-  Tensor::realize_all(ins);  // views of a buffer stay; anything else becomes one
+  std::vector<Tensor> ins = inputs, fixed;
+  for (const Tensor& t : ins)
+    if (symbolic_view_key(t, vars).empty()) fixed.push_back(t);  // (copies share the state: realizing one realizes ins')
+  Tensor::realize_all(fixed);  // views of a buffer stay; anything else becomes one; symbolic views stay
   // Called inside another Jit's capture: run the function, so that the outer plan records its
   // kernels (a replay would run none through a realize); this call does not count.
   if (runtime::Capture::active()) return j.run(ins, vars);

@@ -245,7 +245,7 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
     }
     if (p.uop.op() != Ops::ASSIGN) becomes.push_back({p.uop, now});
     p.state->update([&](TensorGraph& g) {
-      if (g.uop == p.uop) g = {now, p.sched == p.uop ? std::vector<UOp>{} : g.vars};
+      if (g.uop == p.uop) g = p.sched == p.uop ? TensorGraph{now, {}, g.vars} : TensorGraph{now, g.vars};
     });
   }
   apply_becomes(becomes);

@@ -27,6 +27,10 @@ namespace kiln::detail {
 struct TensorGraph {
   UOp uop;
   std::vector<UOp> vars;  // empty, or one entry per dimension: the BIND of a symbolic dimension
+  // Set by realize only: the `vars` the graph had before it became a buffer of the bound size.
+  // Nothing builds on them (the tensor is fixed now); a kiln::Jit whose function returned the
+  // tensor realized replays it at each call's size from them, as it does an unrealized output.
+  std::vector<UOp> realized_vars = {};
 };
 
 // A tensor on several devices (tensor/multi.hpp): one single-device tensor per device, in shard

@@ -8,9 +8,9 @@ Backends are plugins found from the manifests installed beside this package (sha
 or by the usual search (KILN_BACKENDS, KILN_BACKEND_PATH, ...; see `kiln list -v`).
 """
 from kiln import _kiln
-from kiln._kiln import DType, Error, Tensor, devices, from_dlpack
+from kiln._kiln import BoundVariable, DType, Error, Tensor, Variable, devices, from_dlpack
 
-__all__ = ["Tensor", "Device", "DType", "dtypes", "devices", "Error", "from_dlpack", "TinyJit", "nn"]
+__all__ = ["Tensor", "Device", "DType", "dtypes", "devices", "Error", "from_dlpack", "TinyJit", "nn", "Variable", "BoundVariable"]
 
 
 class dtypes:
@@ -110,7 +110,9 @@ class _TrainMode:
 
 Tensor.train = staticmethod(lambda mode=True: _TrainMode(mode))
 Tensor.test = staticmethod(lambda: _TrainMode(False))
-Tensor.__module__ = DType.__module__ = "kiln"  # the names users see: kiln.Tensor, not kiln._kiln.Tensor
+for _cls in (Tensor, DType, Variable, BoundVariable):
+    _cls.__module__ = "kiln"
+del _cls  # the names users see: kiln.Tensor, not kiln._kiln.Tensor
 
 from kiln import nn  # noqa: E402 (nn imports Tensor from here)
 from kiln.engine.jit import TinyJit  # noqa: E402

@@ -191,20 +191,21 @@ void bind_train(nb::module_& m, nb::class_<Tensor>& T) {
              };
              auto keep = std::make_shared<Holder>();
              keep->fn = std::move(fn);
-             new (self) kiln::Jit([keep](const std::vector<Tensor>& inputs, const std::vector<kiln::BoundVariable>&) {
+             new (self) kiln::Jit([keep](const std::vector<Tensor>& inputs, const std::vector<kiln::BoundVariable>& vars) {
                nb::gil_scoped_acquire gil;
-               nb::object out = keep->fn(inputs);
+               nb::object out = keep->fn(inputs, vars);
                return tensor_list(out, "TinyJit", "the function's tensors");
              });
            },
            nb::arg("fn"))
+      // vars: the BoundVariables re-bound on every replay (kiln::Jit's `vars`)
       .def("__call__",
-           [](kiln::Jit& j, nb::handle inputs) {
+           [](kiln::Jit& j, nb::handle inputs, const std::vector<kiln::BoundVariable>& vars) {
              std::vector<Tensor> ins = tensor_list(inputs, "TinyJit", "inputs");
              nb::gil_scoped_release release;  // a replay runs kernels only; fn takes the GIL back when it runs
-             return j(ins);
+             return j(ins, vars);
            },
-           nb::arg("inputs"))
+           nb::arg("inputs"), nb::arg("vars") = std::vector<kiln::BoundVariable>{})
       .def_prop_ro("captured", &kiln::Jit::captured)
       .def_prop_ro("kernel_count", &kiln::Jit::kernel_count)
       .def("reset", [](kiln::Jit& j) {

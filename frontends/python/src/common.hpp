@@ -80,6 +80,12 @@ std::vector<int> axis_arg(nb::handle axis, const char* fn);
 // where axis_arg's {} would mean all axes.
 bool reduces_nothing(nb::handle axis);
 
+// ---- symbolic dimensions ----
+
+// h as a kiln.BoundVariable (kiln.Variable(...).bind(v)), which a size argument may be (a symbolic
+// dimension); nullopt for anything else (bind_symbolic.cpp).
+std::optional<kiln::BoundVariable> bound_var(nb::handle h);
+
 // ---- the module's parts (each binds onto the class module.cpp created) ----
 
 // bind_indexing.cpp: __getitem__ and __setitem__.
@@ -100,6 +106,8 @@ void bind_struct(nb::class_<Tensor>& T);
 void bind_conv(nb::class_<Tensor>& T);
 // bind_math.cpp: elementwise math, activations, // % << >> **, math reductions, losses, attention.
 void bind_math(nb::class_<Tensor>& T);
+// bind_symbolic.cpp: kiln.Variable, kiln.BoundVariable and Tensor.symbolic_dim.
+void bind_symbolic(nb::module_& m, nb::class_<Tensor>& T);
 // bind_onnx.cpp: the submodule kiln._kiln.onnx (kiln/onnx.hpp) that kiln.onnx wraps; binds nothing
 // in a build without kiln::onnx (KILN_HAVE_ONNX unset).
 void bind_onnx(nb::module_& m);

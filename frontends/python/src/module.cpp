@@ -243,6 +243,7 @@ NB_MODULE(_kiln, m) {
   bind_struct(T);
   bind_conv(T);
   bind_math(T);
+  bind_symbolic(m, T);
   bind_onnx(m);
   bind_dist(m);
 }

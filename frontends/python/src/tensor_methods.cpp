@@ -172,27 +172,58 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
 
   // ---- movement ----
   T.def("reshape", [](const Tensor& t, nb::args shape) {
-       // tinygrad: None keeps that dimension
+       // tinygrad: None keeps that dimension; a BoundVariable entry makes that dimension the
+       // variable (placed where it is written, kiln::Tensor::reshape(shape, dims))
        nb::handle src = shape;
        if (shape.size() == 1 && (nb::isinstance<nb::tuple>(shape[0]) || nb::isinstance<nb::list>(shape[0]))) src = shape[0];
        Shape s;
+       std::vector<std::optional<kiln::BoundVariable>> dims;
+       bool placed = false;
        size_t i = 0;
        for (nb::handle h : src) {
          if (h.is_none()) {
            if (i >= t.shape().size()) throw kiln::Error("reshape(): None at axis " + std::to_string(i) + " of a " + std::to_string(t.ndim()) + "-d tensor");
            s.push_back(t.shape()[i]);
+           dims.push_back(t.symbolic_dim(static_cast<int>(i)));  // a symbolic dimension kept is placed here
+           placed |= dims.back().has_value();
+         } else if (auto v = bound_var(h)) {
+           s.push_back(v->value());
+           dims.push_back(v);
+           placed = true;
          } else if (nb::isinstance<nb::int_>(h) && !nb::isinstance<nb::bool_>(h)) {
            s.push_back(i64(h));
+           dims.push_back(std::nullopt);
          } else {
-           throw nb::type_error(("reshape(): shape entries must be ints or None, got " + py_type_name(h)).c_str());
+           throw nb::type_error(("reshape(): shape entries must be ints, None or BoundVariables, got " + py_type_name(h)).c_str());
          }
          ++i;
        }
-       return t.reshape(s);
+       return placed ? t.reshape(s, dims) : t.reshape(s);
      })
       .def("view", [](const Tensor& t, nb::args shape) { return t.reshape(shape_args(shape, "view")); })
       .def("permute", [](const Tensor& t, nb::args order) { return t.permute(ints_args(order, "permute")); })
-      .def("expand", [](const Tensor& t, nb::args shape) { return t.expand(shape_args(shape, "expand")); })
+      .def("expand",
+           [](const Tensor& t, nb::args shape) {
+             // a BoundVariable entry grows a fixed 1 (or a new leading axis) into that symbolic size:
+             // the rest first (-1 keeps the 1), then kiln::Tensor::expand(axis, BoundVariable) per entry
+             nb::handle src = shape;
+             if (shape.size() == 1 && (nb::isinstance<nb::tuple>(shape[0]) || nb::isinstance<nb::list>(shape[0]))) src = shape[0];
+             std::vector<std::pair<int, kiln::BoundVariable>> sym;
+             nb::list fixed;
+             size_t n = nb::len(src), lead = n > t.shape().size() ? n - t.shape().size() : 0, i = 0;
+             for (nb::handle h : src) {
+               if (auto v = bound_var(h)) {
+                 sym.push_back({static_cast<int>(i), *v});
+                 fixed.append(i < lead ? 1 : -1);
+               } else {
+                 fixed.append(h);
+               }
+               ++i;
+             }
+             Tensor r = t.expand(shape_of(fixed, "expand"));
+             for (const auto& [axis, v] : sym) r = r.expand(axis, v);
+             return r;
+           })
       .def("flip", [](const Tensor& t, nb::args axis) { return t.flip(ints_args(axis, "flip")); })
       .def("transpose", [](const Tensor& t, int dim0, int dim1) { return t.transpose(dim0, dim1); }, nb::arg("dim0") = 1,
            nb::arg("dim1") = 0)
@@ -219,14 +250,33 @@ void bind_tensor_methods(nb::class_<Tensor>& T) {
       .def("unsqueeze", &Tensor::unsqueeze, nb::arg("dim"))
       .def("shrink",
            [](const Tensor& t, nb::handle arg) {
+             // tinygrad's (0, n) with n a BoundVariable: the first n along that axis, a symbolic
+             // dimension (kept whole by the fixed shrink, then kiln::Tensor::shrink(axis, n))
              kiln::Pads se;
+             std::vector<std::pair<int, kiln::BoundVariable>> sym;
              size_t i = 0;
              for (nb::handle h : arg) {
-               if (h.is_none()) se.push_back({0, i < t.shape().size() ? t.shape()[i] : 0});
-               else se.push_back(int_pair(h, "shrink"));
+               int64_t whole = i < t.shape().size() ? t.shape()[i] : 0;
+               std::optional<kiln::BoundVariable> end;
+               if ((nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) && nb::len(h) == 2) end = bound_var(h[1]);
+               if (h.is_none()) {
+                 se.push_back({0, whole});
+               } else if (end) {
+                 if (!(nb::isinstance<nb::int_>(h[0]) && !nb::isinstance<nb::bool_>(h[0]) && i64(h[0]) == 0))
+                   throw kiln::Error("shrink(): a range ending at a variable must start at 0 (the first " + end->name() +
+                                     " along axis " + std::to_string(i) + "), got " + nb::cast<std::string>(nb::repr(h)));
+                 se.push_back({0, whole});
+                 sym.push_back({static_cast<int>(i), *end});
+               } else {
+                 if ((nb::isinstance<nb::tuple>(h) || nb::isinstance<nb::list>(h)) && nb::len(h) == 2 && bound_var(h[0]))
+                   throw kiln::Error("shrink(): a variable can only end a range, (0, n), got " + nb::cast<std::string>(nb::repr(h)));
+                 se.push_back(int_pair(h, "shrink"));
+               }
                ++i;
              }
-             return t.shrink(se);
+             Tensor r = t.shrink(se);
+             for (const auto& [axis, v] : sym) r = r.shrink(axis, v);
+             return r;
            },
            nb::arg("arg"))
       .def("gather", [](const Tensor& t, int dim, const Tensor& index) { return t.gather(dim, index); }, nb::arg("dim"),

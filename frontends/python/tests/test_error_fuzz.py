@@ -11,7 +11,8 @@ import pytest
 import kiln
 from kiln import Tensor
 
-BAD = [None, "x", [[1, 2], [3]], float("nan"), float("inf"), -1, -(2**40), 2**62, 2**70, (), [1, "a"], object()]
+BAD = [None, "x", [[1, 2], [3]], float("nan"), float("inf"), -1, -(2**40), 2**62, 2**70, (), [1, "a"], object(),
+       kiln.Variable("n", 1, 8).bind(2)]  # a bound variable where a size, axis or tensor goes
 ALLOWED = (kiln.Error, TypeError, ValueError, IndexError, AttributeError, KeyError, NotImplementedError, OverflowError,
            ZeroDivisionError)
 
@@ -35,6 +36,9 @@ def public_callables():
         attr = getattr(kiln, name)
         if callable(attr) and not inspect.isclass(attr) and name not in SKIP:
             out.append((f"kiln.{name}", attr))
+    # symbolic dimensions: the constructor and the methods that read arguments
+    n = kiln.Variable("n", 1, 8)
+    out += [("kiln.Variable", kiln.Variable), ("Variable.bind", n.bind), ("BoundVariable.same_variable", n.bind(2).same_variable)]
     return out
 
 

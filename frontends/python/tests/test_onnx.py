@@ -247,6 +247,96 @@ def test_threads_share_a_model():
         np.testing.assert_array_equal(results[i], np.full(64, 2 * i, np.float32))
 
 
+# ---- symbolic dimensions: one compile for every batch size ----
+
+_W = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+
+
+def _mlp_model() -> bytes:
+    # y = relu(x @ w), x declared (N, 3)
+    return _model([_node("MatMul", ["x", "w"], ["h"]), _node("Relu", ["h"], ["y"])], [("x", np.float32, ("N", 3))],
+                  [("y", np.float32, ("N", 4))], initializers=[("w", _W)])
+
+
+def test_symbolic_dims_from_python():
+    m = ko.from_bytes(_mlp_model(), dims={"N": (1, 8)})
+    n = m.variables["N"]
+    assert n == kiln.Variable("N", 1, 8)
+    rng = np.random.default_rng(0)
+    for v in (2, 1, 5, 8):
+        x = rng.standard_normal((v, 3)).astype(np.float32)
+        y = m(x=x)["y"]  # a host array: fed as the first v rows of an array of 8
+        assert y.shape == (v, 4) and y.symbolic_dim(0).same_variable(n.bind(v)) and y.symbolic_dim(0).value == v
+        np.testing.assert_allclose(y.numpy(), np.maximum(x @ _W, 0), rtol=1e-5, atol=1e-6)
+    # a Tensor feed is taken as it is: a symbolic view given by hand
+    buf_np = rng.standard_normal((8, 3)).astype(np.float32)
+    buf = Tensor(buf_np).realize()
+    plain = ko.from_bytes(_mlp_model())
+    for v in (3, 6):
+        y = plain.run({"x": buf[:n.bind(v)]})["y"]
+        assert y.symbolic_dim(0).value == v
+        np.testing.assert_allclose(y.numpy(), np.maximum(buf_np[:v] @ _W, 0), rtol=1e-5, atol=1e-6)
+    # a Jit around run(): the buffer and the bound variable as its arguments
+    step = kiln.TinyJit(lambda b, k: plain.run({"x": b[:k]})["y"])
+    for v in (1, 4, 4, 7, 2):
+        np.testing.assert_allclose(step(buf, n.bind(v)).numpy(), np.maximum(buf_np[:v] @ _W, 0), rtol=1e-5, atol=1e-6)
+    assert step.captured
+    # a model given the variable itself; fixed feeds of a model without dims still run
+    assert ko.from_bytes(_mlp_model(), dims={"N": n}).variables == {"N": n}
+    np.testing.assert_allclose(plain(x=buf_np[:3])["y"].numpy(), np.maximum(buf_np[:3] @ _W, 0), rtol=1e-5, atol=1e-6)
+
+
+def test_symbolic_dims_errors():
+    m = ko.from_bytes(_mlp_model(), dims={"N": (1, 8)})
+    with pytest.raises(kiln.Error, match=r"input 'x', dimension 0 \('N'\): .*value 9 is outside its range \[1, 8\]") as e:
+        m(x=np.zeros((9, 3), np.float32))
+    assert e.value.code == "invalid_argument"
+    with pytest.raises(kiln.Error, match="dims names 'M', which no input of <bytes> declares; its symbolic dimensions: N"):
+        ko.from_bytes(_mlp_model(), dims={"M": (1, 4)})
+    with pytest.raises(kiln.Error, match="name the variable as the dimension"):
+        ko.from_bytes(_mlp_model(), dims={"N": kiln.Variable("K", 1, 4)})
+    with pytest.raises(TypeError, match=r"must be \(min, max\) or a kiln.Variable"):
+        ko.from_bytes(_mlp_model(), dims={"N": 4})
+    with pytest.raises(TypeError, match="dims must be a dict"):
+        ko.from_bytes(_mlp_model(), dims=[("N", 1, 4)])
+    with pytest.raises(kiln.Error, match="min 4 > max 1"):
+        ko.from_bytes(_mlp_model(), dims={"N": (4, 1)})
+    # a symbolic feed where the model declares a fixed size (C++ Model::run's rule)
+    fixed = ko.from_bytes(_add_model(np.float32, (8, 3)))
+    buf = Tensor.zeros(8, 3).contiguous().realize()
+    with pytest.raises(kiln.Error, match=r"input 'a' declares dimension 0 fixed \(8\), the feed's is the symbolic 'N'"):
+        fixed.run({"a": buf[:kiln.Variable("N", 1, 8).bind(8)], "b": buf})
+
+
+_COUNT_ONNX = """
+import sys
+import numpy as np
+import kiln.onnx
+m = kiln.onnx.load(sys.argv[1], dims={"N": (1, 32)})
+for v in (4, 1, 9, 32, 2):
+    print("== size", v, file=sys.stderr, flush=True)
+    x = np.ones((v, 3), np.float32)
+    assert m(x=x)["y"].numpy().shape == (v, 4)
+print("== done", file=sys.stderr, flush=True)
+"""
+
+
+def test_symbolic_dims_build_kernels_once(tmp_path):
+    import subprocess
+    import sys
+
+    from test_symbolic import _built_per_size
+
+    p = tmp_path / "mlp.onnx"
+    p.write_bytes(_mlp_model())
+    env = dict(os.environ, KILN_DEBUG="2", KILN_CACHE_DIR=str(tmp_path / "cache"))
+    r = subprocess.run([sys.executable, "-c", _COUNT_ONNX, str(p)], env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    built = _built_per_size(r.stderr)
+    assert list(built) == [4, 1, 9, 32, 2] and built[4] >= 1, r.stderr[-3000:]
+    assert all(built[v] == 0 for v in (1, 9, 32, 2)), f"kernels built per batch size: {built}"
+
+
 # ---- kiln.onnx.backend: onnx's Backend interface (needs the onnx package) ----
 
 def test_backend_prepare_and_run():

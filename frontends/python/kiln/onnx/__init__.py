@@ -5,6 +5,13 @@
     out = model(x=np.ones((1, 3), np.float32))  # {output name: kiln.Tensor}, lazy
     out["y"].numpy()
 
+    # symbolic dimensions: one compile for every batch size in [1, 32] (x declared (N, 3))
+    model = kiln.onnx.load("model.onnx", dims={"N": (1, 32)})
+    model(x=np.ones((5, 3), np.float32))        # kernels built once, for every N
+    # the same by hand, with a kiln Tensor feed: a view of the first n rows of a buffer of 32
+    N = kiln.Variable("N", 1, 32)
+    model.run({"x": buf[:N.bind(5)]})
+
 A model is read with ONNX's own protobuf classes and checked at load: an operator, attribute or
 dtype kiln does not support is a kiln.Error naming the node, never a wrong result. run() builds the
 graph from kiln Tensor ops, so it fuses, schedules and JITs like any other kiln program.
@@ -14,7 +21,7 @@ not), so onnx's own BackendTest runner drives kiln: see scripts/onnx-suite.sh.
 """
 import sys
 
-from kiln import Error, Tensor, _kiln
+from kiln import Error, Tensor, Variable, _kiln
 
 if not hasattr(_kiln, "onnx"):
     raise ImportError(
@@ -53,11 +60,24 @@ class Model:
     A feed is a kiln Tensor, a host array (numpy, anything with __dlpack__ or __array_interface__:
     its dtype is kept, int64 included, and must be the one the model declares) or Python data
     (a scalar or nested lists: made a Tensor of the declared dtype). The outputs are lazy Tensors
-    (numpy(), tolist() or realize() them)."""
+    (numpy(), tolist() or realize() them).
 
-    def __init__(self, model: "_onnx.Model"):
+    `dims` (load's argument) makes named dimensions symbolic: a host-array feed whose declared
+    dimension is one of them is copied into a zeroed array of the variable's max along it, and fed
+    as the view of its first rows (Tensor.shrink with the bound variable), so every size in the
+    range runs the same kernels (docs/onnx.md, "Symbolic dimensions"). A Tensor feed is passed as
+    it is: give `buf[:N.bind(n)]` yourself for a symbolic one."""
+
+    def __init__(self, model: "_onnx.Model", dims: dict = None):
         self._model = model
         self._declared = {v.name: v.dtype for v in model.inputs}
+        self._dims_of = {v.name: list(v.dims) for v in model.inputs}
+        self._vars = _variables(dims, model)
+
+    @property
+    def variables(self) -> dict:
+        """The symbolic dimensions given at load: {dimension name: kiln.Variable}."""
+        return dict(self._vars)
 
     @property
     def inputs(self) -> list:
@@ -85,10 +105,34 @@ class Model:
             np = sys.modules.get("numpy")
             if np is not None and isinstance(x, np.generic):
                 x = np.asarray(x)  # a numpy scalar keeps its dtype (Tensor(np.float64(1)) would not)
+            axes = [(a, self._vars[d]) for a, d in enumerate(self._dims_of.get(name, ())) if d in self._vars]
+            if axes:
+                return self._symbolic(name, x, axes, device)
             return Tensor(x, device=device)
         # Python data has no dtype of its own: the declared one (an unknown name is left for
         # the model to report with the names it has)
         return Tensor(x, device=device, dtype=self._declared.get(name))
+
+    def _symbolic(self, name: str, x, axes: list, device) -> Tensor:
+        import numpy as np  # only here: a symbolic feed is laid out in a larger host array
+
+        a = np.asarray(x)
+        if a.ndim != len(self._dims_of[name]):
+            return Tensor(a, device=device)  # the model names the rank mismatch
+        full = list(a.shape)
+        bound = []
+        for axis, var in axes:
+            try:
+                bound.append((axis, var.bind(a.shape[axis])))
+            except Error as e:
+                err = type(e)(f"run(): input '{name}', dimension {axis} ('{var.name}'): {e}")
+                err.code = getattr(e, "code", "invalid_argument")
+                raise err from None
+            full[axis] = var.max
+        buf = np.zeros(full, a.dtype)
+        buf[tuple(slice(0, n) for n in a.shape)] = a
+        ends = dict(bound)
+        return Tensor(buf, device=device).shrink(tuple((0, ends[i]) if i in ends else None for i in range(a.ndim)))
 
     def run(self, feeds: dict, device: str = None, realize: bool = False) -> dict:
         """Runs the model on `device` (None: Device.DEFAULT) -> {output name: Tensor}, lazy unless
@@ -104,12 +148,47 @@ class Model:
         return repr(self._model)
 
 
-def load(path) -> Model:
-    """The model in `path` (tensors stored as external data are read from files beside it)."""
-    return Model(_onnx.Model.load(str(path)))
+def _invalid(msg: str) -> Error:
+    """kiln.ValueError (a kiln.Error, code 'invalid_argument'), as kiln's C++ raises bad arguments."""
+    e = _kiln.ValueError(msg)
+    e.code = "invalid_argument"
+    return e
 
 
-def from_bytes(data: bytes, base_dir: str = "", name: str = "") -> Model:
+def _variables(dims, model) -> dict:
+    """dims ({name: (min, max) or kiln.Variable}) as {name: Variable}, each name one the model's
+    inputs declare."""
+    if dims is None:
+        return {}
+    if not isinstance(dims, dict):
+        raise TypeError(f"load(): dims must be a dict of dimension name to (min, max) or kiln.Variable, got {type(dims).__name__}")
+    declared = sorted({d for v in model.inputs for d in v.dims if not d.isdigit() and d != "?"})
+    out = {}
+    for k, v in dims.items():
+        if k not in declared:
+            raise _invalid(f"load(): dims names '{k}', which no input of {model.name} declares; its symbolic dimensions: "
+                        f"{', '.join(declared) if declared else '(none)'}")
+        if isinstance(v, Variable):
+            if v.name != k:
+                raise _invalid(f"load(): dims['{k}'] is {v!r}; name the variable as the dimension ('{k}')")
+            out[k] = v
+        elif isinstance(v, (tuple, list)) and len(v) == 2:
+            out[k] = Variable(k, *v)
+        else:
+            raise TypeError(f"load(): dims['{k}'] must be (min, max) or a kiln.Variable, got {v!r}")
+    return out
+
+
+def load(path, dims: dict = None) -> Model:
+    """The model in `path` (tensors stored as external data are read from files beside it).
+
+    dims: {dimension name: (min, max) or kiln.Variable} - those declared dimensions of the inputs
+    become symbolic for host-array feeds: one compile for every size in the range (see Model)."""
+    model = _onnx.Model.load(str(path))
+    return Model(model, dims)
+
+
+def from_bytes(data: bytes, base_dir: str = "", name: str = "", dims: dict = None) -> Model:
     """A serialized model held in memory; external data is resolved against base_dir; name stands
-    for the file in error messages (default "<bytes>")."""
-    return Model(_onnx.Model.from_bytes(bytes(data), str(base_dir), str(name)))
+    for the file in error messages (default "<bytes>"); dims as load's."""
+    return Model(_onnx.Model.from_bytes(bytes(data), str(base_dir), str(name)), dims)
