@@ -127,6 +127,22 @@ TEST(Fusion, PaddedConvRealizesItsPaddedInput) {
   EXPECT_EQ(kernels_of(input({16, 16}).pad({{1, 1}, {1, 1}}).sum().schedule()).size(), 1u);
 }
 
+// A reduce read once per element by another reduce runs inside the other's loop: no buffer, one
+// kernel (tinygrad's test_multistage_reduce and test_swizzle_simple took two kernels in kiln).
+TEST(Fusion, NestedReduceRunsInsideItsReader) {
+  Tensor x = input({32, 32, 32});
+  auto one = kernels_of(x.sum({2}).relu().sum({1}).schedule());
+  ASSERT_EQ(one.size(), 1u) << names(one);
+  EXPECT_EQ(one[0].buffers.size(), 2u) << "one output, one input";
+  EXPECT_EQ(kernels_of((x + x).sum({2}).sum({1}).schedule()).size(), 1u);
+  // stored when it is read broadcast (each element by many outputs), by two reduces, or when it
+  // is a matmul (its tiling wants a kernel of its own)
+  Tensor s = x.sum({2});
+  EXPECT_EQ(kernels_of((s.reshape({32, 32, 1}) * x).sum({1}).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of((s.sum({1}) + s.max({0})).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of(input({16, 32}).matmul(input({32, 8})).relu().sum({1}).schedule()).size(), 2u);
+}
+
 TEST(Fusion, DiamondRecomputesElementwiseAndRealizesTheReduce) {
   Tensor d = (input({16, 32}) * 2.0).exp();
   auto ks = kernels_of((d + d.sum({1}, true)).schedule());

@@ -239,6 +239,47 @@ struct Decider {
     }
     return true;
   }
+  // Nested reduce: whether reduce n is read by exactly one other reduce, each of its elements
+  // once (through elementwise ops and RESHAPEs only: no broadcast, no other reader), and itself
+  // streams its source (no EXPAND under it: a reduction of memory, not a matmul, whose tiling
+  // wants a kernel of its own). Then the outer reduce's kernel runs n's loop inside its own
+  // (x.sum(2).relu().sum(1), (a + a).sum(1).sum(0)): the same arithmetic, once, and n's result
+  // never goes through memory. An outer reduce that row fusion would recompute in several
+  // kernels keeps n stored.
+  bool nested_in_reduce(const UOp& n) const {
+    const UOpNode* outer = nullptr;
+    std::vector<const UOpNode*> st{n.node()};
+    PtrMap<char> seen;
+    while (!st.empty()) {
+      const UOpNode* x = st.back();
+      st.pop_back();
+      const auto* us = users_.find(x);
+      if (!us) return false;  // (an output: stored anyway)
+      for (const UOpNode* u : *us) {
+        if (realize.contains(u)) return false;
+        if (u->op == Ops::REDUCE_AXIS) {
+          if (outer && outer != u) return false;
+          outer = u;
+        } else if (groups::Elementwise.has(u->op) || u->op == Ops::RESHAPE) {
+          if (!seen.contains(u)) seen[u] = 1, st.push_back(u);
+        } else {
+          return false;
+        }
+      }
+    }
+    if (!outer || (!realize.contains(outer) && row_local(UOpAccess::from_node(outer)))) return false;
+    st = {n.src(0).node()};
+    seen = {};
+    while (!st.empty()) {
+      const UOpNode* x = st.back();
+      st.pop_back();
+      if (seen.contains(x) || realize.contains(x) || x->op == Ops::PARAM) continue;
+      seen[x] = 1;
+      if (x->op == Ops::EXPAND && *g.shape.find(x) != *g.shape.find(x->srcs()[0].node())) return false;
+      for (uint32_t i = 0; i < x->nsrc; ++i) st.push_back(x->srcs()[i].node());
+    }
+    return true;
+  }
   static constexpr int64_t kMaxRow = 16384;
   PtrMap<std::vector<const UOpNode*>> users_;
 
@@ -291,7 +332,7 @@ struct Decider {
       }
       if (n.op() == Ops::REDUCE_AXIS) realize_reread_pads(n);
       if (n.op() == Ops::REDUCE_AXIS && !realize.contains(n.node()) &&
-          (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1) && !row_local(n))
+          (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1) && !row_local(n) && !nested_in_reduce(n))
         realize[n.node()] = 1;
     }
     limit_buffers();
