@@ -193,6 +193,7 @@ TEST_P(TinygradCount, KernelCount) {
   for (const auto& [dev, want] : runs) {
     device_ = dev;
     std::vector<std::string> ks = kernels(p.build());
+    if (std::getenv("COUNTS_PRINT")) std::printf("%s on %s: %s\n", p.name, dev.c_str(), joined(ks).c_str());
     EXPECT_EQ(ks.size(), static_cast<size_t>(want)) << p.name << " on " << dev << " (tinygrad: " << p.tinygrad << "): " << joined(ks);
   }
   device_ = "ref";

@@ -16,7 +16,9 @@
 //    per thread (ScheduleContext::row_fusion: the cpu): a reduce over the innermost axes, at most
 //    kMaxRow elements and at least two rows, that is only broadcast back over those axes (softmax's max and sum,
 //    layernorm's mean and variance) stays in its consumer's kernel, which computes it once per
-//    row before its loop over the row: one pass over memory instead of two.
+//    row before its loop over the row: one pass over memory instead of two. And a nested reduce
+//    (nested_in_reduce): one read once per element by a single other reduce, over memory it
+//    streams (x.sum(2).relu().sum(1)), runs inside that reduce's loop, with no buffer.
 //  - Elementwise and movement chains fuse into every consumer (recomputing them is cheaper than a
 //    round trip through memory), except when a reduce reads them broadcast (EXPAND, then reduce)
 //    and they hold costly math (groups::Costly: exp, log, sqrt, reciprocal) or sit on a reduce:
