@@ -143,6 +143,20 @@ TEST(Fusion, NestedReduceRunsInsideItsReader) {
   EXPECT_EQ(kernels_of(input({16, 32}).matmul(input({32, 8})).relu().sum({1}).schedule()).size(), 2u);
 }
 
+// Elementwise outputs that read one input at their own element share a kernel, which loads it
+// once (tinygrad's test_cache_reduce_multiple_children: 3 kernels in kiln, now 2); an output with
+// a matmul keeps its kernel to itself.
+TEST(Fusion, ElementwiseOutputsSharingAnInputShareAKernel) {
+  Tensor x = input({32}), y = input({4, 4});
+  Tensor r0 = x.mean({0}, true), r1 = (x - r0).sum({0}) / 2.0;
+  auto ks = kernels_of(Tensor::schedule_all({r0 + y, r1 + y}));
+  ASSERT_EQ(ks.size(), 2u) << names(ks);
+  EXPECT_EQ(ks[1].buffers.size(), 5u) << "two outputs, y once, r0 and r1";
+  Tensor a = input({16, 16});
+  EXPECT_EQ(kernels_of(Tensor::schedule_all({a + 1.0, a.exp()})).size(), 1u);
+  EXPECT_EQ(kernels_of(Tensor::schedule_all({input({16, 8}).matmul(input({8, 16})) + a, a * 2.0})).size(), 2u);
+}
+
 TEST(Fusion, DiamondRecomputesElementwiseAndRealizesTheReduce) {
   Tensor d = (input({16, 32}) * 2.0).exp();
   auto ks = kernels_of((d + d.sum({1}, true)).schedule());

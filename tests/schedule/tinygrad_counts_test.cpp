@@ -147,7 +147,7 @@ const std::vector<Program> programs = {
   {"cache_reduce_parent", 2, 1, 0, [] {
      Tensor x = E({32}); Tensor r0 = x.mean({0}, true), r1 = (x - r0).sum({0}) / 2.0;
      return std::vector{r0 + r1}; }},
-  {"cache_reduce_multiple_children", 3, 3, 0, [] {
+  {"cache_reduce_multiple_children", 3, 2, 0, [] {
      Tensor x = E({32}), y = E({4, 4}); Tensor r0 = x.mean({0}, true), r1 = (x - r0).sum({0}) / 2.0;
      return std::vector{r0 + y, r1 + y}; }},
   {"reduce_permute_nofuse", 1, 1, 0, [] { return std::vector{E({32, 32, 32}).sum({2}).transpose() + E({32, 32})}; }},
@@ -316,5 +316,33 @@ TEST(TinygradCountValues, ReduceExpandReduce) {
     expect_near(outs[3].to_vector<float>(), sd, "std");
     expect_near(outs[4].to_vector<float>(), ox, "sequential and parallel, x");
     expect_near(outs[5].to_vector<float>(), oy, "sequential and parallel, y");
+  }
+}
+
+// (r0 + y, r1 + y): one kernel stores both and loads y once; (x @ w + y, y * 2): two kernels.
+TEST(TinygradCountValues, OutputsSharingAnInput) {
+  Host x = host({32}), y = host({4, 4}), a = host({8, 12}), w = host({12, 4});
+  double r0 = 0, r1 = 0;
+  for (float v : x.v) r0 += v / 32.0;
+  for (float v : x.v) r1 += (v - r0) / 2.0;
+  std::vector<double> o0, o1, mm(16), twice;
+  for (float v : y.v) o0.push_back(r0 + v), o1.push_back(r1 + v), twice.push_back(2.0 * v);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double s = y.v[static_cast<size_t>(i * 4 + j)];
+      for (int k = 0; k < 12; ++k) s += double(a.v[static_cast<size_t>(i * 12 + k)]) * w.v[static_cast<size_t>(k * 4 + j)];
+      mm[static_cast<size_t>(i * 4 + j)] = s;
+    }
+  for (const std::string& dev : value_devices()) {
+    SCOPED_TRACE(dev);
+    Tensor tx = x.on(dev), ty = y.on(dev);
+    Tensor t0 = tx.mean({0}, true), t1 = (tx - t0).sum({0}) / 2.0;
+    Tensor ta = a.on(dev).shrink({{0, 4}, {0, 12}});
+    std::vector<Tensor> outs{t0 + ty, t1 + ty, ta.matmul(w.on(dev)) + ty, ty * 2.0};
+    Tensor::realize_all(outs);
+    expect_near(outs[0].to_vector<float>(), o0, "r0 + y");
+    expect_near(outs[1].to_vector<float>(), o1, "r1 + y");
+    expect_near(outs[2].to_vector<float>(), mm, "x @ w + y");
+    expect_near(outs[3].to_vector<float>(), twice, "y * 2");
   }
 }
