@@ -9,7 +9,9 @@
 // Two realized nodes join one kernel when
 //  - one reads the other in its own space (a = f(x), b = g(a): one pass, a stored on the way), or
 //  - both read one computed node in their own space (two outputs of one reduce, or differing only
-//    in an elementwise tail: the shared part is computed and loaded once),
+//    in an elementwise tail: the shared part is computed and loaded once), or
+//  - neither computes a reduce and both read one input buffer in their own space (r0 + y and
+//    r1 + y: y is loaded once; a matmul's kernel takes no such partner, see run()),
 // and neither reads the other any other way, they live on one device, and the kernels that run
 // between them (one reads a third that reads the other) do not make the merge a cycle. COPY,
 // ASSIGN and CONTIGUOUS (a boundary the user asked for) kernels stay alone, and a graph with an
