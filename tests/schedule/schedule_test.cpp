@@ -141,6 +141,13 @@ TEST(Fusion, NestedReduceRunsInsideItsReader) {
   EXPECT_EQ(kernels_of((s.reshape({32, 32, 1}) * x).sum({1}).schedule()).size(), 2u);
   EXPECT_EQ(kernels_of((s.sum({1}) + s.max({0})).schedule()).size(), 2u);
   EXPECT_EQ(kernels_of(input({16, 32}).matmul(input({32, 8})).relu().sum({1}).schedule()).size(), 2u);
+  // and when the loops nested in one kernel would reach the split's length: one accumulator over
+  // 16M values on one thread, where the rows' sums run in parallel
+  EXPECT_EQ(kernels_of(input({128, 128}).sum({1}).sum({0}).schedule()).size(), 1u);
+  EXPECT_EQ(kernels_of(input({256, 256}).sum({1}).sum({0}).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of(input({4096, 4096}).sum({1}).sum({0}).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of(input({16, 16, 16, 16}).sum({3}).sum({2}).sum({1}).schedule()).size(), 1u);
+  EXPECT_EQ(kernels_of(input({16, 16, 16, 16}).sum({3}).sum({2}).sum({1}).sum({0}).schedule()).size(), 2u);
 }
 
 // Elementwise outputs that read one input at their own element share a kernel, which loads it

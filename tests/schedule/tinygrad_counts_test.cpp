@@ -260,10 +260,18 @@ TEST(TinygradCountValues, MultistageReduce) {
       want[static_cast<size_t>(i)] += std::max(s, 0.0);
       both += 2 * s;
     }
+  std::vector<double> three(8, -1e30);  // x as (8, 4, 32, 32): the max over j of the sums over k, l
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double s = 0;
+      for (int kl = 0; kl < 1024; ++kl) s += x.v[static_cast<size_t>((i * 4 + j) * 1024 + kl)];
+      three[static_cast<size_t>(i)] = std::max(three[static_cast<size_t>(i)], s);
+    }
   for (const std::string& dev : value_devices()) {
     SCOPED_TRACE(dev);
     Tensor t = x.on(dev);
     expect_near(t.sum({2}).relu().sum({1}).to_vector<float>(), want, "multistage");
+    expect_near(t.reshape({8, 4, 32, 32}).sum({3}).sum({2}).max({1}).to_vector<float>(), three, "three nested");
     expect_near((t + t).reshape({1024, 32}).sum({1}).sum({0}).to_vector<float>(), {both}, "sum of sums");
   }
 }

@@ -247,8 +247,15 @@ struct Decider {
   // wants a kernel of its own). Then the outer reduce's kernel runs n's loop inside its own
   // (x.sum(2).relu().sum(1), (a + a).sum(1).sum(0)): the same arithmetic, once, and n's result
   // never goes through memory. An outer reduce that row fusion would recompute in several
-  // kernels keeps n stored.
-  bool nested_in_reduce(const UOp& n) const {
+  // kernels keeps n stored. So does one whose loop, times the loops around it, would reach the
+  // split's length (4096 x 4096 summed by rows, then the rows: one accumulator over 16M values on
+  // one thread, where the split keeps precision and parallelism): nest_len_ keeps each nested
+  // reduce's elements per output of the kernel's loop nest.
+  PtrMap<int64_t> nest_len_;
+  int64_t reduce_len(const UOpNode* r) const {
+    return max_size(*g.shape.find(r->srcs()[0].node())) / std::max<int64_t>(1, max_size(*g.shape.find(r)));
+  }
+  bool nested_in_reduce(const UOp& n) {
     const UOpNode* outer = nullptr;
     std::vector<const UOpNode*> st{n.node()};
     PtrMap<char> seen;
@@ -270,6 +277,9 @@ struct Decider {
       }
     }
     if (!outer || (!realize.contains(outer) && row_local(UOpAccess::from_node(outer)))) return false;
+    const int64_t* around = nest_len_.find(outer);
+    int64_t len = reduce_len(n.node()) * (around ? *around : reduce_len(outer));
+    if (len >= kSplitReduceAt) return false;
     st = {n.src(0).node()};
     seen = {};
     while (!st.empty()) {
@@ -280,6 +290,7 @@ struct Decider {
       if (x->op == Ops::EXPAND && *g.shape.find(x) != *g.shape.find(x->srcs()[0].node())) return false;
       for (uint32_t i = 0; i < x->nsrc; ++i) st.push_back(x->srcs()[i].node());
     }
+    nest_len_[n.node()] = len;
     return true;
   }
   static constexpr int64_t kMaxRow = 16384;
