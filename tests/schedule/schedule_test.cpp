@@ -148,6 +148,9 @@ TEST(Fusion, NestedReduceRunsInsideItsReader) {
   EXPECT_EQ(kernels_of(input({4096, 4096}).sum({1}).sum({0}).schedule()).size(), 2u);
   EXPECT_EQ(kernels_of(input({16, 16, 16, 16}).sum({3}).sum({2}).sum({1}).schedule()).size(), 1u);
   EXPECT_EQ(kernels_of(input({16, 16, 16, 16}).sum({3}).sum({2}).sum({1}).sum({0}).schedule()).size(), 2u);
+  // and when it reads more than the measured bound (kMaxNestedRead: 2^20 elements)
+  EXPECT_EQ(kernels_of(input({128, 64, 128}).sum({2}).relu().sum({1}).schedule()).size(), 1u);
+  EXPECT_EQ(kernels_of(input({256, 64, 256}).sum({2}).relu().sum({1}).schedule()).size(), 2u);
 }
 
 // Elementwise outputs that read one input at their own element share a kernel, which loads it
