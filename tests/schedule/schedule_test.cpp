@@ -127,6 +127,46 @@ TEST(Fusion, PaddedConvRealizesItsPaddedInput) {
   EXPECT_EQ(kernels_of(input({16, 16}).pad({{1, 1}, {1, 1}}).sum().schedule()).size(), 1u);
 }
 
+// A reduce read once per element by another reduce runs inside the other's loop: no buffer, one
+// kernel (tinygrad's test_multistage_reduce and test_swizzle_simple took two kernels in kiln).
+TEST(Fusion, NestedReduceRunsInsideItsReader) {
+  Tensor x = input({32, 32, 32});
+  auto one = kernels_of(x.sum({2}).relu().sum({1}).schedule());
+  ASSERT_EQ(one.size(), 1u) << names(one);
+  EXPECT_EQ(one[0].buffers.size(), 2u) << "one output, one input";
+  EXPECT_EQ(kernels_of((x + x).sum({2}).sum({1}).schedule()).size(), 1u);
+  // stored when it is read broadcast (each element by many outputs), by two reduces, or when it
+  // is a matmul (its tiling wants a kernel of its own)
+  Tensor s = x.sum({2});
+  EXPECT_EQ(kernels_of((s.reshape({32, 32, 1}) * x).sum({1}).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of((s.sum({1}) + s.max({0})).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of(input({16, 32}).matmul(input({32, 8})).relu().sum({1}).schedule()).size(), 2u);
+  // and when the loops nested in one kernel would reach the split's length: one accumulator over
+  // 16M values on one thread, where the rows' sums run in parallel
+  EXPECT_EQ(kernels_of(input({128, 128}).sum({1}).sum({0}).schedule()).size(), 1u);
+  EXPECT_EQ(kernels_of(input({256, 256}).sum({1}).sum({0}).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of(input({4096, 4096}).sum({1}).sum({0}).schedule()).size(), 2u);
+  EXPECT_EQ(kernels_of(input({16, 16, 16, 16}).sum({3}).sum({2}).sum({1}).schedule()).size(), 1u);
+  EXPECT_EQ(kernels_of(input({16, 16, 16, 16}).sum({3}).sum({2}).sum({1}).sum({0}).schedule()).size(), 2u);
+  // and when it reads more than the measured bound (kMaxNestedRead: 2^20 elements)
+  EXPECT_EQ(kernels_of(input({128, 64, 128}).sum({2}).relu().sum({1}).schedule()).size(), 1u);
+  EXPECT_EQ(kernels_of(input({256, 64, 256}).sum({2}).relu().sum({1}).schedule()).size(), 2u);
+}
+
+// Elementwise outputs that read one input at their own element share a kernel, which loads it
+// once (tinygrad's test_cache_reduce_multiple_children: 3 kernels in kiln, now 2); an output with
+// a matmul keeps its kernel to itself.
+TEST(Fusion, ElementwiseOutputsSharingAnInputShareAKernel) {
+  Tensor x = input({32}), y = input({4, 4});
+  Tensor r0 = x.mean({0}, true), r1 = (x - r0).sum({0}) / 2.0;
+  auto ks = kernels_of(Tensor::schedule_all({r0 + y, r1 + y}));
+  ASSERT_EQ(ks.size(), 2u) << names(ks);
+  EXPECT_EQ(ks[1].buffers.size(), 5u) << "two outputs, y once, r0 and r1";
+  Tensor a = input({16, 16});
+  EXPECT_EQ(kernels_of(Tensor::schedule_all({a + 1.0, a.exp()})).size(), 1u);
+  EXPECT_EQ(kernels_of(Tensor::schedule_all({input({16, 8}).matmul(input({8, 16})) + a, a * 2.0})).size(), 2u);
+}
+
 TEST(Fusion, DiamondRecomputesElementwiseAndRealizesTheReduce) {
   Tensor d = (input({16, 32}) * 2.0).exp();
   auto ks = kernels_of((d + d.sum({1}, true)).schedule());

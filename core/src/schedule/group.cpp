@@ -9,7 +9,9 @@
 // Two realized nodes join one kernel when
 //  - one reads the other in its own space (a = f(x), b = g(a): one pass, a stored on the way), or
 //  - both read one computed node in their own space (two outputs of one reduce, or differing only
-//    in an elementwise tail: the shared part is computed and loaded once),
+//    in an elementwise tail: the shared part is computed and loaded once), or
+//  - neither computes a reduce and both read one input buffer in their own space (r0 + y and
+//    r1 + y: y is loaded once; a matmul's kernel takes no such partner, see run()),
 // and neither reads the other any other way, they live on one device, and the kernels that run
 // between them (one reads a third that reads the other) do not make the merge a cycle. COPY,
 // ASSIGN and CONTIGUOUS (a boundary the user asked for) kernels stay alone, and a graph with an
@@ -43,6 +45,8 @@ struct Grouper {
   PtrMap<int> id;                             // realized node -> index in roots
   std::vector<std::vector<std::pair<int, bool>>> reads;  // per root: realized nodes read, in own space?
   PtrMap<std::vector<int>> sharers;           // computed node -> roots reading it in their own space
+  PtrMap<std::vector<int>> input_sharers;     // input buffer -> roots reading it in their own space
+  std::vector<char> reduces;                  // per root: computes a reduce (not a realized one it reads)
   std::vector<int> parent;
 
   int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
@@ -102,6 +106,10 @@ struct Grouper {
       if (!seen.insert({it.u, it.s, it.r}).second) continue;
       bool is_root = it.u == n;
       if (!is_root && (realize.contains(it.u) || it.u->op == Ops::PARAM)) {
+        if (it.u->op == Ops::PARAM && it.s == Space::same) {
+          auto& v = input_sharers[it.u];
+          if (v.empty() || v.back() != x) v.push_back(x);
+        }
         if (realize.contains(it.u)) {
           if (!read.contains(it.u)) order.push_back(it.u);
           read[it.u] = 1;
@@ -109,6 +117,7 @@ struct Grouper {
         }
         continue;
       }
+      if (it.u->op == Ops::REDUCE_AXIS) reduces[x] = 1;
       // a computed value several nodes use (not a constant: that shares nothing worth a kernel)
       bool computed = groups::Elementwise.has(it.u->op) || it.u->op == Ops::REDUCE_AXIS;
       if (it.s == Space::same && !is_root && computed) {
@@ -159,6 +168,12 @@ struct Grouper {
     return reaches(ga, gb) || reaches(gb, ga);
   }
 
+  bool group_reduces(int a) {
+    for (size_t x = 0; x < roots.size(); ++x)
+      if (reduces[x] && find(static_cast<int>(x)) == find(a)) return true;
+    return false;
+  }
+
   void try_merge(int a, int b) {
     if (find(a) == find(b) || !groupable(a) || !groupable(b) || device(a) != device(b)) return;
     if (merge_is_cycle(a, b)) return;
@@ -176,6 +191,7 @@ struct Grouper {
     bool has_assign = std::any_of(g.order.begin(), g.order.end(), [](const UOp& n) { return n.op() == Ops::ASSIGN; });
     if (!has_assign) {
       reads.resize(roots.size());
+      reduces.assign(roots.size(), 0);
       for (size_t x = 0; x < roots.size(); ++x) walk(static_cast<int>(x));
       for (size_t x = 0; x < roots.size(); ++x)
         for (auto [y, own] : reads[x])
@@ -183,6 +199,13 @@ struct Grouper {
       for (const UOp& n : g.order)
         if (const auto* v = sharers.find(n.node()))
           for (size_t i = 1; i < v->size(); ++i) try_merge((*v)[0], (*v)[i]);
+      // Elementwise kernels that read one input buffer at their own element share a kernel, which
+      // loads it once (out0 = r0 + y, out1 = r1 + y; tinygrad's test_cache_reduce_multiple_children).
+      // Not a kernel with a reduce: a second output in a matmul's kernel slowed 1024^3 by 1.3x.
+      for (const UOp& n : g.order)
+        if (const auto* v = input_sharers.find(n.node()))
+          for (size_t i = 1; i < v->size(); ++i)
+            if (!group_reduces((*v)[0]) && !group_reduces((*v)[i])) try_merge((*v)[0], (*v)[i]);
       drop_absorbed_reduces();
     }
     std::vector<std::vector<const UOpNode*>> out;
@@ -230,7 +253,7 @@ struct Grouper {
 }  // namespace
 
 std::vector<std::vector<const UOpNode*>> group_kernels(const GraphInfo& g, const UOp& sink, PtrMap<char>& realize) {
-  return Grouper{g, realize, sink, {}, {}, {}, {}, {}}.run();
+  return Grouper{g, realize, sink, {}, {}, {}, {}, {}, {}, {}}.run();
 }
 
 }  // namespace kiln

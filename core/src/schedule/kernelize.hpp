@@ -62,9 +62,12 @@ struct GraphInfo {
 };
 GraphInfo analyze(const UOp& sink);
 
-// Rewrites every REDUCE_AXIS of a normalised SINK that combines at least 32768 elements per output
-// into a tree of partial reductions (CONTIGUOUS stages) in which no accumulator combines more
-// than 4096 values, so precision and parallelism do not depend on the reduce's length.
+// Rewrites every REDUCE_AXIS of a normalised SINK that combines at least kSplitReduceAt elements
+// per output into a tree of partial reductions (CONTIGUOUS stages) in which no accumulator
+// combines more than 4096 values, so precision and parallelism do not depend on the reduce's
+// length. (Shorter reduces stay one kernel: a matmul's K, a softmax row; nested reduces in one
+// kernel stay under it too, see kernelize.cpp.)
+constexpr int64_t kSplitReduceAt = 32768;
 UOp split_reduce(const UOp& sink);
 
 struct ScheduleContext;

@@ -2,7 +2,7 @@
 //
 // One accumulator summing n float32 values loses precision linearly in n and stops growing at all
 // once the sum reaches 2^24 (ones(20000003).sum() was 16777216), and one accumulator per output is
-// little parallelism. So a REDUCE_AXIS that reduces at least kSplitAt elements per output is
+// little parallelism. So a REDUCE_AXIS that reduces at least kSplitReduceAt elements per output is
 // rewritten as a tree: the reduced axes move to the end and flatten to one axis of length R,
 // which is padded with the reduce's identity to P*L (L <= kChunk) and reduced over L into P
 // partials per output (a CONTIGUOUS buffer, a kernel of its own); the partials are reduced the
@@ -22,7 +22,6 @@ namespace kiln {
 
 namespace {
 
-constexpr int64_t kSplitAt = 32768;  // shorter reduces stay one kernel (a matmul's K, a softmax row)
 constexpr int64_t kChunk = 4096;     // the most values one accumulator combines in a split reduce
 
 // (a PARAM's dtype is its pointer type: nodes built over one take the reduce's value dtype)
@@ -115,7 +114,7 @@ UOp split_reduce(const UOp& sink) {
     for (const UOp& d : in) in_shape.push_back(d.arg_int());
     std::vector<int64_t> dims;
     for (size_t k = 1; k < arg.size(); ++k) r *= in_shape[arg[k]], dims.push_back(in_shape[arg[k]]);
-    if (r < kSplitAt || one_hot(n.src(0))) continue;
+    if (r < kSplitReduceAt || one_hot(n.src(0))) continue;
     for (size_t i = 0; i < in_shape.size(); ++i) {
       bool reduced = std::find(arg.begin() + 1, arg.end(), static_cast<int64_t>(i)) != arg.end();
       if (!reduced) perm.push_back(static_cast<int64_t>(i)), kept.push_back(in_shape[i]);
