@@ -158,6 +158,10 @@ def extra_set():
       "matmul_at": matmul_w(1024, 1024, 1024, a_t=True),
       "linear_64": matmul_w(64, 1024, 4096, b_t=True),
       "vecmat": {**matmul_w(1, 4096, 4096), "unit": "GB/s", "amount": 4.0 * 4096 * 4096},
+      "conv5x5_b64": conv_w(64, 32, 28, 28, 64, 5, pad=2),
+      "attn_scores197": {"inputs": [((4, 12, 197, 64), "n")] * 2, "unit": "GFLOPS", "amount": 2.0 * 4 * 12 * 197 * 197 * 64,
+                         "fn": {"numpy": lambda np, q, k: q @ k.swapaxes(-2, -1), "torch": lambda t, q, k: q @ k.transpose(-1, -2),
+                                "tinygrad": lambda T, q, k: q @ k.transpose(-1, -2)}},
   }
 
 

@@ -235,6 +235,27 @@ Workload train_step() {
           }};
 }
 
+// ViT-B/16's attention scores: q @ k^T over 4 x 12 heads of 197 tokens (196 patches and the class
+// token), head size 64. The sequence length is odd, so neither matmul axis fills whole vectors.
+Workload attn_scores197() {
+  constexpr int64_t B = 4, H = 12, S = 197, D = 64;
+  return {"attn_scores197", Roof::fma, 2.0 * B * H * S * S * D,
+          [](const std::string& d) {
+            return std::vector<Tensor>{Tensor::randn({B, H, S, D}, dtypes::float32, d), Tensor::randn({B, H, S, D}, dtypes::float32, d)};
+          },
+          [](const std::vector<Tensor>& in) { return in[0].matmul(in[1].transpose(-1, -2)); },
+          [](const Host& h) {
+            std::vector<double> out;
+            out.reserve(B * H * S * S);
+            for (int64_t bh = 0; bh < B * H; bh++) {
+              auto slice = [&](int i) { return std::vector<float>(h[i].begin() + bh * S * D, h[i].begin() + (bh + 1) * S * D); };
+              std::vector<double> s = ref::matmul(ref::widen(slice(0)), ref::transposed(slice(1), S, D), S, D, S);
+              out.insert(out.end(), s.begin(), s.end());
+            }
+            return out;
+          }};
+}
+
 }  // namespace
 
 std::vector<Workload> extra_set() {
@@ -268,7 +289,10 @@ std::vector<Workload> extra_set() {
             w.roof = Roof::read, w.amount = 4.0 * 4096 * 4096;
             return w;
           }(),
-          train_step()};
+          train_step(),
+          // a 5x5 convolution with padding 2 over a batch of 64 small images (LeNet/CIFAR-style)
+          conv2d_workload("conv5x5_b64", {.batch = 64, .channels = 32, .height = 28, .width = 28, .filters = 64, .kernel = 5, .pad = 2}),
+          attn_scores197()};
 }
 
 }  // namespace kiln::bench

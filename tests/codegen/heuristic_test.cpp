@@ -566,6 +566,26 @@ TEST(Heuristic, LargeKernelsAreThreaded) {
     expect_threaded_when_large(out);
 }
 
+// A vector times a matrix larger than the L2 walks the matrix in blocks of its rows (BLOCK on K).
+// Rows 4096 floats apart fall on one set of a 32 KiB, 8-way L1 at each column: a block of more
+// than 8 of them evicts its own lines (the prefetched next ones too), so it takes 8; rows whose
+// stride is not a multiple of a line walk every set and keep 16 (issue 50).
+TEST(Heuristic, AVectorTimesAMatrixBlocksNoMoreRowsThanTheirL1SetsHold) {
+  const auto block_of = [](const Chosen& c) {
+    const auto b = std::find_if(c.opts.begin(), c.opts.end(), [](const Opt& o) { return o.op == OptOp::BLOCK; });
+    return b == c.opts.end() ? int64_t{0} : b->amount;
+  };
+  Target t = avx512();
+  t.l1d_bytes = 32 << 10;
+  const Chosen aliased = main_kernel(in({1, 4096}).matmul(in({4096, 4096})), t);
+  EXPECT_EQ(block_of(aliased), 8) << aliased.str();
+  const Chosen spread = main_kernel(in({1, 4096}).matmul(in({4096, 4100})), t);
+  EXPECT_EQ(block_of(spread), 16) << spread.str();
+  // a tile with rows keeps its blocks of 16 (its lines of B feed every row; measured even)
+  const Chosen rows = main_kernel(in({8, 4096}).matmul(in({4096, 4096})), t);
+  EXPECT_EQ(block_of(rows), 16) << rows.str();
+}
+
 // Odd sizes keep the fast path (item 1): axes that do not divide by the lanes or the tile are
 // padded (PADTO, the padded iterations masked) or take an amount that divides; every kernel of
 // at least 7 iterations along its vector axis gets vectors, and the large ones threads.

@@ -379,16 +379,18 @@ TEST(Stage, BothTransposedStagesBothInputs) {
 
 // A vector times a matrix (or fewer rows than a tile takes) whose B does not fit the L2 walks B
 // in blocks of 16 of its rows, each block's partial sums added into the output (BLOCK), not down
-// each column panel's whole length; a B that fits the L2 is read as it is.
+// each column panel's whole length; 8 where the rows' lines at one column fall on one L1 set
+// (rows_in_l1_ways); a B that fits the L2 is read as it is.
 TEST(Block, AVectorTimesALargeMatrixWalksItInBlocksOfRows) {
   const Target cpu = kiln::testing::simulated_cpu(16, 2);
-  auto blocked = [&](int64_t m, int64_t k, int64_t n) {
+  auto block = [&](int64_t m, int64_t k, int64_t n) {  // the BLOCK's rows, 0 without one
     const std::vector<Opt> opts = to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), cpu).opts;
-    return std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::BLOCK && o.amount == 16; });
+    const auto b = std::find_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::BLOCK; });
+    return b == opts.end() ? int64_t{0} : b->amount;
   };
-  EXPECT_TRUE(blocked(1, 4096, 4096));
-  EXPECT_TRUE(blocked(4, 2048, 512)) << "4 rows: no row tile";
-  EXPECT_FALSE(blocked(1, 256, 256)) << "B fits the L2";
+  EXPECT_EQ(block(1, 4096, 4096), 8) << "rows 16 KiB apart: one L1 set of 8 ways";
+  EXPECT_EQ(block(4, 2048, 512), 16) << "4 rows: no row tile; rows 2 KiB apart fall on two sets";
+  EXPECT_EQ(block(1, 256, 256), 0) << "B fits the L2";
   const std::vector<Opt> gpu = to_program(kernel_of(ref({4096}).matmul(ref({4096, 4096}))), gpu_caps(256, 64, 256, 48 << 10, 4)).opts;
   EXPECT_TRUE(std::none_of(gpu.begin(), gpu.end(), [](const Opt& o) { return o.op == OptOp::BLOCK; })) << "GPU targets do not block";
   expect_matmul(1, 2048, 512, cpu);

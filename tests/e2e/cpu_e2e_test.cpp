@@ -302,6 +302,16 @@ TEST(BuildObserver, ReportsEachKernelBuilt) {
 // Regression: a vectorized kernel with a masked tail that loads bools (bool -> float64 over 7
 // elements) failed to render ("a masked load of bools"); bools are bytes in memory, so the masked
 // load and store go through byte vectors.
+// A vector times a matrix larger than the L2, with a bias and relu: the heuristic walks the
+// matrix in blocks of its rows (BLOCK; 8 where its rows alias in the L1, issue 50), the last block
+// running the epilogue on the whole sum.
+TEST(CpuE2E, AVectorTimesALargeMatrixMatchesTheReference) {
+  HostArray x = make_array({1, 2048}, dtypes::float32, 21), w = make_array({2048, 1024}, dtypes::float32, 22),
+            b = make_array({1024}, dtypes::float32, 23);
+  expect_matches_reference(
+      {"gemv", {x, w, b}, [](const std::vector<Tensor>& t) { return (t[0].matmul(t[1]) + t[2]).relu(); }, nullptr, 1e-4, 1e-3}, kDevice);
+}
+
 TEST(CpuE2E, MaskedTailsLoadAndStoreBools) {
   for (int64_t n : {int64_t{7}, int64_t{13}, int64_t{1003}}) {
     std::vector<bool> b(static_cast<size_t>(n));

@@ -22,17 +22,40 @@ bool in_reduction(const KernelShape& k, const UOp& idx) {
   return k.reduce.empty();
 }
 
+namespace {
+
+// A common L1d's geometry: 64-byte lines, 8 ways (the size is the target's, Target::l1d).
+constexpr int64_t kLine = 64, kWays = 8;
+
+// The L1 sets that rows `bytes` apart fall on, at one column: every (bytes / 64)-th set only
+// where the rows are a multiple of 64 bytes apart, every set otherwise.
+int64_t sets_of_rows(int64_t bytes, const Target& target) {
+  const int64_t sets = std::max<int64_t>(1, static_cast<int64_t>(target.l1d()) / (kLine * kWays));
+  return bytes % kLine != 0 ? sets : sets / std::gcd(bytes / kLine, sets);
+}
+
+}  // namespace
+
 // Few row tiles walk B down its columns, a cache line from each of its rows, the rows a leading
 // dimension apart and so past the prefetcher's reach: BLOCK(K, 16) has them walk 16 rows at a
 // time, consecutive panels continuing the same rows (measured: 16 > 32 > 64), or near it. The same
 // holds with no row tile at all (a vector times a matrix: 1 x 4096 @ 4096 x 4096, 0.7x the time),
 // and with an epilogue (the last block runs it: 8 x 4096 @ 4096 x 4096 + bias, relu 11.1 -> 3.1 ms).
-bool block_down_columns(const KernelShape& k, OptPlan& plan) {
+bool block_down_columns(const KernelShape& k, OptPlan& plan, int64_t most_rows) {
   if (k.reduce.size() != 1) return false;
   const int64_t k_len = const_size(k.reduce[0]);
   for (int64_t kc : {16, 12, 20, 24, 10, 32, 8})
-    if (k_len > kc && k_len % kc == 0) return plan.add({OptOp::BLOCK, range_axis(k.reduce[0]), kc});
+    if (kc <= most_rows && k_len > kc && k_len % kc == 0) return plan.add({OptOp::BLOCK, range_axis(k.reduce[0]), kc});
   return false;
+}
+
+int64_t rows_in_l1_ways(const KernelShape& k, const Target& target) {
+  int64_t most = INT64_MAX;
+  if (k.reduce.size() != 1) return most;
+  for (const UOp& idx : k.load_indices)
+    if (int64_t ld = 0; stride_of(idx, k.reduce[0], ld) && std::abs(ld) * k.itemsize >= kLine)
+      most = std::min(most, sets_of_rows(std::abs(ld) * k.itemsize, target) * kWays);
+  return most;
 }
 
 namespace {
@@ -45,14 +68,12 @@ namespace {
 // 4.3-4.5 -> 2.5-3.5 ms, train_step's weight gradient 2.7-3.1 -> 1.6-3.1). Only for panels past
 // a quarter of the L1 (a short panel is cheap to re-read whatever its sets).
 bool aliased_panel(const KernelShape& k, const UOp& rows, int64_t k_len, int64_t per_k, const Target& target) {
-  constexpr int64_t kLine = 64, kWays = 8;
-  const int64_t sets = std::max<int64_t>(1, static_cast<int64_t>(target.l1d()) / (kLine * kWays));
   for (const UOp& idx : k.load_indices) {
     int64_t ld = 0;
     if (k.reduce.size() != 1 || !has_stride(idx, rows, 0) || !stride_of(idx, k.reduce[0], ld) || ld == 0) continue;
     const int64_t bytes = std::abs(ld) * k.itemsize;
     if (bytes % kLine != 0) return false;  // the rows walk every set
-    const int64_t used = sets / std::gcd(bytes / kLine, sets), lines_per_row = (per_k + kLine - 1) / kLine;
+    const int64_t used = sets_of_rows(bytes, target), lines_per_row = (per_k + kLine - 1) / kLine;
     return k_len * lines_per_row > used * kWays;
   }
   return false;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "codegen/opt/opt.hpp"
+#include "codegen/target.hpp"
 
 namespace kiln {
 
@@ -21,8 +22,13 @@ inline constexpr int64_t kFewRowTiles = 8;
 bool in_reduction(const KernelShape& k, const UOp& idx);
 
 // A matmul with few row tiles (or none) walks B in blocks of about 16 of its rows (BLOCK on the
-// reduce); false when the reduce has no such divisor.
-bool block_down_columns(const KernelShape& k, OptPlan& plan);
+// reduce), at most `most_rows`; false when the reduce has no such divisor.
+bool block_down_columns(const KernelShape& k, OptPlan& plan, int64_t most_rows = INT64_MAX);
+// The most rows of a matrix read down its columns (its loads' stride along the one reduce) whose
+// lines at one column the L1 holds together: rows a multiple of 64 bytes apart fall on every
+// (stride / 64)-th set only, and past those sets' ways they evict each other's lines, the
+// prefetched next ones too (4096 floats apart: one set, 8 rows). INT64_MAX where no load aliases.
+int64_t rows_in_l1_ways(const KernelShape& k, const Target& target);
 
 // How a matmul's register tile (`rows` tiled, `width` columns of `cols`) walks B: the SWAP that
 // puts the column panels outside the row tiles (apply it last, then stage_reused_panel), or

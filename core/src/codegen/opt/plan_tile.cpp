@@ -138,7 +138,10 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
   // no rows to tile (a vector times a matrix, or too few rows) and a B larger than the L2
   int64_t b_bytes = const_size(j) * k.itemsize;
   for (const UOp& red : k.reduce) b_bytes *= std::max<int64_t>(1, const_size(red));
-  if (!has_rows(plan) && !o.across && b_bytes > static_cast<int64_t>(c.target.l2())) block_down_columns(k, plan);
+  // (its loads of B alone in the k loop: blocks of rows that alias in the L1 stop at its ways; a
+  // tile with rows, its B lines reused by each row, measured even: docs/optimizer.md, "Matmul")
+  if (!has_rows(plan) && !o.across && b_bytes > static_cast<int64_t>(c.target.l2()))
+    block_down_columns(k, plan, rows_in_l1_ways(k, c.target));
   return finish_plan(c, plan, tail);
 }
 
