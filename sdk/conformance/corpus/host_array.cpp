@@ -29,6 +29,7 @@ Float64Reference::Float64Reference() : saved(float64_reference) { float64_refere
 Float64Reference::~Float64Reference() { float64_reference = saved; }
 
 uint16_t half_bits(double x, DType d) {
+  x = to_dtype(x, d);  // (a value the caller changed, as the Jit check does, rounds to nearest first)
   if (d.scalar() == Scalar::bfloat16) {
     float f = static_cast<float>(x);
     uint32_t b;

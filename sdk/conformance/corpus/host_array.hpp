@@ -47,7 +47,7 @@ struct Float64Reference {
   Float64Reference& operator=(const Float64Reference&) = delete;
   bool saved;
 };
-// The 16-bit pattern of a float16 or bfloat16 value (x must be one: make_array/cast round to it).
+// The 16-bit pattern of a float16 or bfloat16 value (x rounded to nearest even first).
 uint16_t half_bits(double x, DType d);
 double from_half_bits(uint16_t bits, DType d);
 // Every multi-index of a shape, in row-major order.
