@@ -35,7 +35,7 @@
 //    largest get a buffer, and the elementwise that combines them runs as the kept one's epilogue
 //    (group.cpp does not merge them back). The optimizer plans a kernel's register tile and its
 //    panels for one reduce: two in one tile hold twice the accumulators and stage neither panel
-//    (docs/performance.md, "Gated FFN": two kernels, each a staged matmul, were faster), against
+//    (docs/performance.md, "One contraction per kernel": two staged matmuls, 2.6x faster), against
 //    one extra round trip of a matmul's output through memory.
 //  - A reduce of at least 32768 elements per output becomes a tree of kernels (split_reduce.cpp):
 //    the first reduces bounded chunks in parallel, the next ones combine the partials.

@@ -130,8 +130,8 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
     if (!(*it == j) && const_size(*it) >= kMinTileAxis && reuses_loads_of(k, *it, j, rows) && rows > 1 && pad_to(plan, *it, rows) &&
         plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
       // (across: w's panel is staged whatever its size, so a long reduce is cut into blocks whose
-      // panels fit a stage buffer; unblocked, mlp_gelu128's 128 x 3072 @ (768 x 3072).T, 384 KiB
-      // panels, could not stage and fell back to the dot product plan at 0.5x the rate)
+      // panels fit a stage buffer; unblocked, 384 KiB panels of 128 x 3072 @ (768 x 3072).T could
+      // not stage and the kernel fell back to dot products: docs/optimizer.md, "Staged variants")
       if (o.across) block_panel(k, vec * kTileVectors * k.itemsize, c.target, plan);
       tail.swap = o.across ? std::optional<Opt>{Opt{OptOp::SWAP, range_axis(*it), range_axis(j)}}
                            : plan_panels(k, *it, j, vec * kTileVectors, remaining(*it, opts), c.target, plan);
