@@ -109,7 +109,11 @@ Workload layernorm() {
               for (int64_t c = 0; c < C; c++) out[r * C + c] = (x[c] - mean) * inv * h[1][c] + h[2][c];
             }
             return out;
-          }};
+          },
+          {},
+          // in 16 bits the composite a torch user calls (F.layer_norm): computed in float32, rounded
+          // once, then the gain and bias
+          [](const std::vector<Tensor>& in) { return in[0].layernorm({-1}, 1e-5) * in[1] + in[2]; }};
 }
 
 // softmax(q @ k^T / sqrt(d)) @ v over 1x8 heads of 256 tokens, head size 64.
