@@ -162,6 +162,18 @@ def extra_set():
       "attn_scores197": {"inputs": [((4, 12, 197, 64), "n")] * 2, "unit": "GFLOPS", "amount": 2.0 * 4 * 12 * 197 * 197 * 64,
                          "fn": {"numpy": lambda np, q, k: q @ k.swapaxes(-2, -1), "torch": lambda t, q, k: q @ k.transpose(-1, -2),
                                 "tinygrad": lambda T, q, k: q @ k.transpose(-1, -2)}},
+      "gated_ffn": {"inputs": [((256, 768), "c")] + [((768, 2047), ("s", 1 / math.sqrt(768)))] * 2, "unit": "GFLOPS",
+                    "amount": 4.0 * 256 * 768 * 2047, "fn": {
+                        "numpy": lambda np, x, w1, w3: (lambda a: a / (1 + np.exp(-a)))(x @ w1) * (x @ w3),
+                        "torch": lambda t, x, w1, w3: t.nn.functional.silu(x @ w1) * (x @ w3),
+                        "tinygrad": lambda T_, x, w1, w3: (x @ w1).silu() * (x @ w3)}},
+      "mlp_gelu128": {"inputs": [((128, 768), "c"), ((3072, 768), ("s", 1 / math.sqrt(768))), ((3072,), ("s", 1 / math.sqrt(768))),
+                                 ((768, 3072), ("s", 1 / math.sqrt(3072))), ((768,), ("s", 1 / math.sqrt(3072)))],
+                      "unit": "GFLOPS", "amount": 4.0 * 128 * 768 * 3072, "fn": {
+                          "numpy": lambda np, x, w1, b1, w2, b2: np_gelu(np, x @ w1.T + b1) @ w2.T + b2,
+                          "torch": lambda t, x, w1, b1, w2, b2: t.nn.functional.linear(
+                              t.nn.functional.gelu(t.nn.functional.linear(x, w1, b1), approximate="tanh"), w2, b2),
+                          "tinygrad": lambda T_, x, w1, b1, w2, b2: x.linear(w1.T, b1).gelu().linear(w2.T, b2)}},
   }
 
 

@@ -109,7 +109,11 @@ Workload layernorm() {
               for (int64_t c = 0; c < C; c++) out[r * C + c] = (x[c] - mean) * inv * h[1][c] + h[2][c];
             }
             return out;
-          }};
+          },
+          {},
+          // in 16 bits the composite a torch user calls (F.layer_norm): computed in float32, rounded
+          // once, then the gain and bias
+          [](const std::vector<Tensor>& in) { return in[0].layernorm({-1}, 1e-5) * in[1] + in[2]; }};
 }
 
 // softmax(q @ k^T / sqrt(d)) @ v over 1x8 heads of 256 tokens, head size 64.
@@ -256,6 +260,40 @@ Workload attn_scores197() {
           }};
 }
 
+// A gated FFN (SwiGLU's first half): silu(x @ W1) * (x @ W3), two matmuls over the same input
+// combined elementwise, with an odd hidden size (256 tokens, 768 -> 2047).
+Workload gated_ffn() {
+  constexpr int64_t T = 256, E = 768, F = 2047;
+  return {"gated_ffn", Roof::fma, 2.0 * 2 * T * E * F,
+          [](const std::string& d) {
+            auto scaled = [&](const Shape& s) { return centered(s, d) * (2 / std::sqrt(double(E))); };
+            return std::vector<Tensor>{centered({T, E}, d), scaled({E, F}), scaled({E, F})};
+          },
+          [](const std::vector<Tensor>& in) { return in[0].matmul(in[1]).silu() * in[0].matmul(in[2]); },
+          [](const Host& h) {
+            std::vector<double> x = ref::widen(h[0]), a = ref::matmul(x, ref::widen(h[1]), T, E, F),
+                                b = ref::matmul(x, ref::widen(h[2]), T, E, F);
+            for (size_t i = 0; i < a.size(); ++i) a[i] = a[i] / (1 + std::exp(-a[i])) * b[i];
+            return a;
+          }};
+}
+
+// A transformer MLP through `linear` at batch 128 (BERT-base's sizes): 768 -> 3072 (tanh gelu) -> 768.
+Workload mlp_gelu128() {
+  constexpr int64_t T = 128, E = 768, F = 3072;
+  return {"mlp_gelu128", Roof::fma, 2.0 * 2 * T * E * F,
+          [](const std::string& d) {
+            auto scaled = [&](const Shape& s, int64_t in) { return centered(s, d) * (2 / std::sqrt(double(in))); };
+            return std::vector<Tensor>{centered({T, E}, d), scaled({F, E}, E), scaled({F}, E), scaled({E, F}, F), scaled({E}, F)};
+          },
+          [](const std::vector<Tensor>& in) { return in[0].linear(in[1], in[2]).gelu().linear(in[3], in[4]); },
+          [](const Host& h) {
+            std::vector<double> x = ref::linear(ref::widen(h[0]), h[1], h[2], T, E, F, false);
+            for (double& v : x) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+            return ref::linear(x, h[3], h[4], T, F, E, false);
+          }};
+}
+
 }  // namespace
 
 std::vector<Workload> extra_set() {
@@ -292,7 +330,9 @@ std::vector<Workload> extra_set() {
           train_step(),
           // a 5x5 convolution with padding 2 over a batch of 64 small images (LeNet/CIFAR-style)
           conv2d_workload("conv5x5_b64", {.batch = 64, .channels = 32, .height = 28, .width = 28, .filters = 64, .kernel = 5, .pad = 2}),
-          attn_scores197()};
+          attn_scores197(),
+          gated_ffn(),
+          mlp_gelu128()};
 }
 
 }  // namespace kiln::bench

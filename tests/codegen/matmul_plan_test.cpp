@@ -273,6 +273,25 @@ TEST(Stage, PanelsLargerThanAQuarterOfTheL2AreStagedInBlocks) {
   expect_matmul(96, 1024, 64, tiny);
 }
 
+// x @ w.T stages w's panels (staged_transposed) whatever their length: a long reduce is cut into
+// blocks whose panels fit a stage buffer (128 x 3072 @ (768 x 3072).T, a BERT MLP's second layer
+// at batch 128: 384 KiB panels staged nothing, and the kernel fell back to dot products at half
+// the rate), and the blocked kernel computes the product.
+TEST(Stage, TransposedPanelsLargerThanAStageBufferAreStagedInBlocks) {
+  auto plan = [](int64_t m, int64_t k, int64_t n, const Target& t) {
+    return opts_text(to_program(kernel_of(ref({m, k}).matmul(ref({n, k}).transpose())), t).opts);
+  };
+  Target avx512 = kiln::testing::simulated_cpu(16, 2);
+  avx512.l1d_bytes = 32 << 10, avx512.l2_bytes = 1 << 20;
+  const std::string bert = plan(128, 3072, 768, avx512);
+  EXPECT_NE(bert.find("BLOCK(2, 1536)"), std::string::npos) << bert;
+  EXPECT_NE(bert.find("STAGE"), std::string::npos) << bert;
+  const std::string fits = plan(128, 2048, 768, avx512);
+  EXPECT_EQ(fits.find("BLOCK"), std::string::npos) << fits;
+  EXPECT_NE(fits.find("STAGE"), std::string::npos) << fits;
+  expect_matmul(72, 2560, 48, avx512, false, true);
+}
+
 // A B that fits the L2 is staged where its panel's rows, a power-of-two leading dimension apart,
 // fall on too few L1 sets to hold the panel (AVX2, 256^3: rows 1 KiB apart use 4 of 64 sets, 32
 // lines for 256 rows); 255 columns (rows 1020 bytes apart, walking every set) and a short panel

@@ -128,6 +128,45 @@ void check_fused_kernels(const std::string& device) {
       return std::vector<HostArray>{per_row(a[0], 0), reduce(a[0], {1}, true, max, -INFINITY, f32), per_row(a[0], 1)};
     }, device);
   }
+  // two matmuls over one input combined elementwise (a gated FFN, odd sizes): one contraction per
+  // kernel (schedule/kernelize.hpp), the second loading the first's result in its epilogue
+  {
+    const int64_t n = 37, k = 48, m = 67;
+    HostArray x = make_array({n, k}, dtypes::float32, 10, -1, 1), w1 = make_array({k, m}, dtypes::float32, 11, -1, 1),
+              w3 = make_array({k, m}, dtypes::float32, 12, -1, 1);
+    expect_outputs_match("a gated FFN", {x, w1, w3}, [](const std::vector<Tensor>& t) {
+      Tensor h = t[0].matmul(t[1]);
+      return std::vector<Tensor>{h.silu() * t[0].matmul(t[2]), h};
+    }, [&](const std::vector<HostArray>& a) {
+      HostArray g{{n, m}, std::vector<double>(n * m), dtypes::float32}, h = g;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          double p = 0, q = 0;
+          for (int64_t c = 0; c < k; ++c) p += a[0].v[i * k + c] * a[1].v[c * m + j], q += a[0].v[i * k + c] * a[2].v[c * m + j];
+          h.v[i * m + j] = p;
+          g.v[i * m + j] = p / (1 + std::exp(-p)) * q;
+        }
+      return std::vector<HostArray>{g, h};
+    }, device, 1e-4);
+  }
+  // x @ w.T + b with a long reduce (2560: the panel of w a CPU stages is cut into blocks)
+  {
+    const int64_t n = 72, k = 2560, m = 48;
+    HostArray x = make_array({n, k}, dtypes::float32, 13, -1, 1), w = make_array({m, k}, dtypes::float32, 14, -1, 1),
+              b = make_array({m}, dtypes::float32, 15, -1, 1);
+    expect_outputs_match("a linear layer with a long reduce", {x, w, b}, [](const std::vector<Tensor>& t) {
+      return std::vector<Tensor>{t[0].linear(t[1], t[2]).gelu()};
+    }, [&](const std::vector<HostArray>& a) {
+      HostArray y{{n, m}, std::vector<double>(n * m), dtypes::float32};
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < m; ++j) {
+          double v = a[2].v[j];
+          for (int64_t c = 0; c < k; ++c) v += a[0].v[i * k + c] * a[1].v[j * k + c];
+          y.v[i * m + j] = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        }
+      return std::vector<HostArray>{y};
+    }, device, 1e-4);
+  }
   // a row of 40000 is split into partial reductions (split_reduce.cpp) before the groups form
   HostArray x = make_array({2, 40000}, dtypes::float32, 9, -4, 4);
   OpCase c{"long softmax", {x}, [](const std::vector<Tensor>& t) { return t[0].softmax(); }, [](const auto& a) { return per_row(a[0], 0); }};

@@ -210,6 +210,28 @@ TEST(Fusion, CostlyChainsReadByAReduceAreComputedOnce) {
   EXPECT_EQ(var[0].buffers.size(), 2u) << "out and x: no buffer for the mean";
 }
 
+// One contraction per kernel (kernelize.hpp's is_contraction): two matmuls over one input combined
+// elementwise (a gated FFN, silu(x @ w1) * (x @ w3)) were one kernel with two reduces, which the
+// optimizer does not tile (10x slower than two matmuls); now one matmul is stored and the other
+// loads it in its epilogue. Whether a matmul's result is shared (silu reads it twice) or not,
+// and whether it is an output too. Reduces that stream their inputs once stay in one kernel.
+TEST(Fusion, OneContractionPerKernel) {
+  Tensor x = input({64, 32}), w1 = input({32, 47}), w3 = input({32, 47});
+  auto gated = kernels_of((x.matmul(w1).silu() * x.matmul(w3)).schedule());
+  ASSERT_EQ(gated.size(), 2u) << names(gated);
+  EXPECT_EQ(gated[0].buffers.size(), 3u) << "one matmul: out, x, a weight";
+  EXPECT_EQ(gated[1].buffers.size(), 4u) << "the other, and the first's result in its epilogue: out, x, a weight, h";
+  EXPECT_EQ(kernels_of((x.matmul(w1) * x.matmul(w3)).schedule()).size(), 2u) << "neither shared";
+  EXPECT_EQ(kernels_of((x.matmul(w1) + x.matmul(w3) + x.matmul(w1 * 2.0)).schedule()).size(), 3u) << "three";
+  Tensor h = x.matmul(w1);
+  EXPECT_EQ(kernels_of(Tensor::schedule_all({h, h * x.matmul(w3)})).size(), 2u) << "one an output";
+  // streaming reduces: a row sum beside a dot product, and two vector-matrix products
+  Tensor a = input({64, 32}), b = input({64, 32});
+  EXPECT_EQ(kernels_of(((a * b).sum({1}) + a.sum({1})).schedule()).size(), 1u);
+  Tensor v = input({1, 32});
+  EXPECT_EQ(kernels_of((v.matmul(w1) * v.matmul(w3)).schedule()).size(), 1u);
+}
+
 // Row fusion (kernelize.cpp) on a device that runs a row per thread (the query says so here; "ref"
 // does not): softmax and layernorm are one kernel, a row's statistics computed before the loop
 // that writes it. Rows past the cache bound, a single row (one thread), reduces over a leading axis

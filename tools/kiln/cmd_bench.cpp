@@ -71,7 +71,7 @@ int run_bench(const std::vector<std::string>& args) {
       "them with the searched actions")(
       "jit", "also time the steady calls replayed by a kiln::Jit (jit ms), and the replay cost per kernel")(
       "dtype", po::value<std::string>()->default_value("float32"),
-      "float32, float16 or bfloat16: the memory-bound workloads (elementwise, sum, softmax) and the matmuls also "
+      "float32, float16 or bfloat16: the memory-bound workloads (elementwise, sum, softmax; layernorm in --set extra) and the matmuls also "
       "run in that dtype, beside float32 in the same run, with the ratio of their throughputs (convolutions and the "
       "MLP stay float32)");
   po::variables_map vm;

@@ -12,8 +12,10 @@
 //    in an elementwise tail: the shared part is computed and loaded once), or
 //  - neither computes a reduce and both read one input buffer in their own space (r0 + y and
 //    r1 + y: y is loaded once; a matmul's kernel takes no such partner, see run()),
-// and neither reads the other any other way, they live on one device, and the kernels that run
-// between them (one reads a third that reads the other) do not make the merge a cycle. COPY,
+// and neither reads the other any other way, the kernel would not compute two contractions
+// (kernelize.hpp: a matmul read by another's epilogue keeps its buffer), they live on one device,
+// and the kernels that run between them (one reads a third that reads the other) do not make the
+// merge a cycle. COPY,
 // ASSIGN and CONTIGUOUS (a boundary the user asked for) kernels stay alone, and a graph with an
 // ASSIGN is not grouped: an assign's write-after-read edges (kernelize.cpp) are not known here,
 // and a group could need to run both before and after it.
@@ -48,6 +50,7 @@ struct Grouper {
   PtrMap<std::vector<int>> input_sharers;     // input buffer -> roots reading it in their own space
   std::vector<char> reduces;                  // per root: computes a reduce (not a realized one it reads)
   std::vector<int> parent;
+  std::vector<std::vector<const UOpNode*>> contractions;  // per root: the contractions its kernel computes
 
   int find(int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); }
   // (a CONTIGUOUS is a kernel boundary the user asked for; a realize entry of 2 one that keeps a
@@ -118,6 +121,10 @@ struct Grouper {
         continue;
       }
       if (it.u->op == Ops::REDUCE_AXIS) reduces[x] = 1;
+      if (it.u->op == Ops::REDUCE_AXIS && contraction(it.u)) {
+        auto& c = contractions[x];
+        if (std::find(c.begin(), c.end(), it.u) == c.end()) c.push_back(it.u);
+      }
       // a computed value several nodes use (not a constant: that shares nothing worth a kernel)
       bool computed = groups::Elementwise.has(it.u->op) || it.u->op == Ops::REDUCE_AXIS;
       if (it.s == Space::same && !is_root && computed) {
@@ -174,9 +181,28 @@ struct Grouper {
     return false;
   }
 
+  PtrMap<char> contraction_memo;  // reduce -> 1 + is_contraction
+  bool contraction(const UOpNode* r) {
+    char& c = contraction_memo[r];
+    if (!c) c = static_cast<char>(1 + is_contraction(g, realize, UOpAccess::from_node(r)));
+    return c == 2;
+  }
+
+  // Would one kernel for the groups of a and b compute two contractions (kernelize.hpp)? The
+  // optimizer tiles one: a matmul's output read by another's epilogue stays a buffer.
+  bool merge_adds_contraction(int a, int b) {
+    const int ga = find(a), gb = find(b);
+    std::vector<const UOpNode*> all;
+    for (size_t x = 0; x < roots.size(); ++x)
+      if (int gx = find(static_cast<int>(x)); gx == ga || gx == gb)
+        for (const UOpNode* c : contractions[x])
+          if (std::find(all.begin(), all.end(), c) == all.end()) all.push_back(c);
+    return all.size() > 1;
+  }
+
   void try_merge(int a, int b) {
     if (find(a) == find(b) || !groupable(a) || !groupable(b) || device(a) != device(b)) return;
-    if (merge_is_cycle(a, b)) return;
+    if (merge_is_cycle(a, b) || merge_adds_contraction(a, b)) return;
     parent[find(b)] = find(a);
   }
 
@@ -192,6 +218,7 @@ struct Grouper {
     if (!has_assign) {
       reads.resize(roots.size());
       reduces.assign(roots.size(), 0);
+      contractions.resize(roots.size());
       for (size_t x = 0; x < roots.size(); ++x) walk(static_cast<int>(x));
       for (size_t x = 0; x < roots.size(); ++x)
         for (auto [y, own] : reads[x])
@@ -253,7 +280,7 @@ struct Grouper {
 }  // namespace
 
 std::vector<std::vector<const UOpNode*>> group_kernels(const GraphInfo& g, const UOp& sink, PtrMap<char>& realize) {
-  return Grouper{g, realize, sink, {}, {}, {}, {}, {}, {}, {}}.run();
+  return Grouper{g, realize, sink, {}, {}, {}, {}, {}, {}, {}, {}, {}}.run();
 }
 
 }  // namespace kiln

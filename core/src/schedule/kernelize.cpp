@@ -32,6 +32,13 @@
 //    reads many times over (a padded convolution reads each input element ~k*k*Cout times): it
 //    is realized, so the reduce kernel loads plain memory instead of testing the padding's
 //    bounds at every load (which also keeps its loads vectorizable).
+//  - One contraction per kernel (is_contraction: a matmul or convolution, compute-bound): where a
+//    kernel would compute two side by side (silu(x @ w1) * (x @ w3), a gated FFN), all but the
+//    largest get a buffer, and the elementwise that combines them runs as the kept one's epilogue
+//    (group.cpp does not merge them back). The optimizer plans a kernel's register tile and its
+//    panels for one reduce: two in one tile hold twice the accumulators and stage neither panel
+//    (docs/performance.md, "One contraction per kernel": two staged matmuls, 2.6x faster), against
+//    one extra round trip of a matmul's output through memory.
 //  - A reduce of at least 32768 elements per output becomes a tree of kernels (split_reduce.cpp):
 //    the first reduces bounded chunks in parallel, the next ones combine the partials.
 // Then group.cpp decides which realized nodes share a kernel (multi-output kernels); a shared
@@ -354,7 +361,37 @@ struct Decider {
           (f.expanded || f.in_reduce || f.shared || users_of(n.node()) > 1) && !row_local(n) && !nested_in_reduce(n))
         realize[n.node()] = 1;
     }
+    separate_contractions();
     limit_buffers();
+  }
+
+  // One contraction per kernel (is_contraction): every contraction but the largest that a kernel
+  // would compute side by side gets a buffer, and group() does not merge it back.
+  void separate_contractions() {
+    std::vector<UOp> roots;  // (taken first: the loop realizes more)
+    for (const UOp& n : g.order)
+      if (realize.contains(n.node()) && n.op() != Ops::COPY) roots.push_back(n);
+    for (const UOp& root : roots) {
+      std::vector<UOp> found;  // the kernel's reduces that are not nested in another (those are realized)
+      std::vector<const UOpNode*> stack{root.node()};
+      PtrMap<char> seen;
+      while (!stack.empty()) {
+        const UOpNode* x = stack.back();
+        stack.pop_back();
+        if (seen.contains(x) || x->op == Ops::PARAM || (x != root.node() && realize.contains(x))) continue;
+        seen[x] = 1;
+        if (x->op == Ops::REDUCE_AXIS) {
+          if (is_contraction(g, realize, UOpAccess::from_node(x))) found.push_back(UOpAccess::from_node(x));
+          continue;
+        }
+        for (uint32_t i = 0; i < x->nsrc; ++i) stack.push_back(x->srcs()[i].node());
+      }
+      if (found.size() < 2) continue;
+      std::stable_sort(found.begin(), found.end(), [&](const UOp& a, const UOp& b) {
+        return max_size(shape_of(g, a.src(0))) > max_size(shape_of(g, b.src(0)));
+      });
+      for (size_t i = 1; i < found.size(); ++i) realize[found[i].node()] = 1;
+    }
   }
 
   // A kernel binds at most kMaxKernelReads input buffers (the runtime launches at most 64 with its
@@ -412,6 +449,37 @@ static void unique_kernel_names(Template& t) {
     int n = seen[name]++;
     if (n > 0) k.body = k.body.replace_arg(Arg{name + "n" + std::to_string(n)});
   }
+}
+
+bool is_contraction(const GraphInfo& g, const PtrMap<char>& realize, const UOp& r) {
+  constexpr int64_t kContractionReuse = 16;
+  if (r.arg_ints()[0] != static_cast<int64_t>(Ops::ADD)) return false;
+  const UOp* product = &r.src(0);
+  while (product->op() == Ops::CAST) product = &product->src(0);  // (a half matmul accumulating wider)
+  if (product->op() != Ops::MUL) return false;
+  const int64_t terms = max_size(shape_of(g, *product));
+  // the elements of the buffers under one factor, through any computation ((x * 2) @ w), an IOTA
+  // counting as a buffer of its length (a generated input: random numbers are bits of a counter)
+  auto read = [&](const UOp& factor) {
+    int64_t n = 0;
+    std::vector<const UOpNode*> stack{factor.node()};
+    PtrMap<char> seen;
+    while (!stack.empty()) {
+      const UOpNode* x = stack.back();
+      stack.pop_back();
+      if (seen.contains(x)) continue;
+      seen[x] = 1;
+      if (x->op == Ops::PARAM || x->op == Ops::IOTA || realize.contains(x)) {
+        n += max_size(*g.shape.find(x));
+        continue;
+      }
+      for (uint32_t i = 0; i < x->nsrc; ++i) stack.push_back(x->srcs()[i].node());
+    }
+    return n;
+  };
+  for (const UOp& factor : product->src())
+    if (int64_t n = read(factor); n == 0 || terms < kContractionReuse * n) return false;
+  return true;
 }
 
 void find_boundaries(ScheduleState& s) {

@@ -84,6 +84,15 @@ struct ScheduleState {
   Template t;               // the kernels (rangeify), ordered (create_schedule), planned (memory_planner)
 };
 
+// Whether REDUCE_AXIS r (of graph g, realize being the nodes with a buffer) is a contraction: a
+// sum of products each of whose factors reads its buffers at least 16 times on average (a
+// matmul's n*k*m products read A's n*k elements m times and B's k*m elements n times; a
+// convolution's its image and its weights), so it is compute-bound and its kernel's speed is the
+// optimizer's register tiling for it - which tiles one reduce per kernel. A kernel holds at most
+// one (kernelize.cpp, group.cpp). Reduces that stream a factor once (a row sum, a dot product, a
+// vector times a matrix) lose no tiling beside another and stay fused.
+bool is_contraction(const GraphInfo& g, const PtrMap<char>& realize, const UOp& r);
+
 // Which nodes of s.sink get their own buffer (the rules at the top of kernelize.cpp).
 void find_boundaries(ScheduleState& s);
 // Which realized nodes share a kernel (group_kernels).

@@ -330,6 +330,7 @@ Tensor Tensor::all(const std::vector<int>& axes, bool keepdim) const {
   return n.eq(zero_of(n));
 }
 Tensor Tensor::logsumexp(const std::vector<int>& axes, bool keepdim) const {
+  if (is_half_float(dtype())) return cast(dtypes::float32).logsumexp(axes, keepdim).cast(dtype());
   Tensor x = as_float(*this);
   if (x.ndim() == 0) {  // torch accepts dim 0 or -1 of a 0-d tensor: the value itself
     for (int a : axes)

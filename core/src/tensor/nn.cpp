@@ -320,7 +320,7 @@ void check_gather_bounds(const Tensor& index, int axis, int64_t n) {
 
 Tensor detail::sum_of_products(const Tensor& a, const Tensor& b, const std::vector<int>& axes) {
   const DType dt = least_upper_dtype(a.dtype(), b.dtype());
-  if (dt.scalar() != Scalar::float16 && dt.scalar() != Scalar::bfloat16) return (a * b).sum(axes);
+  if (!is_half_float(dt)) return (a * b).sum(axes);
   // each operand takes the product's dtype first (an int16 becomes the half value `*` would use)
   return (a.cast(dt).cast(dtypes::float32) * b.cast(dt).cast(dtypes::float32)).sum(axes).cast(dt);
 }

@@ -34,6 +34,7 @@ std::vector<int> unique_axes(const std::vector<int>& axes, const Shape& shape, c
 Tensor Tensor::layernorm(const std::vector<int>& axes, double eps) const {
   if (axes.empty()) fail(ErrorCode::invalid_argument, "layernorm: needs at least one axis (tensor of shape ", shape_str(shape()), ")");
   std::vector<int> ax = unique_axes(axes, shape(), "layernorm");
+  if (is_half_float(dtype())) return cast(dtypes::float32).layernorm(axes, eps).cast(dtype());
   Tensor y = *this - mean(ax, true);
   return y * ((y * y).mean(ax, true) + eps).rsqrt();
 }

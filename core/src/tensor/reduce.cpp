@@ -55,7 +55,7 @@ Tensor reduce(const Tensor& x, Ops op, const std::vector<int>& axes, bool keepdi
 DType sum_acc_dtype(DType d) {
   if (d.is_bool()) return dtypes::int32;
   if (d.is_int() && d.scalar_size() < 4) return d.is_unsigned() ? dtypes::uint32 : dtypes::int32;
-  if (d.scalar() == Scalar::float16 || d.scalar() == Scalar::bfloat16) return dtypes::float32;
+  if (is_half_float(d)) return dtypes::float32;
   return d;
 }
 
@@ -83,8 +83,7 @@ Tensor Tensor::sum(const std::vector<int>& axes, bool keepdim) const {
   DType acc = sum_acc_dtype(dtype());
   Tensor x = acc == dtype() ? *this : cast(acc);
   Tensor r = reduce(x, Ops::ADD, norm_axes(axes, shape(), "sum"), keepdim);
-  bool half = dtype().scalar() == Scalar::float16 || dtype().scalar() == Scalar::bfloat16;
-  return half ? r.cast(dtype()) : r;
+  return is_half_float(dtype()) ? r.cast(dtype()) : r;
 }
 
 Tensor Tensor::prod(const std::vector<int>& axes, bool keepdim) const {
@@ -149,6 +148,7 @@ Tensor Tensor::argmax(int axis, bool keepdim) const {
 
 Tensor Tensor::softmax(int axis) const {
   if (ndim() == 0) return reshape({1}).softmax(axis == 0 || axis == -1 ? 0 : norm_axis(axis, shape(), "softmax")).reshape({});
+  if (is_half_float(dtype())) return cast(dtypes::float32).softmax(axis).cast(dtype());
   int a = norm_axis(axis, shape(), "softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor e = (x - x.max({a}, true)).exp();
@@ -160,6 +160,7 @@ Tensor Tensor::softmax(int axis) const {
 
 Tensor Tensor::log_softmax(int axis) const {
   if (ndim() == 0) return reshape({1}).log_softmax(axis == 0 || axis == -1 ? 0 : norm_axis(axis, shape(), "log_softmax")).reshape({});
+  if (is_half_float(dtype())) return cast(dtypes::float32).log_softmax(axis).cast(dtype());
   int a = norm_axis(axis, shape(), "log_softmax");
   Tensor x = dtype().is_float() ? *this : cast(dtypes::default_float);
   Tensor shifted = x - x.max({a}, true);

@@ -127,6 +127,12 @@ std::string canonical_device(const std::string& device);
 UOp device_node(const std::string& device);
 // A scalar constant broadcast to `shape` on `device`.
 Tensor const_tensor(double value, DType dtype, const Shape& shape, const std::string& device);
+// float16 or bfloat16. Composites over one (matmul and convolution: sum_of_products; softmax,
+// log_softmax, logsumexp, layernorm) compute in float32 and round once at the end, as torch's
+// kernels for them do: more accurate than rounding each step, and 2-3x faster (each rounding is a
+// conversion there and back).
+inline bool is_half_float(DType d) { return d.scalar() == Scalar::float16 || d.scalar() == Scalar::bfloat16; }
+
 Tensor const_like(const Tensor& like, double value, DType dtype);
 Tensor const_like(const Tensor& like, double value);
 

@@ -58,6 +58,41 @@ def test_bfloat16_numpy():
     np.testing.assert_array_equal(b.astype(np.float32), a.astype(np.float32))
 
 
+def test_bfloat16_every_pattern_and_rounding_match_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bits = np.arange(65536, dtype=np.uint16)
+    a = bits.view(ml_dtypes.bfloat16)
+    back = Tensor(a).numpy()
+    assert back.dtype == a.dtype
+    nan = np.isnan(a.astype(np.float32))
+    np.testing.assert_array_equal(back.view(np.uint16)[~nan], bits[~nan])
+    assert np.isnan(back[nan].astype(np.float32)).all()
+    # float32 -> bfloat16 rounds to nearest even, as ml_dtypes does (subnormals, ties, overflow)
+    rng = np.random.default_rng(0)
+    with np.errstate(over="ignore"):  # some overflow to infinity: inputs too
+        x = (rng.standard_normal(50000) * np.exp2(rng.integers(-140, 128, 50000))).astype(np.float32)
+    x[:4] = [np.float32(1 + 2**-8), np.float32(1 + 3 * 2**-8), np.float32(3.3895314e38), np.float32(1e-40)]
+    got = Tensor(x).cast(dtypes.bfloat16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(got, x.astype(ml_dtypes.bfloat16).view(np.uint16))
+
+
+def test_half_matmul_rounds_once():
+    # products in float32 (exact for 16-bit inputs), summed there, rounded once: within one unit in
+    # the last place of the float64 result rounded to the dtype
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(1)
+    for dt, kdt in ((ml_dtypes.bfloat16, dtypes.bfloat16), (np.float16, dtypes.float16)):
+        a = rng.uniform(-1, 1, (33, 70)).astype(dt)
+        b = rng.uniform(-1, 1, (70, 17)).astype(dt)
+        got = (Tensor(a) @ Tensor(b)).numpy()
+        assert got.dtype == np.dtype(dt)
+        want = (a.astype(np.float64) @ b.astype(np.float64)).astype(dt)
+        def ordered(v):  # sign-magnitude bits -> integers in the values' order: neighbours differ by 1
+            i = v.view(np.int16).astype(np.int32)
+            return np.where(i < 0, -(i & 0x7FFF), i)
+        assert np.abs(ordered(got) - ordered(want)).max() <= 1
+
+
 def test_item_and_tolist():
     assert Tensor(7).item() == 7 and isinstance(Tensor(7).item(), int)
     assert isinstance(Tensor(True).item(), bool)

@@ -4,9 +4,10 @@
 // The semantics (codegen/decompose.cpp, tensor/reduce.cpp, tensor/nn.cpp): every elementwise op
 // computes in float32 and rounds its result to the 16-bit type (so fused == unfused); sums
 // accumulate in float32 and round once; matmul takes each product in float32 (exact: 11 + 11 or
-// 8 + 8 significant bits fit in 24) and accumulates there, rounding once. A composite op
-// (exp = exp2(x log2 e), sigmoid, tanh, softmax, layernorm) rounds after each of its ops, so its
-// bound counts those roundings and how its later ops amplify them.
+// 8 + 8 significant bits fit in 24) and accumulates there, rounding once; softmax and layernorm
+// compute in float32 and round once (tensor/norm.cpp). Other composite ops (exp = exp2(x log2 e),
+// sigmoid, tanh, mean) round after each of their ops, so their bounds count those roundings and
+// how later ops amplify them.
 //
 // A variant's inputs are the float32 case's rounded to the type; its reference is the float32
 // case's loops run in float64 on those rounded inputs (Float64Reference), unrounded; and it is
@@ -153,16 +154,15 @@ void add_half_cases(std::vector<OpCase>& c) {
     add("mean", [](const A& in, double u) { return Tol{2 * u, acc_f32(15, sum_abs(in[0])) / 15}; });
     // exact products accumulated in float32 (k = 7 terms, each |a b| <= max|a| max|b|), one rounding
     add("matmul", [](const A& in, double u) { return Tol{u, acc_f32(7, 7 * max_abs(in[0]) * max_abs(in[1]))}; });
-    // e = exp(x - max): x - max rounds (u |x - max|), exp adds (1 + |x - max|) u (above):
-    // (2 D + 1) u for D the largest |x - max|; the float32 sum of the e's rounds (+u), its
-    // reciprocal and the product round: (2 D + 1) + (2 D + 2) + 2 = 4 D + 5 roundings. Inputs in
-    // [-2, 2] (D <= 4) rather than the float32 case's [-5, 5], so the bound says something.
-    add("softmax", [](const A& in, double u) { return Tol{(4 * 2 * max_abs(in[0]) + 5) * u}; },
-        {make_array({5, 9}, dtypes::float32, 26, -2, 2)});
-    // y = x - mean: mean (2 u |mean|, above) is subtracted, so y's error is absolute, 2 u |mean| + u |y|;
-    // var = mean(y^2) carries 4 u |mean| sigma + 5 u var; + eps, sqrt and reciprocal round (each u)
-    // and halve var's relative error: 1/sigma is within 2 u |mean|/sigma + 5 u; the product rounds.
-    // So |z - ref| <= 2 u |mean|/sigma + (7 + 2 |mean|/sigma) u |z| (the largest |mean|/sigma of a row).
+    // softmax and layernorm of a 16-bit tensor compute in float32 and round once (tensor/
+    // reduce.cpp, norm.cpp): one rounding u, plus their float32 error in units of v = 2^-24.
+    // softmax: x - max rounds (v |x - max|), exp adds (1 + |x - max|) v: (2 D + 1) v for D the
+    // largest |x - max|; the sum rounds, its reciprocal and the product round: (4 D + 5) v.
+    add("softmax", [](const A& in, double u) { return Tol{u + (4 * 2 * max_abs(in[0]) + 5) * std::ldexp(1.0, -24)}; });
+    // layernorm: y = x - mean carries 2 v |mean| absolute; var = mean(y^2) 4 v |mean| sigma + 5 v
+    // var; + eps, sqrt and reciprocal round and halve var's relative error: 1/sigma is within
+    // 2 v |mean|/sigma + 5 v; the product rounds. So 2 v r absolute and (7 + 2 r) v relative, r
+    // the largest |mean|/sigma of a row, then the one rounding to the type.
     add("layernorm", [](const A& in, double u) {
       const HostArray& x = in[0];
       int64_t n = x.shape[1];
@@ -174,7 +174,8 @@ void add_half_cases(std::vector<OpCase>& c) {
         for (int64_t j = 0; j < n; ++j) v += (x.v[i * n + j] - m) * (x.v[i * n + j] - m);
         worst = std::max(worst, std::fabs(m) / std::sqrt(v / static_cast<double>(n)));
       }
-      return Tol{(7 + 2 * worst) * u, 2 * worst * u};
+      double v = std::ldexp(1.0, -24);
+      return Tol{u + (7 + 2 * worst) * v, 2 * worst * v};
     });
     add_round_trips(out, d);
   }

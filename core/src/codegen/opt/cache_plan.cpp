@@ -120,14 +120,20 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
   // (a panel fits a stage buffer and a quarter of the L2: 512 x 3072 @ 3072 x 768 on Zen 3's 512
   // KiB L2, 192 KiB panels, was read in place, all of B streamed from memory for every row tile:
   // 48 ms; in blocks of 1536, staged, 19-22 ms)
-  const int64_t panel_max = std::min(kMaxStageBytes, l2 / 4);
-  if (red && k_len * per_k > panel_max) {
-    int64_t kc = panel_max / per_k;
-    while (kc >= 64 && k_len % kc != 0) --kc;
-    if (kc >= 64 && plan.add({OptOp::BLOCK, range_axis(*red), kc})) k_len = kc;
-  }
-  if (k_len * per_k > panel_max || in_place) return std::nullopt;
+  if (red) k_len = block_panel(k, per_k, target, plan);
+  if (k_len * per_k > panel_max(target) || in_place) return std::nullopt;
   return Opt{OptOp::SWAP, range_axis(rows), range_axis(cols)};
+}
+
+int64_t panel_max(const Target& target) { return std::min(kMaxStageBytes, static_cast<int64_t>(target.l2()) / 4); }
+
+int64_t block_panel(const KernelShape& k, int64_t per_k, const Target& target, OptPlan& plan) {
+  int64_t k_len = 1;
+  for (const UOp& red : k.reduce) k_len *= std::max<int64_t>(1, const_size(red));
+  if (k.reduce.size() != 1 || k_len * per_k <= panel_max(target)) return k_len;
+  int64_t kc = panel_max(target) / per_k;
+  while (kc >= 64 && k_len % kc != 0) --kc;
+  return kc >= 64 && plan.add({OptOp::BLOCK, range_axis(k.reduce[0]), kc}) ? kc : k_len;
 }
 
 // (the image moves along the output columns, the weights do not)

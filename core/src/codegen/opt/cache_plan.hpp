@@ -36,6 +36,14 @@ int64_t rows_in_l1_ways(const KernelShape& k, const Target& target);
 std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
                                const Target& target, OptPlan& plan);
 
+// The most bytes a staged panel takes: a stage buffer, and a quarter of the L2 (the rest holds A's
+// rows and the output).
+int64_t panel_max(const Target& target);
+// Cuts k's one reduce into blocks (BLOCK, a divisor of at least 64 steps) whose panel of `per_k`
+// bytes a k step fits panel_max; returns the k steps a panel then takes (all of them where it
+// fits, or no block applies).
+int64_t block_panel(const KernelShape& k, int64_t per_k, const Target& target, OptPlan& plan);
+
 // After `swap` (plan_panels') is applied: stages the panel of the input the row tiles reuse.
 void stage_reused_panel(const Opt& swap, OptPlan& plan);
 

@@ -129,6 +129,10 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
                                                                                    : tile_amount(plan, *it, want);
     if (!(*it == j) && const_size(*it) >= kMinTileAxis && reuses_loads_of(k, *it, j, rows) && rows > 1 && pad_to(plan, *it, rows) &&
         plan.add({OptOp::UPCAST, range_axis(*it), rows})) {
+      // (across: w's panel is staged whatever its size, so a long reduce is cut into blocks whose
+      // panels fit a stage buffer; unblocked, 384 KiB panels of 128 x 3072 @ (768 x 3072).T could
+      // not stage and the kernel fell back to dot products: docs/optimizer.md, "Staged variants")
+      if (o.across) block_panel(k, vec * kTileVectors * k.itemsize, c.target, plan);
       tail.swap = o.across ? std::optional<Opt>{Opt{OptOp::SWAP, range_axis(*it), range_axis(j)}}
                            : plan_panels(k, *it, j, vec * kTileVectors, remaining(*it, opts), c.target, plan);
       if (!tail.swap && !o.across) tail.rows_swap = rows_outside_tiles(c.ast, k, *it, j, c.target);
