@@ -353,6 +353,29 @@ TEST(Pipeline, LaunchSizesPastTheTargetsLimitsAreErrors) {
                               "exceeds the target's limits (64 x 1)");
 }
 
+// A target that computes in float16 but has no EXP2/LOG2/SIN (HIP without device libraries):
+// the polynomials, built on float32 bits, run in float32 and round once. They were built on the
+// float16 operand and bitcast 2-byte values to int32 (HIP's exp of float16 did not compile).
+TEST(Decompose, TranscendentalsOfANativeHalfAreComputedInFloat32) {
+  Target t = cpu_target();
+  t.dtypes |= 1u << KILN_LIR_DTYPE_FLOAT16;
+  ASSERT_TRUE(t.supports_dtype(KILN_LIR_DTYPE_FLOAT16));
+  auto run = [&](Ops op, double x) {
+    UOp m = decompose(UOp::sink({UOp::alu(op, {UOp::cvalue(dtypes::float16, x)})}), t).src(0);
+    EXPECT_EQ(m.dtype(), dtypes::float16);
+    for (const UOp& u : toposort(m)) {
+      EXPECT_NE(u.op(), op);
+      if (u.op() == Ops::BITCAST) {
+        EXPECT_EQ(u.dtype().scalar_size(), u.src(0).dtype().scalar_size());
+      }
+    }
+    return as_double(*interpret(m, {}));
+  };
+  EXPECT_EQ(run(Ops::EXP2, 3), 8);
+  EXPECT_EQ(run(Ops::LOG2, 0.25), -2);
+  EXPECT_NEAR(run(Ops::SIN, 0.5), std::sin(0.5), std::sin(0.5) * std::ldexp(1.0, -11));
+}
+
 // MAX on a target without it: CMPLT + WHERE, NaN-propagating for floats (either operand).
 TEST(Decompose, MaxWithoutMax) {
   Target t = cpu_target();

@@ -77,10 +77,25 @@ UOp threefry(const Match& m, Ctx&) {
 // Float math only for float operands; half types were widened before this runs.
 bool fl(const UOp& u) { return u.dtype().is_float(); }
 
-UOp do_exp2(const Match& m, Ctx& c) { return c.has(Ops::EXP2) || !fl(m[x_]) ? UOp() : exp2_poly(m[x_]); }
-UOp do_log2(const Match& m, Ctx& c) { return c.has(Ops::LOG2) || !fl(m[x_]) ? UOp() : log2_poly(m[x_]); }
+// The polynomials are built on float32/float64 bits (exponent fields, int32 bitcasts). A half
+// operand is left only where the target computes in the half type (HIP's float16); there the
+// function is computed in float32 and rounded once, as everywhere else (a float16 operand
+// once reached exp2_poly and rendered a 2-byte value bitcast to int).
+template <typename F>
+UOp in_float32(const UOp& x, F poly) {
+  Scalar s = x.dtype().scalar();
+  if (s != Scalar::float16 && s != Scalar::bfloat16) return poly(x);
+  return poly(x.cast(DType(Scalar::float32, x.dtype().count()))).cast(x.dtype());
+}
+UOp do_exp2(const Match& m, Ctx& c) {
+  return c.has(Ops::EXP2) || !fl(m[x_]) ? UOp() : in_float32(m[x_], [](const UOp& x) { return exp2_poly(x); });
+}
+UOp do_log2(const Match& m, Ctx& c) {
+  return c.has(Ops::LOG2) || !fl(m[x_]) ? UOp() : in_float32(m[x_], [](const UOp& x) { return log2_poly(x); });
+}
 UOp do_sin(const Match& m, Ctx& c) {
-  return c.has(Ops::SIN) || !fl(m[x_]) ? UOp() : sin_poly(m[x_], c.has_dtype(Scalar::float64));
+  bool f64 = c.has_dtype(Scalar::float64);
+  return c.has(Ops::SIN) || !fl(m[x_]) ? UOp() : in_float32(m[x_], [f64](const UOp& x) { return sin_poly(x, f64); });
 }
 UOp do_pow(const Match& m, Ctx& c) {
   if (c.has(Ops::POW)) return {};

@@ -22,12 +22,48 @@ float round_bits(float f, int drop) {
   std::memcpy(&r, &x, 4);
   return r;
 }
+thread_local bool float64_reference = false;
 }  // namespace
+
+Float64Reference::Float64Reference() : saved(float64_reference) { float64_reference = true; }
+Float64Reference::~Float64Reference() { float64_reference = saved; }
+
+uint16_t half_bits(double x, DType d) {
+  x = to_dtype(x, d);  // (a value the caller changed, as the Jit check does, rounds to nearest first)
+  if (d.scalar() == Scalar::bfloat16) {
+    float f = static_cast<float>(x);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return static_cast<uint16_t>(b >> 16);
+  }
+  if (d.scalar() != Scalar::float16) throw std::runtime_error("half_bits: not a 16-bit float type");
+  uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  double a = std::fabs(x);
+  if (std::isnan(x)) return 0x7e00;
+  if (std::isinf(x)) return sign | 0x7c00;
+  if (a < std::ldexp(1.0, -14)) return sign | static_cast<uint16_t>(a * std::ldexp(1.0, 24));  // subnormal
+  int e;
+  double m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
+  return sign | static_cast<uint16_t>((e + 14) << 10) | static_cast<uint16_t>((m * 2 - 1) * 1024);
+}
+
+double from_half_bits(uint16_t bits, DType d) {
+  if (d.scalar() == Scalar::bfloat16) {
+    uint32_t b = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  }
+  if (d.scalar() != Scalar::float16) throw std::runtime_error("from_half_bits: not a 16-bit float type");
+  int e = (bits >> 10) & 0x1f, m = bits & 0x3ff;
+  double a = e == 0 ? std::ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(1024 + m, e - 25);
+  return bits & 0x8000 ? -a : a;
+}
 
 double to_dtype(double x, DType d) {
   switch (d.scalar()) {
     case Scalar::bool_: return (x != 0 || std::isnan(x)) ? 1 : 0;
-    case Scalar::float32: return static_cast<float>(x);
+    case Scalar::float32: return float64_reference ? x : static_cast<float>(x);
     case Scalar::float64: return x;
     case Scalar::bfloat16: return round_bits(static_cast<float>(x), 16);
     case Scalar::float16: {

@@ -38,6 +38,18 @@ struct HostArray {
 
 // Rounds/wraps a double to what `d` can hold (C semantics for integer wrap-around).
 double to_dtype(double x, DType d);
+// While one lives (on this thread), to_dtype leaves values tagged float32 unrounded: a 16-bit
+// case reuses a float32 case's loops as its reference and must compute in float64 throughout.
+struct Float64Reference {
+  Float64Reference();
+  ~Float64Reference();
+  Float64Reference(const Float64Reference&) = delete;
+  Float64Reference& operator=(const Float64Reference&) = delete;
+  bool saved;
+};
+// The 16-bit pattern of a float16 or bfloat16 value (x rounded to nearest even first).
+uint16_t half_bits(double x, DType d);
+double from_half_bits(uint16_t bits, DType d);
 // Every multi-index of a shape, in row-major order.
 void for_each_index(const std::vector<int64_t>& shape, const std::function<void(const std::vector<int64_t>&)>& f);
 

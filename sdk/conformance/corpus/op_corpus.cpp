@@ -563,6 +563,7 @@ std::vector<OpCase> op_corpus() {
   add_nn(c);
   add_tiled(c);
   add_creation(c);
+  add_half_cases(c);
   return c;
 }
 
@@ -592,6 +593,12 @@ Tensor upload(const HostArray& a, const std::string& device) {
     case Scalar::uint64: return upload_as<uint64_t>(a, device);
     case Scalar::float64: return upload_as<double>(a, device);
     case Scalar::float32: return upload_as<float>(a, device);
+    case Scalar::float16:
+    case Scalar::bfloat16: {  // the 16-bit patterns, so the inputs are stored in the type
+      std::vector<uint16_t> bits;
+      for (double x : a.v) bits.push_back(half_bits(x, a.dtype));
+      return Tensor::from_bytes(bits.data(), bits.size() * 2, a.dtype, a.shape, device);
+    }
     default: throw std::runtime_error("upload: unsupported dtype " + a.dtype.name());
   }
 }
@@ -599,7 +606,11 @@ Tensor upload(const HostArray& a, const std::string& device) {
 HostArray download(const Tensor& t) {
   HostArray r{t.shape(), {}, t.dtype()};
   DType d = t.dtype();
-  if (d.is_float()) {
+  if (d.scalar() == Scalar::float16 || d.scalar() == Scalar::bfloat16) {  // the bits, decoded here: no device cast
+    std::vector<uint16_t> bits(static_cast<size_t>(t.numel()));
+    t.to_bytes(bits.data(), bits.size() * 2);
+    for (uint16_t b : bits) r.v.push_back(from_half_bits(b, d));
+  } else if (d.is_float()) {
     for (double x : t.to_vector<double>()) r.v.push_back(x);
   } else if (d.is_bool()) {
     for (bool x : t.to_vector<bool>()) r.v.push_back(x);
@@ -617,6 +628,8 @@ HostArray run_case(const OpCase& c, const std::string& device) {
   Tensor out = c.build(in);
   return download(out);
 }
+
+HostArray expected(const OpCase& c) { return c.bounded ? c.reference(c.inputs) : run_case(c, "ref"); }
 
 std::string compare(const HostArray& got, const HostArray& want, double rtol, double atol) {
   std::ostringstream os;
