@@ -180,16 +180,15 @@ Workload attention_heads() {
           }};
 }
 
-// A transformer block's MLP through `linear` (x @ W^T + b): 512 tokens, 512 -> 2048 (gelu) -> 512.
-Workload mlp_gelu() {
-  constexpr int64_t T = 512, E = 512, F = 2048;
-  return {"mlp_gelu", Roof::fma, 2.0 * 2 * T * E * F,
-          [](const std::string& d) {
+// A transformer block's MLP through `linear` (x @ W^T + b): T tokens, E -> F (tanh gelu) -> E.
+Workload gelu_mlp(const std::string& name, int64_t T, int64_t E, int64_t F) {
+  return {name, Roof::fma, 2.0 * 2 * T * E * F,
+          [=](const std::string& d) {
             auto scaled = [&](const Shape& s, int64_t in) { return centered(s, d) * (2 / std::sqrt(double(in))); };
             return std::vector<Tensor>{centered({T, E}, d), scaled({F, E}, E), scaled({F}, E), scaled({E, F}, F), scaled({E}, F)};
           },
           [](const std::vector<Tensor>& in) { return in[0].linear(in[1], in[2]).gelu().linear(in[3], in[4]); },
-          [](const Host& h) {
+          [=](const Host& h) {
             std::vector<double> x = ref::linear(ref::widen(h[0]), h[1], h[2], T, E, F, false);
             for (double& v : x) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
             return ref::linear(x, h[3], h[4], T, F, E, false);
@@ -278,21 +277,6 @@ Workload gated_ffn() {
           }};
 }
 
-// A transformer MLP through `linear` at batch 128 (BERT-base's sizes): 768 -> 3072 (tanh gelu) -> 768.
-Workload mlp_gelu128() {
-  constexpr int64_t T = 128, E = 768, F = 3072;
-  return {"mlp_gelu128", Roof::fma, 2.0 * 2 * T * E * F,
-          [](const std::string& d) {
-            auto scaled = [&](const Shape& s, int64_t in) { return centered(s, d) * (2 / std::sqrt(double(in))); };
-            return std::vector<Tensor>{centered({T, E}, d), scaled({F, E}, E), scaled({F}, E), scaled({E, F}, F), scaled({E}, F)};
-          },
-          [](const std::vector<Tensor>& in) { return in[0].linear(in[1], in[2]).gelu().linear(in[3], in[4]); },
-          [](const Host& h) {
-            std::vector<double> x = ref::linear(ref::widen(h[0]), h[1], h[2], T, E, F, false);
-            for (double& v : x) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-            return ref::linear(x, h[3], h[4], T, F, E, false);
-          }};
-}
 
 }  // namespace
 
@@ -302,7 +286,7 @@ std::vector<Workload> extra_set() {
           layernorm(),
           attention(),
           attention_heads(),
-          mlp_gelu(),
+          gelu_mlp("mlp_gelu", 512, 512, 2048),
           // batch-1 ResNet stage: 64 -> 64 channels at 56x56, 3x3, padding 1
           conv2d_workload("conv_resnet", {.batch = 1, .channels = 64, .height = 56, .width = 56, .filters = 64, .kernel = 3, .pad = 1}),
           // depthwise 3x3 (MobileNet-style): one filter per channel
@@ -332,7 +316,7 @@ std::vector<Workload> extra_set() {
           conv2d_workload("conv5x5_b64", {.batch = 64, .channels = 32, .height = 28, .width = 28, .filters = 64, .kernel = 5, .pad = 2}),
           attn_scores197(),
           gated_ffn(),
-          mlp_gelu128()};
+          gelu_mlp("mlp_gelu128", 128, 768, 3072)};  // BERT-base's sizes at batch 128
 }
 
 }  // namespace kiln::bench
