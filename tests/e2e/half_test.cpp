@@ -144,6 +144,88 @@ TEST(HalfCasts, AFusedChainEqualsTheUnfusedOps) {
   });
 }
 
+// A store of a value the half type holds exactly (a load, and WHERE, MAX, NEG of such values)
+// writes its bits without rounding again (codegen/decompose.cpp, holds_own_value); constants
+// mixed in (1/3, which neither type holds: the tensor's constant is rounded to the type) end as
+// the rounded value. Every pattern, both types: the reference rounds the expected float.
+TEST(HalfStores, ExactValuesKeepTheirBitsAndConstantsRound) {
+  const std::vector<uint16_t> p = every_pattern();
+  const int64_t n = static_cast<int64_t>(p.size());
+  for_each_variant([&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      const bool bf = d == dtypes::bfloat16;
+      std::vector<float> x(p.size()), y(p.size());
+      for (size_t i = 0; i < p.size(); ++i) {
+        x[i] = bf ? bf16_to_float(p[i]) : half_to_float(p[i]);
+        y[i] = bf ? bf16_to_float(p[p.size() - 1 - i]) : half_to_float(p[p.size() - 1 - i]);  // x reversed
+      }
+      Tensor tx = Tensor::from_vector<uint16_t>(p, {n}, kDevice).bitcast(d).realize();
+      Tensor ty = tx.flip({0}).contiguous().realize();
+      auto bits = [](const Tensor& t) { return t.bitcast(dtypes::uint16).to_vector<uint16_t>(); };
+      const float third = static_cast<float>(1.0 / 3.0);
+      std::vector<float> relu(x.size()), neg(x.size()), mx(x.size()), sel(x.size()), selc(x.size()), mxc(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        relu[i] = (x[i] > 0 || std::isnan(x[i])) ? x[i] : 0.0f;
+        neg[i] = -x[i];
+        mx[i] = std::isnan(x[i]) ? x[i] : std::isnan(y[i]) ? y[i] : std::max(x[i], y[i]);  // MAX propagates NaN
+        sel[i] = x[i] < y[i] ? x[i] : y[i];
+        selc[i] = x[i] < 0 ? third : x[i];
+        mxc[i] = std::isnan(x[i]) ? x[i] : std::max(x[i], third);
+      }
+      Tensor third_t = Tensor::full({n}, third, d, kDevice);
+      {
+        SCOPED_TRACE("relu");
+        expect_same_half(bits(tx.relu()), relu, bf);
+      }
+      {
+        SCOPED_TRACE("neg");
+        expect_same_half(bits(-tx), neg, bf);
+      }
+      {
+        SCOPED_TRACE("maximum");
+        expect_same_half(bits(tx.maximum(ty)), mx, bf);
+      }
+      {
+        SCOPED_TRACE("where");
+        expect_same_half(bits(Tensor::where(tx.lt(ty), tx, ty)), sel, bf);
+      }
+      {
+        SCOPED_TRACE("where with a constant");
+        expect_same_half(bits(Tensor::where(tx.lt(Tensor::full({n}, 0.0, d, kDevice)), third_t, tx)), selc, bf);
+      }
+      {
+        SCOPED_TRACE("maximum with a constant");
+        expect_same_half(bits(tx.maximum(third_t)), mxc, bf);
+      }
+      {
+        SCOPED_TRACE("full");
+        expect_same_half(bits(Tensor::full({5}, third, d, kDevice)), std::vector<float>(5, third), bf);
+      }
+    }
+  });
+}
+
+// Found by the fuzzer with float16 stored natively: a stored cast also read by another op of the
+// same kernel (the softmax's rounding compared with its input) made LLVM IR that did not parse.
+TEST(HalfStores, AStoredCastAlsoReadInTheKernel) {
+  for_each_variant([&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      Tensor x = Tensor::from_vector<double>({1.109375, 1.578125, -0.5, 0.25}, {4}, kDevice).cast(d).realize();
+      Tensor sm = x.softmax(0), less = x.lt(sm);
+      std::vector<Tensor> both{sm, less};
+      Tensor::realize_all(both);
+      std::vector<float> alone = x.softmax(0).cast(dtypes::float32).to_vector<float>();
+      std::vector<float> xs = x.cast(dtypes::float32).to_vector<float>();
+      EXPECT_EQ(sm.cast(dtypes::float32).to_vector<float>(), alone);
+      std::vector<bool> want;
+      for (size_t i = 0; i < xs.size(); ++i) want.push_back(xs[i] < alone[i]);
+      EXPECT_EQ(less.to_vector<bool>(), want);
+    }
+  });
+}
+
 // Found by the fuzzer with float16 stored natively: a view realized with the buffer it views
 // (t1 and its reshape in one schedule) read 0.
 TEST(HalfCasts, AViewRealizedWithItsSourceKeepsItsValues) {

@@ -8,14 +8,18 @@
 // intermediate would (f16 65504 * 2 is inf, as when realized). Where the target lists the dtype
 // in storage_dtypes, the conversions are its own (LOAD of the dtype + CAST to float32; a rounding
 // is CAST to the dtype and back: F16C's two instructions); elsewhere the dtype is stored as
-// 16-bit integers and converted with integer arithmetic.
+// 16-bit integers and converted with integer arithmetic. A value is rounded once where it is
+// stored (a store of a cast or an arithmetic result narrows the float32 value itself; a store of a
+// value the type already holds writes its bits).
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "codegen/lir.hpp"
 #include "codegen/passes.hpp"
 #include "codegen/transcendental.hpp"
+#include "ir/alu.hpp"
 #include "ir/traverse.hpp"
 #include "codegen/target.hpp"
 #include "rewrite/graph_rewrite.hpp"
@@ -41,6 +45,7 @@ struct Ctx {
   // revisit; what reads it is decided by its own node, never by whether a source is marked.)
   std::unordered_set<const UOpNode*> made;
   std::vector<UOp> keep;
+  std::unordered_map<const UOpNode*, bool> representable;  // memo of holds_own_value
   UOp mark(UOp u) {
     made.insert(u.node());
     keep.push_back(u);
@@ -222,7 +227,69 @@ UOp to_half(const UOp& f, DType d, Ctx& c) {
 UOp from_half(const UOp& h, DType d, Ctx& c) {
   return emulated(d, c) ? half_bits_to_float(h, d.scalar()) : h.cast(widened(d));
 }
-UOp round_to(const UOp& f, DType d, Ctx& c) { return from_half(to_half(f, d, c), d, c); }
+// bfloat16 is float32's top half: rounding a float32 to it in place is float_to_half_bits without
+// the narrowing and widening around it (same bits: the rounded top half, NaN quieted), about half
+// the vector instructions of a rounding in an elementwise chain.
+UOp bf16_rounded(const UOp& f) {
+  int n = f.dtype().count();
+  DType u32 = dtypes::uint32.vec(n);
+  UOp b = f.bitcast(u32);
+  UOp lsb = UOp::alu(Ops::SHR, {b, cu(u32, 16)}) & cu(u32, 1);
+  UOp rounded = (b + cu(u32, 0x7fff) + lsb) & cu(u32, 0xffff0000u);
+  UOp quiet = (b & cu(u32, 0xffff0000u)) | cu(u32, 0x400000);
+  return f.ne(f).where(quiet, rounded).bitcast(f.dtype());
+}
+UOp round_to(const UOp& f, DType d, Ctx& c) {
+  if (emulated(d, c) && d.scalar() == Scalar::bfloat16) return bf16_rounded(f);
+  return from_half(to_half(f, d, c), d, c);
+}
+
+// WHERE, MAX and NEG of half values are half values: the float32 op needs no rounding.
+bool keeps_half_values(Ops op) { return op == Ops::WHERE || op == Ops::MAX || op == Ops::NEG; }
+
+// The float32 value an original node of a half type is the rounding of: a cast's operand (the
+// rounding is part of the cast's meaning), the arithmetic done in float32; none for other nodes.
+UOp before_rounding(const UOp& u) {
+  DType w = widened(u.dtype());
+  if (u.op() == Ops::CAST) return u.src(0).dtype() == w ? u.src(0) : u.src(0).cast(w);
+  if (groups::ALU.has(u.op()) && !keeps_half_values(u.op())) return UOp::make(u.op(), w, u.src(), u.arg());
+  return {};
+}
+
+// Whether an original node of a half type computes, once emulated, a value its type holds
+// exactly: loads and casts do, and the arithmetic this pass rounds; constants do when their value
+// is one of the type's; WHERE, MAX, NEG, VECTORIZE and GEP of such values do. Anything else is
+// assumed not to (a store then rounds as usual).
+bool holds_own_value(const UOp& v, Ctx& c) {
+  if (auto it = c.representable.find(v.node()); it != c.representable.end()) return it->second;
+  auto all_srcs = [&](size_t from) {
+    for (size_t i = from; i < v.src().size(); ++i)
+      if (!holds_own_value(v.src(i), c)) return false;
+    return true;
+  };
+  bool r = false;
+  if (!narrow(v.dtype(), c)) r = false;
+  else if (v.op() == Ops::CONST) {
+    Value x = value_of(v);
+    r = as_double(normalize(v.dtype(), x)) == as_double(x);  // NaN: false, rounded as before
+  } else if (v.op() == Ops::WHERE) r = all_srcs(1);
+  else if (keeps_half_values(v.op()) || v.op() == Ops::VECTORIZE || v.op() == Ops::GEP) r = all_srcs(0);
+  else r = v.op() == Ops::LOAD || v.op() == Ops::CAST || v.op() == Ops::BITCAST || groups::ALU.has(v.op());
+  c.representable.emplace(v.node(), r);
+  return r;
+}
+
+// A store of a value its half type holds exactly: bfloat16's bits are the float32's top half (the
+// rounding adds nothing to a value whose low half is zero; NaN quieted as float_to_half_bits does).
+UOp store_bits(const UOp& f, const UOp& original, DType h, Ctx& c) {
+  if (!(emulated(h, c) && h.scalar() == Scalar::bfloat16 && holds_own_value(original, c))) return to_half(f, h, c);
+  int n = f.dtype().count();
+  DType u32 = dtypes::uint32.vec(n);
+  UOp top = UOp::alu(Ops::SHR, {f.bitcast(u32), cu(u32, 16)});
+  return f.ne(f).where(top | cu(u32, 0x40), top).cast(dtypes::uint16.vec(n));
+}
+
+constexpr int32_t kStoreNarrowing = 1;  // the tag of a store's own native narrowing
 
 UOp emulate(const Match& m, Ctx& c) {
   const UOp& u = m[r0];
@@ -238,9 +305,16 @@ UOp emulate(const Match& m, Ctx& c) {
   }
   if (u.op() == Ops::STORE && u.src(0).dtype().is_ptr() && narrow(u.src(0).dtype().base(), c)) {
     std::vector<UOp> src(u.src().begin(), u.src().end());
+    DType h = u.src(0).dtype().base().scalar_type().vec(src[1].dtype().count());
+    // a stored cast or arithmetic result is rounded once, by the store (not rounded, widened
+    // and narrowed again: three F16C conversions where one does). The native narrowing is a node of
+    // its own (tagged): it can equal the stored CAST, whose other readers get its float32 rounding.
+    if (UOp f = narrow(src[1].dtype(), c) && src[1].dtype().scalar() == h.scalar() ? before_rounding(src[1]) : UOp(); f.node()) {
+      src[1] = emulated(h, c) ? to_half(f, h, c) : c.mark(UOp::make(Ops::CAST, h, {f}, {}, kStoreNarrowing));
+      return c.mark(u.replace_src(src));
+    }
     UOp v = src[1].dtype().scalar() == Scalar::float32 ? src[1] : src[1].cast(widened(src[1].dtype()));
-    DType h = u.src(0).dtype().base().scalar_type().vec(v.dtype().count());
-    src[1] = to_half(v, h, c);
+    src[1] = store_bits(v, u.src(1), h, c);
     return c.mark(u.replace_src(src));
   }
   // the bits of a half value as a 16-bit integer: the value rounded to its bits first (the source
@@ -252,19 +326,12 @@ UOp emulate(const Match& m, Ctx& c) {
   if (!narrow(d, c)) return {};
   DType w = widened(d);
   if (u.op() == Ops::CONST) return UOp::make(Ops::CONST, w, {}, u.arg());
-  if (u.op() == Ops::CAST) {  // rounding to the narrow type is part of the cast's meaning
-    UOp v = u.src(0).dtype() == w ? u.src(0) : u.src(0).cast(w);
-    return round_to(v, d, c);
-  }
   if (u.op() == Ops::BITCAST) {
     UOp bits = u.src(0).bitcast(bits_of(d));
     return from_half(emulated(d, c) ? bits : c.mark(bits.bitcast(d)), d, c);
   }
-  std::vector<UOp> src(u.src().begin(), u.src().end());
-  UOp wide = UOp::make(u.op(), w, src, u.arg());
-  // WHERE, MAX and NEG of half values are half values
-  bool exact = u.op() == Ops::WHERE || u.op() == Ops::MAX || u.op() == Ops::NEG;
-  return groups::ALU.has(u.op()) && !exact ? round_to(wide, d, c) : wide;
+  if (UOp f = before_rounding(u); f.node()) return round_to(f, d, c);
+  return UOp::make(u.op(), w, u.src(), u.arg());  // WHERE, MAX, NEG, VECTORIZE, ... of half values
 }
 
 // kiln's int32/int64 arithmetic wraps (ir/alu), but signed overflow is undefined in C and
@@ -289,14 +356,14 @@ UOp wrap_signed_arith(const UOp& ast) {
 }
 
 UOp emulated_param(const UOp& param, const Target& target) {
-  Ctx ctx{target, {}, {}};
+  Ctx ctx{target, {}, {}, {}};
   DType d = param.dtype();
   if (!d.is_ptr() || !emulated(d.base(), ctx)) return param;
   return UOp::make(param.op(), bits_of(d.base()).ptr(d.ptr_size(), d.addrspace()), param.src(), param.arg(), param.tag());
 }
 
 UOp decompose(const UOp& ast, const Target& target) {
-  Ctx ctx{target, {}, {}};
+  Ctx ctx{target, {}, {}, {}};
   // half emulation first: everything after sees float32 math
   static const PatternMatcher pm_emulate{
       rule(UPat::ops(groups::All).allow_any_len().named(r0), emulate),
