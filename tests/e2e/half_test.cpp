@@ -245,7 +245,7 @@ TEST(HalfCasts, AViewRealizedWithItsSourceKeepsItsValues) {
 // as torch does: (1 + 2^-7)(1 + 2^-6) - 1 is 3*2^-7 + 2^-13 in bfloat16, representable, where
 // rounding the first product to bfloat16 first gave 3*2^-7 (and cost a conversion per product);
 // float16 likewise with (1 + 2^-10)(1 + 2^-9) - 1 = 3*2^-10 + 2^-19.
-TEST(HalfProducts, MatmulAndConvolutionRoundOnce) {
+TEST(HalfProducts, MatmulConvolutionAndEinsumRoundOnce) {
   struct Case {
     DType d;
     double e1, e2;  // the operands' small parts
@@ -261,6 +261,11 @@ TEST(HalfProducts, MatmulAndConvolutionRoundOnce) {
       Tensor x = a.reshape({1, 2, 1, 1});
       Tensor w = b.reshape({1, 2, 1, 1});
       EXPECT_EQ(x.conv2d(w).cast(dtypes::float32).to_vector<float>(), std::vector<float>{static_cast<float>(want)});
+      // and as einsum (two operands, and a third of ones: still one rounding)
+      EXPECT_EQ(Tensor::einsum("ij,jk->ik", {a, b}).cast(dtypes::float32).to_vector<float>(), std::vector<float>{static_cast<float>(want)});
+      Tensor ones = Tensor::full({2}, 1.0, c.d, kDevice);
+      EXPECT_EQ(Tensor::einsum("ij,jk,j->ik", {a, b, ones}).cast(dtypes::float32).to_vector<float>(), std::vector<float>{static_cast<float>(want)});
+      EXPECT_EQ(Tensor::einsum("ij,jk->ik", {a, b}).dtype(), c.d);
     }
   });
 }

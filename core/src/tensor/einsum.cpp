@@ -6,7 +6,8 @@
 // operands are multiplied with broadcasting, and the summed labels (the trailing axes) are reduced.
 // The product holds every label at once (its size is the product of all label sizes), which is
 // what the graph fuses into the reduce; a chain of pairwise contractions would be smaller for
-// long chains of large operands, and is not needed by the forms einsum is used for here.
+// long chains of large operands, and is not needed by the forms einsum is used for here. Half
+// types compute the product and the sum in float32 and round once.
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -154,7 +155,12 @@ Tensor Tensor::einsum(const std::string& formula_in, const std::vector<Tensor>& 
   for (const auto& [l, n] : size)
     if (std::find(all.begin(), all.end(), l) == all.end()) all.push_back(l);
 
-  // every operand in the global order, size 1 where it lacks a label; the product; the sum
+  // every operand in the global order, size 1 where it lacks a label; the product; the sum.
+  // float16/bfloat16 multiply and sum in float32 and round once, as matmul does (a product of two
+  // half values is exact in float32): rounding each product first rounded twice.
+  DType dt = xs[0].dtype();
+  for (const Tensor& x : xs) dt = least_upper_dtype(dt, x.dtype());
+  const bool half = is_half_float(dt);
   std::optional<Tensor> prod;
   for (size_t k = 0; k < xs.size(); ++k) {
     std::vector<int> order;
@@ -169,15 +175,18 @@ Tensor Tensor::einsum(const std::string& formula_in, const std::vector<Tensor>& 
       }
     }
     Tensor t = xs[k].permute(order).reshape(target);
+    if (half) t = t.cast(dt).cast(dtypes::float32);  // (an int16 operand: the half value `*` would use)
     prod = prod ? *prod * t : t;
   }
   Shape full;
   for (int l : all) full.push_back(size[l]);
   Tensor r = prod->expand(full);  // a label whose every operand had size 1 (or one operand) keeps its size
-  if (all.size() == out.size()) return r;
-  std::vector<int> summed(all.size() - out.size());
-  std::iota(summed.begin(), summed.end(), static_cast<int>(out.size()));
-  return r.sum(summed);
+  if (all.size() != out.size()) {
+    std::vector<int> summed(all.size() - out.size());
+    std::iota(summed.begin(), summed.end(), static_cast<int>(out.size()));
+    r = r.sum(summed);
+  }
+  return half ? r.cast(dt) : r;
 }
 
 }  // namespace kiln
