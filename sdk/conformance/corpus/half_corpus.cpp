@@ -177,6 +177,32 @@ void add_half_cases(std::vector<OpCase>& c) {
       double v = std::ldexp(1.0, -24);
       return Tol{u + (7 + 2 * worst) * v, 2 * worst * v};
     });
+    // more one-rounding and exact ops: x + 1.5, x^0.5 (sqrt), the minimum, max pooling
+    for (const char* name : {"add_scalar", "pow_half"}) add(name, roundings(1));
+    for (const char* name : {"minimum", "max_pool2d", "max_pool2d_pad_stride", "max_pool2d_gap"}) add(name, roundings(0));
+    // pow computes in float32 (exp2(y log2 x)) and rounds once: one rounding, plus the float32
+    // pow's own error, which the float32 case bounds by 1e-4 relative
+    for (const char* name : {"pow", "pow_scalar"}) add(name, [](const A&, double u) { return Tol{u + 1e-4}; });
+    // average pooling (no padding, or padding counted: a mean of k*k terms): as mean above
+    add("avg_pool2d", [](const A& in, double u) { return Tol{2 * u, acc_f32(4, 4 * max_abs(in[0])) / 4}; });
+    add("avg_pool2d_pad_stride", [](const A& in, double u) { return Tol{2 * u, acc_f32(9, 9 * max_abs(in[0])) / 9}; });
+    // log_softmax computes in float32 and rounds once. In units v = 2^-24: x - max rounds (D v,
+    // D the largest |x - max| <= 2 max|x|); the sum of exps is within (2 D + 1) v relative (softmax
+    // above), so its log within (2 D + 1) v + |log s| v absolute (log s <= log n + 0, n = 9 < e^3);
+    // the subtraction rounds (|r| <= D + 3): (4 D + 7) v absolute at most, so (8 max|x| + 8) v
+    add("log_softmax", [](const A& in, double u) { return Tol{u, (8 * max_abs(in[0]) + 8) * std::ldexp(1.0, -24)}; });
+    // convolutions: exact products of K = (in channels / groups) kh kw terms accumulated in float32
+    // and rounded once (as matmul), then the bias added and rounded: the first rounding is at most
+    // u K max|x| max|w| absolute (the sum may cancel against the bias), the second u relative
+    for (const char* name : {"conv2d", "conv2d_pad", "conv2d_stride", "conv2d_dilation", "conv2d_groups", "conv2d_patches",
+                             "conv2d_pointwise_stride"}) {
+      add(name, [](const A& in, double u) {
+        const std::vector<int64_t>& w = in[1].shape;
+        const int64_t k = w[1] * w[2] * w[3];
+        const double most = static_cast<double>(k) * max_abs(in[0]) * max_abs(in[1]);
+        return Tol{u, u * most + acc_f32(k, most)};
+      });
+    }
     add_round_trips(out, d);
   }
   c.insert(c.end(), out.begin(), out.end());
