@@ -104,7 +104,13 @@ UOp do_sin(const Match& m, Ctx& c) {
 }
 UOp do_pow(const Match& m, Ctx& c) {
   if (c.has(Ops::POW)) return {};
-  return pow_decomposed(m[x_], m[y_], c.has(Ops::EXP2) && c.has(Ops::LOG2));
+  const bool native = c.has(Ops::EXP2) && c.has(Ops::LOG2);
+  // on float32 bits too: a float16 pow on HIP bitcast a 2-byte value to int (found by the corpus's
+  // pow_f16 on the offline HIP targets)
+  Scalar s = m[x_].dtype().scalar();
+  if (s != Scalar::float16 && s != Scalar::bfloat16) return pow_decomposed(m[x_], m[y_], native);
+  DType f32(Scalar::float32, m[x_].dtype().count());
+  return pow_decomposed(m[x_].cast(f32), m[y_].cast(f32), native).cast(m[x_].dtype());
 }
 UOp do_mulacc(const Match& m, Ctx& c) { return c.has(Ops::MULACC) ? UOp() : m[x_] * m[y_] + m[z_]; }
 // a*b+c in floats is one fused multiply-add where the target has one (twice the FLOPs per
