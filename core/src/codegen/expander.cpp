@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 
 #include "codegen/opt/opt.hpp"
 #include "codegen/target.hpp"
@@ -107,6 +108,8 @@ class Vectorizer {
   UOp vec(const UOp& x) {
     if (!dep_.contains(x.node())) return x;
     if (const UOp* m = memo_.find(x.node())) return *m;
+    // a GROUP of stores first (the END's body): the stores it transposes are never built lane by lane
+    if (x.op() == Ops::GROUP) return memo_[x.node()] = group(x);
     // what x depends on is built first, children before parents, so build()'s calls on sources
     // find them memoised: no recursion as deep as the kernel (a chain of 300k adds)
     auto done = [&](const UOpNode* n) { return !dep_.contains(n) || memo_.contains(n); };
@@ -131,12 +134,20 @@ class Vectorizer {
     return UOp::make(Ops::VECTORIZE, x.dtype().vec(k_), lanes);
   }
 
+  // stride_of along v, once per index (group() asks it of a store before building it)
+  bool stride(const UOp& idx, int64_t& s) {
+    auto [it, fresh] = strides_.try_emplace(idx.node(), false, 0);
+    if (fresh) it->second.first = stride_of(idx, v_, it->second.second);
+    s = it->second.second;
+    return it->second.first;
+  }
+
   // For INDEX(buf, idx[, valid]): the base index when it is contiguous along v. A valid that
   // depends on v becomes one gate per lane (a masked vector access; devectorize splits it into
   // lanes for targets without masked vectors).
   bool contiguous(const UOp& index, UOp& base) {
     int64_t s;
-    if (!stride_of(index.src(1), v_, s) || s != 1) return false;
+    if (!stride(index.src(1), s) || s != 1) return false;
     base = simplify(lane(index.src(1), 0));
     return true;
   }
@@ -150,7 +161,7 @@ class Vectorizer {
   UOp strided_load(const UOp& x) {
     const UOp& index = x.src(0);
     int64_t s;
-    if (x.nsrc() != 1 || !stride_of(index.src(1), v_, s) || !picks_strided_lanes(s, k_)) return {};
+    if (x.nsrc() != 1 || !stride(index.src(1), s) || !picks_strided_lanes(s, k_)) return {};
     const int64_t span = s * (k_ - 1) + 1, chunks = (span + k_ - 1) / k_;
     UOp base = simplify(lane(index.src(1), 0));
     UOp valid = index.nsrc() > 2 ? vec(index.src(2)) : UOp();
@@ -194,7 +205,7 @@ class Vectorizer {
   bool scattered(const UOp& x, int64_t& stride) {
     if (x.op() != Ops::STORE || x.nsrc() != 2 || x.src(0).op() != Ops::INDEX || x.src(0).nsrc() != 2) return false;
     if (!dep_.contains(x.src(0).node())) return false;
-    return stride_of(x.src(0).src(1), v_, stride) && stride != 1;
+    return this->stride(x.src(0).src(1), stride) && stride != 1;
   }
 
   // The stores of a GROUP of copies (nested GROUPs: one per expanded range). Copies of another
@@ -251,7 +262,7 @@ class Vectorizer {
           if (m == 3) m = 2;  // clang (the cpu's C dialect) accesses a 3-element vector as 4 (OpenCL's vec3)
           int64_t s;
           const UOp& first = leaves[f.members[a].leaf];
-          stride_of(first.src(0).src(1), v_, s);
+          stride(first.src(0).src(1), s);
           if (m >= 2 && (s >= static_cast<int64_t>(m) || s <= -static_cast<int64_t>(m))) {
             std::vector<UOp> copies;
             size_t at = leaves.size();
@@ -335,19 +346,30 @@ class Vectorizer {
     return out;
   }
 
-  // Copies of one load reading consecutive elements under one gate, at lane l: one m-element load.
-  UOp consecutive_load(const std::vector<UOp>& xs, int64_t l) {
+  // Whether copies xs of one load read consecutive elements under one gate (asked once per lane).
+  bool consecutive(const std::vector<UOp>& xs) {
+    std::vector<const UOpNode*> key;
+    for (const UOp& x : xs) key.push_back(x.node());
+    if (auto it = consecutive_memo_.find(key); it != consecutive_memo_.end()) return it->second;
     const UOp& x = xs[0];
-    if (x.op() != Ops::LOAD || x.nsrc() != 1 || x.dtype().count() != 1 || x.src(0).op() != Ops::INDEX) return {};
-    const UOp& index = x.src(0);
-    for (size_t j = 0; j < xs.size(); ++j) {
+    bool yes = x.op() == Ops::LOAD && x.nsrc() == 1 && x.dtype().count() == 1 && x.src(0).op() == Ops::INDEX;
+    for (size_t j = 1; j < xs.size() && yes; ++j) {
       const UOp& y = xs[j];
-      if (y.op() != Ops::LOAD || y.nsrc() != 1 || y.dtype() != x.dtype() || y.src(0).op() != Ops::INDEX) return {};
-      const UOp& yi = y.src(0);
-      if (yi.nsrc() != index.nsrc() || yi.src(0) != index.src(0) || (index.nsrc() > 2 && yi.src(2) != index.src(2))) return {};
-      UOp d = j ? simplify(yi.src(1) - index.src(1)) : UOp::cindex(0);
-      if (!d.is_const() || d.arg_int() != static_cast<int64_t>(j)) return {};
+      if (!(yes = y.op() == Ops::LOAD && y.nsrc() == 1 && y.dtype() == x.dtype() && y.src(0).op() == Ops::INDEX)) break;
+      const UOp &index = x.src(0), &yi = y.src(0);
+      if (!(yes = yi.nsrc() == index.nsrc() && yi.src(0) == index.src(0) && (index.nsrc() < 3 || yi.src(2) == index.src(2)))) break;
+      UOp d = simplify(yi.src(1) - index.src(1));
+      yes = d.is_const() && d.arg_int() == static_cast<int64_t>(j);
     }
+    consecutive_memo_.emplace(std::move(key), yes);
+    return yes;
+  }
+
+  // Those copies at lane l: one m-element load.
+  UOp consecutive_load(const std::vector<UOp>& xs, int64_t l) {
+    if (!consecutive(xs)) return {};
+    const UOp& index = xs[0].src(0);
+    const UOp& x = xs[0];
     const int m = static_cast<int>(xs.size());
     DType p = index.dtype();
     std::vector<UOp> src{index.src(0), simplify(lane(index.src(1), l))};
@@ -424,6 +446,8 @@ class Vectorizer {
   PtrMap<char> dep_;
   PtrMap<UOp> memo_;
   std::map<std::vector<const UOpNode*>, UOp> across_memo_;  // across(): the copies and the lane
+  std::map<std::vector<const UOpNode*>, bool> consecutive_memo_;
+  std::unordered_map<const UOpNode*, std::pair<bool, int64_t>> strides_;  // stride(): found, stride
 };
 
 UOp vectorize(const UOp& ast, const UOp& v, const Target& target) {
