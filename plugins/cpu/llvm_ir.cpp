@@ -3,6 +3,7 @@
 #include "llvm_ir.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -188,10 +189,11 @@ class Renderer {
   }
 
   // The alignment of an access through the address instruction `a`: what is known of the
-  // address, at least the element size, at most the access size.
+  // address, at least the element size, at most the access size (rounded down to a power of two:
+  // a 7-column store of a convolution's tile is 28 bytes).
   int64_t access_align(uint32_t a, const kiln_lir_type& t) const {
     int64_t size = lir_scalar_size(t.scalar), bytes = size * t.count;
-    return std::max(size, std::min(align_[a], bytes));
+    return std::max(size, std::min(align_[a], static_cast<int64_t>(std::bit_floor(static_cast<uint64_t>(bytes)))));
   }
   std::string load_text(uint32_t a, const kiln_lir_type& t) const {
     return "load " + type_ir(t, true) + ", ptr " + val_[a] + ", align " + std::to_string(access_align(a, t));

@@ -35,6 +35,9 @@ Target claiming(const sdk::LirOpSet& ops) {
   return t;
 }
 
+// A GPU-like target: workgroups, shared memory, 4 float lanes.
+Target gpu_target() { return kiln::testing::simulated_gpu(4); }
+
 UOp kernel_of(const Tensor& out) {
   for (const ExecItem& e : out.schedule())
     if (!e.is_copy) return e.ast;
@@ -74,6 +77,41 @@ TEST(Pipeline, MatmulIsARegisterTile) {
   EXPECT_NE(c.find("floatx8 acc7[1];"), std::string::npos) << "eight vector accumulators";
   EXPECT_GOLDEN("codegen/matmul_c", c);
   EXPECT_GOLDEN("codegen/matmul_llvm", cpu::render_llvm_ir(p.lir.view()));
+}
+
+// A 3x3 convolution's register tile holds channels in its vector lanes and 7 output columns in
+// its copies; NCHW keeps a channel's columns together, so each lane's 7 columns are one vector
+// store (and its residual one vector load), not 7 scalar stores with an address each: those were
+// half the kernel's LLVM IR and of its compile time (expander.cpp, transposed stores). With BLOCK
+// the partial sums are read back the same way. A GPU gets powers of two (4 + 2 + 1).
+TEST(Pipeline, AConvolutionTileStoresEachChannelsColumnsAsOneVector) {
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const Tensor y = (in({1, 64, 14, 14}).conv2d(in({64, 64, 3, 3}), in({64}), 1, 1) + in({1, 64, 14, 14})).relu();
+  UOp ast;  // the convolution's kernel (the input's padding is one before it)
+  for (const ExecItem& e : y.schedule())
+    if (!e.is_copy) ast = e.ast;
+  const std::vector<Opt> tile{{OptOp::UPCAST, 0, 16, true}, {OptOp::UPCAST, 0, 2}, {OptOp::UPCAST, 2, 7}};
+  std::string ir = cpu::render_llvm_ir(to_program(ast, kiln::testing::simulated_cpu(16, 2), &tile).lir.view());
+  EXPECT_EQ(count(ir, "store <7 x float>"), 32u) << "16 lanes x 2 channel copies";
+  EXPECT_EQ(count(ir, "load <7 x float>"), 32u) << "the residual";
+  EXPECT_EQ(count(ir, "store float"), 0u);
+  std::vector<Opt> blocked = tile;
+  blocked.push_back({OptOp::BLOCK, 3, 16});
+  ir = cpu::render_llvm_ir(to_program(ast, kiln::testing::simulated_cpu(16, 2), &blocked).lir.view());
+  EXPECT_EQ(count(ir, "store <7 x float>"), 32u);
+  EXPECT_EQ(count(ir, "load <7 x float>"), 64u) << "the residual and the partial sums";
+  EXPECT_EQ(count(ir, "store float"), 0u);
+  // a GPU: each lane's 7 columns in stores of 4, 2 and 1 (data0 is the output)
+  const std::vector<Opt> gpu_tile{{OptOp::UPCAST, 0, 4, true}, {OptOp::UPCAST, 2, 7}};
+  const std::string c = Render().render(to_program(ast, gpu_target(), &gpu_tile).lir.view());
+  EXPECT_EQ(count(c, "*(floatx4_u*)((data0+"), 4u) << c;
+  EXPECT_EQ(count(c, "*(floatx2_u*)((data0+"), 4u);
+  EXPECT_EQ(count(c, "*((data0+"), 4u);
+  EXPECT_EQ(count(c, "floatx7"), 0u);
 }
 
 // Regression: a matmul whose result updates a buffer (an SGD step, w - lr * dW, or a residual
@@ -218,8 +256,6 @@ TEST(Pipeline, AdjacentAxesReadAsOneNumberBecomeOne) {
   EXPECT_EQ(to_program(kernel_of(in({3, 5, 7}) + 1.0), cpu_target()).name, "E_3_5_7");
 }
 
-// A GPU-like target: workgroups, shared memory, 4 float lanes.
-Target gpu_target() { return kiln::testing::simulated_gpu(4); }
 
 TEST(Pipeline, FewOutputsGroupTheReduceThroughSharedMemory) {
   ProgramSpec p = to_program(kernel_of(in({8, 4096}).sum({1})), gpu_target());

@@ -81,6 +81,29 @@ void check_conv2d(const std::string& device, int64_t c, int64_t h, int64_t w, in
                    std::to_string(pad) + " on " + device);
 }
 
+// relu(conv2d(x, f, bias, 1, 1) + r): a 3x3 convolution whose epilogue reads a bias per channel
+// and a residual per output element. On the cpu the register tile holds channels in its vector
+// lanes and output columns in its copies, so each lane's columns are one vector store into NCHW
+// (codegen/expander.cpp, transposed stores) and the residual one vector load; with BLOCK (many
+// input channels) the partial sums are read back the same way.
+void check_conv2d_epilogue(const std::string& device, int64_t c, int64_t h, int64_t w, int64_t o) {
+  HostArray x = random({1, c, h, w}, 7000 + c + h * 3 + w), f = random({o, c, 3, 3}, 7100 + o);
+  HostArray bias = random({o}, 7200 + o), r = random({1, o, h, w}, 7300 + o + w);
+  HostArray conv = conv2d(x, f, 1, 1, 1, 1);
+  HostArray abs_x = map(x, [](double v) { return std::fabs(v); }, dtypes::float64);
+  HostArray abs_f = map(f, [](double v) { return std::fabs(v); }, dtypes::float64);
+  HostArray scale = conv2d(abs_x, abs_f, 1, 1, 1, 1);
+  std::vector<double> want(conv.v.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const size_t channel = (i / static_cast<size_t>(h * w)) % static_cast<size_t>(o);
+    want[i] = std::max(0.0, conv.v[i] + bias.v[channel] + r.v[i]);
+    scale.v[i] += std::fabs(bias.v[channel]) + std::fabs(r.v[i]);
+  }
+  Tensor y = (upload(x, device).conv2d(upload(f, device), upload(bias, device), 1, 1) + upload(r, device)).relu();
+  expect_close(y.to_vector<float>(), want, scale.v, kDotTol, 1e-30,
+               "relu(conv2d + bias + residual) " + dims(x.shape) + " * " + dims(f.shape) + " on " + device);
+}
+
 // sum and max of x over `axis` (0 or 1 of a matrix).
 void check_reductions(const std::string& device, int64_t rows, int64_t cols, int axis) {
   HostArray x = random({rows, cols}, 5000 + rows * 3 + cols);
@@ -145,6 +168,18 @@ TEST_P(ShapeSweep, Conv2dOneDimensionAtATime) {
   for (int64_t w : {56, 57}) check_conv2d(GetParam(), 24, w, w, 32, 2, 0, 1);  // pointwise, strided: channel vectors
   // ... over more positions than channels, batched: the channel panels inside the rows (cpu)
   check_conv2d(GetParam(), 24, 30, 30, 48, 2, 0, 1, 3);
+}
+
+// Epilogues of register-tiled convolutions: output widths that split into several vector widths
+// (7, 13, 14), many output channels with a bias and a residual, and enough input channels for
+// BLOCK (the partial sums stored and read back), each against float64 loops.
+TEST_P(ShapeSweep, Conv2dEpiloguesIntoNCHW) {
+  check_conv2d_epilogue(GetParam(), 64, 14, 14, 64);
+  check_conv2d_epilogue(GetParam(), 256, 7, 7, 96);
+  check_conv2d_epilogue(GetParam(), 256, 14, 14, 256);
+  check_conv2d_epilogue(GetParam(), 128, 14, 14, 48);
+  check_conv2d_epilogue(GetParam(), 19, 11, 13, 40);
+  check_conv2d_epilogue(GetParam(), 5, 9, 3, 33);
 }
 
 // Strided loads along the vector axis (codegen/expander.cpp: the vector loads covering a stride

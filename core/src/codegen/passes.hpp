@@ -40,8 +40,10 @@ UOp peel_partial_iterations(const UOp& ast, const Target& target, const std::vec
 // where they stay loops (no workgroups: a GPU's output axes are launch indices). A gated PADTO
 // on any other axis leaves the same kernel as the plain one (the search times one of them).
 bool peel_may_take(AxisType type, const Target& target);
-// UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp).
-UOp expand_ranges(const UOp& ast);
+// UPCAST/UNROLL ranges become copies and vector lanes (codegen/expander.cpp). Stores of copies
+// that are consecutive elements, each a vector along a non-contiguous axis, are transposed into
+// vector stores of `target`'s widths (any width on a cpu, powers of two elsewhere).
+UOp expand_ranges(const UOp& ast, const Target& target);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).
 UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims);
 // REDUCE becomes a register accumulator: init, update in its loop, read after (lower_reduce.cpp).

@@ -51,7 +51,7 @@ constexpr CodegenPass kPasses[] = {
     // comparisons the bounds decide
     {"peel partial iterations", [](const UOp& s, PassContext& c) { return peel_partial_iterations(s, c.target, c.given); }},
     // UPCAST/UNROLL ranges disappear: copies first, then the vector lanes (expander.cpp)
-    {"expand ranges", [](const UOp& s, PassContext&) { return expand_ranges(s); }},
+    {"expand ranges", [](const UOp& s, PassContext& c) { return expand_ranges(s, c.target); }},
     // launch dimensions: THREAD/output/LOCAL ranges become SPECIAL indices; after the expander so
     // the upcast parts are already registers, before reduce lowering so accumulators live per item
     {"gpudims", [](const UOp& s, PassContext& c) { return add_gpudims(s, c.target, c.dims); }},
