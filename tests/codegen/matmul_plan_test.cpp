@@ -600,9 +600,10 @@ TEST(Threads, FewRowsThreadTheColumns) {
   // 16 lanes: 8 rows are one whole-axis upcast, so axis 0 is gone; the columns take all 8 chunks
   ProgramSpec eight = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 2));
   EXPECT_EQ(threads_of(eight.opts), std::vector<std::string>{"THREAD(1, 8)"});
-  // 64 threads: 4 row tiles, then the 32 column tiles (fewer than the 64 chunks left)
+  // 64 threads: B (2 MiB) walked in blocks down its columns, so the 32 column tiles first, then
+  // the 4 row tiles (fewer than the 8 chunks left)
   ProgramSpec wide = to_program(kernel_of(ref({32, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 64));
-  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(0, 4)", "THREAD(1, 32)"}));
+  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(1, 32)", "THREAD(0, 4)"}));
   EXPECT_EQ(wide.dims.global[0].arg_int(), 128) << "one launch index over both";
   // enough rows, B in place: the rows
   ProgramSpec tall = to_program(kernel_of(ref({256, 64}).matmul(ref({64, 256}))), kiln::testing::simulated_cpu(16, 2));
@@ -618,6 +619,37 @@ TEST(Threads, FewRowsThreadTheColumns) {
   // a memory-bound kernel: one chunk per thread
   ProgramSpec add = to_program(kernel_of(ref({1024, 1024}) + 1.0), kiln::testing::simulated_cpu(16, 2));
   EXPECT_EQ(threads_of(add.opts), std::vector<std::string>{"THREAD(0, 2)"});
+}
+
+// Few row tiles over a B larger than the L2 walk B in blocks down its columns (BLOCK, outermost
+// in each thread's chunk): the threads split the columns, so each chunk's block of B serves every
+// row tile from the cache and B is read once in all. Split by rows, every chunk read all of B
+// (64 x 4096 @ 4096 x 4096: 8 row tiles, 8 times; docs/optimizer.md, "Matmul").
+TEST(Threads, BlocksDownTheColumnsThreadTheColumns) {
+  const Target cpu = kiln::testing::simulated_cpu(16, 2);
+  auto plan = [&](int64_t m, int64_t k, int64_t n) { return to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), cpu).opts; };
+  auto threaded = [](const std::vector<Opt>& opts, int64_t axis) {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == OptOp::THREAD && o.axis == axis; });
+  };
+  auto blocked = [](const std::vector<Opt>& opts) {
+    return std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::BLOCK; });
+  };
+  for (int64_t m : {16, 17, 64}) {  // 2 row tiles, none (17 rows take no tile), 8
+    const std::vector<Opt> opts = plan(m, 4096, 4096);
+    EXPECT_TRUE(blocked(opts)) << m << ": " << opts_text(opts);
+    EXPECT_TRUE(threaded(opts, 1) && !threaded(opts, 0)) << m << ": " << opts_text(opts);
+  }
+  // many row tiles: the column panels go outside the rows (staged) and are threaded, as before
+  EXPECT_TRUE(has_stage(plan(256, 4096, 4096)));
+  // B in the L2: no blocks, the rows threaded as before
+  const std::vector<Opt> fits = plan(64, 256, 256);
+  EXPECT_FALSE(blocked(fits)) << opts_text(fits);
+  EXPECT_TRUE(threaded(fits, 0)) << opts_text(fits);
+  // odd rows and columns, B (4 MiB) past the L2; x @ w.T beside them (the dot tile, unchanged)
+  expect_matmul(17, 2048, 520, cpu);
+  expect_matmul(24, 1024, 1040, cpu);
+  expect_matmul(65, 1024, 1024, cpu);
+  expect_matmul(17, 1024, 1040, cpu, false, true);
 }
 
 TEST(Threads, SeveralThreadedAxesComputeTheReference) {

@@ -146,6 +146,13 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
   // tile with rows, its B lines reused by each row, measured even: docs/optimizer.md, "Matmul")
   if (!has_rows(plan) && !o.across && b_bytes > static_cast<int64_t>(c.target.l2()))
     block_down_columns(k, plan, rows_in_l1_ways(k, c.target));
+  // B walked in blocks with the rows outside its columns (BLOCK's loop outermost in each thread's
+  // chunk): a chunk of columns keeps its block of B (the block's rows x the chunk's columns) in
+  // cache for every row of A, where a chunk of rows reads all of the block, so the threads split
+  // the columns and read B once between them, not once each (64 x 4096 @ 4096 x 4096:
+  // docs/optimizer.md, "Matmul")
+  const bool blocked = std::any_of(opts.begin(), opts.end(), [](const Opt& op) { return op.op == OptOp::BLOCK; });
+  if (blocked && !tail.swap && !tail.rows_swap && k.contiguous) tail.threads_first = range_axis(j);
   return finish_plan(c, plan, tail);
 }
 
