@@ -634,11 +634,14 @@ TEST(Threads, BlocksDownTheColumnsThreadTheColumns) {
   auto blocked = [](const std::vector<Opt>& opts) {
     return std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::BLOCK; });
   };
-  for (int64_t m : {16, 17, 64}) {  // 2 row tiles, none (17 rows take no tile), 8
+  for (int64_t m : {16, 17, 64}) {  // 2 row tiles of 8, 2 of 9 (padded), 8 of 8
     const std::vector<Opt> opts = plan(m, 4096, 4096);
     EXPECT_TRUE(blocked(opts)) << m << ": " << opts_text(opts);
     EXPECT_TRUE(threaded(opts, 1) && !threaded(opts, 0)) << m << ": " << opts_text(opts);
   }
+  // 17 rows (prime, 8 would pad 7): two tiles of 9, padded to 18, not one row a tile
+  const std::vector<Opt> odd = plan(17, 4096, 4096);
+  EXPECT_NE(opts_text(odd).find("PADTO(0, 9) UPCAST(0, 9)"), std::string::npos) << opts_text(odd);
   // many row tiles: the column panels go outside the rows (staged) and are threaded, as before
   EXPECT_TRUE(has_stage(plan(256, 4096, 4096)));
   // B in the L2: no blocks, the rows threaded as before
@@ -650,6 +653,7 @@ TEST(Threads, BlocksDownTheColumnsThreadTheColumns) {
   expect_matmul(24, 1024, 1040, cpu);
   expect_matmul(65, 1024, 1024, cpu);
   expect_matmul(17, 1024, 1040, cpu, false, true);
+  expect_matmul(11, 64, 256, cpu);  // two tiles of 6, B in the L2
 }
 
 TEST(Threads, SeveralThreadedAxesComputeTheReference) {

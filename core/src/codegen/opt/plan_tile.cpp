@@ -22,12 +22,18 @@ constexpr int64_t kDepthwiseTileOutputs = 64;
 int64_t matmul_rows(const Target& t) { return static_cast<int64_t>(t.vector_regs()) / 2 / kTileVectors; }
 
 // Rows with 32 registers: up to a quarter more than `want` where that divides the rows (an exact
-// tile computes no padded rows, a taller one reads B's panel fewer times), else tile_amount's.
+// tile computes no padded rows, a taller one reads B's panel fewer times), else tile_amount's;
+// where that is under half of `want` (few rows of a prime count: 17, 19), the rows split evenly
+// into as few tiles as take them, padded (17: two tiles of 9; as one row a tile each, every
+// multiply-add loaded its own B vector, 2-4x slower than 16 rows: docs/optimizer.md, "Matmul").
 int64_t wide_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
-  const int64_t n = remaining(r, plan.opts());
-  for (int64_t rows = want + want / 4; rows >= want; --rows)
+  const int64_t n = remaining(r, plan.opts()), most = want + want / 4;
+  for (int64_t rows = most; rows >= want; --rows)
     if (n > 0 && n % rows == 0) return rows;
-  return tile_amount(plan, r, want);
+  const int64_t fitted = tile_amount(plan, r, want);
+  if (n <= 0 || fitted * 2 >= want) return fitted;
+  const int64_t tiles = (n + most - 1) / most, even = (n + tiles - 1) / tiles;
+  return even * 2 >= want && cheap_pad(n, even) ? even : fitted;
 }
 
 // Rows with 16 registers and two FMA pipes: 6 (12 accumulators, enough to cover the FMA latency;
