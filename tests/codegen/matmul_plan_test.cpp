@@ -639,6 +639,11 @@ TEST(Threads, BlocksDownTheColumnsThreadTheColumns) {
     EXPECT_TRUE(blocked(opts)) << m << ": " << opts_text(opts);
     EXPECT_TRUE(threaded(opts, 1) && !threaded(opts, 0)) << m << ": " << opts_text(opts);
   }
+  // blocks whose part of B for a chunk (8 chunks of 512 columns) fits half the 1 MiB L2: 256 rows
+  EXPECT_NE(opts_text(plan(64, 4096, 4096)).find("BLOCK(2, 256)"), std::string::npos) << opts_text(plan(64, 4096, 4096));
+  // one thread: no chunks, a block spans all 4096 columns (32 rows: 512 KiB)
+  const std::vector<Opt> one = to_program(kernel_of(ref({64, 4096}).matmul(ref({4096, 4096}))), kiln::testing::simulated_cpu(16, 1)).opts;
+  EXPECT_NE(opts_text(one).find("BLOCK(2, 32)"), std::string::npos) << opts_text(one);
   // 17 rows (prime, 8 would pad 7): two tiles of 9, padded to 18, not one row a tile
   const std::vector<Opt> odd = plan(17, 4096, 4096);
   EXPECT_NE(opts_text(odd).find("PADTO(0, 9) UPCAST(0, 9)"), std::string::npos) << opts_text(odd);
@@ -734,9 +739,10 @@ TEST(Block, LowersToABlockLoopOutsideTheOutputLoops) {
 // sizes and with epilogues, computes the reference.
 TEST(Block, BlockedKernelsComputeTheReference) {
   const Target cpu = kiln::testing::simulated_cpu(8, 2);
-  // few rows, B larger than the L2: blocks of 16
+  // few rows, B larger than the L2: blocks of half of K (a chunk's part of B, 256 x 128 columns,
+  // fits half the L2), the columns threaded
   ProgramSpec few = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu);
-  EXPECT_NE(std::find_if(few.opts.begin(), few.opts.end(), [](const Opt& o) { return o.str() == "BLOCK(2, 16)"; }), few.opts.end());
+  EXPECT_NE(opts_text(few.opts).find("BLOCK(2, 256) THREAD(1, 8)"), std::string::npos) << opts_text(few.opts);
   expect_matmul(8, 512, 1024, cpu);
   // a panel of 8192 x 16 floats (512 KiB) is more than a stage buffer: blocks of 4096 (256 KiB),
   // whose part of B (1 MiB) fits the L2

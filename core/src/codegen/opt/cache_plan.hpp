@@ -24,6 +24,9 @@ bool in_reduction(const KernelShape& k, const UOp& idx);
 // A matmul with few row tiles (or none) walks B in blocks of about 16 of its rows (BLOCK on the
 // reduce), at most `most_rows`; false when the reduce has no such divisor.
 bool block_down_columns(const KernelShape& k, OptPlan& plan, int64_t most_rows = INT64_MAX);
+// A matmul with two to eight row tiles, its `n` columns threaded: blocks of K whose part of B for a
+// thread chunk fits half the L2 (block_down_columns where none of 16 rows or more divides K).
+bool block_column_chunks(const KernelShape& k, int64_t n, const Target& target, OptPlan& plan);
 // The most rows of a matrix read down its columns (its loads' stride along the one reduce) whose
 // lines at one column the L1 holds together: rows a multiple of 64 bytes apart fall on every
 // (stride / 64)-th set only, and past those sets' ways they evict each other's lines, the
