@@ -122,7 +122,7 @@ bool aliased_panel(const KernelShape& k, const UOp& rows, int64_t k_len, int64_t
 // panels): a convolution's input window measured 1.08x slower staged; and only where STAGE
 // applies (`can_stage`: CPU targets; a GPU's workgroups walk the panels as they are).
 std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
-                               const Target& target, OptPlan& plan) {
+                               const Target& target, OptPlan& plan, bool column_chunks) {
   // the caches a thread works in (the target's, or a common core's): a panel larger than half the
   // L1 is read from the L2 by every row tile whatever its layout
   const int64_t l2 = static_cast<int64_t>(target.l2()), half_l1 = static_cast<int64_t>(target.l1d() / 2);
@@ -137,7 +137,7 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
   if (in_place || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
   // (one row tile reuses no block: 8 x 4096 @ 4096 x 4096 in blocks of 256 took 1.4x the time of 16)
-  if (row_tiles <= kFewRowTiles && ((row_tiles > 1 && block_column_chunks(k, n, target, plan)) || block_down_columns(k, plan)))
+  if (row_tiles <= kFewRowTiles && ((column_chunks && row_tiles > 1 && block_column_chunks(k, n, target, plan)) || block_down_columns(k, plan)))
     return std::nullopt;
   // (a panel fits a stage buffer and a quarter of the L2: 512 x 3072 @ 3072 x 768 on Zen 3's 512
   // KiB L2, 192 KiB panels, was read in place, all of B streamed from memory for every row tile:

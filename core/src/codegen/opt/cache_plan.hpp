@@ -35,9 +35,10 @@ int64_t rows_in_l1_ways(const KernelShape& k, const Target& target);
 
 // How a matmul's register tile (`rows` tiled, `width` columns of `cols`) walks B: the SWAP that
 // puts the column panels outside the row tiles (apply it last, then stage_reused_panel), or
-// nullopt to keep rows outside; may add a BLOCK on the reduce to `plan`.
+// nullopt to keep rows outside; may add a BLOCK on the reduce to `plan`. `column_chunks`: two to
+// eight row tiles take block_column_chunks' blocks (the caller threads the columns).
 std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
-                               const Target& target, OptPlan& plan);
+                               const Target& target, OptPlan& plan, bool column_chunks = false);
 
 // The most bytes a staged panel takes: a stage buffer, and a quarter of the L2 (the rest holds A's
 // rows and the output).

@@ -129,6 +129,10 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
   else if (!tail.taps_rows && remaining(j, opts) % kTileVectors == 0) plan.add({OptOp::UPCAST, range_axis(j), kTileVectors});
   // rows: the innermost output axis along which B's vectors are reused (A's elements broadcast)
   const int64_t want = matmul_rows(c.target);
+  // few row tiles over a blocked B: their columns threaded, in longer blocks (below). Measured on
+  // 32 registers (AVX-512) only: AVX2 code there, 16 rows in 4-row tiles, ran 1.15x slower so
+  // (5 of 5 pairs; columns threaded in blocks of 16, 1.1x), so the others keep their rows threaded
+  const bool column_chunks = c.rule == TileRule::wide;
   for (auto it = k.out.rbegin(); it != k.out.rend(); ++it) {
     const int64_t rows = c.rule == TileRule::wide                              ? wide_tile_rows(plan, *it, want)
                          : c.rule == TileRule::fma_latency && k.reduce.size() == 1 ? fma_tile_rows(k, plan, *it, want, o.rows_staged)
@@ -140,7 +144,7 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
       // not stage and the kernel fell back to dot products: docs/optimizer.md, "Staged variants")
       if (o.across) block_panel(k, vec * kTileVectors * k.itemsize, c.target, plan);
       tail.swap = o.across ? std::optional<Opt>{Opt{OptOp::SWAP, range_axis(*it), range_axis(j)}}
-                           : plan_panels(k, *it, j, vec * kTileVectors, remaining(*it, opts), c.target, plan);
+                           : plan_panels(k, *it, j, vec * kTileVectors, remaining(*it, opts), c.target, plan, column_chunks);
       if (!tail.swap && !o.across) tail.rows_swap = rows_outside_tiles(c.ast, k, *it, j, c.target);
       break;
     }
@@ -158,7 +162,7 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
   // the columns and read B once between them, not once each (64 x 4096 @ 4096 x 4096:
   // docs/optimizer.md, "Matmul")
   const bool blocked = std::any_of(opts.begin(), opts.end(), [](const Opt& op) { return op.op == OptOp::BLOCK; });
-  if (blocked && !tail.swap && !tail.rows_swap && k.contiguous) tail.threads_first = range_axis(j);
+  if (column_chunks && blocked && !tail.swap && !tail.rows_swap && k.contiguous) tail.threads_first = range_axis(j);
   return finish_plan(c, plan, tail);
 }
 
