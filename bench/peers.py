@@ -174,6 +174,8 @@ def extra_set():
                           "torch": lambda t, x, w1, b1, w2, b2: t.nn.functional.linear(
                               t.nn.functional.gelu(t.nn.functional.linear(x, w1, b1), approximate="tanh"), w2, b2),
                           "tinygrad": lambda T_, x, w1, b1, w2, b2: x.linear(w1.T, b1).gelu().linear(w2.T, b2)}},
+      "skinny64_4096": matmul_w(64, 4096, 4096),
+      "linear_t128_4096": matmul_w(128, 4096, 4096, b_t=True),
   }
 
 

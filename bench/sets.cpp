@@ -316,7 +316,10 @@ std::vector<Workload> extra_set() {
           conv2d_workload("conv5x5_b64", {.batch = 64, .channels = 32, .height = 28, .width = 28, .filters = 64, .kernel = 5, .pad = 2}),
           attn_scores197(),
           gated_ffn(),
-          gelu_mlp("mlp_gelu128", 128, 768, 3072)};  // BERT-base's sizes at batch 128
+          gelu_mlp("mlp_gelu128", 128, 768, 3072),  // BERT-base's sizes at batch 128
+          // few rows against a weight matrix past the L2 (small-batch inference): x @ W and x @ W.T
+          matmul_workload("skinny64_4096", 64, 4096, 4096),
+          matmul_workload("linear_t128_4096", 128, 4096, 4096, false, true)};
 }
 
 }  // namespace kiln::bench

@@ -600,9 +600,10 @@ TEST(Threads, FewRowsThreadTheColumns) {
   // 16 lanes: 8 rows are one whole-axis upcast, so axis 0 is gone; the columns take all 8 chunks
   ProgramSpec eight = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 2));
   EXPECT_EQ(threads_of(eight.opts), std::vector<std::string>{"THREAD(1, 8)"});
-  // 64 threads: 4 row tiles, then the 32 column tiles (fewer than the 64 chunks left)
+  // 64 threads: B (2 MiB) walked in blocks down its columns, so the 32 column tiles first, then
+  // the 4 row tiles (fewer than the 8 chunks left)
   ProgramSpec wide = to_program(kernel_of(ref({32, 512}).matmul(ref({512, 1024}))), kiln::testing::simulated_cpu(16, 64));
-  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(0, 4)", "THREAD(1, 32)"}));
+  EXPECT_EQ(threads_of(wide.opts), (std::vector<std::string>{"THREAD(1, 32)", "THREAD(0, 4)"}));
   EXPECT_EQ(wide.dims.global[0].arg_int(), 128) << "one launch index over both";
   // enough rows, B in place: the rows
   ProgramSpec tall = to_program(kernel_of(ref({256, 64}).matmul(ref({64, 256}))), kiln::testing::simulated_cpu(16, 2));
@@ -618,6 +619,49 @@ TEST(Threads, FewRowsThreadTheColumns) {
   // a memory-bound kernel: one chunk per thread
   ProgramSpec add = to_program(kernel_of(ref({1024, 1024}) + 1.0), kiln::testing::simulated_cpu(16, 2));
   EXPECT_EQ(threads_of(add.opts), std::vector<std::string>{"THREAD(0, 2)"});
+}
+
+// Few row tiles over a B larger than the L2 walk B in blocks down its columns (BLOCK, outermost
+// in each thread's chunk): with 32 registers the threads split the columns, so each chunk's block
+// of B serves every row tile from the cache and B is read once in all. Split by rows, every chunk
+// read all of B (64 x 4096 @ 4096 x 4096: 8 row tiles, 8 times; docs/optimizer.md, "Matmul").
+TEST(Threads, BlocksDownTheColumnsThreadTheColumns) {
+  const Target cpu = kiln::testing::simulated_cpu(16, 2);
+  auto plan = [&](int64_t m, int64_t k, int64_t n) { return to_program(kernel_of(ref({m, k}).matmul(ref({k, n}))), cpu).opts; };
+  auto threaded = [](const std::vector<Opt>& opts, int64_t axis) {
+    return std::any_of(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == OptOp::THREAD && o.axis == axis; });
+  };
+  auto blocked = [](const std::vector<Opt>& opts) {
+    return std::any_of(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::BLOCK; });
+  };
+  for (int64_t m : {16, 17, 64}) {  // 2 row tiles of 8, 2 of 9 (padded), 8 of 8
+    const std::vector<Opt> opts = plan(m, 4096, 4096);
+    EXPECT_TRUE(blocked(opts)) << m << ": " << opts_text(opts);
+    EXPECT_TRUE(threaded(opts, 1) && !threaded(opts, 0)) << m << ": " << opts_text(opts);
+  }
+  // blocks whose part of B for a chunk (8 chunks of 512 columns) fits half the 1 MiB L2: 256 rows
+  EXPECT_NE(opts_text(plan(64, 4096, 4096)).find("BLOCK(2, 256)"), std::string::npos) << opts_text(plan(64, 4096, 4096));
+  // one thread: no chunks, a block spans all 4096 columns (32 rows: 512 KiB)
+  const std::vector<Opt> one = to_program(kernel_of(ref({64, 4096}).matmul(ref({4096, 4096}))), kiln::testing::simulated_cpu(16, 1)).opts;
+  EXPECT_NE(opts_text(one).find("BLOCK(2, 32)"), std::string::npos) << opts_text(one);
+  // 16 registers (AVX2's 8 lanes: 4-row tiles) keep blocks of 16 and their rows threaded first
+  const std::vector<Opt> avx2 = to_program(kernel_of(ref({16, 4096}).matmul(ref({4096, 4096}))), kiln::testing::simulated_cpu(8, 2)).opts;
+  EXPECT_NE(opts_text(avx2).find("BLOCK(2, 16) THREAD(0, 4)"), std::string::npos) << opts_text(avx2);
+  // 17 rows (prime, 8 would pad 7): two tiles of 9, padded to 18, not one row a tile
+  const std::vector<Opt> odd = plan(17, 4096, 4096);
+  EXPECT_NE(opts_text(odd).find("PADTO(0, 9) UPCAST(0, 9)"), std::string::npos) << opts_text(odd);
+  // many row tiles: the column panels go outside the rows (staged) and are threaded, as before
+  EXPECT_TRUE(has_stage(plan(256, 4096, 4096)));
+  // B in the L2: no blocks, the rows threaded as before
+  const std::vector<Opt> fits = plan(64, 256, 256);
+  EXPECT_FALSE(blocked(fits)) << opts_text(fits);
+  EXPECT_TRUE(threaded(fits, 0)) << opts_text(fits);
+  // odd rows and columns, B (4 MiB) past the L2; x @ w.T beside them (the dot tile, unchanged)
+  expect_matmul(17, 2048, 520, cpu);
+  expect_matmul(24, 1024, 1040, cpu);
+  expect_matmul(65, 1024, 1024, cpu);
+  expect_matmul(17, 1024, 1040, cpu, false, true);
+  expect_matmul(11, 64, 256, cpu);  // two tiles of 6, B in the L2
 }
 
 TEST(Threads, SeveralThreadedAxesComputeTheReference) {
@@ -698,7 +742,7 @@ TEST(Block, LowersToABlockLoopOutsideTheOutputLoops) {
 // sizes and with epilogues, computes the reference.
 TEST(Block, BlockedKernelsComputeTheReference) {
   const Target cpu = kiln::testing::simulated_cpu(8, 2);
-  // few rows, B larger than the L2: blocks of 16
+  // few rows, B larger than the L2: blocks of 16 (16 registers: Threads.BlocksDownTheColumns...)
   ProgramSpec few = to_program(kernel_of(ref({8, 512}).matmul(ref({512, 1024}))), cpu);
   EXPECT_NE(std::find_if(few.opts.begin(), few.opts.end(), [](const Opt& o) { return o.str() == "BLOCK(2, 16)"; }), few.opts.end());
   expect_matmul(8, 512, 1024, cpu);

@@ -36,16 +36,33 @@ int64_t sets_of_rows(int64_t bytes, const Target& target) {
 
 }  // namespace
 
-// Few row tiles walk B down its columns, a cache line from each of its rows, the rows a leading
-// dimension apart and so past the prefetcher's reach: BLOCK(K, 16) has them walk 16 rows at a
-// time, consecutive panels continuing the same rows (measured: 16 > 32 > 64), or near it. The same
-// holds with no row tile at all (a vector times a matrix: 1 x 4096 @ 4096 x 4096, 0.7x the time),
-// and with an epilogue (the last block runs it: 8 x 4096 @ 4096 x 4096 + bias, relu 11.1 -> 3.1 ms).
+// Tiles walking all of B's columns walk it down its columns, a cache line from each of its rows, the
+// rows a leading dimension apart and so past the prefetcher's reach: BLOCK(K, 16) has them walk 16
+// rows at a time, consecutive panels continuing the same rows (measured: 16 > 32 > 64), or near it:
+// with no row tile at all (a vector times a matrix: 1 x 4096 @ 4096 x 4096, 0.7x the time), and
+// with an epilogue (the last block runs it: 8 x 4096 @ 4096 x 4096 + bias, relu 11.1 -> 3.1 ms).
+// Two to eight row tiles, their columns threaded, take block_column_chunks' longer blocks first.
 bool block_down_columns(const KernelShape& k, OptPlan& plan, int64_t most_rows) {
   if (k.reduce.size() != 1) return false;
   const int64_t k_len = const_size(k.reduce[0]);
   for (int64_t kc : {16, 12, 20, 24, 10, 32, 8})
     if (kc <= most_rows && k_len > kc && k_len % kc == 0) return plan.add({OptOp::BLOCK, range_axis(k.reduce[0]), kc});
+  return false;
+}
+
+// With the columns threaded (PlanTail::threads_first) each chunk's block of B serves its row tiles
+// from the L2, and every block adds its partial sums into the chunk's output: the longest block
+// (at most half of K) whose part of B for a chunk (block rows x the chunk's columns, a thread's
+// kChunksPerThread chunks splitting the columns) fits half the L2. Blocks of 16 stored the
+// output 256 times over K = 4096: 64 x 4096 @ 4096 x 4096 blocks of 256 0.75x the time of 16, 64 x
+// 1024 x 1024 0.8x (docs/optimizer.md, "Matmul"). At least 16 rows a block, else false.
+bool block_column_chunks(const KernelShape& k, int64_t n, const Target& target, OptPlan& plan) {
+  if (k.reduce.size() != 1 || n <= 0) return false;
+  // (one thread: no chunks, the block spans every column)
+  const int64_t k_len = const_size(k.reduce[0]), chunks = target.threads > 1 ? target.threads * kChunksPerThread : 1;
+  const int64_t chunk_bytes = (n + chunks - 1) / chunks * k.itemsize;
+  for (int64_t kc = std::min(k_len / 2, static_cast<int64_t>(target.l2() / 2) / chunk_bytes); kc >= 16; --kc)
+    if (k_len % kc == 0) return plan.add({OptOp::BLOCK, range_axis(k.reduce[0]), kc});
   return false;
 }
 
@@ -85,9 +102,12 @@ bool aliased_panel(const KernelShape& k, const UOp& rows, int64_t k_len, int64_t
 // L2 (the cache sizes are the target's, Target::l1d/l2). Rows outside columns stream all of B
 // through the caches once per row tile:
 //  - with few row tiles, each walks B down its columns, a cache line from each row (rows a
-//    leading dimension apart): BLOCK(K, 16) has the tiles walk 16 rows at a time, consecutive
-//    panels continuing the same rows (M = 8..64, K = N = 4096: 2.8x to 4x); where BLOCK does
-//    not apply (GPU targets, a K without a divisor near 16), as below;
+//    leading dimension apart): BLOCK(K, 16) had the tiles walk 16 rows at a time, consecutive
+//    panels continuing the same rows (M = 8..64, K = N = 4096: 2.8x to 4x); now the columns are
+//    threaded and each chunk's block of B serves every row tile from the L2, in the longer
+//    blocks of block_column_chunks where there are two tiles or more (else of 16:
+//    block_down_columns); where BLOCK does not apply
+//    (GPU targets, a K without a divisor near 16), as below;
 //  - else the column panels (K x width) go outside and the row tiles inside (the SWAP returned,
 //    applied last; stage_reused_panel stages each panel), the panel staying in the L2; a panel
 //    larger than a stage buffer or a quarter of the L2 is cut into K-blocks that fit (BLOCK;
@@ -102,7 +122,7 @@ bool aliased_panel(const KernelShape& k, const UOp& rows, int64_t k_len, int64_t
 // panels): a convolution's input window measured 1.08x slower staged; and only where STAGE
 // applies (`can_stage`: CPU targets; a GPU's workgroups walk the panels as they are).
 std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
-                               const Target& target, OptPlan& plan) {
+                               const Target& target, OptPlan& plan, bool column_chunks) {
   // the caches a thread works in (the target's, or a common core's): a panel larger than half the
   // L1 is read from the L2 by every row tile whatever its layout
   const int64_t l2 = static_cast<int64_t>(target.l2()), half_l1 = static_cast<int64_t>(target.l1d() / 2);
@@ -116,7 +136,9 @@ std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp&
   const bool in_place = k_len * n * k.itemsize <= l2 && !streams;  // B read where it is
   if (in_place || pos(rows) > pos(cols)) return std::nullopt;
   const UOp* red = k.reduce.size() == 1 ? &k.reduce[0] : nullptr;  // BLOCK cuts one reduce
-  if (row_tiles <= kFewRowTiles && block_down_columns(k, plan)) return std::nullopt;
+  // (one row tile reuses no block: 8 x 4096 @ 4096 x 4096 in blocks of 256 took 1.4x the time of 16)
+  if (row_tiles <= kFewRowTiles && ((column_chunks && row_tiles > 1 && block_column_chunks(k, n, target, plan)) || block_down_columns(k, plan)))
+    return std::nullopt;
   // (a panel fits a stage buffer and a quarter of the L2: 512 x 3072 @ 3072 x 768 on Zen 3's 512
   // KiB L2, 192 KiB panels, was read in place, all of B streamed from memory for every row tile:
   // 48 ms; in blocks of 1536, staged, 19-22 ms)

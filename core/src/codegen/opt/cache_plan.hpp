@@ -24,6 +24,9 @@ bool in_reduction(const KernelShape& k, const UOp& idx);
 // A matmul with few row tiles (or none) walks B in blocks of about 16 of its rows (BLOCK on the
 // reduce), at most `most_rows`; false when the reduce has no such divisor.
 bool block_down_columns(const KernelShape& k, OptPlan& plan, int64_t most_rows = INT64_MAX);
+// A matmul with two to eight row tiles, its `n` columns threaded: blocks of K whose part of B for a
+// thread chunk fits half the L2 (block_down_columns where none of 16 rows or more divides K).
+bool block_column_chunks(const KernelShape& k, int64_t n, const Target& target, OptPlan& plan);
 // The most rows of a matrix read down its columns (its loads' stride along the one reduce) whose
 // lines at one column the L1 holds together: rows a multiple of 64 bytes apart fall on every
 // (stride / 64)-th set only, and past those sets' ways they evict each other's lines, the
@@ -32,9 +35,10 @@ int64_t rows_in_l1_ways(const KernelShape& k, const Target& target);
 
 // How a matmul's register tile (`rows` tiled, `width` columns of `cols`) walks B: the SWAP that
 // puts the column panels outside the row tiles (apply it last, then stage_reused_panel), or
-// nullopt to keep rows outside; may add a BLOCK on the reduce to `plan`.
+// nullopt to keep rows outside; may add a BLOCK on the reduce to `plan`. `column_chunks`: two to
+// eight row tiles take block_column_chunks' blocks (the caller threads the columns).
 std::optional<Opt> plan_panels(const KernelShape& k, const UOp& rows, const UOp& cols, int64_t width, int64_t row_tiles,
-                               const Target& target, OptPlan& plan);
+                               const Target& target, OptPlan& plan, bool column_chunks = false);
 
 // The most bytes a staged panel takes: a stage buffer, and a quarter of the L2 (the rest holds A's
 // rows and the output).

@@ -183,10 +183,13 @@ OptPlan finish_plan(const Kernel& c, OptPlan plan, const PlanTail& tail) {
   if (tail.swap)
     if (std::optional<OptPlan> both = stage_both(c.ast, k, plan, *tail.swap, c.target)) return *both;
   // a matmul walking column panels outside its row tiles threads the panels (a convolution
-  // walking its rows outside, the rows)
+  // walking its rows outside, the rows; a matmul walking B in blocks down its columns, the columns)
   if (c.target.has(KILN_TARGET_HAS_THREADS))
     add_threads(k, c.target, plan,
-                tail.swap ? tail.swap->amount : tail.dot_swap ? tail.dot_swap->amount : tail.rows_swap ? tail.rows_swap->swap.amount : -1,
+                tail.swap       ? tail.swap->amount
+                : tail.dot_swap ? tail.dot_swap->amount
+                : tail.rows_swap ? tail.rows_swap->swap.amount
+                                 : tail.threads_first,
                 has_rows(plan) ? kChunksPerThread : 1);
   if (c.target.has(KILN_TARGET_HAS_LOCAL)) add_workgroup_opts(k, c.target, plan);
   if (tail.swap && plan.add(*tail.swap)) stage_reused_panel(*tail.swap, plan);

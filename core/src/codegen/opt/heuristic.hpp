@@ -149,6 +149,7 @@ struct PlanTail {
   std::optional<RowsOutside> rows_swap;
   std::optional<UOp> taps_rows;
   int64_t taps_tile = 0;
+  int64_t threads_first = -1;  // without a swap: the output axis threaded first (-1: the outermost)
 };
 // The steps every plan ends with: small windows unrolled, the depthwise rows, both inputs staged
 // (or threads, workgroups and the loop orders).

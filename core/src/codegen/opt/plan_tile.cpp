@@ -22,12 +22,18 @@ constexpr int64_t kDepthwiseTileOutputs = 64;
 int64_t matmul_rows(const Target& t) { return static_cast<int64_t>(t.vector_regs()) / 2 / kTileVectors; }
 
 // Rows with 32 registers: up to a quarter more than `want` where that divides the rows (an exact
-// tile computes no padded rows, a taller one reads B's panel fewer times), else tile_amount's.
+// tile computes no padded rows, a taller one reads B's panel fewer times), else tile_amount's;
+// where that is under half of `want` (few rows of a prime count: 17, 19), the rows split evenly
+// into as few tiles as take them, padded (17: two tiles of 9; as one row a tile each, every
+// multiply-add loaded its own B vector, 2-4x slower than 16 rows: docs/optimizer.md, "Matmul").
 int64_t wide_tile_rows(const OptPlan& plan, const UOp& r, int64_t want) {
-  const int64_t n = remaining(r, plan.opts());
-  for (int64_t rows = want + want / 4; rows >= want; --rows)
+  const int64_t n = remaining(r, plan.opts()), most = want + want / 4;
+  for (int64_t rows = most; rows >= want; --rows)
     if (n > 0 && n % rows == 0) return rows;
-  return tile_amount(plan, r, want);
+  const int64_t fitted = tile_amount(plan, r, want);
+  if (n <= 0 || fitted * 2 >= want) return fitted;
+  const int64_t tiles = (n + most - 1) / most, even = (n + tiles - 1) / tiles;
+  return even * 2 >= want && cheap_pad(n, even) ? even : fitted;
 }
 
 // Rows with 16 registers and two FMA pipes: 6 (12 accumulators, enough to cover the FMA latency;
@@ -123,6 +129,10 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
   else if (!tail.taps_rows && remaining(j, opts) % kTileVectors == 0) plan.add({OptOp::UPCAST, range_axis(j), kTileVectors});
   // rows: the innermost output axis along which B's vectors are reused (A's elements broadcast)
   const int64_t want = matmul_rows(c.target);
+  // few row tiles over a blocked B: their columns threaded, in longer blocks (below). Measured on
+  // 32 registers (AVX-512) only: AVX2 code there, 16 rows in 4-row tiles, ran 1.15x slower so
+  // (5 of 5 pairs; columns threaded in blocks of 16, 1.1x), so the others keep their rows threaded
+  const bool column_chunks = c.rule == TileRule::wide;
   for (auto it = k.out.rbegin(); it != k.out.rend(); ++it) {
     const int64_t rows = c.rule == TileRule::wide                              ? wide_tile_rows(plan, *it, want)
                          : c.rule == TileRule::fma_latency && k.reduce.size() == 1 ? fma_tile_rows(k, plan, *it, want, o.rows_staged)
@@ -134,7 +144,7 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
       // not stage and the kernel fell back to dot products: docs/optimizer.md, "Staged variants")
       if (o.across) block_panel(k, vec * kTileVectors * k.itemsize, c.target, plan);
       tail.swap = o.across ? std::optional<Opt>{Opt{OptOp::SWAP, range_axis(*it), range_axis(j)}}
-                           : plan_panels(k, *it, j, vec * kTileVectors, remaining(*it, opts), c.target, plan);
+                           : plan_panels(k, *it, j, vec * kTileVectors, remaining(*it, opts), c.target, plan, column_chunks);
       if (!tail.swap && !o.across) tail.rows_swap = rows_outside_tiles(c.ast, k, *it, j, c.target);
       break;
     }
@@ -146,6 +156,13 @@ OptPlan plan_register_tile(const Kernel& c, const TileOptions& o) {
   // tile with rows, its B lines reused by each row, measured even: docs/optimizer.md, "Matmul")
   if (!has_rows(plan) && !o.across && b_bytes > static_cast<int64_t>(c.target.l2()))
     block_down_columns(k, plan, rows_in_l1_ways(k, c.target));
+  // B walked in blocks with the rows outside its columns (BLOCK's loop outermost in each thread's
+  // chunk): a chunk of columns keeps its block of B (the block's rows x the chunk's columns) in
+  // cache for every row of A, where a chunk of rows reads all of the block, so the threads split
+  // the columns and read B once between them, not once each (64 x 4096 @ 4096 x 4096:
+  // docs/optimizer.md, "Matmul")
+  const bool blocked = std::any_of(opts.begin(), opts.end(), [](const Opt& op) { return op.op == OptOp::BLOCK; });
+  if (column_chunks && blocked && !tail.swap && !tail.rows_swap && k.contiguous) tail.threads_first = range_axis(j);
   return finish_plan(c, plan, tail);
 }
 
