@@ -67,9 +67,26 @@ Tensor broadcast(const Tensor& t, int root = 0);
 // the same order, of the same shapes (checked by the header). The parameter's gradient is a new
 // tensor (over the message's memory on the cpu device): a handle to the old gradient taken before
 // the call keeps the old values; read .grad() again.
+// Gradients not realized yet (right after backward()) are realized by this call, overlapped with
+// the transfers: in buckets (set_bucket_bytes) in reverse parameter order, each all-reduced on a
+// transfer thread while the backward pass computes the next; one schedule, the same kernels and
+// bits as realizing them first (docs/dist.md). Realized gradients, gradients that fit the header
+// (16 KiB) and a world of one rank take the plain path: one message per dtype.
 void all_reduce_grads(const std::vector<Tensor>& params);
 
 // ---- additions beyond §5.5 ----
+// all_reduce_grads that also realizes `also` (the loss, metrics) in the backward pass's schedule:
+// realized afterwards on its own, a loss would run the forward pass again.
+void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& also);
+// all_reduce_grads's bucket size, bytes (> 0; the same on every rank: the header checks it): a
+// bucket closes once it holds this much (a larger gradient is a bucket of its own). Default
+// KILN_DIST_BUCKET_BYTES, else 1 MiB.
+void set_bucket_bytes(int64_t bytes);
+int64_t bucket_bytes();
+// Whether all_reduce_grads overlaps lazy gradients' transfers with the backward pass (default on;
+// off: realize every gradient, then the plain path), to measure what the overlap buys.
+void set_overlap(bool on);
+bool overlap();
 // The watchdog's limit, seconds (> 0): how long a collective waits for a missing rank, and how
 // long one data transfer may take. Default KILN_DIST_TIMEOUT, else 600.
 void set_timeout(double seconds);

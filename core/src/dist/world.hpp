@@ -4,7 +4,10 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,8 @@ struct World {
   std::vector<std::vector<char>> inbox;  // agree's receive buffers, one per rank, kept between calls
   std::vector<char> outbox;
   double timeout_s = 600;
+  int64_t bucket_bytes = -1;  // all_reduce_grads's buckets; -1: KILN_DIST_BUCKET_BYTES, else kBucketBytes
+  bool overlap = true;        // all_reduce_grads overlaps its transfers with the backward pass
   bool timeout_set = false;  // set_timeout() ran: KILN_DIST_TIMEOUT is not read
 };
 World& world();  // calls init() when it has not run
@@ -87,6 +92,29 @@ class Transfer {
  private:
   uint64_t ticket_;
 };
+
+// Waits for a non-blocking data transfer (MPI_Iallreduce) without a watchdog's MPI_Abort: polls
+// it, and throws kiln::Error naming a rank on this host seen dead (unavailable) or naming the
+// operation once it outlives the timeout (deadline_exceeded), or (aborted) once `stop` is set (the
+// caller gave up on the transfer: this rank failed meanwhile). Each marks the world broken (a
+// transfer left half done cannot be resumed). Between polls it yields the core: the thread it
+// runs on overlaps the backward pass, which needs the core more (all_reduce_grads).
+void wait_transfer(MPI_Request& request, const std::string& op, const std::atomic<bool>& stop);
+
+// 64-byte aligned host memory from a small pool of recently freed blocks (collectives.cpp).
+std::shared_ptr<void> host_alloc(size_t bytes);
+// Mean: the sum divided by the ranks, in the element type (halves through float32).
+void divide(void* data, int64_t n, DType dt, int by);
+// Every rank's payload (agree's eager exchange) combined in rank order: the same operations in the
+// same order on every rank, so the same bits (MPI_Reduce_local applies MPI's own and kiln's half ops).
+void combine(const std::vector<const char*>& parts, void* out, size_t bytes, int count, MPI_Datatype type, MPI_Op mop,
+             const std::string& what);
+// MPI counts are ints: a larger tensor goes in pieces of at most 2^30 elements.
+template <typename F>
+void in_pieces(int64_t count, int itemsize, F&& f) {
+  constexpr int64_t kPiece = int64_t{1} << 30;
+  for (int64_t at = 0; at < count; at += kPiece) f(static_cast<size_t>(at) * static_cast<size_t>(itemsize), static_cast<int>(std::min(kPiece, count - at)));
+}
 
 // The MPI_Op for `op` over `dtype` (custom ops for float16/bfloat16, created at init), and the
 // MPI_Datatype of dtype's elements. Throw invalid_argument for pairs that have no meaning.
