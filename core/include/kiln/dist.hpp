@@ -71,7 +71,7 @@ Tensor broadcast(const Tensor& t, int root = 0);
 // the transfers: in buckets (set_bucket_bytes) in reverse parameter order, each all-reduced on a
 // transfer thread while the backward pass computes the next; one schedule, the same kernels and
 // bits as realizing them first (docs/dist.md). Realized gradients, gradients that fit the header
-// (16 KiB) and a world of one rank take the plain path: one message per dtype.
+// (16 KiB) or one bucket, and a world of one rank take the plain path: one message per dtype.
 void all_reduce_grads(const std::vector<Tensor>& params);
 
 // ---- additions beyond §5.5 ----

@@ -1,14 +1,15 @@
 // dist/grads.cpp - all_reduce_grads: the gradients' mean over the ranks, overlapped with the
 // backward pass that computes them when they are not realized yet.
 //
-// Overlapped (gradients still lazy, more than the header's 16 KiB payload): the gradients go in
-// buckets, in reverse parameter order (the last layers' gradients are ready first), one dtype per
+// Overlapped (gradients still lazy, more than the header's 16 KiB payload, more than one bucket):
+// the gradients go in buckets, in reverse parameter order (the last layers' gradients are ready first), one dtype per
 // bucket. The whole backward pass is realized as one schedule (detail::realize_in_groups: the same
 // kernels, nothing computed twice), its items ordered so that bucket 0's gradients are done
 // first; as each bucket is done, the main thread copies it into its message and hands it to a
 // transfer thread, which all-reduces it (MPI_Iallreduce, polled: a rank that dies meanwhile is
 // named, not waited for) while the main thread runs the next bucket's kernels.
-// Plain (gradients realized, small models, a world of one): realize, then one message per dtype.
+// Plain (gradients realized, small models, one bucket, a world of one): realize, then one
+// message per dtype.
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -124,8 +125,22 @@ struct Transfers {
   std::atomic<bool> failed{false};
 };
 
-void transfer_all(Transfers& t, std::vector<Bucket>& buckets, const std::string& what) {
+// One bucket's mean (its sum: finish divides), MPI_Iallreduce polled by wait_transfer. Both paths
+// move buckets this way, so that what the overlap buys is measured with the same transfer (and a
+// rank that dies meanwhile is named, not waited out by a watchdog).
+void transfer(Bucket& b, const std::string& msg, const std::atomic<bool>& stop) {
   World& w = world();
+  MPI_Datatype type = mpi_type(b.dt, msg);
+  MPI_Op mop = mpi_op(ReduceOp::Mean, b.dt, msg);
+  auto* base = static_cast<char*>(b.buf.get());
+  in_pieces(static_cast<int64_t>(b.bytes) / b.dt.itemsize(), b.dt.itemsize(), [&](size_t at, int n) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(MPI_Iallreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data, &req), msg);
+    wait_transfer(req, msg, stop);
+  });
+}
+
+void transfer_all(Transfers& t, std::vector<Bucket>& buckets, const std::string& what) {
   try {
     for (size_t g = 0; g < buckets.size(); ++g) {
       {
@@ -133,16 +148,7 @@ void transfer_all(Transfers& t, std::vector<Bucket>& buckets, const std::string&
         t.cv.wait(lock, [&] { return t.ready > g || t.stop.load(); });
         if (t.ready <= g) return;  // stopped before this bucket was packed: the main thread failed
       }
-      Bucket& b = buckets[g];
-      std::string msg = bucket_what(what, b, g, buckets.size());
-      MPI_Datatype type = mpi_type(b.dt, msg);
-      MPI_Op mop = mpi_op(ReduceOp::Mean, b.dt, msg);
-      auto* base = static_cast<char*>(b.buf.get());
-      in_pieces(static_cast<int64_t>(b.bytes) / b.dt.itemsize(), b.dt.itemsize(), [&](size_t at, int n) {
-        MPI_Request req = MPI_REQUEST_NULL;
-        check(MPI_Iallreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data, &req), msg);
-        wait_transfer(req, msg, t.stop);
-      });
+      transfer(buckets[g], bucket_what(what, buckets[g], g, buckets.size()), t.stop);
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(t.mu);
@@ -203,10 +209,14 @@ void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tenso
     return;
   }
   std::string what = "all_reduce_grads of " + std::to_string(grads.size()) + " gradients (" + std::to_string(total) + " elements)";
-  // overlapped when there is a backward pass left to overlap and more than the header carries
-  const bool overlapped = w.overlap && lazy && w.size > 1 && !eager(bytes, w.size);
+  // overlapped when there is a backward pass left to overlap and more than one bucket (one bucket
+  // is ready only when the backward pass is done: the plain path's blocking transfer then is faster)
   const int64_t limit = bucket_bytes();
-  std::vector<Bucket> buckets = overlapped ? reverse_buckets(grads, limit) : per_dtype(grads);
+  std::vector<Bucket> buckets;
+  bool overlapped = w.overlap && lazy && w.size > 1 && !eager(bytes, w.size);
+  if (overlapped) buckets = reverse_buckets(grads, limit);
+  overlapped = overlapped && buckets.size() > 1;
+  if (!overlapped) buckets = per_dtype(grads);
   if (overlapped) what += " in " + std::to_string(buckets.size()) + " buckets of up to " + std::to_string(limit) + " bytes";
   Header h = header(Kind::grads, what);
   h.op = static_cast<int32_t>(ReduceOp::Mean);
@@ -233,18 +243,12 @@ void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tenso
       finish(b, owners, grads, w.size);
       return;
     }
+    for (const Bucket& b : buckets) (void)mpi_op(ReduceOp::Mean, b.dt, what);  // a dtype without a Mean fails before any exchange
     agree(h);
+    const std::atomic<bool> never{false};
     for (Bucket& b : buckets) {
-      std::string msg = what + ", the " + b.dt.name() + " ones";
-      MPI_Datatype type = mpi_type(b.dt, msg);
-      MPI_Op mop = mpi_op(ReduceOp::Mean, b.dt, msg);
       pack(b, grads, read);
-      auto* base = static_cast<char*>(b.buf.get());
-      {
-        Transfer guard(msg);
-        in_pieces(static_cast<int64_t>(b.bytes) / b.dt.itemsize(), b.dt.itemsize(),
-                  [&](size_t at, int n) { check(MPI_Allreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data), msg); });
-      }
+      transfer(b, what + ", the " + b.dt.name() + " ones", never);
       finish(b, owners, grads, w.size);
     }
     return;
