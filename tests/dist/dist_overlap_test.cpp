@@ -192,3 +192,27 @@ TEST(DistOverlap, AlsoIsRealizedWithTheGradients) {
 }
 
 }  // namespace
+
+namespace {
+
+// A kiln::Jit replays kernels only: a collective inside one would run at the capture and never
+// again, so the capturing call throws (on every rank alike, before any exchange) and the world
+// still works; the documented split (Jits around the call) is what to do instead.
+TEST(DistOverlap, RefusedInsideAJitCapture) {
+  kiln::Jit step([](const std::vector<Tensor>& in, const std::vector<BoundVariable>&) {
+    return std::vector<Tensor>{dist::all_reduce(in[0] * 2.0)};
+  });
+  Tensor x = Tensor::ones({4}).contiguous().realize();
+  EXPECT_EQ(step({x})[0].to_vector<float>(), std::vector<float>(4, 2.0f * static_cast<float>(dist::world_size())));  // call 1: eager
+  try {
+    step({x});  // call 2: the capture
+    ADD_FAILURE() << "a collective inside a Jit capture did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::failed_precondition);
+    EXPECT_NE(std::string(e.what()).find("kiln::Jit"), std::string::npos) << e.what();
+  }
+  dist::barrier();
+  EXPECT_EQ(dist::all_reduce(x).to_vector<float>(), std::vector<float>(4, static_cast<float>(dist::world_size())));
+}
+
+}  // namespace

@@ -259,6 +259,7 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   if (is_multi(t)) return each_part(t, [&](const Tensor& p) { return all_reduce(p, op); });
   DType dt = t.dtype();
   std::string what = std::string("all_reduce(") + op_name(op) + ") of " + dt.name() + " " + shape_text(t.shape());
+  refuse_in_jit(what);
   MPI_Datatype type = mpi_type(dt, what);
   MPI_Op mop = mpi_op(op, dt, what);
   Header h = header(Kind::all_reduce, what);
@@ -303,6 +304,7 @@ Tensor broadcast(const Tensor& t, int root) {
   if (is_multi(t)) return each_part(t, [&](const Tensor& p) { return broadcast(p, root); });
   DType dt = t.dtype();
   std::string what = "broadcast(root " + std::to_string(root) + ") of " + dt.name() + " " + shape_text(t.shape());
+  refuse_in_jit(what);
   if (root < 0 || root >= w.size)
     fail(ErrorCode::invalid_argument, what, "root " + std::to_string(root) + " is not a rank of this world of " + std::to_string(w.size) +
          "; give a root in [0, " + std::to_string(w.size) + ")");

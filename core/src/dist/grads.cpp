@@ -185,6 +185,7 @@ void all_reduce_grads(const std::vector<Tensor>& params) { all_reduce_grads(para
 
 void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& also) {
   World& w = world();
+  refuse_in_jit("all_reduce_grads");
   std::vector<Tensor> owners, grads;  // the parameters that have a gradient, and their gradients
   for (const Tensor& p : params)
     if (std::optional<Tensor> g = p.grad()) {

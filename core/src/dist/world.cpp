@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tensor/realize_groups.hpp"
 #include "support/env.hpp"
 
 namespace kiln::dist {
@@ -126,6 +127,14 @@ uint64_t shape_hash(const std::vector<int64_t>& shape, uint64_t h) {
   mix(shape.size());
   for (int64_t d : shape) mix(static_cast<uint64_t>(d));
   return h;
+}
+
+void refuse_in_jit(const std::string& op) {
+  if (!::kiln::detail::jit_capturing()) return;
+  fail(ErrorCode::failed_precondition, op,
+       "called inside a kiln::Jit, which replays kernels only: the transfer would run once, at the capture, and each replay would reuse "
+       "its result. Jit the parts around it instead (forward and backward in one Jit, the optimizer step in another) and call it between "
+       "them (docs/dist.md)");
 }
 
 Header header(Kind kind, const std::string& what) {
@@ -345,6 +354,7 @@ void finalize() {
 }
 
 void barrier() {
+  detail::refuse_in_jit("barrier");
   detail::agree(detail::header(detail::Kind::barrier, "barrier"));  // the exchange is itself a barrier
 }
 

@@ -76,6 +76,10 @@ constexpr int64_t kEagerBytes = 16 << 10;
 constexpr int kEagerRanks = 8;
 inline bool eager(int64_t bytes, int ranks) { return bytes > 0 && bytes <= kEagerBytes && ranks <= kEagerRanks; }
 std::vector<Header> agree(Header mine, const void* payload = nullptr, std::vector<const char*>* payloads = nullptr);
+// Throws kiln::Error (failed_precondition) when a kiln::Jit is capturing on this thread: a Jit
+// replays kernels only, so the transfer would run at the capture and never again (each replay
+// would keep the captured call's result). Called before any exchange, so every rank throws alike.
+void refuse_in_jit(const std::string& op);
 // A header for this rank's next collective (seq filled in).
 Header header(Kind kind, const std::string& what);
 uint64_t shape_hash(const std::vector<int64_t>& shape, uint64_t h = 1469598103934665603ULL);

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "runtime/buffer.hpp"
+#include "runtime/jit.hpp"
 #include "runtime/lanes.hpp"
 #include "runtime/prepared.hpp"
 
@@ -50,6 +51,8 @@ std::vector<std::vector<uint32_t>> item_deps(const std::vector<runtime::Prepared
 }
 
 }  // namespace
+
+bool jit_capturing() { return runtime::Capture::active() != nullptr; }
 
 void realize_in_groups(std::vector<Tensor>& tensors, const std::vector<std::vector<size_t>>& groups, const GroupReady& ready) {
   size_t reported = 0;  // groups [0, reported) were handed to `ready`

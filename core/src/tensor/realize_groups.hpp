@@ -40,4 +40,8 @@ using GroupReady = std::function<void(size_t group, const GroupRead& read)>;
 // only through `read`.
 void realize_in_groups(std::vector<Tensor>& tensors, const std::vector<std::vector<size_t>>& groups, const GroupReady& ready);
 
+// Whether a kiln::Jit captures on this thread (its realizes are recorded, to be replayed as
+// kernels only): what must not happen in a capture, such as a transfer between processes, checks it.
+bool jit_capturing();
+
 }  // namespace kiln::detail
