@@ -65,7 +65,7 @@ Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::Sum);
 // invalid_argument.
 Tensor broadcast(const Tensor& t, int root = 0);
 // Replaces each parameter's .grad() by the mean of it over the ranks (data parallelism: then every
-// rank's optimizer takes the same step). Gradients of one dtype travel as one message; a parameter
+// rank's optimizer takes the same step). Gradients travel in buckets of one dtype; a parameter
 // without a gradient is skipped, and every rank must have gradients for the same parameters, in
 // the same order, of the same shapes (checked by the header). The parameter's gradient is a new
 // tensor (over the message's memory on the cpu device): a handle to the old gradient taken before
@@ -73,8 +73,9 @@ Tensor broadcast(const Tensor& t, int root = 0);
 // Gradients not realized yet (right after backward()) are realized by this call, overlapped with
 // the transfers: in buckets (set_bucket_bytes) in reverse parameter order, each all-reduced on a
 // transfer thread while the backward pass computes the next; one schedule, the same kernels and
-// bits as realizing them first (docs/dist.md). Realized gradients, gradients that fit the header
-// (16 KiB) or one bucket, and a world of one rank take the plain path: one message per dtype.
+// bits as realizing them first (docs/dist.md). Realized gradients, gradients that make one bucket,
+// and a world of one rank: realize, then the same buckets (the messages depend on the dtypes and
+// shapes only, so ranks on different paths agree); one dtype within 16 KiB rides with the header.
 void all_reduce_grads(const std::vector<Tensor>& params);
 
 // ---- additions beyond §5.5 ----

@@ -1,15 +1,14 @@
 // dist/grads.cpp - all_reduce_grads: the gradients' mean over the ranks, overlapped with the
 // backward pass that computes them when they are not realized yet.
 //
-// Overlapped (gradients still lazy, more than the header's 16 KiB payload, more than one bucket):
-// the gradients go in buckets, in reverse parameter order (the last layers' gradients are ready first), one dtype per
-// bucket. The whole backward pass is realized as one schedule (detail::realize_in_groups: the same
+// Overlapped (gradients still lazy, more than one bucket): the gradients go in buckets, in reverse
+// parameter order (the last layers' gradients are ready first), one dtype per bucket. The whole backward pass is realized as one schedule (detail::realize_in_groups: the same
 // kernels, nothing computed twice), its items ordered so that bucket 0's gradients are done
 // first; as each bucket is done, the main thread copies it into its message and hands it to a
 // transfer thread, which all-reduces it (MPI_Iallreduce, polled: a rank that dies meanwhile is
 // named, not waited for) while the main thread runs the next bucket's kernels.
-// Plain (gradients realized, small models, one bucket, a world of one): realize, then one
-// message per dtype.
+// Plain (gradients realized, one bucket, a world of one): realize, then the same buckets one after
+// another; gradients of one dtype that fit the header's payload (16 KiB) ride with it instead.
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -51,7 +50,7 @@ void add(Bucket& b, size_t member, int64_t numel) {
   b.bytes += (static_cast<size_t>(numel) * static_cast<size_t>(b.dt.itemsize()) + 63) / 64 * 64;
 }
 
-// Plain: one bucket per dtype, in the order the dtypes first appear.
+// One bucket per dtype, in the order the dtypes first appear (the header's payload, when it fits).
 std::vector<Bucket> per_dtype(const std::vector<Tensor>& grads) {
   std::vector<Bucket> out;
   for (size_t i = 0; i < grads.size(); ++i) {
@@ -136,7 +135,12 @@ void transfer(Bucket& b, const std::string& msg, const std::atomic<bool>& stop) 
   in_pieces(static_cast<int64_t>(b.bytes) / b.dt.itemsize(), b.dt.itemsize(), [&](size_t at, int n) {
     MPI_Request req = MPI_REQUEST_NULL;
     check(MPI_Iallreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data, &req), msg);
-    wait_transfer(req, msg, stop);
+    try {
+      wait_transfer(req, msg, stop);
+    } catch (...) {  // MPI may still write into the abandoned request's buffer: it is never freed
+      (void)new std::shared_ptr<void>(b.buf);
+      throw;
+    }
   });
 }
 
@@ -193,13 +197,12 @@ void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tenso
       grads.push_back(*g);
     }
   bool multi = false, lazy = false;
-  int64_t total = 0, bytes = 0;
+  int64_t total = 0;
   uint64_t hash = 1469598103934665603ULL;
   for (const Tensor& g : grads) {
     multi = multi || ::kiln::detail::multi_of(g) != nullptr;
     lazy = lazy || !::kiln::detail::is_view(g.state()->uop());
     total += g.numel();
-    bytes += g.numel() * g.dtype().itemsize();
     hash = shape_hash(g.shape(), hash ^ static_cast<uint64_t>(g.dtype().scalar()));
   }
   if (multi) {  // gradients on several local devices: each part on its own (rare; no fused message)
@@ -210,26 +213,31 @@ void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tenso
     return;
   }
   std::string what = "all_reduce_grads of " + std::to_string(grads.size()) + " gradients (" + std::to_string(total) + " elements)";
-  // overlapped when there is a backward pass left to overlap and more than one bucket (one bucket
-  // is ready only when the backward pass is done: the plain path's blocking transfer then is faster)
+  // The messages depend on the gradients' dtypes and shapes only (never on whether this rank's are
+  // realized yet), so that ranks that take different paths still exchange the same messages: small
+  // gradients of one dtype ride with the header; else buckets in reverse parameter order.
+  std::vector<Bucket> buckets = per_dtype(grads);
+  const bool small = buckets.size() == 1 && eager(static_cast<int64_t>(buckets[0].bytes), w.size);
   const int64_t limit = bucket_bytes();
-  std::vector<Bucket> buckets;
-  bool overlapped = w.overlap && lazy && w.size > 1 && !eager(bytes, w.size);
-  if (overlapped) buckets = reverse_buckets(grads, limit);
-  overlapped = overlapped && buckets.size() > 1;
-  if (!overlapped) buckets = per_dtype(grads);
-  if (overlapped) what += " in " + std::to_string(buckets.size()) + " buckets of up to " + std::to_string(limit) + " bytes";
+  if (!small) {
+    buckets = reverse_buckets(grads, limit);
+    what += " in " + std::to_string(buckets.size()) + (buckets.size() == 1 ? " bucket" : " buckets") + " of up to " + std::to_string(limit) + " bytes";
+  }
   Header h = header(Kind::grads, what);
   h.op = static_cast<int32_t>(ReduceOp::Mean);
   h.numel = total;
-  h.shape_hash = overlapped ? shape_hash({limit, static_cast<int64_t>(buckets.size())}, hash) : hash;
+  h.shape_hash = small ? hash : shape_hash({limit, static_cast<int64_t>(buckets.size())}, hash);
+  for (const Bucket& b : buckets) (void)mpi_op(ReduceOp::Mean, b.dt, what);  // a dtype without a Mean fails before any exchange
+  // overlapped when there is a backward pass left to overlap and more than one bucket (one bucket
+  // is ready only when the backward pass is done)
+  const bool overlapped = w.overlap && lazy && w.size > 1 && buckets.size() > 1;
 
   if (!overlapped) {
     std::vector<Tensor> all = grads;
     all.insert(all.end(), also.begin(), also.end());
     Tensor::realize_all(all);  // before the exchange: a rank that fails here is named by the others
     auto read = [&](size_t i, void* dst, uint64_t n) { grads[i].to_bytes(dst, n); };
-    if (buckets.size() == 1 && eager(static_cast<int64_t>(buckets[0].bytes), w.size)) {  // small: one exchange
+    if (small) {  // one exchange
       Bucket& b = buckets[0];
       std::string msg = what + ", the " + b.dt.name() + " ones";
       MPI_Datatype type = mpi_type(b.dt, msg);
@@ -244,20 +252,18 @@ void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tenso
       finish(b, owners, grads, w.size);
       return;
     }
-    for (const Bucket& b : buckets) (void)mpi_op(ReduceOp::Mean, b.dt, what);  // a dtype without a Mean fails before any exchange
     agree(h);
     const std::atomic<bool> never{false};
-    for (Bucket& b : buckets) {
-      pack(b, grads, read);
-      transfer(b, what + ", the " + b.dt.name() + " ones", never);
-      finish(b, owners, grads, w.size);
+    for (size_t g = 0; g < buckets.size(); ++g) {
+      pack(buckets[g], grads, read);
+      transfer(buckets[g], bucket_what(what, buckets[g], g, buckets.size()), never);
+      finish(buckets[g], owners, grads, w.size);
     }
     return;
   }
 
   // Overlapped. The header first (nothing is computed yet): a rank that fails in the backward
   // pass after it is seen dead by the others' transfers (or they time out), not waited for.
-  for (const Bucket& b : buckets) (void)mpi_op(ReduceOp::Mean, b.dt, what);  // a dtype without a Mean fails before any exchange
   agree(h);
   std::vector<Tensor> all = grads;
   all.insert(all.end(), also.begin(), also.end());
