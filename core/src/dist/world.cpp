@@ -234,36 +234,19 @@ std::vector<Header> agree(Header mine, const void* payload, std::vector<const ch
   return all;
 }
 
-void wait_transfer(MPI_Request& request, const std::string& op, const std::atomic<bool>& stop) {
+std::string dead_peers() {
   World& w = world();
-  auto start = Clock::now(), last_check = start;
-  auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(w.timeout_s));
-  auto give_up = [&](ErrorCode code, const std::string& why) {
-    // the request cannot be cancelled (a collective's): it is left to MPI, and the world with it
-    w.broken = true;
-    w.broken_why = why;
-    fail(code, op, why);
-  };
-  for (;;) {
-    int flag = 0;
-    check(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), op);
-    if (flag) return;
-    if (stop.load(std::memory_order_acquire)) give_up(ErrorCode::aborted, "this rank gave up on the transfer (it failed meanwhile)");
-    auto now = Clock::now();
-    sched_yield();  // the backward pass this transfer overlaps has the core first
-    if (now - last_check > std::chrono::milliseconds(100)) {
-      last_check = now;
-      std::string dead;
-      for (int r = 0; r < w.size; ++r)
-        if (r != w.rank && seen_dead(r)) dead += (dead.empty() ? "" : ", ") + rank_name(r);
-      if (!dead.empty()) give_up(ErrorCode::unavailable, dead + " died during the transfer (it exited or was killed)");
-    }
-    if (now > deadline) {
-      std::ostringstream why;
-      why << "the transfer did not finish within " << w.timeout_s << " s (KILN_DIST_TIMEOUT, set_timeout): a rank stopped during it";
-      give_up(ErrorCode::deadline_exceeded, why.str());
-    }
-  }
+  std::string dead;
+  for (int r = 0; r < w.size; ++r)
+    if (r != w.rank && seen_dead(r)) dead += (dead.empty() ? "" : ", ") + rank_name(r);
+  return dead;
+}
+
+[[noreturn]] void break_world(ErrorCode code, const std::string& op, const std::string& why) {
+  World& w = world();
+  w.broken = true;
+  w.broken_why = why;
+  fail(code, op, why);
 }
 
 Transfer::Transfer(const std::string& op) {

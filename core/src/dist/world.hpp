@@ -97,13 +97,10 @@ class Transfer {
   uint64_t ticket_;
 };
 
-// Waits for a non-blocking data transfer (MPI_Iallreduce) without a watchdog's MPI_Abort: polls
-// it, and throws kiln::Error naming a rank on this host seen dead (unavailable) or naming the
-// operation once it outlives the timeout (deadline_exceeded), or (aborted) once `stop` is set (the
-// caller gave up on the transfer: this rank failed meanwhile). Each marks the world broken (a
-// transfer left half done cannot be resumed). Between polls it yields the core: the thread it
-// runs on overlaps the backward pass, which needs the core more (all_reduce_grads).
-void wait_transfer(MPI_Request& request, const std::string& op, const std::atomic<bool>& stop);
+// The other ranks on this host seen dead ("rank 1 (pid 4242 on host vm)", comma-separated), or "".
+std::string dead_peers();
+// Marks the world broken (later collectives throw at once, finalize skips MPI) and throws `why`.
+[[noreturn]] void break_world(ErrorCode code, const std::string& op, const std::string& why);
 
 // 64-byte aligned host memory from a small pool of recently freed blocks (collectives.cpp).
 std::shared_ptr<void> host_alloc(size_t bytes);
