@@ -134,6 +134,11 @@ void step(int reps, int64_t in, int64_t hidden, int64_t out, int64_t rows) {
     };
     row("median", median);
     row("best", [](std::vector<double> v) { return best(v); });
+    // each repetition's overlapped step over the not-overlapped one right before it: on a machine
+    // whose load drifts, the pairs see about the same load
+    std::vector<double> paired;
+    for (size_t r = 0; r < ov.size(); ++r) paired.push_back(ov[r] / dp[r]);
+    std::printf("  overlapped / not overlapped, median of the %zu pairs: %.2fx\n", paired.size(), median(paired));
   }
 }
 
