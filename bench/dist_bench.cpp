@@ -10,7 +10,7 @@
 //              step on its half of the batch alone, measured while the other rank does the same, so
 //              both see the same machine. The data-parallel step twice: overlapped (all_reduce_grads
 //              on the lazy gradients: buckets all-reduced while the backward pass runs) and not
-//              (every gradient realized first, then all_reduce_grads: the same transfer code, its
+//              (every gradient realized first, then all_reduce_grads: the same buckets, its
 //              time printed apart), alternating in the same run. Two MLPs: the spiral example's 2-64-64-3 (4.5 k float32
 //              gradients: latency) and 256-1024-1024-10 (1.3 M: 5 MB of gradients per step).
 #include <mpi.h>

@@ -20,8 +20,9 @@
 // rank order); more then moves with blocking MPI calls (MPI_Allreduce / MPI_Bcast, Open MPI's tuned
 // algorithms); a rank that dies during those cannot be caught by a header, so a watchdog
 // thread ends the process (MPI_Abort, a message naming the operation and this rank on stderr)
-// when a transfer outlives the timeout: slow, never a hang. all_reduce_grads' transfers run on a
-// thread of their own while the caller waits watching the ranks: a rank that dies is named instead.
+// when a transfer outlives the timeout: slow, never a hang. An overlapped all_reduce_grads'
+// transfers run on a thread of their own while the caller waits watching the ranks: a rank that
+// dies then is named instead.
 // A collective called while a kiln::Jit captures throws kiln::Error (failed_precondition): a Jit
 // replays kernels only, the transfer would not run again. MPI errors are returned, not fatal
 // (MPI_ERRORS_RETURN), and become kiln::Error naming the operation, the rank and MPI's message.

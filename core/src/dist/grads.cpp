@@ -118,8 +118,7 @@ std::string bucket_what(const std::string& what, const Bucket& b, size_t i, size
 // order, with the blocking MPI_Allreduce (Open MPI's tuned algorithms: here 2-3x faster than a
 // polled MPI_Iallreduce at 1-5 MB). The main thread makes no MPI call meanwhile (so
 // MPI_THREAD_SERIALIZED suffices); it waits for the transfers in wait_all, watching the other
-// ranks, so that a rank that dies during a transfer is named rather than waited for. Both paths
-// move their buckets this way: what the overlap buys is measured with the same transfers.
+// ranks, so that a rank that dies during a transfer is named rather than waited for.
 class Mover {
  public:
   Mover(std::vector<Bucket>& buckets, const std::string& what) : t_(std::make_shared<State>()) {
@@ -315,12 +314,23 @@ void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tenso
       finish(b, owners, grads, w.size);
       return;
     }
+    // on this thread, as all_reduce does: a thread of its own costs more than it saves when there is
+    // nothing to overlap (a rank that dies meanwhile: the watchdog's MPI_Abort, docs/dist.md)
     agree(h);
-    for (Bucket& b : buckets) pack(b, grads, read);
-    Mover mover(buckets, what);
-    mover.hand(mover.buckets().size() - 1);
-    mover.wait_all();
-    for (const Bucket& b : mover.buckets()) finish(b, owners, grads, w.size);
+    for (size_t g = 0; g < buckets.size(); ++g) {
+      Bucket& b = buckets[g];
+      std::string msg = bucket_what(what, b, g, buckets.size());
+      MPI_Datatype type = mpi_type(b.dt, msg);
+      MPI_Op mop = mpi_op(ReduceOp::Mean, b.dt, msg);
+      pack(b, grads, read);
+      auto* base = static_cast<char*>(b.buf.get());
+      {
+        Transfer guard(msg);
+        in_pieces(static_cast<int64_t>(b.bytes) / b.dt.itemsize(), b.dt.itemsize(),
+                  [&](size_t at, int n) { check(MPI_Allreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data), msg); });
+      }
+      finish(b, owners, grads, w.size);
+    }
     return;
   }
 
