@@ -76,10 +76,9 @@ int main(int argc, char** argv) {
     Tensor summed = -(model(xb).log_softmax(1) * yb).sum();
     Tensor loss = summed * (static_cast<double>(ws) / kBatch);  // mean over ranks of this = the batch's gradient
     loss.backward();
-    std::vector<Tensor> computed{summed};  // the loss and the gradients in one schedule
-    for (const Tensor& p : params) computed.push_back(*p.grad());
-    Tensor::realize_all(computed);
-    dist::all_reduce_grads(params);
+    // realizes the gradients and the loss in one schedule and averages the gradients over the ranks
+    // (a large model's transfers overlap the backward pass: docs/dist.md)
+    dist::all_reduce_grads(params, {summed});
     std::vector<Tensor> updated = opt.step_tensors();
     Tensor::realize_all(updated);
     if (s % 50 == 0 || s == steps - 1) {

@@ -88,8 +88,7 @@ def main():
             opt.zero_grad()
             summed = -(model(xb).log_softmax(1) * yb).sum()
             (summed * (ws / BATCH)).backward()  # the mean of the ranks' gradients is the batch's
-            Tensor.realize(summed, *[p.grad for p in params])
-            dist.all_reduce_grads(params)
+            dist.all_reduce_grads(params, also=[summed])  # the backward pass and the loss, the transfers overlapped
             opt.step()
             if step % 50 == 0 or step == args.steps - 1:
                 whole = dist.all_reduce(summed, "sum").item() / BATCH

@@ -4,6 +4,8 @@
 //   dist_fault kill  [T]  rank 1 kills itself (SIGKILL) instead of joining an all_reduce
 //   dist_fault throw [T]  rank 1 throws a kiln::Error that nothing catches (std::terminate: abort)
 //   dist_fault hang  [T]  rank 1 sleeps past the timeout (alive: only the watchdog's deadline tells)
+//   dist_fault grads [T]  an overlapped all_reduce_grads: rank 1 is killed (SIGKILL) in its backward
+//                         pass, after the header, while rank 0 waits in the transfer of a bucket
 //
 // A survivor prints "FAULT-OK rank R: <the error>" and ends at once (_exit: MPI_Finalize would
 // wait for the missing rank); "FAULT-BAD rank R: ..." when the collective returned or threw
@@ -12,17 +14,20 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "kiln/dist.hpp"
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "kill" && mode != "throw" && mode != "hang") {
-    std::fprintf(stderr, "usage: dist_fault kill|throw|hang\n");
+  if (mode != "kill" && mode != "throw" && mode != "hang" && mode != "grads") {
+    std::fprintf(stderr, "usage: dist_fault kill|throw|hang|grads\n");
     return 2;
   }
   kiln::dist::init();
@@ -30,6 +35,38 @@ int main(int argc, char** argv) {
   kiln::Tensor x = kiln::Tensor::ones({1000});
   kiln::dist::all_reduce(x).realize();  // one good collective first: the world works
   kiln::dist::set_timeout(argc > 2 ? std::atof(argv[2]) : 3.0);
+  if (mode == "grads") {
+    // two 1 MiB gradients: two buckets. Rank 1's backward pass is long (a chain of matmuls in front
+    // of the same shapes) and it is killed 0.3 s into it, after the header exchange.
+    kiln::Tensor w1 = kiln::Tensor::ones({512, 512}).contiguous().realize().requires_grad_();
+    kiln::Tensor w2 = kiln::Tensor::ones({512, 512}).contiguous().realize().requires_grad_();
+    kiln::Tensor in = kiln::Tensor::full({64, 512}, 0.01);
+    if (me == 1) {
+      kiln::Tensor m = kiln::Tensor::full({512, 512}, 1.0 / 512);
+      for (int i = 0; i < 400; ++i) in = in.matmul(m).contiguous();
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        raise(SIGKILL);
+      }).detach();
+    }
+    kiln::Tensor loss = in.matmul(w1).relu().matmul(w2).sum();
+    loss.backward();
+    try {
+      kiln::dist::all_reduce_grads({w1, w2}, {loss});
+      std::printf("FAULT-BAD rank %d: all_reduce_grads returned without rank 1\n", me);
+    } catch (const kiln::Error& e) {
+      std::printf("FAULT-OK rank %d: code %s: %s\n", me, kiln::error_code_name(e.code()), e.what());
+      try {
+        kiln::dist::barrier();
+        std::printf("FAULT-BAD rank %d: a barrier after the fault returned\n", me);
+      } catch (const kiln::Error& again) {
+        std::printf("FAULT-AGAIN rank %d: %s\n", me, again.what());
+      }
+    }
+    std::fflush(stdout);
+    kiln::dist::finalize();
+    _exit(0);
+  }
   if (me == 1) {
     if (mode == "kill") raise(SIGKILL);
     if (mode == "throw") throw kiln::Error(kiln::ErrorCode::internal, "rank 1 fails on purpose (dist_fault throw)");

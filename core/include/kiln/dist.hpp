@@ -20,7 +20,11 @@
 // rank order); more then moves with blocking MPI calls (MPI_Allreduce / MPI_Bcast, Open MPI's tuned
 // algorithms); a rank that dies during those cannot be caught by a header, so a watchdog
 // thread ends the process (MPI_Abort, a message naming the operation and this rank on stderr)
-// when a transfer outlives the timeout: slow, never a hang. MPI errors are returned, not fatal
+// when a transfer outlives the timeout: slow, never a hang. An overlapped all_reduce_grads'
+// transfers run on a thread of their own while the caller waits watching the ranks: a rank that
+// dies then is named instead.
+// A collective called while a kiln::Jit captures throws kiln::Error (failed_precondition): a Jit
+// replays kernels only, the transfer would not run again. MPI errors are returned, not fatal
 // (MPI_ERRORS_RETURN), and become kiln::Error naming the operation, the rank and MPI's message.
 //
 // Tensors of any device: the data goes through host memory (cpu tensors without a copy; other
@@ -62,14 +66,32 @@ Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::Sum);
 // invalid_argument.
 Tensor broadcast(const Tensor& t, int root = 0);
 // Replaces each parameter's .grad() by the mean of it over the ranks (data parallelism: then every
-// rank's optimizer takes the same step). Gradients of one dtype travel as one message; a parameter
+// rank's optimizer takes the same step). Gradients travel in buckets of one dtype; a parameter
 // without a gradient is skipped, and every rank must have gradients for the same parameters, in
 // the same order, of the same shapes (checked by the header). The parameter's gradient is a new
 // tensor (over the message's memory on the cpu device): a handle to the old gradient taken before
 // the call keeps the old values; read .grad() again.
+// Gradients not realized yet (right after backward()) are realized by this call, overlapped with
+// the transfers: in buckets (set_bucket_bytes) in reverse parameter order, each all-reduced on a
+// transfer thread while the backward pass computes the next; one schedule, the same kernels and
+// bits as realizing them first (docs/dist.md). Realized gradients, gradients that make one bucket,
+// and a world of one rank: realize, then the same buckets (the messages depend on the dtypes and
+// shapes only, so ranks on different paths agree); one dtype within 16 KiB rides with the header.
 void all_reduce_grads(const std::vector<Tensor>& params);
 
 // ---- additions beyond §5.5 ----
+// all_reduce_grads that also realizes `also` (the loss, metrics) in the backward pass's schedule:
+// realized afterwards on its own, a loss would run the forward pass again.
+void all_reduce_grads(const std::vector<Tensor>& params, const std::vector<Tensor>& also);
+// all_reduce_grads's bucket size, bytes (> 0; the same on every rank: the header checks it): a
+// bucket closes once it holds this much (a larger gradient is a bucket of its own). Default
+// KILN_DIST_BUCKET_BYTES, else 1 MiB.
+void set_bucket_bytes(int64_t bytes);
+int64_t bucket_bytes();
+// Whether all_reduce_grads overlaps lazy gradients' transfers with the backward pass (default on;
+// off: realize every gradient, then the plain path), to measure what the overlap buys.
+void set_overlap(bool on);
+bool overlap();
 // The watchdog's limit, seconds (> 0): how long a collective waits for a missing rank, and how
 // long one data transfer may take. Default KILN_DIST_TIMEOUT, else 600.
 void set_timeout(double seconds);

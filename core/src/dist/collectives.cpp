@@ -54,6 +54,8 @@ Pool& pool() {
   return *p;
 }
 
+}  // namespace
+
 std::shared_ptr<void> host_alloc(size_t bytes) {
   size_t n = std::max<size_t>((bytes + 63) / 64 * 64, 64);
   void* p = nullptr;
@@ -83,6 +85,8 @@ std::shared_ptr<void> host_alloc(size_t bytes) {
   });
 }
 
+namespace {
+
 // The host bytes of t: its own buffer on a device whose memory is host memory (realized, no copy),
 // else one copy. `keep` holds the realized tensor while the bytes are used.
 struct Source {
@@ -103,14 +107,8 @@ Source source(const Tensor& t) {
   return s;
 }
 
-// MPI counts are ints: a larger tensor goes in pieces of at most 2^30 elements.
-template <typename F>
-void in_pieces(int64_t count, int itemsize, F&& f) {
-  constexpr int64_t kPiece = int64_t{1} << 30;
-  for (int64_t at = 0; at < count; at += kPiece) f(static_cast<size_t>(at) * static_cast<size_t>(itemsize), static_cast<int>(std::min(kPiece, count - at)));
-}
+}  // namespace
 
-// Mean: the sum divided by the ranks, in the element type (halves through float32).
 void divide(void* data, int64_t n, DType dt, int by) {
   switch (dt.scalar()) {
     case Scalar::float32: { auto* p = static_cast<float*>(data); for (int64_t i = 0; i < n; ++i) p[i] /= static_cast<float>(by); break; }
@@ -120,6 +118,8 @@ void divide(void* data, int64_t n, DType dt, int by) {
     default: break;  // mpi_op refused Mean for the rest
   }
 }
+
+namespace {
 
 // float16/bfloat16: each pairwise step in float32, rounded back (commutative, so every rank's
 // result has the same bits).
@@ -136,6 +136,12 @@ void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
 MPI_Op half_ops[2][3] = {{MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}, {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL}};
 
 }  // namespace
+
+void combine(const std::vector<const char*>& parts, void* out, size_t bytes, int count, MPI_Datatype type, MPI_Op mop,
+             const std::string& what) {
+  std::memcpy(out, parts[0], bytes);
+  for (size_t r = 1; r < parts.size(); ++r) check(MPI_Reduce_local(parts[r], out, count, type, mop), what);
+}
 
 void create_half_ops() {
   MPI_Op_create(half_op<half_to_float, float_to_half, kSum>, 1, &half_ops[0][kSum]);
@@ -199,14 +205,6 @@ Tensor each_part(const Tensor& t, F&& f) {
   return ::kiln::detail::map_parts(t, std::forward<F>(f));
 }
 
-// Every rank's payload (agree's eager exchange) combined in rank order: the same operations in the
-// same order on every rank, so the same bits (MPI_Reduce_local applies MPI's own and kiln's half ops).
-void combine(const std::vector<const char*>& parts, void* out, size_t bytes, int count, MPI_Datatype type, MPI_Op mop,
-             const std::string& what) {
-  std::memcpy(out, parts[0], bytes);
-  for (size_t r = 1; r < parts.size(); ++r) check(MPI_Reduce_local(parts[r], out, count, type, mop), what);
-}
-
 // A tensor on a device with memory of its own comes to the host in pieces of kPieceBytes on a
 // helper thread while the main thread all-reduces the piece before (the device-to-host copy
 // overlaps the transfer). The result goes back to the device in one copy (from_blob).
@@ -261,6 +259,7 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   if (is_multi(t)) return each_part(t, [&](const Tensor& p) { return all_reduce(p, op); });
   DType dt = t.dtype();
   std::string what = std::string("all_reduce(") + op_name(op) + ") of " + dt.name() + " " + shape_text(t.shape());
+  refuse_in_jit(what);
   MPI_Datatype type = mpi_type(dt, what);
   MPI_Op mop = mpi_op(op, dt, what);
   Header h = header(Kind::all_reduce, what);
@@ -305,6 +304,7 @@ Tensor broadcast(const Tensor& t, int root) {
   if (is_multi(t)) return each_part(t, [&](const Tensor& p) { return broadcast(p, root); });
   DType dt = t.dtype();
   std::string what = "broadcast(root " + std::to_string(root) + ") of " + dt.name() + " " + shape_text(t.shape());
+  refuse_in_jit(what);
   if (root < 0 || root >= w.size)
     fail(ErrorCode::invalid_argument, what, "root " + std::to_string(root) + " is not a rank of this world of " + std::to_string(w.size) +
          "; give a root in [0, " + std::to_string(w.size) + ")");
@@ -325,111 +325,6 @@ Tensor broadcast(const Tensor& t, int root) {
   }
   if (w.rank == root) return *src.keep;
   return Tensor::from_blob(out.get(), dt, t.shape(), out, t.device());
-}
-
-void all_reduce_grads(const std::vector<Tensor>& params) {
-  World& w = world();
-  std::vector<Tensor> owners, grads;  // the parameters that have a gradient, and their gradients
-  for (const Tensor& p : params)
-    if (std::optional<Tensor> g = p.grad()) {
-      owners.push_back(p);
-      grads.push_back(*g);
-    }
-  bool multi = false;
-  int64_t total = 0;
-  uint64_t hash = 1469598103934665603ULL;
-  for (const Tensor& g : grads) {
-    multi = multi || is_multi(g);
-    total += g.numel();
-    hash = shape_hash(g.shape(), hash ^ static_cast<uint64_t>(g.dtype().scalar()));
-  }
-  if (multi) {  // gradients on several local devices: each part on its own (rare; no fused message)
-    for (Tensor& g : grads) g.assign(all_reduce(g, ReduceOp::Mean));
-    Tensor::realize_all(grads);
-    return;
-  }
-  std::string what = "all_reduce_grads of " + std::to_string(grads.size()) + " gradients (" + std::to_string(total) + " elements)";
-  Header h = header(Kind::grads, what);
-  h.op = static_cast<int32_t>(ReduceOp::Mean);
-  h.numel = total;
-  h.shape_hash = hash;
-  Tensor::realize_all(grads);
-  // one message per dtype, in the order the dtypes first appear; each gradient at a 64-byte
-  // aligned offset, so that on the cpu device the new gradient is the message's memory itself
-  struct Group {
-    DType dt;
-    std::vector<size_t> members, offsets;
-    size_t bytes = 0;
-  };
-  std::vector<Group> groups;
-  std::vector<bool> done(grads.size(), false);
-  for (size_t first = 0; first < grads.size(); ++first) {
-    if (done[first]) continue;
-    Group g{grads[first].dtype(), {}, {}, 0};
-    for (size_t i = first; i < grads.size(); ++i) {
-      if (done[i] || !(grads[i].dtype() == g.dt)) continue;
-      done[i] = true;
-      g.members.push_back(i);
-      g.offsets.push_back(g.bytes);
-      g.bytes += (static_cast<size_t>(grads[i].numel()) * static_cast<size_t>(g.dt.itemsize()) + 63) / 64 * 64;
-    }
-    groups.push_back(std::move(g));
-  }
-  auto pack = [&](const Group& g) {
-    std::shared_ptr<void> buf = host_alloc(g.bytes);
-    auto* base = static_cast<char*>(buf.get());
-    for (size_t k = 0; k < g.members.size(); ++k) {
-      const Tensor& gr = grads[g.members[k]];
-      size_t n = static_cast<size_t>(gr.numel()) * static_cast<size_t>(g.dt.itemsize());
-      gr.to_bytes(base + g.offsets[k], n);
-      size_t end = k + 1 < g.members.size() ? g.offsets[k + 1] : g.bytes;
-      std::memset(base + g.offsets[k] + n, 0, end - g.offsets[k] - n);  // the padding travels too: zeros, not garbage
-    }
-    return buf;
-  };
-  // Each parameter's gradient becomes a tensor over its part of the message (no copy on the cpu
-  // device). Replacing the gradient, rather than writing the mean into its buffer, is what keeps
-  // this safe: a realized gradient may share its buffer with another tensor (d(w*x)/dw is x).
-  auto finish = [&](const Group& g, const std::shared_ptr<void>& buf) {
-    auto* base = static_cast<char*>(buf.get());
-    if (w.size > 1) divide(base, static_cast<int64_t>(g.bytes) / g.dt.itemsize(), g.dt, w.size);
-    for (size_t k = 0; k < g.members.size(); ++k) {
-      const Tensor& gr = grads[g.members[k]];
-      std::shared_ptr<void> part(buf, base + g.offsets[k]);  // shares the message's lifetime
-      Tensor mean = Tensor::from_blob(part.get(), g.dt, gr.shape(), part, gr.device());
-      const std::shared_ptr<::kiln::detail::TensorState>& s = owners[g.members[k]].state();
-      std::lock_guard<std::mutex> lock(s->grad_mu);
-      s->grad = mean;
-    }
-  };
-  if (groups.size() == 1 && eager(static_cast<int64_t>(groups[0].bytes), w.size)) {  // small: one exchange
-    const Group& g = groups[0];
-    std::string msg = what + ", the " + g.dt.name() + " ones";
-    MPI_Datatype type = mpi_type(g.dt, msg);
-    MPI_Op mop = mpi_op(ReduceOp::Mean, g.dt, msg);
-    std::shared_ptr<void> mine = pack(g);
-    h.payload_bytes = static_cast<int64_t>(g.bytes);
-    std::vector<const char*> parts;
-    agree(h, mine.get(), &parts);
-    std::shared_ptr<void> buf = host_alloc(g.bytes);
-    combine(parts, buf.get(), g.bytes, static_cast<int>(static_cast<int64_t>(g.bytes) / g.dt.itemsize()), type, mop, msg);
-    finish(g, buf);
-    return;
-  }
-  agree(h);
-  for (const Group& g : groups) {
-    std::string msg = what + ", the " + g.dt.name() + " ones";
-    MPI_Datatype type = mpi_type(g.dt, msg);
-    MPI_Op mop = mpi_op(ReduceOp::Mean, g.dt, msg);
-    std::shared_ptr<void> buf = pack(g);
-    auto* base = static_cast<char*>(buf.get());
-    int64_t count = static_cast<int64_t>(g.bytes) / g.dt.itemsize();
-    {
-      Transfer guard(msg);
-      in_pieces(count, g.dt.itemsize(), [&](size_t at, int n) { check(MPI_Allreduce(MPI_IN_PLACE, base + at, n, type, mop, w.data), msg); });
-    }
-    finish(g, buf);
-  }
 }
 
 }  // namespace kiln::dist

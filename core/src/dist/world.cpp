@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tensor/realize_groups.hpp"
 #include "support/env.hpp"
 
 namespace kiln::dist {
@@ -128,6 +129,14 @@ uint64_t shape_hash(const std::vector<int64_t>& shape, uint64_t h) {
   return h;
 }
 
+void refuse_in_jit(const std::string& op) {
+  if (!::kiln::detail::jit_capturing()) return;
+  fail(ErrorCode::failed_precondition, op,
+       "called inside a kiln::Jit, which replays kernels only: the transfer would run once, at the capture, and each replay would reuse "
+       "its result. Jit the parts around it instead (forward and backward in one Jit, the optimizer step in another) and call it between "
+       "them (docs/dist.md)");
+}
+
 Header header(Kind kind, const std::string& what) {
   World& w = world();
   Header h;
@@ -225,6 +234,21 @@ std::vector<Header> agree(Header mine, const void* payload, std::vector<const ch
   return all;
 }
 
+std::string dead_peers() {
+  World& w = world();
+  std::string dead;
+  for (int r = 0; r < w.size; ++r)
+    if (r != w.rank && seen_dead(r)) dead += (dead.empty() ? "" : ", ") + rank_name(r);
+  return dead;
+}
+
+[[noreturn]] void break_world(ErrorCode code, const std::string& op, const std::string& why) {
+  World& w = world();
+  w.broken = true;
+  w.broken_why = why;
+  fail(code, op, why);
+}
+
 Transfer::Transfer(const std::string& op) {
   Watchdog& d = dog();
   std::lock_guard<std::mutex> lock(d.mu);
@@ -313,6 +337,7 @@ void finalize() {
 }
 
 void barrier() {
+  detail::refuse_in_jit("barrier");
   detail::agree(detail::header(detail::Kind::barrier, "barrier"));  // the exchange is itself a barrier
 }
 

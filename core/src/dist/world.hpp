@@ -4,7 +4,10 @@
 #pragma once
 #include <mpi.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,8 @@ struct World {
   std::vector<std::vector<char>> inbox;  // agree's receive buffers, one per rank, kept between calls
   std::vector<char> outbox;
   double timeout_s = 600;
+  int64_t bucket_bytes = -1;  // all_reduce_grads's buckets; -1: KILN_DIST_BUCKET_BYTES, else kBucketBytes
+  bool overlap = true;        // all_reduce_grads overlaps its transfers with the backward pass
   bool timeout_set = false;  // set_timeout() ran: KILN_DIST_TIMEOUT is not read
 };
 World& world();  // calls init() when it has not run
@@ -71,6 +76,10 @@ constexpr int64_t kEagerBytes = 16 << 10;
 constexpr int kEagerRanks = 8;
 inline bool eager(int64_t bytes, int ranks) { return bytes > 0 && bytes <= kEagerBytes && ranks <= kEagerRanks; }
 std::vector<Header> agree(Header mine, const void* payload = nullptr, std::vector<const char*>* payloads = nullptr);
+// Throws kiln::Error (failed_precondition) when a kiln::Jit is capturing on this thread: a Jit
+// replays kernels only, so the transfer would run at the capture and never again (each replay
+// would keep the captured call's result). Called before any exchange, so every rank throws alike.
+void refuse_in_jit(const std::string& op);
 // A header for this rank's next collective (seq filled in).
 Header header(Kind kind, const std::string& what);
 uint64_t shape_hash(const std::vector<int64_t>& shape, uint64_t h = 1469598103934665603ULL);
@@ -87,6 +96,26 @@ class Transfer {
  private:
   uint64_t ticket_;
 };
+
+// The other ranks on this host seen dead ("rank 1 (pid 4242 on host vm)", comma-separated), or "".
+std::string dead_peers();
+// Marks the world broken (later collectives throw at once, finalize skips MPI) and throws `why`.
+[[noreturn]] void break_world(ErrorCode code, const std::string& op, const std::string& why);
+
+// 64-byte aligned host memory from a small pool of recently freed blocks (collectives.cpp).
+std::shared_ptr<void> host_alloc(size_t bytes);
+// Mean: the sum divided by the ranks, in the element type (halves through float32).
+void divide(void* data, int64_t n, DType dt, int by);
+// Every rank's payload (agree's eager exchange) combined in rank order: the same operations in the
+// same order on every rank, so the same bits (MPI_Reduce_local applies MPI's own and kiln's half ops).
+void combine(const std::vector<const char*>& parts, void* out, size_t bytes, int count, MPI_Datatype type, MPI_Op mop,
+             const std::string& what);
+// MPI counts are ints: a larger tensor goes in pieces of at most 2^30 elements.
+template <typename F>
+void in_pieces(int64_t count, int itemsize, F&& f) {
+  constexpr int64_t kPiece = int64_t{1} << 30;
+  for (int64_t at = 0; at < count; at += kPiece) f(static_cast<size_t>(at) * static_cast<size_t>(itemsize), static_cast<int>(std::min(kPiece, count - at)));
+}
 
 // The MPI_Op for `op` over `dtype` (custom ops for float16/bfloat16, created at init), and the
 // MPI_Datatype of dtype's elements. Throw invalid_argument for pairs that have no meaning.

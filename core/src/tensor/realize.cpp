@@ -15,6 +15,7 @@
 #include "support/flat_map.hpp"
 #include "support/trace.hpp"
 #include "tensor/multi.hpp"
+#include "tensor/realize_groups.hpp"
 #include "tensor/tensor_state.hpp"
 
 namespace kiln {
@@ -215,7 +216,8 @@ std::vector<ExecItem> Tensor::schedule_all(const std::vector<Tensor>& outputs) {
 }
 std::vector<ExecItem> Tensor::schedule() const { return schedule_all({*this}); }
 
-void Tensor::realize_all(std::vector<Tensor>& tensors) {
+namespace detail {
+void realize_all_with(std::vector<Tensor>& tensors, const ItemRunner* run) {
   trace::Span span("realize", "realize");
   std::lock_guard<std::mutex> lock(realize_mutex());
   std::vector<UOp> roots;
@@ -228,8 +230,24 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
   }
   LinearResult lr = create_linear_with_vars(UOp::sink(roots));
   std::vector<runtime::PreparedItem> items = lr.prepared->prepare(lr.linear, lr.var_vals);
-  if (runtime::Capture* c = runtime::Capture::active()) c->record(items, lr.var_vals);  // a Jit's call 2
-  runtime::run_items(items);
+  runtime::Capture* capture = runtime::Capture::active();
+  if (capture) capture->record(items, lr.var_vals);  // a Jit's call 2
+  if (run && !capture) {  // a Jit replays kernels only: what `run` does between them would be lost
+    // tensors[i]'s buffer when this schedule computes it as one of its outputs (the runner may read
+    // it before the states below point at it); views of a realized buffer, with nothing to compute
+    std::vector<std::optional<UOp>> out(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (multi_of(tensors[i])) continue;
+      const UOp u = tensors[i].state()->uop();
+      if (is_view(u)) { out[i] = view_buffer(u); continue; }
+      for (const Pending& p : states)
+        if (p.state == tensors[i].state() && p.sched == p.uop)
+          out[i] = lr.outputs[static_cast<size_t>(std::find(roots.begin(), roots.end(), p.sched) - roots.begin())];
+    }
+    (*run)(items, out);
+  } else {
+    runtime::run_items(items);
+  }
   // Every assign ran with this schedule: a graph that still reads one (a handle built on it, the
   // assigned tensor itself when a reader was realized first) reads its target from now on, so no
   // later realize runs it again (docs/architecture.md, "Assign").
@@ -251,6 +269,9 @@ void Tensor::realize_all(std::vector<Tensor>& tensors) {
   apply_becomes(becomes);
   prune_assign_groups(lr.assigns);
 }
+}  // namespace detail
+
+void Tensor::realize_all(std::vector<Tensor>& tensors) { detail::realize_all_with(tensors, nullptr); }
 
 Tensor& Tensor::realize() {
   std::vector<Tensor> one{*this};

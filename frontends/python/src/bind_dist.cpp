@@ -1,7 +1,7 @@
 // frontends/python/src/bind_dist.cpp - kiln._kiln.dist, the bindings of kiln/dist.hpp (DESIGN
 // §5.5) that the pure Python kiln.dist wraps: init, initialized, rank, world_size, barrier,
 // finalize, all_reduce, broadcast, all_reduce_grads, ReduceOp, and the additions (set_timeout,
-// timeout, describe, set_sharding_spans_ranks). Only in a build with the library kiln::dist
+// timeout, describe, set_sharding_spans_ranks, set_bucket_bytes, set_overlap). Only in a build with the library kiln::dist
 // (KILN_HAVE_DIST, set by frontends/python/CMakeLists.txt when MPI was found); otherwise
 // `import kiln.dist` raises ImportError. The GIL is released in every call that waits for other
 // ranks (mpi4py is not needed, and another Python thread keeps running meanwhile).
@@ -35,7 +35,13 @@ void bind_dist(nb::module_& m) {
   d.def("barrier", &kd::barrier, release());
   d.def("all_reduce", &kd::all_reduce, nb::arg("t"), nb::arg("op") = kd::ReduceOp::Sum, release());
   d.def("broadcast", &kd::broadcast, nb::arg("t"), nb::arg("root") = 0, release());
-  d.def("all_reduce_grads", &kd::all_reduce_grads, nb::arg("params"), release());
+  d.def(
+      "all_reduce_grads", [](const std::vector<kiln::Tensor>& params, const std::vector<kiln::Tensor>& also) { kd::all_reduce_grads(params, also); },
+      nb::arg("params"), nb::arg("also") = std::vector<kiln::Tensor>{}, release());
+  d.def("set_bucket_bytes", &kd::set_bucket_bytes, nb::arg("bytes"));
+  d.def("bucket_bytes", &kd::bucket_bytes);
+  d.def("set_overlap", &kd::set_overlap, nb::arg("on") = true);
+  d.def("overlap", &kd::overlap);
   d.def("set_timeout", &kd::set_timeout, nb::arg("seconds"));
   d.def("timeout", &kd::timeout);
   d.def("describe", &kd::describe, release());

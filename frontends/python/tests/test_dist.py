@@ -39,6 +39,13 @@ def test_world_of_one():
         (w * 2).sum().backward()
         dist.all_reduce_grads([w])
         np.testing.assert_array_equal(w.grad.numpy(), [2, 2, 2])
+        loss = (w * 3).sum()
+        loss.backward()
+        dist.set_bucket_bytes(64); assert dist.bucket_bytes() == 64
+        dist.set_overlap(True); assert dist.overlap()
+        dist.all_reduce_grads([w], also=[loss])
+        np.testing.assert_array_equal(w.grad.numpy(), [5, 5, 5])
+        assert loss.item() == 9
         dist.barrier()
         print(dist.describe())
         dist.finalize()

@@ -26,7 +26,8 @@ ReduceOp = _dist.ReduceOp
 ReduceOp.__module__ = "kiln.dist"
 
 __all__ = ["init", "initialized", "rank", "world_size", "barrier", "finalize", "all_reduce", "broadcast",
-           "all_reduce_grads", "ReduceOp", "set_timeout", "timeout", "describe"]
+           "all_reduce_grads", "ReduceOp", "set_timeout", "timeout", "describe", "set_bucket_bytes", "bucket_bytes",
+           "set_overlap", "overlap"]
 
 _OPS = {"sum": ReduceOp.Sum, "max": ReduceOp.Max, "min": ReduceOp.Min, "mean": ReduceOp.Mean,
         "avg": ReduceOp.Mean}
@@ -80,13 +81,35 @@ def broadcast(t: Tensor, root: int = 0) -> Tensor:
     return _dist.broadcast(t, int(root))
 
 
-def all_reduce_grads(params) -> None:
-    """Replaces each parameter's .grad by its mean over the ranks (one message per dtype)."""
-    params = list(params)
-    for p in params:
-        if not isinstance(p, Tensor):
-            raise TypeError(f"all_reduce_grads(): params must hold kiln.Tensors, got {type(p).__name__}")
-    _dist.all_reduce_grads(params)
+def all_reduce_grads(params, also=()) -> None:
+    """Replaces each parameter's .grad by its mean over the ranks. Lazy gradients (right after
+    backward()) are realized by it, their transfers overlapped with the backward pass in buckets;
+    `also` (the loss) is realized in the same schedule, so that it does not run the forward pass
+    again (docs/dist.md)."""
+    params, also = list(params), list(also)
+    for what, ts in (("params", params), ("also", also)):
+        for p in ts:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"all_reduce_grads(): {what} must hold kiln.Tensors, got {type(p).__name__}")
+    _dist.all_reduce_grads(params, also)
+
+
+def set_bucket_bytes(n: int) -> None:
+    """all_reduce_grads's bucket size in bytes (the same on every rank; KILN_DIST_BUCKET_BYTES, 1 MiB)."""
+    _dist.set_bucket_bytes(int(n))
+
+
+def bucket_bytes() -> int:
+    return _dist.bucket_bytes()
+
+
+def set_overlap(on: bool = True) -> None:
+    """Off: all_reduce_grads realizes every gradient first, then transfers (to measure the overlap)."""
+    _dist.set_overlap(bool(on))
+
+
+def overlap() -> bool:
+    return _dist.overlap()
 
 
 def set_timeout(seconds: float) -> None:
