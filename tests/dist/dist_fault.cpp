@@ -24,6 +24,27 @@
 
 #include "kiln/dist.hpp"
 
+// A survivor's collective, which must fail naming rank 1; then the world is broken and the next
+// collective fails at once, naming the first fault. Ends the process (see above).
+template <typename F>
+[[noreturn]] void survive(int me, const char* what, F&& collective) {
+  try {
+    collective();
+    std::printf("FAULT-BAD rank %d: %s returned without rank 1\n", me, what);
+  } catch (const kiln::Error& e) {
+    std::printf("FAULT-OK rank %d: code %s: %s\n", me, kiln::error_code_name(e.code()), e.what());
+    try {
+      kiln::dist::barrier();
+      std::printf("FAULT-BAD rank %d: a barrier after the fault returned\n", me);
+    } catch (const kiln::Error& again) {
+      std::printf("FAULT-AGAIN rank %d: %s\n", me, again.what());
+    }
+  }
+  std::fflush(stdout);
+  kiln::dist::finalize();  // returns at once: the world is broken
+  _exit(0);
+}
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode != "kill" && mode != "throw" && mode != "hang" && mode != "grads") {
@@ -51,21 +72,7 @@ int main(int argc, char** argv) {
     }
     kiln::Tensor loss = in.matmul(w1).relu().matmul(w2).sum();
     loss.backward();
-    try {
-      kiln::dist::all_reduce_grads({w1, w2}, {loss});
-      std::printf("FAULT-BAD rank %d: all_reduce_grads returned without rank 1\n", me);
-    } catch (const kiln::Error& e) {
-      std::printf("FAULT-OK rank %d: code %s: %s\n", me, kiln::error_code_name(e.code()), e.what());
-      try {
-        kiln::dist::barrier();
-        std::printf("FAULT-BAD rank %d: a barrier after the fault returned\n", me);
-      } catch (const kiln::Error& again) {
-        std::printf("FAULT-AGAIN rank %d: %s\n", me, again.what());
-      }
-    }
-    std::fflush(stdout);
-    kiln::dist::finalize();
-    _exit(0);
+    survive(me, "all_reduce_grads", [&] { kiln::dist::all_reduce_grads({w1, w2}, {loss}); });
   }
   if (me == 1) {
     if (mode == "kill") raise(SIGKILL);
@@ -73,20 +80,5 @@ int main(int argc, char** argv) {
     sleep(static_cast<unsigned>(kiln::dist::timeout()) + 1);  // hang: alive, silent, then gone
     _exit(0);
   }
-  try {
-    kiln::dist::all_reduce(x).realize();
-    std::printf("FAULT-BAD rank %d: the all_reduce returned without rank 1\n", me);
-  } catch (const kiln::Error& e) {
-    std::printf("FAULT-OK rank %d: code %s: %s\n", me, kiln::error_code_name(e.code()), e.what());
-    // the world is broken now: the next collective fails at once, naming the first fault
-    try {
-      kiln::dist::barrier();
-      std::printf("FAULT-BAD rank %d: a barrier after the fault returned\n", me);
-    } catch (const kiln::Error& again) {
-      std::printf("FAULT-AGAIN rank %d: %s\n", me, again.what());
-    }
-  }
-  std::fflush(stdout);
-  kiln::dist::finalize();  // returns at once: the world is broken
-  _exit(0);
+  survive(me, "the all_reduce", [&] { kiln::dist::all_reduce(x).realize(); });
 }

@@ -72,6 +72,36 @@ Workers& workers() {
 
 }  // namespace
 
+std::vector<std::vector<uint32_t>> item_dependencies(const std::vector<PreparedItem>& items) {
+  // per buffer: its last writer, and the items that read it since (RAW: wait for the writer; WAR
+  // and WAW: a writer waits for the readers since the last write, or that writer)
+  struct Uses {
+    int64_t writer = -1;
+    std::vector<uint32_t> readers;
+  };
+  std::unordered_map<const Storage*, Uses> uses;
+  std::vector<std::vector<uint32_t>> deps(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto& d = deps[i];
+    auto need = [&](int64_t j) {
+      if (j >= 0 && std::find(d.begin(), d.end(), static_cast<uint32_t>(j)) == d.end()) d.push_back(static_cast<uint32_t>(j));
+    };
+    const uint64_t written = items[i].kernel->written;
+    for (size_t b = 0; b < items[i].storages.size(); ++b) {
+      Uses& u = uses[items[i].storages[b].get()];
+      need(u.writer);
+      if (b < 64 && (written >> b & 1)) {
+        for (uint32_t r : u.readers) need(r);
+        u.writer = static_cast<int64_t>(i);
+        u.readers.clear();
+      } else {
+        u.readers.push_back(static_cast<uint32_t>(i));
+      }
+    }
+  }
+  return deps;
+}
+
 LanePlan plan_lanes(const std::vector<PreparedItem>& items) {
   LanePlan plan;
   std::vector<const void*> keys;
@@ -85,31 +115,10 @@ LanePlan plan_lanes(const std::vector<PreparedItem>& items) {
   plan.lanes = static_cast<uint32_t>(std::max<size_t>(1, keys.size()));
   if (plan.lanes == 1) return plan;
   plan.waits.resize(items.size());
-  // per buffer: its last writer, and the items that read it since (RAW: wait for the writer; WAR
-  // and WAW: a writer waits for the readers since the last write, or that writer)
-  struct Uses {
-    int64_t writer = -1;
-    std::vector<uint32_t> readers;
-  };
-  std::unordered_map<const Storage*, Uses> uses;
-  for (size_t i = 0; i < items.size(); ++i) {
-    auto& w = plan.waits[i];
-    auto wait = [&](int64_t j) {
-      if (j >= 0 && plan.lane[j] != plan.lane[i] && std::find(w.begin(), w.end(), j) == w.end()) w.push_back(static_cast<uint32_t>(j));
-    };
-    const uint64_t written = items[i].kernel->written;
-    for (size_t b = 0; b < items[i].storages.size(); ++b) {
-      Uses& u = uses[items[i].storages[b].get()];
-      wait(u.writer);
-      if (b < 64 && (written >> b & 1)) {
-        for (uint32_t r : u.readers) wait(r);
-        u.writer = static_cast<int64_t>(i);
-        u.readers.clear();
-      } else {
-        u.readers.push_back(static_cast<uint32_t>(i));
-      }
-    }
-  }
+  const std::vector<std::vector<uint32_t>> deps = item_dependencies(items);
+  for (size_t i = 0; i < items.size(); ++i)
+    for (uint32_t j : deps[i])
+      if (plan.lane[j] != plan.lane[i]) plan.waits[i].push_back(j);
   return plan;
 }
 

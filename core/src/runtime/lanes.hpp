@@ -24,6 +24,9 @@ struct LanePlan {
 };
 
 LanePlan plan_lanes(const std::vector<PreparedItem>& items);
+// Per item: the earlier items it must follow through the buffers they share (the last writer of
+// a buffer it reads or writes; the readers since then of a buffer it writes), in first-need order.
+std::vector<std::vector<uint32_t>> item_dependencies(const std::vector<PreparedItem>& items);
 // Runs the items as `plan` says (plan_lanes of these items, or of items with the same buffers).
 void run_lanes(const std::vector<PreparedItem>& items, const LanePlan& plan);
 

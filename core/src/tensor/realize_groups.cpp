@@ -19,39 +19,6 @@
 
 namespace kiln::detail {
 
-namespace {
-
-// deps[i]: the earlier items item i must follow (the lanes' hazard rules, over every item).
-std::vector<std::vector<uint32_t>> item_deps(const std::vector<runtime::PreparedItem>& items) {
-  struct Uses {
-    int64_t writer = -1;
-    std::vector<uint32_t> readers;
-  };
-  std::unordered_map<const runtime::Storage*, Uses> uses;
-  std::vector<std::vector<uint32_t>> deps(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    auto& d = deps[i];
-    auto need = [&](int64_t j) {
-      if (j >= 0 && std::find(d.begin(), d.end(), static_cast<uint32_t>(j)) == d.end()) d.push_back(static_cast<uint32_t>(j));
-    };
-    const uint64_t written = items[i].kernel->written;
-    for (size_t b = 0; b < items[i].storages.size(); ++b) {
-      Uses& u = uses[items[i].storages[b].get()];
-      need(u.writer);
-      if (b < 64 && (written >> b & 1)) {
-        for (uint32_t r : u.readers) need(r);
-        u.writer = static_cast<int64_t>(i);
-        u.readers.clear();
-      } else {
-        u.readers.push_back(static_cast<uint32_t>(i));
-      }
-    }
-  }
-  return deps;
-}
-
-}  // namespace
-
 bool jit_capturing() { return runtime::Capture::active() != nullptr; }
 
 void realize_in_groups(std::vector<Tensor>& tensors, const std::vector<std::vector<size_t>>& groups, const GroupReady& ready) {
@@ -91,7 +58,7 @@ void realize_in_groups(std::vector<Tensor>& tensors, const std::vector<std::vect
       return;
     }
     // the order: group 0's items and everything they need (in schedule order), then group 1's, ...
-    std::vector<std::vector<uint32_t>> deps = item_deps(items);
+    std::vector<std::vector<uint32_t>> deps = runtime::item_dependencies(items);
     std::vector<char> placed(n, 0);
     std::vector<uint32_t> order;
     order.reserve(n);
