@@ -1,11 +1,13 @@
 // runtime/reference.cpp - the kernel AST interpreter.
 #include "runtime/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "ir/alu.hpp"
+#include "ir/traverse.hpp"
 #include "support/check.hpp"
 #include "support/flat_map.hpp"
 #include "support/half.hpp"
@@ -64,7 +66,11 @@ class Interp {
  public:
   Interp(const UOp& ast, const std::vector<HostBuffer>& bufs, const std::vector<std::pair<std::string, int64_t>>& vars)
       : name_(ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel"),
-        bufs_(bufs), vars_(vars) {}
+        bufs_(bufs), vars_(vars) {
+    for (const UOp& n : toposort(ast))
+      if (n.op() == Ops::STORE && n.src(0).op() == Ops::INDEX && n.src(0).src(0).op() == Ops::PARAM)
+        stored_.push_back(n.src(0).src(0).arg_int());
+  }
 
   void run(const UOp& u) {
     switch (u.op()) {
@@ -168,6 +174,15 @@ class Interp {
         return read_elem(bufs_[slot].data, u.src(0).dtype().base(), i);
       }
       case Ops::REDUCE: {
+        // a reduce nested in a loop it does not depend on (softmax's row max, read for every
+        // column of the row) is computed once per value of the ranges it does depend on: without
+        // this a nested reduce cost its length again per element (a 256x128x128 softmax: minutes)
+        ReduceMemo& memo = reduce_memo(u);
+        std::vector<int64_t> key;
+        if (memo.reusable) {
+          for (const UOpNode* r : memo.free) key.push_back(*ranges_.find(r));
+          if (memo.valid && key == memo.key) return memo.value;
+        }
         Ops op = static_cast<Ops>(u.arg_ints()[0]);
         DType d = u.dtype();
         Value acc = identity(op, d);
@@ -176,6 +191,7 @@ class Interp {
           Value pair[2] = {acc, x};
           acc = *exec_alu(op, d, d, std::span<const Value>(pair, 2));
         });
+        if (memo.reusable) memo.key = std::move(key), memo.value = acc, memo.valid = true;
         return acc;
       }
       case Ops::CAST: {
@@ -199,7 +215,38 @@ class Interp {
     return *r;
   }
 
+  // What a REDUCE's value depends on: the ranges of the loops around it that its operand reads
+  // (not its own, nor those of reduces inside it). It is reusable unless it loads a buffer this
+  // kernel stores to (an in-place update: the stores may change what it reads).
+  struct ReduceMemo {
+    std::vector<const UOpNode*> free;
+    bool reusable = true, valid = false;
+    std::vector<int64_t> key;
+    Value value;
+  };
+  ReduceMemo& reduce_memo(const UOp& u) {
+    auto [m, fresh] = reduce_memo_.emplace(u.node());
+    if (!fresh) return *m;
+    std::vector<UOp> nodes = toposort(u);
+    std::vector<const UOpNode*> bound;
+    for (const UOp& n : nodes)
+      if (n.op() == Ops::REDUCE)
+        for (size_t i = 1; i < n.nsrc(); ++i) bound.push_back(n.src(i).node());
+    for (const UOp& n : nodes) {
+      if (n.op() == Ops::RANGE && std::find(bound.begin(), bound.end(), n.node()) == bound.end()) m->free.push_back(n.node());
+      if (n.op() == Ops::LOAD && n.src(0).op() == Ops::INDEX && n.src(0).src(0).op() == Ops::PARAM &&
+          std::find(stored_.begin(), stored_.end(), n.src(0).src(0).arg_int()) != stored_.end())
+        m->reusable = false;
+    }
+    // a range not bound around this reduce right now (used outside its loop) is an error later
+    for (const UOpNode* r : m->free)
+      if (!ranges_.find(r)) m->reusable = false;
+    return *m;
+  }
+
   std::string name_;
+  std::vector<int64_t> stored_;  // the buffer slots the kernel stores to
+  PtrMap<ReduceMemo> reduce_memo_;
   const std::vector<HostBuffer>& bufs_;
   const std::vector<std::pair<std::string, int64_t>>& vars_;
   PtrMap<int64_t> ranges_;
