@@ -333,6 +333,7 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
         declare(i, "(" + S(i, 0) + binary_op(in.op) + S(i, 1) + ")");
         break;
       case LirOp::PREFETCH: break;  // a hint; the C family has no portable spelling (a dialect that lists it may)
+      case LirOp::DOT2: unsupported("LIR op DOT2 (no C-family dialect lists it)"); break;
     }
   }
   if (indent != 1) unsupported("unbalanced RANGE/END or IF/ENDIF");

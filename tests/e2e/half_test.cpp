@@ -4,9 +4,11 @@
 // conversion does (support/half.hpp), and a fused chain of half ops gives the unfused ops' bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <random>
 
 #include "codegen/opt/opt.hpp"
 #include "codegen/target.hpp"
@@ -266,6 +268,76 @@ TEST(HalfProducts, MatmulConvolutionAndEinsumRoundOnce) {
       Tensor ones = Tensor::full({2}, 1.0, c.d, kDevice);
       EXPECT_EQ(Tensor::einsum("ij,jk,j->ik", {a, b, ones}).cast(dtypes::float32).to_vector<float>(), std::vector<float>{static_cast<float>(want)});
       EXPECT_EQ(Tensor::einsum("ij,jk->ik", {a, b}).dtype(), c.d);
+    }
+  });
+}
+
+// bfloat16 matmuls against float64 on the same (bfloat16) inputs: each output within one bfloat16
+// rounding of the exact sum plus the float32 accumulation's bound (K + 2) * 2^-24 * sum |a b|.
+// Where cpu:0 has AVX512-BF16 (DOT2) the even-K ones sum K pairs with vdpbf16ps (checked: the
+// kernel has DOT2), the odd K and the device without DOT2 take one multiply-add a product; the
+// bound is the same (the pairs' products are exact, each sum rounds once).
+TEST(HalfProducts, Bfloat16MatmulsMatchFloat64) {
+  const bool dot2 = runtime::open_device(kDevice)->target().supports_op(KILN_LIR_OP_DOT2);
+  struct Case {
+    int64_t m, k, n;
+    bool a_transposed, b_transposed, pairs;  // pairs: DOT2 expected where the device has it
+  };
+  const Case cases[] = {{64, 128, 96, false, false, true},  {33, 70, 50, false, false, true},  {256, 512, 256, false, false, true},
+                        {17, 31, 40, false, false, false},  {96, 64, 80, true, false, true},   {64, 96, 80, false, true, false},
+                        {8, 2048, 64, false, false, false}};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + (c.a_transposed ? " A.T" : "") +
+                 (c.b_transposed ? " B.T" : ""));
+    std::vector<float> a(static_cast<size_t>(c.m * c.k)), b(static_cast<size_t>(c.k * c.n));
+    for (float& x : a) x = bf16_to_float(float_to_bf16(u(rng)));
+    for (float& x : b) x = bf16_to_float(float_to_bf16(u(rng)));
+    // a[i][k] and b[k][j] as the product reads them, whatever the layout
+    auto at = [&](int64_t i, int64_t k) { return a[static_cast<size_t>(c.a_transposed ? k * c.m + i : i * c.k + k)]; };
+    auto bt = [&](int64_t k, int64_t j) { return b[static_cast<size_t>(c.b_transposed ? j * c.k + k : k * c.n + j)]; };
+    Tensor ta = Tensor::from_vector(a, c.a_transposed ? Shape{c.k, c.m} : Shape{c.m, c.k}, kDevice).cast(dtypes::bfloat16).realize();
+    Tensor tb = Tensor::from_vector(b, c.b_transposed ? Shape{c.n, c.k} : Shape{c.k, c.n}, kDevice).cast(dtypes::bfloat16).realize();
+    Tensor r = (c.a_transposed ? ta.transpose() : ta).matmul(c.b_transposed ? tb.transpose() : tb);
+    int dots = 0;
+    for (const ExecItem& it : r.schedule())
+      if (!it.is_copy)
+        for (const kiln_lir_inst& i : runtime::get_kernel(runtime::open_device(kDevice), it.ast)->spec.lir.insts) dots += i.op == KILN_LIR_OP_DOT2;
+    if (dot2 && c.pairs) {
+      EXPECT_GT(dots, 0) << "vdpbf16ps expected on this host";
+    } else if (!dot2) {
+      EXPECT_EQ(dots, 0);
+    }
+    const std::vector<float> got = r.cast(dtypes::float32).to_vector<float>();
+    size_t wrong = 0;
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double exact = 0, mag = 0;
+        for (int64_t k = 0; k < c.k; ++k) {
+          exact += static_cast<double>(at(i, k)) * bt(k, j);
+          mag += std::fabs(static_cast<double>(at(i, k)) * bt(k, j));
+        }
+        const double bound = std::ldexp(std::fabs(exact), -8) + static_cast<double>(c.k + 2) * std::ldexp(mag, -24) + 1e-30;
+        const double g = got[static_cast<size_t>(i * c.n + j)];
+        if (!(std::fabs(g - exact) <= bound) && wrong++ < 5) ADD_FAILURE() << "[" << i << "][" << j << "] = " << g << ", want " << exact << " +- " << bound;
+      }
+    EXPECT_EQ(wrong, 0u);
+  }
+}
+
+// A copy of a half tensor moves its bits (decompose.cpp loaded_bits): every pattern, signaling
+// NaNs and their payloads included, as memcpy would (it used to widen and round, quieting them).
+TEST(HalfStores, ACopyKeepsEveryPattern) {
+  const std::vector<uint16_t> p = every_pattern();
+  const int64_t n = static_cast<int64_t>(p.size());
+  for_each_variant([&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      Tensor t = Tensor::from_vector<uint16_t>(p, {n}, kDevice).bitcast(d).realize();
+      std::vector<uint16_t> flipped = t.flip({0}).contiguous().bitcast(dtypes::uint16).to_vector<uint16_t>();
+      std::reverse(flipped.begin(), flipped.end());
+      EXPECT_EQ(flipped, p);
     }
   });
 }
