@@ -57,6 +57,19 @@ std::string OpenclDialect::render_kernel(const kiln_lir& kernel) {
   local_ = {kernel.local[0], kernel.local[1], kernel.local[2]};
   streamed_ = false;
   half_helpers_.clear();
+  guard_compares_ = false;
+  stored_only_.clear();
+  if (half_ == HalfSupport::storage) {
+    sdk::LirView l(kernel);
+    stored_only_.assign(l.size(), false);
+    for (uint32_t i = 0; i < l.size(); ++i) {
+      guard_compares_ |= l[i].type.scalar == KILN_LIR_DTYPE_FLOAT16;
+      stored_only_[i] = l[i].op == KILN_LIR_OP_CAST && half_storage(l[i].type.scalar);
+    }
+    for (uint32_t i = 0; i < l.size(); ++i)
+      for (uint32_t k = 0; k < l[i].n_src; ++k)
+        if (!(l[i].op == KILN_LIR_OP_STORE && k == 1)) stored_only_[l.src(i, k)] = false;
+  }
   return render(kernel);
 }
 
@@ -137,6 +150,7 @@ std::string OpenclDialect::cast(const std::string& x, const kiln_lir_type& from,
       if (from.scalar == KILN_LIR_DTYPE_FLOAT16) return x;
       // (another source would be rounded twice; the core narrows only float32)
       if (from.scalar != KILN_LIR_DTYPE_FLOAT32) unsupported("a CAST to float16 from a type other than float32 without cl_khr_fp16");
+      if (rendering() < stored_only_.size() && stored_only_[rendering()]) return x;  // the store rounds
       return half_helper("round", to.count, x);
     }
     if (to.scalar == KILN_LIR_DTYPE_FLOAT32) return x;
@@ -162,9 +176,13 @@ std::string OpenclDialect::bitcast(const std::string& x, const kiln_lir_type& fr
   return "as_" + type_name(to) + "(" + x + ")";
 }
 
+std::string OpenclDialect::compared(const std::string& x, const kiln_lir_type& t) const {
+  return guard_compares_ && in_register(t).scalar == KILN_LIR_DTYPE_FLOAT32 ? "(" + x + "+0.0f)" : x;
+}
+
 std::string OpenclDialect::compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
                                    const kiln_lir_type& result) const {
-  std::string e = ordered(op, a, b, operand);
+  std::string e = ordered(op, compared(a, operand), compared(b, operand), operand);
   if (result.count == 1) return e;
   uint8_t lanes = operand.scalar == KILN_LIR_DTYPE_BOOL ? bool_vector_lane() : mask_lane(in_register(operand).scalar);
   return lanes == bool_vector_lane() ? e : "convert_" + type_name(result) + e;
@@ -176,6 +194,14 @@ std::string OpenclDialect::where(const std::string& c, const std::string& a, con
   uint8_t lanes = mask_lane(in_register(t).scalar);
   std::string cond = lanes == bool_vector_lane() ? c : "convert_" + vector_name(lanes, t.count) + "(" + c + ")";
   return "(" + cond + "?" + a + ":" + b + ")";
+}
+
+// NaN-propagating, as the C family's, comparing guarded operands and selecting the originals.
+std::string OpenclDialect::max(const std::string& a, const std::string& b, const kiln_lir_type& t) const {
+  if (compared(a, t) == a) return CStyleRenderer::max(a, b, t);
+  const std::string ga = compared(a, t), gb = compared(b, t);
+  if (t.count == 1) return "((" + ga + ">" + gb + "||" + ga + "!=" + ga + ")?" + a + ":" + b + ")";
+  return "((((" + ga + ">" + gb + ")|(" + ga + "!=" + ga + ")))?" + a + ":" + b + ")";
 }
 
 std::string OpenclDialect::math(uint32_t op, const std::vector<std::string>& a, const kiln_lir_type& t) const {

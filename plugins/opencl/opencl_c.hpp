@@ -9,7 +9,13 @@
 //    Loads and stores convert with the built-ins vload_half(n) / vstore_half(n)_rte (round to
 //    nearest even; NaN and infinities kept); local and register arrays of half are ushort arrays
 //    read and written through half pointers; a rounding (CAST float -> half) or a BITCAST goes
-//    through a private ushort with the same built-ins (helper functions the kernel defines)
+//    through a private ushort with the same built-ins (helper functions the kernel defines).
+//    In such a kernel float comparisons compare x + 0.0f: LLVM 15 (PoCL 3.1) narrows a comparison
+//    of widened half values to a half comparison, which its x86 back end without AVX512-FP16
+//    scalarises (a conversion per lane: a float16 relu 16M took 34 ms, with the guard 3.5 ms);
+//    adding +0 changes no comparison (-0 == +0; NaN stays NaN) and hides the widening. A
+//    rounding only stored is left to the store's own (vstore_half_rte rounds the same way): the
+//    pair cost the elementwise bench 2.3x
 //  - vectors: lanes .s0-.sF, literals (float4)(a, b, ...), conversions convert_int4(x) (OpenCL has
 //    no casts between vector types), bit casts as_float4(x), unaligned vloadN/vstoreN
 //  - comparisons of vectors give lanes as wide as the operands (-1 = true), so bool vectors (int
@@ -31,6 +37,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kiln/sdk/cstyle.hpp"
 
@@ -60,6 +67,7 @@ class OpenclDialect : public sdk::CStyleRenderer {
   std::string compare(const char* op, const std::string& a, const std::string& b, const kiln_lir_type& operand,
                       const kiln_lir_type& result) const override;
   std::string where(const std::string& c, const std::string& a, const std::string& b, const kiln_lir_type& t) const override;
+  std::string max(const std::string& a, const std::string& b, const kiln_lir_type& t) const override;
   std::string math(uint32_t op, const std::vector<std::string>& args, const kiln_lir_type& t) const override;
   std::string load(const std::string& addr, const kiln_lir_type& ptr) const override;
   std::string store(const std::string& addr, const std::string& value, const kiln_lir_type& ptr) const override;
@@ -82,6 +90,9 @@ class OpenclDialect : public sdk::CStyleRenderer {
   std::string half_helper(const char* kind, int count, const std::string& x) const;
   // `addr` (a pointer into half memory) as the half pointer the built-ins take.
   std::string half_pointer(const std::string& addr, const kiln_lir_type& ptr) const;
+  // A comparison operand: x + 0.0f for floats where the kernel stores half without computing in
+  // it (see the top of this file), else x.
+  std::string compared(const std::string& x, const kiln_lir_type& t) const;
   std::string store_half(const std::string& addr, const std::string& value, const kiln_lir_type& ptr) const;
   // An aligned non-temporal store of `value` (`bytes` bytes of `element`) where `addr` allows, else `plain`.
   std::string streamed(const std::string& addr, const std::string& value, const std::string& element, uint64_t bytes,
@@ -90,6 +101,8 @@ class OpenclDialect : public sdk::CStyleRenderer {
   uint64_t streaming_bytes_;
   mutable bool streamed_ = false;  // a store used KILN_STREAM (the kernel defines the macro)
   HalfSupport half_;
+  bool guard_compares_ = false;  // the kernel has half values in float registers
+  std::vector<bool> stored_only_;  // per instruction: a CAST to half only stored (storage half)
   mutable std::set<std::pair<std::string, int>> half_helpers_;  // (kind, lanes) used by the kernel
 };
 

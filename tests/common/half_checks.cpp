@@ -246,6 +246,35 @@ void check_half_view_with_its_source(const std::string& device) {
   });
 }
 
+// Vector loads of half values at every alignment: a half buffer read from offsets 0..8 (a
+// shrink: the kernel reads x + k, so its vectors start anywhere), and a padded write. (The
+// OpenCL spec asks vload_halfn for 2-byte alignment only; PoCL 3.1's declares 16-byte loads.)
+void check_half_unaligned_vectors(const std::string& device) {
+  const int64_t n = 4096 + 9, m = 4096;
+  std::vector<float> host(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = static_cast<float>(i % 61) * 0.5f - 15.0f;
+  for_each_variant(device, [&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      Tensor x = Tensor::from_vector<float>(host, {n}, device).cast(d).realize();
+      for (int64_t k = 0; k <= 8; ++k) {
+        SCOPED_TRACE("offset " + std::to_string(k));
+        Tensor y = x.shrink({{k, k + m}}) * 2.0 + 1.0;
+        std::vector<float> got = y.cast(dtypes::float32).to_vector<float>();
+        std::vector<float> padded = y.pad({{k, n - m - k}}).cast(dtypes::float32).to_vector<float>();
+        size_t wrong = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const bool inside = i >= k && i < k + m;
+          const float want = inside ? host[static_cast<size_t>(i)] * 2.0f + 1.0f : 0.0f;  // exact in both types
+          if (inside && got[static_cast<size_t>(i - k)] != want) ++wrong;
+          if (padded[static_cast<size_t>(i)] != want) ++wrong;
+        }
+        EXPECT_EQ(wrong, 0u);
+      }
+    }
+  });
+}
+
 // A half matmul or convolution takes each product in float32 (exact) and rounds once at the end,
 // as torch does: (1 + 2^-7)(1 + 2^-6) - 1 is 3*2^-7 + 2^-13 in bfloat16, representable, where
 // rounding the first product to bfloat16 first gave 3*2^-7 (and cost a conversion per product);

@@ -21,6 +21,8 @@ void check_half_exact_stores(const std::string& device);
 void check_half_stored_cast_also_read(const std::string& device);
 // A view realized with the buffer it views keeps its values.
 void check_half_view_with_its_source(const std::string& device);
+// Vector loads of half values at every alignment (views at offsets 0..8; a padded write).
+void check_half_unaligned_vectors(const std::string& device);
 // Matmul, convolution and einsum take each product in float32 and round once.
 void check_half_products_round_once(const std::string& device);
 // softmax, log_softmax, logsumexp and layernorm compute in float32 and round once (1 ulp).

@@ -50,5 +50,6 @@ TEST(OpenclHalf, AFusedChainEqualsTheUnfusedOps) { check_half_fused_chain(kDevic
 TEST(OpenclHalf, ExactValuesKeepTheirBitsAndConstantsRound) { check_half_exact_stores(kDevice); }
 TEST(OpenclHalf, AStoredCastAlsoReadInTheKernel) { check_half_stored_cast_also_read(kDevice); }
 TEST(OpenclHalf, AViewRealizedWithItsSourceKeepsItsValues) { check_half_view_with_its_source(kDevice); }
+TEST(OpenclHalf, UnalignedVectors) { check_half_unaligned_vectors(kDevice); }
 TEST(OpenclHalf, MatmulConvolutionAndEinsumRoundOnce) { check_half_products_round_once(kDevice); }
 TEST(OpenclHalf, CompositesRoundOnce) { check_half_composites_round_once(kDevice); }
