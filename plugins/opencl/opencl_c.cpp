@@ -344,6 +344,7 @@ void opencl_caps(uint64_t ops[2], uint32_t& dtypes, uint32_t& storage_dtypes, bo
            (1u << KILN_LIR_DTYPE_UINT32) | (1u << KILN_LIR_DTYPE_UINT64) |
            (1u << KILN_LIR_DTYPE_FLOAT32);  // (no bfloat16; float16 and float64 where the device has them)
   // without cl_khr_fp16 half is still a buffer's element type, converted by vload_half/vstore_half
+  storage_dtypes = 0;
   (fp16 ? dtypes : storage_dtypes) |= 1u << KILN_LIR_DTYPE_FLOAT16;
   if (fp64) dtypes |= 1u << KILN_LIR_DTYPE_FLOAT64;
 }
