@@ -219,6 +219,7 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
   for (uint32_t i = 0; i < l.size(); ++i) {
     const kiln_lir_inst& in = l[i];
     const kiln_lir_type& t = in.type;
+    rendering_ = i;
     if (!lir_op_known(in.op)) unsupported("LIR op " + std::to_string(in.op));
     switch (static_cast<LirOp>(in.op)) {
       case LirOp::PARAM:
