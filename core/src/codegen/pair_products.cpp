@@ -93,16 +93,14 @@ std::optional<Product> product(const UOp& mul, int64_t n) {
 
 UOp load(const Element& e, int64_t count) {
   DType p = e.ptr.dtype();
-  DType vp = count == 1 ? p : p.base().vec(static_cast<int>(count)).ptr(p.ptr_size(), p.addrspace());
+  DType vp = p.base().vec(static_cast<int>(count)).ptr(p.ptr_size(), p.addrspace());
   UOp at = e.plus ? simplify(e.index + UOp::cindex(e.plus)) : e.index;
   return UOp::make(Ops::LOAD, dtypes::bfloat16.vec(static_cast<int>(count)), {UOp::make(Ops::INDEX, vp, {e.ptr, at})});
 }
 
-// DOT2 of A's pair (one 2-element load where the two are adjacent, as in A @ B; two loads where
-// A is read down its columns, A.T @ B), broadcast to every lane, and B's 2n elements.
-UOp dot2_of(const Product& even, const Product& odd, int64_t n) {
-  UOp pair = offset(even.a, odd.a) == 1 ? load(even.a, 2)
-                                        : UOp::make(Ops::VECTORIZE, dtypes::bfloat16.vec(2), {load(even.a, 1), load(odd.a, 1)});
+// DOT2 of A's pair (one 2-element load), broadcast to every lane, and B's 2n elements.
+UOp dot2_of(const Product& even, int64_t n) {
+  UOp pair = load(even.a, 2);
   std::vector<int64_t> pairs;
   for (int64_t l = 0; l < n; ++l) pairs.insert(pairs.end(), {0, 1});
   const DType u16 = dtypes::uint16.vec(static_cast<int>(2 * n)), f32 = dtypes::float32.vec(static_cast<int>(n));
@@ -117,8 +115,8 @@ UOp paired(const UOp& sum) {
   std::optional<Product> p = product(sum.src(0), n), q = product(sum.src(1), n);
   if (!p || !q) return {};
   if (offset(q->b, p->b) == 1) std::swap(p, q);
-  if (offset(p->b, q->b) != 1 || !offset(p->a, q->a)) return {};
-  return dot2_of(*p, *q, n);
+  if (offset(p->b, q->b) != 1 || offset(p->a, q->a) != 1) return {};
+  return dot2_of(*p, n);
 }
 
 }  // namespace

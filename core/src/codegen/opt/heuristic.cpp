@@ -212,7 +212,7 @@ bool stages_pairs(const UOp& ast) {
 }
 
 OptPlan in_pairs(const Kernel& c, OptPlan plan) {
-  if (!c.target.supports_op(KILN_LIR_OP_DOT2) || c.k.reduce.size() != 1 || !bf16_products(c.ast)) return plan;
+  if (!c.target.supports_op(KILN_LIR_OP_DOT2) || c.k.reduce.size() != 1 || !bf16_products(c.ast, c.k.reduce[0])) return plan;
   const std::vector<Opt>& opts = plan.opts();
   const auto stage = std::find_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
   OptPlan paired(c.ast, c.target);

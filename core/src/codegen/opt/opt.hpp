@@ -201,8 +201,10 @@ std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt, const Ta
 // Applies it (stage_problem must be ""): the copy loops get axis ids from `first_axis` on. On a
 // target with DOT2 a bfloat16 panel of products over an unrolled K pair is staged in pairs.
 UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis, const Target* target);
-// Whether the kernel sums products of two bfloat16 loads (a bfloat16 matmul: DOT2's pattern).
-bool bf16_products(const UOp& ast);
+// Whether the kernel sums products of two bfloat16 loads over `reduce`, one of them reading it
+// contiguously (a bfloat16 matmul whose A pairs are one 32-bit load: DOT2's pattern; not A.T @ B,
+// whose pairs of two loads a row apart measured slower than float32's multiply-adds).
+bool bf16_products(const UOp& ast, const UOp& reduce);
 // Whether a STAGE was applied: it is the kernel's last action (a later split could cut its copy
 // loop or move the loads it replaced).
 bool is_staged(const UOp& ast);

@@ -162,9 +162,15 @@ bool is_staged(const UOp& ast) {
   return false;
 }
 
-bool bf16_products(const UOp& ast) {
-  for (const UOpNode* n : toposort_nodes(ast))
-    if (summed_product(UOpAccess::from_node(n))) return true;
+bool bf16_products(const UOp& ast, const UOp& reduce) {
+  for (const UOpNode* n : toposort_nodes(ast)) {
+    const UOp u = UOpAccess::from_node(n);
+    if (!summed_product(u)) continue;
+    for (const UOp& cast : u.src(0).src()) {
+      int64_t stride = 0;
+      if (stride_of(without_clamps(cast.src(0).src(0).src(1)), reduce, stride) && stride == 1) return true;
+    }
+  }
   return false;
 }
 
