@@ -36,17 +36,21 @@ TEST(HalfStores, ACopyKeepsEveryPattern) { check_half_copy_keeps_bits(kDevice, t
 // rounding of the exact sum plus the float32 accumulation's bound (K + 2) * 2^-24 * sum |a b|.
 // Where cpu:0 has AVX512-BF16 (DOT2) the even-K ones sum K pairs with vdpbf16ps (checked: the
 // kernel has DOT2), the odd K and the device without DOT2 take one multiply-add a product; the
-// bound is the same (the pairs' products are exact, each sum rounds once).
+// bound is the same (the pairs' products are exact, each sum rounds once). Chosen shapes, then 24
+// seeded random ones.
 TEST(HalfProducts, Bfloat16MatmulsMatchFloat64) {
   const bool dot2 = runtime::open_device(kDevice)->target().supports_op(KILN_LIR_OP_DOT2);
   struct Case {
     int64_t m, k, n;
-    bool a_transposed, b_transposed, pairs;  // pairs: DOT2 expected where the device has it
+    bool a_transposed, b_transposed, pairs;  // pairs: DOT2 asserted where the device has it
   };
-  const Case cases[] = {{64, 128, 96, false, false, true},  {33, 70, 50, false, false, true},  {256, 512, 256, false, false, true},
-                        {17, 31, 40, false, false, false},  {96, 64, 80, true, false, false},   {64, 96, 80, false, true, false},  {128, 256, 192, false, true, true},
-                        {8, 2048, 64, false, false, false}};
+  std::vector<Case> cases = {{64, 128, 96, false, false, true},  {33, 70, 50, false, false, true},  {256, 512, 256, false, false, true},
+                             {17, 31, 40, false, false, false},  {96, 64, 80, true, false, false},   {64, 96, 80, false, true, false},
+                             {128, 256, 192, false, true, true}, {8, 2048, 64, false, false, false}};
   std::mt19937 rng(11);
+  // and shapes nobody chose: sizes 1-300, either operand transposed (DOT2 where the plan finds it)
+  std::uniform_int_distribution<int64_t> size(1, 300);
+  for (int i = 0; i < 24; ++i) cases.push_back({size(rng), size(rng), size(rng), (rng() & 1) != 0, (rng() & 1) != 0, false});
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   for (const Case& c : cases) {
     SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + (c.a_transposed ? " A.T" : "") +
