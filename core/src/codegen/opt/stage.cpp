@@ -15,7 +15,9 @@
 // ranges, upcasts, loops inside `axis`). The buffer lays them out with the vector lanes innermost
 // and the others by decreasing stride: vector loads stay contiguous (even when the input's own
 // layout is not, as a transposed B), and the panel's rows, 4 KiB apart in a 1024-wide B and so on
-// a few cache sets (L1 holds 12 of them, L2 a few hundred), become consecutive.
+// a few cache sets (L1 holds 12 of them, L2 a few hundred), become consecutive. On a target with
+// DOT2 a bfloat16 matmul's B is staged in pairs (pair_range): bfloat16, each lane's two K values
+// side by side, for vdpbf16ps (codegen/pair_products.cpp).
 #include <algorithm>
 #include <cstdlib>
 
