@@ -133,7 +133,7 @@ class IdMap {
   size_t count_ = 0;
   bool small_on_ = true;
   uint64_t small_ids_[kSmallSlots] = {};
-  V small_values_[kSmallSlots];
+  V small_values_[kSmallSlots]{};  // (value-initialized, as a page's values are)
 };
 
 }  // namespace kiln
