@@ -6,6 +6,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "codegen/opt/opt.hpp"
 #include "index_const.hpp"
@@ -160,4 +162,31 @@ TEST(SimplifyMemo, SameResultsInsideAndNestedScopes) {
     for (size_t i = 0; i < exprs.size(); ++i) EXPECT_EQ(simplify(exprs[i]), plain[i]);
   }
   for (size_t i = 0; i < exprs.size(); ++i) EXPECT_EQ(simplify(exprs[i]), plain[i]);
+}
+
+TEST(StrideOf, MemosArePerThread) {
+  // build_kernels lowers kernels on several threads, each in its own to_program and so its own
+  // tables: a thread's memo neither answers nor outlives another's
+  Axes a;
+  Gen gen(3, a);
+  std::vector<UOp> exprs;
+  for (int i = 0; i < 100; ++i) exprs.push_back(gen.expr(4, i % 2 == 0));
+  std::vector<std::pair<bool, int64_t>> plain(exprs.size());
+  for (size_t i = 0; i < exprs.size(); ++i) plain[i].first = stride_of(exprs[i], a.r, plain[i].second);
+  std::vector<int> wrong(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      StrideMemo memo;
+      SimplifyMemo simplified;
+      for (int round = 0; round < 3; ++round)
+        for (size_t i = 0; i < exprs.size(); ++i) {
+          size_t j = (i * (t + 1)) % exprs.size();  // each thread in its own order
+          int64_t s = 0;
+          bool ok = stride_of(exprs[j], a.r, s);
+          wrong[t] += ok != plain[j].first || (ok && s != plain[j].second);
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(wrong[t], 0) << "thread " << t;
 }
