@@ -46,10 +46,10 @@ class KernelCompiler {
 // The in-process LLVM compiler (llvm_compiler.cpp) for this host's CPU and features, or for an
 // x86-64 level (`isa`, e.g. "x86-64-v4": the level's features, whatever the host has). Thread-safe:
 // each compile has its own LLVMContext and TargetMachine.
-std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa = "");
+std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa = "", const std::string& features = "");
 // What that compiler's optimisation pipeline makes of an LLVM IR module, as text (tests of the
 // pipeline: the object compile() returns is machine code).
-std::string llvm_optimized_ir(const std::string& source, const std::string& isa = "");
+std::string llvm_optimized_ir(const std::string& source, const std::string& isa = "", const std::string& features = "");
 
 class Compiler final : public KernelCompiler {
  public:

@@ -6,6 +6,20 @@
 
 namespace kiln::cpu {
 
+IsaChoice parse_isa(const std::string& text, const std::string& where) {
+  const size_t plus = text.find('+');
+  IsaChoice c{text.substr(0, plus), false};
+  const std::string extensions = plus == std::string::npos ? "" : text.substr(plus);
+  if (isa_rank(c.level) < 2)
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, where + " names '" + text + "'; the cpu backend compiles for " + kIsaLevels[0] +
+                                                       ", " + kIsaLevels[1] + " and " + kIsaLevels[2] + " (or \"native\")"};
+  if (!extensions.empty() && (extensions != "+avx512bf16" || c.level != kIsaLevels[2]))
+    throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT, where + " names '" + text + "'; the one extension known is " + kIsaLevels[2] +
+                                                       "+avx512bf16 (AVX512-BF16's vdpbf16ps)"};
+  c.avx512bf16 = !extensions.empty();
+  return c;
+}
+
 CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
   CpuConfig c;
   for (const std::string& key : o.unknown_keys({"devices", "threads", "compiler", "flags", "binary", "isa", "offline_arch"}))
@@ -35,8 +49,10 @@ CpuConfig read_config(const sdk::Options& o, const CpuInfo& cpu) {
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'binary' = \"shared\" needs a C compiler: also set compiler = \"clang-15\" (the in-process "
                      "LLVM compiler makes objects)"};
-  size_t isa = o.get_choice("isa", "native", {"native", kIsaLevels[0], kIsaLevels[1], kIsaLevels[2]});
-  if (isa > 0) c.isa = kIsaLevels[isa - 1];
+  if (const std::string isa = o.get_string("isa", "native"); isa != "native") {
+    const IsaChoice choice = parse_isa(isa, "option 'isa'");
+    c.isa = choice.level, c.avx512bf16 = choice.avx512bf16;
+  }
   return c;
 }
 

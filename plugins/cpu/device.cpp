@@ -28,22 +28,28 @@ CompilerConfig for_isa(CompilerConfig c, const std::string& isa) {
 CpuDevice::CpuDevice(const CpuConfig& config)
     : config_(config),
       compiler_(config.compiler.in_process()
-                    ? make_llvm_compiler(config.isa)
+                    ? make_llvm_compiler(config.isa, config.avx512bf16 ? "+avx512bf16" : "")
                     : std::make_unique<Compiler>(for_isa(config.compiler, config.isa),
                                                  config.isa.empty() ? cpu_info().features() : config.isa)),
       pool_(config.threads) {}
 
-bool CpuDevice::runnable() const { return isa_rank(config_.isa) <= isa_rank(runnable_isa_level()); }
+bool CpuDevice::runnable() const {
+  return isa_rank(config_.isa) <= isa_rank(runnable_isa_level()) && (!config_.avx512bf16 || cpu_info().has("avx512_bf16"));
+}
+
+bool CpuDevice::bf16_dot() const {
+  return config_.isa.empty() ? cpu_info().has("avx512_bf16") && cpu_info().has("avx512vl") : config_.avx512bf16;
+}
 
 sdk::DeviceProps CpuDevice::props() {
   const CpuInfo& cpu = cpu_info();
   sdk::DeviceProps p;
   p.name = cpu.model;
-  p.arch = config_.isa.empty() ? cpu.isa_level() : config_.isa;
+  p.arch = config_.isa.empty() ? cpu.isa_level() : config_.isa + (config_.avx512bf16 ? "+avx512bf16" : "");
   p.description = cpu.model + " (" + p.arch + ", " + std::to_string(config_.threads) +
                   (config_.threads == 1 ? " thread)" : " threads)") +
                   (runnable() ? "" : "; compiles only: this host is " + runnable_isa_level());
-  p.features = config_.isa.empty() ? cpu.features() : config_.isa;
+  p.features = config_.isa.empty() ? cpu.features() : config_.isa + (config_.avx512bf16 ? " avx512_bf16" : "");
   p.kind = KILN_DEVICE_KIND_CPU;
   p.flags = KILN_DEVICE_THREADSAFE | KILN_DEVICE_PEER_BUFFERS;  // every device's buffers are host memory
   p.memory_total = cpu.memory_total;
@@ -69,7 +75,7 @@ sdk::Target CpuDevice::target() {
   uint64_t c_ops[2];
   c_dialect_caps(c_ops, t.dtypes);  // both renderers take the same dtypes
   const bool avx512 = config_.isa.empty() ? cpu.has("avx512f") : isa_rank(config_.isa) >= 4;
-  t.ops = (config_.compiler.in_process() ? llvm_ir_ops(avx512) : c_dialect_ops()).bits();
+  t.ops = (config_.compiler.in_process() ? llvm_ir_ops(avx512, bf16_dot()) : c_dialect_ops()).bits();
   t.source_format = config_.compiler.in_process() ? "llvm-ir" : "c";
   // float16 in memory, float32 in registers: LLVM's fpext/fptrunc of `half` are F16C's
   // vcvtph2ps/vcvtps2ph (exact, round to nearest even) where the ISA has F16C (x86-64-v3 and up);
@@ -135,7 +141,7 @@ std::unique_ptr<sdk::Program> CpuDevice::load(std::string_view binary, std::stri
     throw sdk::Error{KILN_STATUS_UNAVAILABLE, "this cpu device compiles for " + config_.isa + ", which this host (" +
                                                   runnable_isa_level() + ") cannot run; its kernels can be compiled "
                                                   "(kiln compile), not loaded. Use isa = \"native\" or a level up to " +
-                                                  runnable_isa_level()};
+                                                  runnable_isa_level() + (cpu_info().has("avx512_bf16") ? "" : " without +avx512bf16")};
   return load_program(binary, entry);
 }
 

@@ -49,6 +49,7 @@ class CpuDevice final : public sdk::Device {
 
  private:
   bool runnable() const;  // the host has every feature of config_.isa
+  bool bf16_dot() const;  // vdpbf16ps: the host's AVX512-BF16 (native) or the isa's +avx512bf16
 
   CpuConfig config_;
   std::unique_ptr<KernelCompiler> compiler_;

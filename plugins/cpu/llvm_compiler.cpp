@@ -68,7 +68,9 @@ const Host& host() {
 class LlvmCompiler final : public KernelCompiler {
  public:
   // An x86-64 level is an LLVM CPU name whose features LLVM knows: no host features are added.
-  explicit LlvmCompiler(const std::string& isa) : cpu_(isa.empty() ? host().cpu : isa), features_(isa.empty() ? host().features : "") {}
+  // `features`: LLVM's "+name" list beyond the level (the isa option's extensions).
+  LlvmCompiler(const std::string& isa, const std::string& features)
+      : cpu_(isa.empty() ? host().cpu : isa), features_(isa.empty() ? host().features : features) {}
 
   std::string cache_key() override {
     const Host& h = host();
@@ -203,8 +205,12 @@ class LlvmCompiler final : public KernelCompiler {
 
 }  // namespace
 
-std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa) { return std::make_unique<LlvmCompiler>(isa); }
+std::unique_ptr<KernelCompiler> make_llvm_compiler(const std::string& isa, const std::string& features) {
+  return std::make_unique<LlvmCompiler>(isa, features);
+}
 
-std::string llvm_optimized_ir(const std::string& source, const std::string& isa) { return LlvmCompiler(isa).optimized_text(source); }
+std::string llvm_optimized_ir(const std::string& source, const std::string& isa, const std::string& features) {
+  return LlvmCompiler(isa, features).optimized_text(source);
+}
 
 }  // namespace kiln::cpu

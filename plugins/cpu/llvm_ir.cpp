@@ -368,6 +368,23 @@ class Renderer {
     def(i, "select " + vec_ir(KILN_LIR_DTYPE_BOOL, t.count) + " " + c + ", " + TV(i, 0) + ", " + TV(i, 1));
   }
 
+  // DOT2, advertised with AVX512-BF16 (llvm_ir_ops): vdpbf16ps on 16 (zmm) or 8 (ymm, AVX512-VL)
+  // float32 lanes; its bfloat16 pairs are the 32-bit lanes of the uint16 vectors. The
+  // instruction's product order (the odd pair first) and its flush of subnormals are the LIR's
+  // allowance (kiln/lir.h).
+  void emit_dot2(uint32_t i) {
+    const kiln_lir_type& t = T(i);
+    if (t.scalar != KILN_LIR_DTYPE_FLOAT32 || (t.count != 16 && t.count != 8))
+      unsupported("DOT2 of " + type_ir(t) + " (vdpbf16ps makes 8 or 16 float32 lanes)");
+    const std::string n = std::to_string(t.count), pairs = "<" + n + " x i32>", acc = type_ir(t);
+    const std::string fn = "@llvm.x86.avx512bf16.dpbf16ps." + std::to_string(t.count * 32);
+    need_intrinsic("declare " + acc + " " + fn + "(" + acc + ", " + pairs + ", " + pairs + ")");
+    std::string a = tmp(), b = tmp();
+    line(a + " = bitcast " + TV(i, 0) + " to " + pairs);
+    line(b + " = bitcast " + TV(i, 1) + " to " + pairs);
+    def(i, "call " + acc + " " + fn + "(" + TV(i, 2) + ", " + pairs + " " + a + ", " + pairs + " " + b + ")");
+  }
+
   void emit_math(uint32_t i, const char* name) {
     const kiln_lir_type& t = T(i);
     std::string fn = std::string("@llvm.") + name + "." + mangle(t);
@@ -554,6 +571,7 @@ class Renderer {
         need_intrinsic("declare void @llvm.prefetch.p0(ptr, i32, i32, i32)");
         line("call void @llvm.prefetch.p0(ptr " + V(i, 0) + ", i32 0, i32 3, i32 1)");
         break;
+      case sdk::LirOp::DOT2: emit_dot2(i); break;
       case sdk::LirOp::VECTORIZE: emit_vectorize(i); break;
       case sdk::LirOp::GEP: emit_gep(i); break;
       case sdk::LirOp::CAST: val_[i] = convert(V(i, 0), T(src(i, 0)), t); break;
@@ -667,10 +685,11 @@ class Renderer {
 
 }  // namespace
 
-sdk::LirOpSet llvm_ir_ops(bool avx512) {
+sdk::LirOpSet llvm_ir_ops(bool avx512, bool bf16_dot) {
   using enum sdk::LirOp;
   return sdk::lir_ops::kStructure | sdk::lir_ops::kVectors | sdk::lir_ops::kConversions | sdk::lir_ops::kArithmetic |
-         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL, PREFETCH} | (avx512 ? sdk::LirOpSet{EXP2} : sdk::LirOpSet{});
+         sdk::LirOpSet{SQRT, TRUNC, RECIPROCAL, PREFETCH} | (avx512 ? sdk::LirOpSet{EXP2} : sdk::LirOpSet{}) |
+         (bf16_dot ? sdk::LirOpSet{DOT2} : sdk::LirOpSet{});
 }
 
 std::string render_llvm_ir(const kiln_lir& kernel, const LlvmRenderOptions& options) {

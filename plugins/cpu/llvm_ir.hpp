@@ -25,8 +25,9 @@ namespace kiln::cpu {
 
 // The LIR ops render_llvm_ir handles (the cpu target's allow-list when it compiles in process): no
 // transcendental functions but SQRT and TRUNC, and EXP2 for AVX-512 targets (`avx512`: it is
-// rendered with vscalef), PREFETCH, no workgroups, no CUSTOM/CUSTOMI (their text is C).
-sdk::LirOpSet llvm_ir_ops(bool avx512);
+// rendered with vscalef), PREFETCH, DOT2 where the ISA has AVX512-BF16 (`bf16_dot`: vdpbf16ps),
+// no workgroups, no CUSTOM/CUSTOMI (their text is C).
+sdk::LirOpSet llvm_ir_ops(bool avx512, bool bf16_dot = false);
 
 // Throws sdk::Error{UNIMPLEMENTED} for an op the cpu target does not advertise (the core
 // decomposes those) and {INVALID_ARGUMENT} for malformed LIR.

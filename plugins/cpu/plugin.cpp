@@ -25,7 +25,7 @@ bool in_path(const std::string& program) {
 // KILN_CPU_OFFLINE_ARCH=x86-64-v4,x86-64-v2, then the option offline_arch (`kiln compile --backend
 // cpu --arch x86-64-v4` sets it): devices that compile for those levels. They run kernels only
 // where the host has the level.
-std::vector<std::string> offline_levels(const sdk::Options& options) {
+std::vector<IsaChoice> offline_levels(const sdk::Options& options) {
   const char* env = std::getenv("KILN_CPU_OFFLINE_ARCH");
   std::vector<std::pair<std::string, std::string>> levels;  // (level, where it was named)
   std::string list = env ? env : "";
@@ -34,13 +34,8 @@ std::vector<std::string> offline_levels(const sdk::Options& options) {
   std::istringstream words(list);
   for (std::string w; words >> w;) levels.emplace_back(w, "KILN_CPU_OFFLINE_ARCH");
   for (const std::string& w : options.get_strings("offline_arch", {})) levels.emplace_back(w, "option 'offline_arch'");
-  std::vector<std::string> out;
-  for (const auto& [w, where] : levels) {
-    if (isa_rank(w) < 2)
-      throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
-                       where + " names '" + w + "'; the cpu backend compiles for x86-64-v2, x86-64-v3 and x86-64-v4"};
-    out.push_back(w);
-  }
+  std::vector<IsaChoice> out;
+  for (const auto& [w, where] : levels) out.push_back(parse_isa(w, where));
   return out;
 }
 
@@ -73,13 +68,13 @@ class CpuPlugin final : public sdk::Plugin {
     if (index >= device_count())
       throw sdk::Error{KILN_STATUS_NOT_FOUND, "the cpu backend has " + std::to_string(device_count()) + " device(s)"};
     CpuConfig c = config_;
-    if (index >= config_.devices) c.isa = offline_[index - config_.devices];
+    if (index >= config_.devices) c.isa = offline_[index - config_.devices].level, c.avx512bf16 = offline_[index - config_.devices].avx512bf16;
     return std::make_unique<CpuDevice>(c);
   }
 
  private:
   CpuConfig config_ = read_config(sdk::Options{}, cpu_info());
-  std::vector<std::string> offline_;
+  std::vector<IsaChoice> offline_;
 };
 
 }  // namespace kiln::cpu

@@ -55,6 +55,8 @@ OpenclDevice::OpenclDevice(const ClDeviceRef& ref, uint32_t index, const OpenclC
   max_alloc_ = device_value<cl_ulong>(ref.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
   base_align_ = std::max<uint64_t>(1, device_value<cl_uint>(ref.device, CL_DEVICE_MEM_BASE_ADDR_ALIGN) / 8);
   cache_bytes_ = config.streaming_bytes ? config.streaming_bytes : device_value<cl_ulong>(ref.device, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE);
+  const std::string extensions = " " + device_string(ref.device, CL_DEVICE_EXTENSIONS) + " ";
+  half_ = extensions.find(" cl_khr_fp16 ") != std::string::npos ? HalfSupport::native : HalfSupport::storage;
   if (config.frontend != Frontend::driver) {
     std::string why_not;
     frontend_ = clang_frontend(config, ref.device, why_not);
@@ -151,7 +153,6 @@ sdk::Target OpenclDevice::target() {
   cl_device_id d = ref_.device;
   sdk::Target t;
   std::string ext = " " + device_string(d, CL_DEVICE_EXTENSIONS) + " ";
-  bool fp16 = ext.find(" cl_khr_fp16 ") != std::string::npos;
   bool fp64 = ext.find(" cl_khr_fp64 ") != std::string::npos || device_value<cl_ulong>(d, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
   t.flags = KILN_TARGET_HAS_LOCAL;
   // Shared memory by default only where it is its own fast memory (CL_LOCAL). CPU devices such
@@ -178,13 +179,13 @@ sdk::Target OpenclDevice::target() {
     if (device_value<cl_device_type>(d, CL_DEVICE_TYPE) & CL_DEVICE_TYPE_CPU) width = std::min<uint32_t>(width, 8);
   }
   t.max_vector_width = width >= 16 ? 16 : width >= 8 ? 8 : width >= 4 ? 4 : width >= 2 ? 2 : 1;
-  opencl_caps(t.ops.data(), t.dtypes, fp16, fp64);
+  opencl_caps(t.ops.data(), t.dtypes, t.storage_dtypes, half_ == HalfSupport::native, fp64);
   t.source_format = "opencl-c";
   return t;
 }
 
 std::string OpenclDevice::render(const kiln_lir& kernel) {
-  OpenclDialect dialect(cache_bytes_ ? cache_bytes_ : uint64_t{32} << 20);
+  OpenclDialect dialect(cache_bytes_ ? cache_bytes_ : uint64_t{32} << 20, half_);
   return dialect.render_kernel(kernel);
 }
 

@@ -39,6 +39,7 @@
 #include "cl_api.hpp"
 #include "config.hpp"
 #include "frontend.hpp"
+#include "opencl_c.hpp"
 #include "kiln/sdk.hpp"
 
 namespace kiln::opencl {
@@ -147,6 +148,7 @@ class OpenclDevice final : public sdk::Device {
   Warm prewarm_state_ = Warm::waiting;
   std::atomic<bool> prewarm_settled_{false};
   uint64_t cache_bytes_ = 0;  // option streaming_bytes or CL_DEVICE_GLOBAL_MEM_CACHE_SIZE: larger outputs are streamed
+  HalfSupport half_ = HalfSupport::storage;  // native with cl_khr_fp16 (the target's dtypes and the renderer agree)
 };
 
 }  // namespace kiln::opencl

@@ -219,6 +219,7 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
   for (uint32_t i = 0; i < l.size(); ++i) {
     const kiln_lir_inst& in = l[i];
     const kiln_lir_type& t = in.type;
+    rendering_ = i;
     if (!lir_op_known(in.op)) unsupported("LIR op " + std::to_string(in.op));
     switch (static_cast<LirOp>(in.op)) {
       case LirOp::PARAM:
@@ -333,6 +334,7 @@ std::string CStyleRenderer::render(const kiln_lir& lir) {
         declare(i, "(" + S(i, 0) + binary_op(in.op) + S(i, 1) + ")");
         break;
       case LirOp::PREFETCH: break;  // a hint; the C family has no portable spelling (a dialect that lists it may)
+      case LirOp::DOT2: unsupported("LIR op DOT2 (no C-family dialect lists it)"); break;
     }
   }
   if (indent != 1) unsupported("unbalanced RANGE/END or IF/ENDIF");

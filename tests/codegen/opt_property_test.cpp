@@ -253,7 +253,7 @@ TEST(OptProperty, HeuristicsNeverFailAValidProgram) {
               ++staged;
             }
           } else {
-            ASSERT_FALSE(opencl::OpenclDialect().render_kernel(l).empty());
+            ASSERT_FALSE(opencl::OpenclDialect(0, opencl::HalfSupport::storage).render_kernel(l).empty());
           }
           apply_opts(kernel_for_opts(e.ast, t.target), p.opts, t.target);  // (the kernel as the optimiser sees it)
         } catch (const std::exception& ex) {

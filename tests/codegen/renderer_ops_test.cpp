@@ -81,6 +81,14 @@ std::string kernel_using(LirOp op) {
     case LirOp::CUSTOM: return store("%7 = CUSTOM void (%5) \"/* {0} */\"\n", 5);
     case LirOp::CUSTOMI: return store("%7 = CUSTOMI float32 (%5) \"({0})\"\n", 7);
     case LirOp::PREFETCH: return store("%7 = PREFETCH void (%4)\n", 5);
+    case LirOp::DOT2: {  // 8 float32 lanes of 16 bfloat16 pairs (ymm: AVX512-VL)
+      std::string u16 = "%7", f32 = "%5";
+      for (int i = 1; i < 16; ++i) u16 += ", %7";
+      for (int i = 1; i < 8; ++i) f32 += ", %5";
+      return store("%7 = CAST uint16 (%5)\n%8 = VECTORIZE uint16x16 (" + u16 + ")\n%9 = VECTORIZE float32x8 (" + f32 +
+                       ")\n%10 = DOT2 float32x8 (%8, %8, %9)\n%11 = GEP float32 (%10) [3]\n",
+                   11);
+    }
     default: break;
   }
   const Ops o = core_op(static_cast<uint32_t>(op));
@@ -119,6 +127,7 @@ std::vector<Renderer> renderers() {
       {"cpu C", cpu::c_dialect_ops(), [](const kiln_lir& l) { return C().render(l); }},
       {"cpu LLVM IR", cpu::llvm_ir_ops(false), [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
       {"cpu LLVM IR (AVX-512)", cpu::llvm_ir_ops(true), [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
+      {"cpu LLVM IR (AVX512-BF16)", cpu::llvm_ir_ops(true, true), [](const kiln_lir& l) { return cpu::render_llvm_ir(l); }},
       {"opencl", opencl::opencl_ops(), [](const kiln_lir& l) { return opencl::OpenclDialect().render_kernel(l); }},
       {"hip", hip::hip_ops(), [](const kiln_lir& l) { return hip::HipDialect().render_kernel(l); }},
   };

@@ -13,7 +13,8 @@
 
 namespace kiln {
 
-// A GPU (OpenCL C) with the given workgroup limits, shared memory (0: none) and float lanes.
+// A GPU (OpenCL C) with the given workgroup limits, shared memory (0: none) and float lanes; no
+// cl_khr_fp16 (float16 stored only: rendered with opencl::HalfSupport::storage).
 inline Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t shared, uint32_t lanes) {
   Target t;
   t.flags = KILN_TARGET_HAS_LOCAL | (shared ? KILN_TARGET_HAS_SHARED : 0u);
@@ -22,7 +23,7 @@ inline Target gpu_caps(uint32_t local, uint32_t local_z, uint32_t prod, uint64_t
   t.local_prod_max = prod;
   t.shared_max = shared;
   t.max_vector_width = lanes;
-  opencl::opencl_caps(t.ops, t.dtypes, false, false);
+  opencl::opencl_caps(t.ops, t.dtypes, t.storage_dtypes, false, false);
   t.source_format = "opencl-c";
   return t;
 }

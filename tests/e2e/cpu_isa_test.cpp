@@ -1,11 +1,14 @@
 // tests/e2e/cpu_isa_test.cpp - the cpu backend for each x86-64 level, on any host.
 //
-// ctest sets KILN_CPU_OFFLINE_ARCH=x86-64-v2,x86-64-v3,x86-64-v4, so cpu:1..3 compile for those
-// levels whatever this machine is: the whole op corpus is compiled for all three (an AVX-512-only
+// ctest sets KILN_CPU_OFFLINE_ARCH=x86-64-v2,x86-64-v3,x86-64-v4,x86-64-v4+avx512bf16, so cpu:1..4
+// compile for those levels whatever this machine is: the whole op corpus is compiled for all three (an AVX-512-only
 // codegen bug shows on an AVX2 machine), and run, against the reference, on the levels the host
 // can execute. A second entry sets KILN_CPU_ASSUME_HOST=x86-64-v2, so the compile-only path (a
 // level above the host) is exercised on every machine.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "backend_e2e.hpp"
 #include "codegen/pipeline.hpp"
@@ -91,4 +94,34 @@ TEST(CpuIsa, ALevelAboveTheHostCompilesButDoesNotRun) {
   if (host_runs(top)) GTEST_SKIP() << "run with KILN_CPU_ASSUME_HOST=x86-64-v2 (ctest entry test_cpu_isa_compile_only)";
   Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {4}, top.device);
   expect_error([&] { (x * 2.0).to_vector<float>(); }, ErrorCode::unavailable, "cannot run");
+}
+
+// x86-64-v4+avx512bf16 (cpu:4) lists DOT2 and compiles a bfloat16 matmul's K pairs to vdpbf16ps
+// on any host; where the host has AVX512-BF16 the kernel runs and agrees with plain x86-64-v4's
+// (cpu:3: one multiply-add a product) within the two summation orders' rounding.
+TEST(CpuIsa, Avx512Bf16CompilesBfloat16MatmulsInPairs) {
+  auto plain = runtime::open_device("cpu:3"), bf16 = runtime::open_device("cpu:4");
+  EXPECT_EQ(bf16->props().arch, "x86-64-v4+avx512bf16");
+  EXPECT_TRUE(bf16->target().supports_op(KILN_LIR_OP_DOT2));
+  EXPECT_FALSE(plain->target().supports_op(KILN_LIR_OP_DOT2));
+  const Shape sa{48, 64}, sb{64, 80};
+  Tensor a = Tensor::empty(sa, dtypes::bfloat16, "ref"), b = Tensor::empty(sb, dtypes::bfloat16, "ref");
+  for (const ExecItem& e : a.matmul(b).schedule()) {
+    if (e.is_copy) continue;
+    ProgramSpec p = to_program(e.ast, bf16->target());
+    EXPECT_TRUE(std::any_of(p.lir.insts.begin(), p.lir.insts.end(), [](const kiln_lir_inst& i) { return i.op == KILN_LIR_OP_DOT2; }));
+    std::string binary = bf16->compile(bf16->render(p.lir.view()), p.name);
+    EXPECT_EQ(binary.compare(0, 4, "\x7f" "ELF"), 0);
+  }
+  if (bf16->props().description.find("compiles only") != std::string::npos) GTEST_SKIP() << "this host has no AVX512-BF16 to run it";
+  std::vector<float> va(48 * 64), vb(64 * 80);
+  for (size_t i = 0; i < va.size(); ++i) va[i] = static_cast<float>((i * 7) % 13) / 8.0f - 0.75f;
+  for (size_t i = 0; i < vb.size(); ++i) vb[i] = static_cast<float>((i * 5) % 11) / 4.0f - 1.25f;
+  auto on = [&](const char* device) {
+    Tensor x = Tensor::from_vector(va, sa, device).cast(dtypes::bfloat16), y = Tensor::from_vector(vb, sb, device).cast(dtypes::bfloat16);
+    return x.matmul(y).cast(dtypes::float32).to_vector<float>();
+  };
+  const std::vector<float> want = on("cpu:3"), got = on("cpu:4");
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], std::ldexp(std::fabs(want[i]), -7) + 1e-6) << i;
 }

@@ -5,6 +5,7 @@
 #include "backend_e2e.hpp"
 #include "fusion_e2e.hpp"
 #include "gradient_check.hpp"
+#include "half_checks.hpp"
 #include "kiln/kiln.hpp"
 
 using namespace kiln;
@@ -40,3 +41,16 @@ TEST(OpenclSweep, EveryDtypeAndAxis) {
 // A GPU target's launch size depends on a variable: each realize of the one cached schedule binds
 // the prepared kernel to its value and evaluates the size for it (runtime/prepared.hpp).
 TEST(OpenclPrepared, SymbolicLaunchSizes) { check_variable_launches(kDevice, 4096, /*symbolic_sizes=*/true); }
+
+// float16 through PoCL's vload_half/vstore_half_rte (no cl_khr_fp16: stored, not computed in) and
+// through the integer emulation: every pattern, every rounding case, fused chains, composites.
+TEST(OpenclHalf, EveryPatternWidensExactly) { check_half_widening(kDevice); }
+TEST(OpenclHalf, Float32RoundsToNearestEven) { check_half_rounding(kDevice); }
+TEST(OpenclHalf, AFusedChainEqualsTheUnfusedOps) { check_half_fused_chain(kDevice); }
+TEST(OpenclHalf, ExactValuesKeepTheirBitsAndConstantsRound) { check_half_exact_stores(kDevice); }
+TEST(OpenclHalf, AStoredCastAlsoReadInTheKernel) { check_half_stored_cast_also_read(kDevice); }
+TEST(OpenclHalf, AViewRealizedWithItsSourceKeepsItsValues) { check_half_view_with_its_source(kDevice); }
+TEST(OpenclHalf, UnalignedVectors) { check_half_unaligned_vectors(kDevice); }
+TEST(OpenclHalf, MatmulConvolutionAndEinsumRoundOnce) { check_half_products_round_once(kDevice); }
+TEST(OpenclHalf, CompositesRoundOnce) { check_half_composites_round_once(kDevice); }
+TEST(OpenclHalf, ACopyKeepsEveryPattern) { check_half_copy_keeps_bits(kDevice, false); }

@@ -119,6 +119,12 @@ UOp fuse_mulacc(const Match& m, Ctx& c) {
   if (!fl(m[z_]) || !c.has(Ops::MULACC) || !c.t.has(KILN_TARGET_HAS_FMA)) return {};
   return UOp::alu(Ops::MULACC, {m[x_], m[y_], m[z_]});
 }
+// acc + DOT2(a, b, 0) (a reduce's update) is DOT2(a, b, acc): vdpbf16ps accumulates itself.
+UOp fold_dot2(const Match& m, Ctx&) {
+  const UOp& dot = m[x_];
+  if (!(m[y_].dtype() == dot.dtype())) return {};
+  return UOp::make(Ops::DOT2, dot.dtype(), {dot.src(0), dot.src(1), m[y_]});
+}
 UOp do_sub(const Match& m, Ctx& c) {
   if (c.has(Ops::SUB)) return {};
   return m[x_] + (fl(m[y_]) ? m[y_].neg() : m[y_] * m[y_].const_like(-1));
@@ -296,6 +302,27 @@ UOp store_bits(const UOp& f, const UOp& original, DType h, Ctx& c) {
 }
 
 constexpr int32_t kStoreNarrowing = 1;  // the tag of a store's own native narrowing
+constexpr int32_t kMovedBits = 2;       // the tag of a natively stored half load only moved (its own node)
+
+// A half value that only moves: loaded, a 16-bit integer's bits, lanes of those or a vector of
+// them (a copy's value). Its 16-bit patterns as they are, with no conversion (where the target
+// stores the type, its loads bitcast: never widened); none for anything computed.
+UOp moved_bits(const UOp& v, Ctx& c) {
+  if (!narrow(v.dtype(), c)) return {};
+  const DType d = bits_of(v.dtype());
+  if (v.op() == Ops::LOAD)
+    return emulated(v.dtype(), c) ? c.mark(UOp::make(Ops::LOAD, d, v.src(), v.arg()))
+                                  : c.mark(c.mark(UOp::make(Ops::LOAD, v.dtype(), v.src(), v.arg(), kMovedBits)).bitcast(d));
+  if (const UOp& x = v.src().empty() ? v : v.src(0); v.op() == Ops::BITCAST && x.dtype().is_int() && x.dtype().scalar_size() == 2)
+    return x.dtype() == d ? x : c.mark(x.bitcast(d));
+  if (v.op() != Ops::GEP && v.op() != Ops::VECTORIZE) return {};
+  std::vector<UOp> src;
+  for (const UOp& x : v.src()) {
+    src.push_back(moved_bits(x, c));
+    if (!src.back().node()) return {};
+  }
+  return c.mark(UOp::make(v.op(), d, src, v.arg()));
+}
 
 UOp emulate(const Match& m, Ctx& c) {
   const UOp& u = m[r0];
@@ -319,6 +346,11 @@ UOp emulate(const Match& m, Ctx& c) {
       src[1] = emulated(h, c) ? to_half(f, h, c) : c.mark(UOp::make(Ops::CAST, h, {f}, {}, kStoreNarrowing));
       return c.mark(u.replace_src(src));
     }
+    // a copy moves the bits (a STAGE panel, a contiguous copy): no conversion, NaNs untouched
+    if (UOp bits = src[1].dtype().scalar() == h.scalar() ? moved_bits(src[1], c) : UOp(); bits.node()) {
+      src[1] = emulated(h, c) ? bits : c.mark(bits.bitcast(h));
+      return c.mark(u.replace_src(src));
+    }
     UOp v = src[1].dtype().scalar() == Scalar::float32 ? src[1] : src[1].cast(widened(src[1].dtype()));
     src[1] = store_bits(v, u.src(1), h, c);
     return c.mark(u.replace_src(src));
@@ -327,6 +359,8 @@ UOp emulate(const Match& m, Ctx& c) {
   // computes in float32)
   if (u.op() == Ops::BITCAST && narrow(u.src(0).dtype(), c) && !narrow(d, c)) {
     const UOp& h = u.src(0);
+    // a loaded value's bits are the loaded bits (DOT2's operands: pair_products.cpp)
+    if (UOp bits = d == bits_of(h.dtype()) && emulated(h.dtype(), c) ? moved_bits(h, c) : UOp(); bits.node()) return bits;
     return c.mark(UOp::make(Ops::BITCAST, d, {to_half(h.cast(widened(h.dtype())), h.dtype(), c)}));
   }
   if (!narrow(d, c)) return {};
@@ -385,6 +419,7 @@ UOp decompose(const UOp& ast, const Target& target) {
       rule(UPat::op(Ops::POW, {x_, y_}), do_pow),
       rule(UPat::op(Ops::MULACC, {x_, y_, z_}), do_mulacc),
       rule(x_ * y_ + z_, fuse_mulacc),
+      rule(UPat::op(Ops::DOT2, {UPat(), UPat(), UPat::cvalue(0.0)}).named(x_) + y_, fold_dot2),
       rule(UPat::op(Ops::SUB, {x_, y_}), do_sub),
       rule(UPat::op(Ops::FDIV, {x_, y_}), do_fdiv),
       rule(UPat::op(Ops::RECIPROCAL, {x_}), do_recip),

@@ -276,7 +276,7 @@ class Vectorizer {
               copies.push_back(leaves[f.members[a + j].leaf]);
               at = std::min(at, f.members[a + j].leaf);
             }
-            stored[at] = transposed(copies);
+            stored[at] = s == static_cast<int64_t>(m) && any_width_ ? interleaved(copies) : transposed(copies);
           }
           a += m;
         }
@@ -309,6 +309,22 @@ class Vectorizer {
       out.push_back(UOp::make(Ops::STORE, dtypes::void_, {at, across(values, l)}));
     }
     return UOp::make(Ops::GROUP, dtypes::void_, out);
+  }
+
+  // The stores of m consecutive copies whose lanes are m elements apart: together they fill
+  // m * k consecutive elements (a STAGE copy of bfloat16 K pairs: stage.cpp), one vector store of
+  // the copies' lanes interleaved (LLVM's unpack shuffles), not k stores of m elements.
+  UOp interleaved(const std::vector<UOp>& stores) {
+    const UOp& index = stores[0].src(0);
+    const int m = static_cast<int>(stores.size());
+    DType p = index.dtype();
+    DType vp = p.base().vec(m * static_cast<int>(k_)).ptr(p.ptr_size(), p.addrspace());
+    std::vector<UOp> vectors, lanes;
+    for (const UOp& st : stores) vectors.push_back(broadcast(vec(st.src(1))));
+    for (int64_t l = 0; l < k_; ++l)
+      for (const UOp& v : vectors) lanes.push_back(UOp::make(Ops::GEP, v.dtype().scalar_type(), {v}, Arg{std::vector<int64_t>{l}}));
+    UOp value = UOp::make(Ops::VECTORIZE, vectors[0].dtype().scalar_type().vec(static_cast<int>(lanes.size())), lanes);
+    return UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, vp, {index.src(0), simplify(lane(index.src(1), 0))}), value});
   }
 
   // Lane l of the m copies `xs` of one value (its copies along another expanded range), as one

@@ -226,7 +226,7 @@ LirProgram to_lir(const std::vector<UOp>& program, const std::string& name) {
       default: break;
     }
     uint32_t op = lir_op(u.op());
-    KILN_CHECK(op && (groups::Elementwise.has(u.op()) || u.op() == Ops::VECTORIZE),
+    KILN_CHECK(op && (groups::Elementwise.has(u.op()) || u.op() == Ops::VECTORIZE || u.op() == Ops::DOT2),
                "LIR: ", op_name(u.op()), " cannot appear in a linearized kernel");
     std::vector<uint32_t> src;
     for (const UOp& s : u.src()) src.push_back(at(s));

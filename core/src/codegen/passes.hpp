@@ -46,6 +46,9 @@ bool peel_may_take(AxisType type, const Target& target);
 UOp expand_ranges(const UOp& ast, const Target& target);
 // THREAD, output and LOCAL ranges become SPECIAL launch indices; fills `dims` (gpudims.cpp).
 UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims);
+// A bfloat16 matmul's products summed in K pairs (its B staged in pairs) become DOT2s on targets
+// that list it (pair_products.cpp).
+UOp pair_products(const UOp& ast, const Target& target);
 // REDUCE becomes a register accumulator: init, update in its loop, read after (lower_reduce.cpp).
 UOp lower_reduces(const UOp& ast);
 // Splits vector ops wider than the target's vectors into lanes (devectorize.cpp).

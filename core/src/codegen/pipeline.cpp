@@ -58,6 +58,9 @@ constexpr CodegenPass kPasses[] = {
     {"gpudims", [](const UOp& s, PassContext& c) { return add_gpudims(s, c.target, c.dims); }},
     // vectors wider than the target's: before reduce lowering, so accumulators come out narrow too
     {"devectorize", [](const UOp& s, PassContext& c) { return devectorize(s, c.target); }},
+    // a bfloat16 matmul's K pairs summed by DOT2 (vdpbf16ps), where the target lists it; on the
+    // expanded lanes, before the accumulators (decompose folds their adds into the DOT2s)
+    {"pair products", [](const UOp& s, PassContext& c) { return pair_products(s, c.target); }},
     // REDUCE -> accumulators; copies over the same ranges share one loop (register tiles)
     {"lower reduces", [](const UOp& s, PassContext&) { return lower_reduces(s); }},
     {"late symbolic", [](const UOp& s, PassContext&) { return graph_rewrite(s, symbolic() + pm_vector_cleanup(), nullptr, "symbolic"); }},

@@ -113,7 +113,12 @@ typedef struct kiln_lir_type {
 /* hints */
 #define KILN_LIR_OP_PREFETCH 46u    /* src (address): fetch it into the cache soon; no value, never faults
                                        on an address the kernel could not read (a renderer may drop it) */
-#define KILN_LIR_OP_COUNT 47u
+/* pairwise dot products (AVX512-BF16's vdpbf16ps): src (a, b, c), a and b 2n-lane uint16 vectors
+   holding bfloat16 bits, c and the value n-lane float32: c[i] + a[2i]*b[2i] + a[2i+1]*b[2i+1]
+   (each product exact; a renderer may flush subnormal inputs and results to zero, as the
+   instruction does) */
+#define KILN_LIR_OP_DOT2 47u
+#define KILN_LIR_OP_COUNT 48u
 /* Every op above in number order, X(NAME) for KILN_LIR_OP_NAME: for tables of names and enums
  * (the SDK's kiln::sdk::LirOp, the core's LIR text form, the CLI). A new op is appended to both;
  * the SDK fails to compile until they agree. */
@@ -121,7 +126,7 @@ typedef struct kiln_lir_type {
   X(PARAM) X(VAR) X(SPECIAL) X(RANGE) X(END) X(IF) X(ENDIF) X(BARRIER) X(DEFINE_LOCAL) X(DEFINE_REG) X(INDEX) \
   X(LOAD) X(STORE) X(CONST) X(VECTORIZE) X(GEP) X(CAST) X(BITCAST) X(NEG) X(EXP2) X(LOG2) X(SIN) X(SQRT)      \
   X(RECIPROCAL) X(TRUNC) X(ADD) X(SUB) X(MUL) X(IDIV) X(MOD) X(FDIV) X(MAX) X(POW) X(SHL) X(SHR) X(AND) X(OR)  \
-  X(XOR) X(CMPLT) X(CMPNE) X(CMPEQ) X(WHERE) X(MULACC) X(CUSTOM) X(CUSTOMI) X(PREFETCH)
+  X(XOR) X(CMPLT) X(CMPNE) X(CMPEQ) X(WHERE) X(MULACC) X(CUSTOM) X(CUSTOMI) X(PREFETCH) X(DOT2)
 
 /* ---- instruction arguments ---- */
 #define KILN_LIR_ARG_NONE 0u

@@ -198,10 +198,42 @@ OptPlan finish_plan(const Kernel& c, OptPlan plan, const PlanTail& tail) {
   return plan;
 }
 
+// A bfloat16 matmul on a target with pairwise dot products (DOT2: AVX512-BF16's vdpbf16ps, twice
+// float32's multiply-adds per instruction): its reduce unrolled by 2 before the staging, so the
+// staged B panel holds each column's K pairs side by side (stage.cpp) and the inner loop becomes
+// one DOT2 per accumulator and K pair (codegen/pair_products.cpp). A plan that stages nothing (B
+// small enough to stay in cache) stages B in pairs around the first output loop it stays put
+// along (a row tile's loop: one copy of B per thread chunk). The plan as it was where no panel of
+// pairs results (an odd K, no vector lanes along B's columns).
+bool stages_pairs(const UOp& ast) {
+  for (const UOpNode* n : toposort_nodes(ast))
+    if (n->op == Ops::DEFINE_REG && n->dtype.base().scalar() == Scalar::bfloat16) return true;
+  return false;
+}
+
+OptPlan in_pairs(const Kernel& c, OptPlan plan) {
+  if (!c.target.supports_op(KILN_LIR_OP_DOT2) || c.k.reduce.size() != 1 || !bf16_products(c.ast, c.k.reduce[0])) return plan;
+  const std::vector<Opt>& opts = plan.opts();
+  const auto stage = std::find_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
+  OptPlan paired(c.ast, c.target);
+  for (auto it = opts.begin(); it != stage; ++it)
+    if (!paired.add(*it)) return plan;
+  if (!paired.add({OptOp::UNROLL, range_axis(c.k.reduce[0]), 2})) return plan;
+  for (auto it = stage; it != opts.end(); ++it)
+    if (!paired.add(*it)) return plan;
+  if (stage == opts.end())
+    for (const UOp& r : c.k.out)
+      for (const UOp& u : toposort(c.ast))
+        if (u.op() == Ops::PARAM && !stages_pairs(paired.ast()) && paired.add({OptOp::STAGE, range_axis(r), u.arg_int()}) &&
+            !stages_pairs(paired.ast()))
+          return plan;  // (staged, but not in pairs)
+  return stages_pairs(paired.ast()) ? paired : plan;
+}
+
 OptPlan hand_coded_optimizations(const UOp& ast, const Target& target) {
   const Kernel c(ast, target);
   for (KernelClass cls : classify_kernel(ast, target))
-    if (std::optional<OptPlan> plan = plan_class(cls, c)) return *plan;
+    if (std::optional<OptPlan> plan = plan_class(cls, c)) return in_pairs(c, *plan);
   return OptPlan(ast, target);  // (unreachable: a kernel's own class always plans)
 }
 

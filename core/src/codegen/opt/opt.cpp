@@ -465,7 +465,7 @@ std::string opt_problem(const UOp& ast, const Opt& opt, const Target* target) {
   if (a.split == OptSplit::stage) {
     if (opt.vectorize) return "only UPCAST and UNROLL make vector lanes";
     if (std::string why = target ? target_problem(ast, opt, *target) : std::string{}; !why.empty()) return why;
-    return stage_problem(ast, r, opt);
+    return stage_problem(ast, r, opt, target);
   }
   if (opt.amount <= 1) return "amount must be > 1";
   if (a.expands)
@@ -502,7 +502,7 @@ UOp apply_opt(const UOp& ast, const Opt& opt, const Target* target) {
   UOp r = find_axis(ast, opt.axis);
   if (a.split == OptSplit::exchange) return swap_loops(ast, r, find_axis(ast, opt.amount));
   if (a.split == OptSplit::pad) return pad_range(ast, r, opt.amount, target);
-  if (a.split == OptSplit::stage) return stage_operand(ast, r, opt, next_axis(ast));
+  if (a.split == OptSplit::stage) return stage_operand(ast, r, opt, next_axis(ast), target);
   if (a.split == OptSplit::blocks) return block_reduce(ast, r, opt, next_axis(ast));
   const UOp& size = r.src(0);
   const int64_t amt = opt.amount;

@@ -197,9 +197,14 @@ inline constexpr int64_t kMaxShuffleStride = 4;
 // each load); otherwise it is gathered lane by lane. The expander and the heuristic both ask it.
 bool picks_strided_lanes(int64_t stride, int64_t lanes);
 // Why STAGE(axis, amount) does not apply to `ast` (r is the range of `axis`), or "".
-std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt);
-// Applies it (stage_problem must be ""): the copy loops get axis ids from `first_axis` on.
-UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis);
+std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt, const Target* target);
+// Applies it (stage_problem must be ""): the copy loops get axis ids from `first_axis` on. On a
+// target with DOT2 a bfloat16 panel of products over an unrolled K pair is staged in pairs.
+UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis, const Target* target);
+// Whether the kernel sums products of two bfloat16 loads over `reduce`, one of them reading it
+// contiguously (a bfloat16 matmul whose A pairs are one 32-bit load: DOT2's pattern; not A.T @ B,
+// whose pairs of two loads a row apart measured slower than float32's multiply-adds).
+bool bf16_products(const UOp& ast, const UOp& reduce);
 // Whether a STAGE was applied: it is the kernel's last action (a later split could cut its copy
 // loop or move the loads it replaced).
 bool is_staged(const UOp& ast);

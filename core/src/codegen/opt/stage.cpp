@@ -21,7 +21,9 @@
 
 #include "codegen/ids.hpp"
 #include "codegen/opt/opt.hpp"
+#include "codegen/target.hpp"
 #include "ir/traverse.hpp"
+#include "ir/uop_access.hpp"
 #include "support/check.hpp"
 
 namespace kiln {
@@ -36,7 +38,19 @@ struct Staging {
   UOp value;                  // what the panel holds: the load, or its widening to float32 (below)
   std::vector<UOp> layout;    // the staged ranges, outermost (largest pitch) first
   int64_t elems = 1;
+  UOp pair;                   // staged in pairs: the unrolled K pair, innermost (pair_range)
 };
+
+// A bfloat16 value read as a product's float32 operand: MUL(CAST f32 (x), CAST f32 (y)), x and y
+// bfloat16 loads.
+bool bf16_operand(const UOp& cast) {
+  return cast.op() == Ops::CAST && cast.dtype() == dtypes::float32 && cast.src(0).op() == Ops::LOAD &&
+         cast.src(0).dtype() == dtypes::bfloat16;
+}
+bool bf16_product(const UOp& u) { return u.op() == Ops::MUL && bf16_operand(u.src(0)) && bf16_operand(u.src(1)); }
+bool summed_product(const UOp& u) {
+  return u.op() == Ops::REDUCE && static_cast<Ops>(u.arg_ints()[0]) == Ops::ADD && bf16_product(u.src(0));
+}
 
 bool uses(const UOp& x, const UOp& r) {
   for (const UOpNode* n : toposort_nodes(x))
@@ -61,7 +75,27 @@ UOp widened(const UOp& ast, const UOp& load) {
   return cast ? cast : load;
 }
 
-std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Staging& s) {
+// Staged in pairs: a bfloat16 load read only as a product's operand, the product summed, over an
+// unrolled pair of K (the UNROLL by 2 in_pairs adds) and vector lanes of the width DOT2 takes (8
+// or 16): the panel keeps bfloat16 and lays each lane's K pair side by side ([.., lanes, pair]), so
+// one 2n-element vector of it is what DOT2 multiplies by an A pair (pair_products.cpp).
+UOp pair_range(const UOp& ast, const Staging& s, const UOp& lanes, const Target* target) {
+  if (!target || !target->supports_op(KILN_LIR_OP_DOT2) || !lanes || (const_size(lanes) != 8 && const_size(lanes) != 16)) return {};
+  if (!(s.load.dtype() == dtypes::bfloat16) || s.value == s.load) return {};
+  bool summed = false;
+  for (const UOp& u : toposort(ast))
+    if (summed_product(u))
+      summed |= u.src(0).src(0) == s.value || u.src(0).src(1) == s.value;
+  if (!summed) return {};
+  for (const UOp& r : s.layout)
+    if (range_type(r) == AxisType::UNROLL && const_size(r) == 2) {
+      int64_t stride = 0;
+      if (stride_of(without_clamps(s.load.src(0).src(1)), r, stride) && stride != 0) return r;
+    }
+  return {};
+}
+
+std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Staging& s, const Target* target) {
   // the loops outside `axis`: those its END lists before it, except the expanded ones (copies in
   // registers, not loops: the buffer holds every copy's part)
   std::vector<UOp> outer;
@@ -106,12 +140,17 @@ std::string find_staging(const UOp& ast, const UOp& axis, const Opt& opt, Stagin
   }
   if (by_stride.empty() && !lanes) return cat("input ", opt.amount, " does not move inside axis ", opt.axis, ": nothing to stage");
   s.value = widened(ast, s.load);
-  int64_t bytes = s.elems * s.value.dtype().itemsize();
-  if (bytes > kMaxStageBytes)
-    return cat("the staged panel takes ", bytes, " bytes (at most ", kMaxStageBytes, ": it lives on the thread's stack)");
   std::stable_sort(by_stride.begin(), by_stride.end(), [](const auto& a, const auto& b) { return std::abs(a.first) > std::abs(b.first); });
   for (const auto& [stride, r] : by_stride) s.layout.push_back(r);
   if (lanes) s.layout.push_back(lanes);
+  if ((s.pair = pair_range(ast, s, lanes, target))) {
+    s.value = s.load;
+    std::erase(s.layout, s.pair);
+    s.layout.push_back(s.pair);
+  }
+  int64_t bytes = s.elems * s.value.dtype().itemsize();
+  if (bytes > kMaxStageBytes)
+    return cat("the staged panel takes ", bytes, " bytes (at most ", kMaxStageBytes, ": it lives on the thread's stack)");
   return {};
 }
 
@@ -123,14 +162,26 @@ bool is_staged(const UOp& ast) {
   return false;
 }
 
-std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt) {
-  Staging s;
-  return find_staging(ast, r, opt, s);
+bool bf16_products(const UOp& ast, const UOp& reduce) {
+  for (const UOpNode* n : toposort_nodes(ast)) {
+    const UOp u = UOpAccess::from_node(n);
+    if (!summed_product(u)) continue;
+    for (const UOp& cast : u.src(0).src()) {
+      int64_t stride = 0;
+      if (stride_of(without_clamps(cast.src(0).src(0).src(1)), reduce, stride) && stride == 1) return true;
+    }
+  }
+  return false;
 }
 
-UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis) {
+std::string stage_problem(const UOp& ast, const UOp& r, const Opt& opt, const Target* target) {
   Staging s;
-  std::string why = find_staging(ast, r, opt, s);
+  return find_staging(ast, r, opt, s, target);
+}
+
+UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_axis, const Target* target) {
+  Staging s;
+  std::string why = find_staging(ast, r, opt, s, target);
   KILN_CHECK(why.empty(), "stage_operand: ", why);
   UOp panel = UOp::make(Ops::DEFINE_REG, s.value.dtype().ptr(s.elems, AddrSpace::reg), {}, Arg{kStageRegId + opt.amount});
   std::vector<std::pair<UOp, UOp>> to_copy;
@@ -140,6 +191,9 @@ UOp stage_operand(const UOp& ast, const UOp& r, const Opt& opt, int64_t first_ax
     // loops, but the lanes: the copy moves whole vectors (its own vector range)
     std::vector<int64_t> arg{first_axis++, static_cast<int64_t>(AxisType::LOOP)};
     if (range_vectorized(x)) arg = {arg[0], static_cast<int64_t>(AxisType::UPCAST), 1};
+    // a K pair's two copies: each lane's pair stored side by side, one interleaving vector store
+    // (expander.cpp), not a loop of lane-by-lane stores
+    if (x == s.pair) arg = {arg[0], static_cast<int64_t>(AxisType::UPCAST)};
     UOp c = UOp::make(Ops::RANGE, dtypes::index, {x.src(0)}, Arg{arg});
     to_copy.push_back({x, c});
     copy_loops.push_back(c);

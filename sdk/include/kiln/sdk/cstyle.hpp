@@ -91,9 +91,12 @@ class CStyleRenderer {
   // nullptr for bool and the 16-bit floats, whose spelling differs between C dialects.
   static const char* c_scalar_name(uint8_t scalar);
   [[noreturn]] static void unsupported(const std::string& what);
+  // The index of the instruction render() is spelling, for hooks that look at its uses.
+  uint32_t rendering() const { return rendering_; }
 
  private:
   mutable std::set<std::pair<uint8_t, int>> used_vectors_;
+  uint32_t rendering_ = 0;
 };
 
 }  // namespace kiln::sdk
