@@ -159,6 +159,21 @@ TEST(UOp, Substitute) {
   EXPECT_EQ(substitute(e, {{x, y}}), (y + 1) * y);
 }
 
+TEST(UOp, SubstituteAcrossNodeAges) {
+  // substitute stops at nodes older than every key (they cannot contain one): the old parts of a
+  // graph are kept as they are, the newer parts that reach a key are rebuilt, however they mix
+  UOp a = UOp::variable("sa", 0, 10), b = UOp::variable("sb", 0, 10);
+  UOp old_part = a * 3 + b;  // made before the key
+  UOp key = UOp::variable("sk", 0, 10), to = UOp::variable("st", 0, 10);
+  UOp e = (old_part + key * 2) * (old_part + 7) + key;
+  EXPECT_EQ(substitute(e, {{key, to}}), (old_part + to * 2) * (old_part + 7) + to);
+  EXPECT_EQ(substitute(old_part, {{key, to}}), old_part);             // a root older than the key
+  EXPECT_EQ(substitute(e, {{key, to}, {a, b}}), (b * 3 + b + to * 2) * (b * 3 + b + 7) + to);  // an old key too
+  UOp newer = b * 5;  // made after the key, without it
+  EXPECT_EQ(substitute(newer + key, {{key, to}}), newer + to);
+  EXPECT_EQ(substitute(e, {}), e);
+}
+
 TEST(UOp, TreeSizeCountsEveryUseAndSaturates) {
   UOp x = UOp::variable("ts", 0, 10);
   EXPECT_EQ(tree_size(x), 1u);

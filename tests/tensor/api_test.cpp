@@ -104,6 +104,26 @@ TEST(TensorApi, RealizeSharesStateAndRedirectsLazyGraphs) {
   EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{3, 5, 7}));
 }
 
+TEST(TensorApi, RealizeLeavesOlderGraphsAlone) {
+  // a lazy graph built before y (which cannot read y) keeps its graph; the ones built on y, before
+  // and after other work, read y's buffer (realize skips graphs older than what it realized)
+  Tensor w = vec({4, 5, 6}) * 3.0;
+  UOp w_before = w.uop();
+  Tensor y = vec({1, 2, 3}) * 2.0;
+  Tensor z = y + 1.0;
+  Tensor u = (vec({1, 1, 1}) - 1.0) + y;  // made after y with parts of its own
+  y.realize();
+  EXPECT_EQ(w.uop(), w_before);
+  for (Tensor* t : {&z, &u}) {
+    int kernels = 0;
+    for (auto& e : t->schedule()) kernels += !e.is_copy;
+    EXPECT_EQ(kernels, 1);  // y is not computed again
+  }
+  EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{3, 5, 7}));
+  EXPECT_EQ(u.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{12, 15, 18}));
+}
+
 TEST(TensorApi, AssignAfterReadSeesOldValue) {
   Tensor a = vec({1, 2, 3}).realize();
   Tensor before = a + 10.0;     // reads a's current contents

@@ -111,11 +111,16 @@ class Vectorizer {
     // a GROUP of stores first (the END's body): the stores it transposes are never built lane by lane
     if (x.op() == Ops::GROUP) return memo_[x.node()] = group(x);
     // what x depends on is built first, children before parents, so build()'s calls on sources
-    // find them memoised: no recursion as deep as the kernel (a chain of 300k adds)
+    // find them memoised: no recursion as deep as the kernel (a chain of 300k adds). Not an
+    // INDEX below x: a load or store reads its address lane by lane or as one vector address,
+    // never as a vector of addresses, so building one here was 16 substituted copies thrown away
+    // (most of the expander's time); what build() does ask of one (a gate) it asks on demand.
     auto done = [&](const UOpNode* n) { return !dep_.contains(n) || memo_.contains(n); };
-    for (const UOpNode* n : toposort_nodes(x, done))
-      if (!done(n)) memo_[n] = build(UOpAccess::from_node(n));
-    return *memo_.find(x.node());
+    auto later = [&](const UOpNode* n) { return done(n) || (n != x.node() && n->op == Ops::INDEX); };
+    for (const UOpNode* n : toposort_nodes(x, later))
+      if (!later(n)) memo_[n] = build(UOpAccess::from_node(n));
+    if (const UOp* m = memo_.find(x.node())) return *m;
+    return memo_[x.node()] = build(x);  // (x itself an INDEX)
   }
 
   UOp lane(const UOp& x, int64_t j) { return substitute(x, {{v_, UOp::cindex(j)}}); }

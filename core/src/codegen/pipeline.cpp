@@ -12,6 +12,7 @@
 #include "ir/uop_access.hpp"
 #include "ir/traverse.hpp"
 #include "codegen/lir.hpp"
+#include "codegen/opt/opt.hpp"
 #include "codegen/target.hpp"
 #include "rewrite/graph_rewrite.hpp"
 #include "support/check.hpp"
@@ -165,6 +166,9 @@ void keep_buffers(const UOp& ast, const Target& target, std::vector<UOp>& linear
 }  // namespace
 
 ProgramSpec to_program(const UOp& ast, const Target& target, const std::vector<Opt>* given) {
+  // the heuristic and the expander ask the same strides and simplifications many times
+  StrideMemo strides;
+  SimplifyMemo simplified;
   ProgramSpec p;
   p.ast = ast;
   p.name = ast.op() == Ops::SINK && std::holds_alternative<std::string>(ast.arg()) ? ast.arg_string() : "kernel";

@@ -1,6 +1,9 @@
 // ir/traverse.cpp - toposort and substitute with explicit stacks.
 #include "ir/traverse.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "ir/uop_access.hpp"
 #include "support/flat_map.hpp"
 
@@ -44,25 +47,35 @@ std::vector<UOp> toposort(const UOp& root) {
 }
 
 UOp substitute(const UOp& root, const std::vector<std::pair<UOp, UOp>>& replacements) {
+  // Ids grow with creation and a node's sources are older than it, so a node older than every
+  // `from` cannot contain one: the walk stops there (the expander substitutes each lane into
+  // loads whose buffers and outer index terms predate the lane's range).
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& [from, to] : replacements) oldest = std::min(oldest, from.id());
+  if (!root || root.id() < oldest) return root;
   PtrMap<UOp> done(replacements.size() * 2 + 16);
   for (const auto& [from, to] : replacements) done[from.node()] = to;
-  for (const UOpNode* n : toposort_nodes(root, [&](const UOpNode* x) { return done.contains(x); }))
-    if (!done.contains(n)) done[n] = with_rebuilt_srcs(n, done);
+  auto old_or_done = [&](const UOpNode* x) { return x->id < oldest || done.contains(x); };
+  for (const UOpNode* n : toposort_nodes(root, old_or_done))
+    if (!old_or_done(n)) done[n] = with_rebuilt_srcs(n, done);
   return *done.find(root.node());
 }
 
 UOp with_rebuilt_srcs(const UOpNode* n, const PtrMap<UOp>& done) {
+  uint32_t first = 0;  // the first source that changes (most nodes a substitute walks keep theirs)
+  for (; first < n->nsrc; ++first) {
+    const UOp* r = done.find(n->srcs()[first].node());
+    if (r && !(*r == n->srcs()[first])) break;
+  }
+  if (first == n->nsrc) return UOpAccess::from_node(n);
   std::vector<UOp> src;
   src.reserve(n->nsrc);
-  bool changed = false;
   for (uint32_t i = 0; i < n->nsrc; ++i) {
     const UOp& s = n->srcs()[i];
-    const UOp* r = done.find(s.node());
+    const UOp* r = i < first ? nullptr : done.find(s.node());
     src.push_back(r ? *r : s);
-    changed |= r && !(*r == s);
   }
-  UOp self = UOpAccess::from_node(n);
-  return changed ? self.replace_src(src) : self;
+  return UOpAccess::from_node(n).replace_src(src);
 }
 
 uint32_t tree_size(const UOp& u) {

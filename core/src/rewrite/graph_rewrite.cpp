@@ -203,7 +203,8 @@ UOp graph_rewrite(const UOp& root, const PatternMatcher& pm, void* ctx, const ch
       stack.push_back({f.n, 2});
       stack.push_back({&links.back(), 0});
     } else {
-      memo[key] = *memo.find(links.back().id());
+      UOp done = *memo.find(links.back().id());  // (copied first: writing a key may move the memo's entries)
+      memo[key] = std::move(done);
       links.pop_back();
     }
   }

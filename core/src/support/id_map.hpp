@@ -4,9 +4,16 @@
 // traversed) in that order, so consecutive lookups land in the same page: far fewer cache misses
 // than hashing node addresses. Values are default-constructed on first access; `present` tells
 // whether a slot was ever written through operator[].
+//
+// A page is 8 KiB and zeroed when made, and a small graph's ids are scattered across the process's
+// history (an index expression of 20 nodes can touch 10 pages): so the first kSmall entries live
+// in a small inline table and move to pages when it fills. The move is the one way in which
+// operator[] invalidates what find and operator[] returned before it: copy a value out before
+// writing another key (graph_rewrite does).
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "support/hash.hpp"
@@ -29,6 +36,7 @@ class IdMap {
 
  public:
   V* find(uint64_t id) {
+    if (small_on_) return small_find(id);
     Page* p = page(id >> kPageBits, false);
     if (!p) return nullptr;
     uint64_t i = id & (kPageSize - 1);
@@ -36,15 +44,49 @@ class IdMap {
   }
   bool contains(uint64_t id) { return find(id) != nullptr; }
   V& operator[](uint64_t id) {
+    if (small_on_) {
+      if (V* v = small_find(id)) return *v;
+      if (count_ < kSmall) return small_insert(id);
+      to_pages();
+    }
+    return paged(id);
+  }
+  size_t size() const { return count_; }
+
+ private:
+  // Up to kSmall entries in a table of 2 * kSmall slots (open addressing, ids are never 0).
+  static constexpr size_t kSmall = 32, kSmallSlots = 2 * kSmall;
+  static size_t small_home(uint64_t id) { return (id * 0x9e3779b97f4a7c15ULL) >> 58; }  // top 6 bits
+  static_assert(kSmallSlots == 64, "small_home takes log2(kSmallSlots) bits");
+  V* small_find(uint64_t id) {
+    for (size_t i = small_home(id);; i = (i + 1) & (kSmallSlots - 1)) {
+      if (small_ids_[i] == id) return &small_values_[i];
+      if (small_ids_[i] == 0) return nullptr;
+    }
+  }
+  V& small_insert(uint64_t id) {
+    size_t i = small_home(id);
+    while (small_ids_[i] != 0) i = (i + 1) & (kSmallSlots - 1);
+    small_ids_[i] = id;
+    ++count_;
+    return small_values_[i];
+  }
+  void to_pages() {
+    small_on_ = false;
+    for (size_t i = 0; i < kSmallSlots; ++i)
+      if (small_ids_[i] != 0) {
+        --count_;  // (paged counts it again)
+        paged(small_ids_[i]) = std::move(small_values_[i]);
+        small_values_[i] = V();
+      }
+  }
+  V& paged(uint64_t id) {
     Page* p = page(id >> kPageBits, true);
     uint64_t i = id & (kPageSize - 1);
     if (!((p->present[i >> 6] >> (i & 63)) & 1)) ++count_;
     p->present[i >> 6] |= uint64_t{1} << (i & 63);
     return p->values[i];
   }
-  size_t size() const { return count_; }
-
- private:
   // Open-addressing table from page number to page, behind a small direct-mapped cache of recent
   // pages: a rewrite alternates between old nodes (low ids) and the nodes it creates (high ids),
   // so a single "last page" would thrash.
@@ -89,6 +131,9 @@ class IdMap {
   std::vector<std::unique_ptr<Page>> pages_;
   Recent recent_[kRecent];
   size_t count_ = 0;
+  bool small_on_ = true;
+  uint64_t small_ids_[kSmallSlots] = {};
+  V small_values_[kSmallSlots]{};  // (value-initialized, as a page's values are)
 };
 
 }  // namespace kiln

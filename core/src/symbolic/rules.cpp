@@ -1,6 +1,7 @@
 // symbolic/rules.cpp - symbolic_simple and symbolic. One-line rules first, named folds below them.
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
 
 #include "ir/alu.hpp"
 #include "ir/traverse.hpp"
@@ -518,6 +519,27 @@ const PatternMatcher& symbolic() {
   return pm;
 }
 
-UOp simplify(const UOp& u) { return graph_rewrite(u, symbolic(), nullptr, "simplify"); }
+namespace {
+using SimplifyTable = std::unordered_map<UOp, UOp, UOpHash>;
+thread_local SimplifyTable* t_simplified = nullptr;
+}  // namespace
+
+UOp simplify(const UOp& u) {
+  if (!t_simplified) return graph_rewrite(u, symbolic(), nullptr, "simplify");
+  if (auto it = t_simplified->find(u); it != t_simplified->end()) return it->second;
+  UOp out = graph_rewrite(u, symbolic(), nullptr, "simplify");
+  t_simplified->emplace(u, out);
+  return out;
+}
+
+SimplifyMemo::SimplifyMemo() : owner_(t_simplified == nullptr) {
+  if (owner_) t_simplified = new SimplifyTable();
+}
+
+SimplifyMemo::~SimplifyMemo() {
+  if (!owner_) return;
+  delete t_simplified;
+  t_simplified = nullptr;
+}
 
 }  // namespace kiln

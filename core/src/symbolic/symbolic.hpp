@@ -18,6 +18,21 @@ const PatternMatcher& symbolic();
 // graph_rewrite(u, symbolic()).
 UOp simplify(const UOp& u);
 
+// While one lives, simplify on this thread remembers its results (a pure function of the node;
+// the table holds both sides): codegen simplifies the same index expressions many times (a
+// load's index at lane 0, for its stride and again for its base). to_program opens one per
+// kernel; nested ones share the outermost's table, which goes with it.
+class SimplifyMemo {
+ public:
+  SimplifyMemo();
+  ~SimplifyMemo();
+  SimplifyMemo(const SimplifyMemo&) = delete;
+  SimplifyMemo& operator=(const SimplifyMemo&) = delete;
+
+ private:
+  bool owner_;
+};
+
 // The structural order used to canonicalise commutative operands (exposed for tests):
 // true when `a` should come after `b`.
 bool canonical_after(const UOp& a, const UOp& b);

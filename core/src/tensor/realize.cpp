@@ -4,6 +4,7 @@
 // read the new buffer instead (the live tensors below), so work is never done twice.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 
@@ -137,13 +138,21 @@ void apply_becomes(const std::vector<std::pair<UOp, UOp>>& becomes) {
       if (auto s = w.lock()) live.push_back(std::move(s));
   }
   PtrMap<char> targets;
-  for (const auto& [from, to] : becomes) targets[from.node()] = 1;
+  // Ids grow with creation and a node's sources are made before it, so a graph holds no node newer
+  // than its root: a node older than every target (a graph built before these tensors were, e.g.
+  // an ONNX model's lazy graph while its constants are realized one by one) cannot reach one.
+  // Without this cut each realize walked every live graph: quadratic in a model's constants.
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& [from, to] : becomes) {
+    targets[from.node()] = 1;
+    oldest = std::min(oldest, from.id());
+  }
   for (const auto& s : live) {
     if (s->multi) continue;  // its graph is read from its parts
     UOp u = s->uop();
-    if (is_view(u)) continue;
+    if (u.id() < oldest || is_view(u)) continue;
     bool touches = false;
-    for (const UOpNode* n : toposort_nodes(u, [&](const UOpNode* x) { return targets.contains(x); }))
+    for (const UOpNode* n : toposort_nodes(u, [&](const UOpNode* x) { return x->id < oldest || targets.contains(x); }))
       touches |= targets.contains(n);
     if (!touches) continue;
     UOp redirected = substitute(u, becomes);

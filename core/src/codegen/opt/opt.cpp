@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
+#include <unordered_map>
 
 #include "ir/alu.hpp"
 #include "ir/print.hpp"
@@ -12,6 +14,7 @@
 #include "support/check.hpp"
 #include "support/env.hpp"
 #include "support/flat_map.hpp"
+#include "support/hash.hpp"
 #include "symbolic/symbolic.hpp"
 
 namespace kiln {
@@ -154,7 +157,53 @@ UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vec
   return substitute(out, {{r, value}});
 }
 
-bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
+namespace {
+
+// StrideMemo's table: (index, range) -> the stride, or nullopt where there is none. The keys hold
+// their nodes, so a pointer never names another node while the table lives.
+struct StridePairHash {
+  size_t operator()(const std::pair<UOp, UOp>& k) const { return hash_combine(k.first.hash(), k.second.hash()); }
+};
+using StrideTable = std::unordered_map<std::pair<UOp, UOp>, std::optional<int64_t>, StridePairHash>;
+thread_local StrideTable* t_strides = nullptr;
+
+// The coefficient of r in an index built from +, -, * by constants, and terms without r (which
+// a stride_of by substitution and simplification folds to the same constant); false where r
+// appears any other way (under a division, a modulo, a where, a product of two terms with r) or
+// the walk passes `budget` nodes (a DAG revisits shared nodes). Linear, so no end check.
+bool affine_stride(const UOp& x, const UOp& r, int64_t& coef, int& budget) {
+  if (--budget < 0) return false;
+  if (x == r) return coef = 1, true;
+  if (x.op() == Ops::CONST || x.op() == Ops::DEFINE_VAR) return coef = 0, true;
+  int64_t a = 0, b = 0;
+  switch (x.op()) {
+    case Ops::ADD:
+    case Ops::SUB:
+      if (!affine_stride(x.src(0), r, a, budget) || !affine_stride(x.src(1), r, b, budget)) return false;
+      coef = x.op() == Ops::ADD ? a + b : a - b;
+      return true;
+    case Ops::NEG:
+      if (!affine_stride(x.src(0), r, a, budget)) return false;
+      coef = -a;
+      return true;
+    case Ops::MUL:
+      if (!affine_stride(x.src(0), r, a, budget) || !affine_stride(x.src(1), r, b, budget)) return false;
+      if (a == 0 && b == 0) return coef = 0, true;
+      if (x.src(1).is_const() && x.src(1).dtype().is_int()) return coef = a * x.src(1).arg_int(), true;
+      if (x.src(0).is_const() && x.src(0).dtype().is_int()) return coef = b * x.src(0).arg_int(), true;
+      return false;
+    default:
+      for (const UOp& s : x.src()) {  // anything else: only without r
+        if (!affine_stride(s, r, a, budget)) return false;
+        if (a != 0) return false;
+      }
+      return coef = 0, true;
+  }
+}
+
+bool compute_stride(const UOp& idx, const UOp& r, int64_t& stride) {
+  int budget = 256;
+  if (idx.dtype().is_int() && affine_stride(idx, r, stride, budget)) return true;
   UOp i0 = simplify(substitute(idx, {{r, UOp::cindex(0)}}));
   UOp i1 = simplify(substitute(idx, {{r, UOp::cindex(1)}}));
   UOp d = simplify(i1 - i0);
@@ -167,6 +216,30 @@ bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
   UOp in = simplify(substitute(idx, {{r, UOp::cindex(n - 1)}}));
   UOp dn = simplify(in - i0);
   return dn.is_const() && dn.arg_int() == stride * (n - 1);
+}
+
+}  // namespace
+
+StrideMemo::StrideMemo() : owner_(t_strides == nullptr) {
+  if (owner_) t_strides = new StrideTable();
+}
+
+StrideMemo::~StrideMemo() {
+  if (!owner_) return;
+  delete t_strides;
+  t_strides = nullptr;
+}
+
+bool stride_of(const UOp& idx, const UOp& r, int64_t& stride) {
+  if (!t_strides) return compute_stride(idx, r, stride);
+  auto [it, fresh] = t_strides->try_emplace({idx, r});
+  if (fresh) {
+    int64_t s = 0;
+    if (compute_stride(idx, r, s)) it->second = s;
+  }
+  if (!it->second) return false;
+  stride = *it->second;
+  return true;
 }
 
 bool clamps_along(const UOp& idx, const UOp& r, const Target* target, bool lanes_elsewhere) {

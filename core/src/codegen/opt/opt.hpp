@@ -228,7 +228,22 @@ void add_workgroup_opts(const KernelShape& k, const Target& target, OptPlan& pla
 UOp replace_range(const UOp& ast, const UOp& r, const UOp& value, const std::vector<UOp>& replacement);
 
 // Constant stride of `idx` along range `r` (idx(r+1) - idx(r), checked linear), if it has one.
+// Five simplifications of the index each time: inside a StrideMemo the answer is kept.
 bool stride_of(const UOp& idx, const UOp& r, int64_t& stride);
+// While one lives, stride_of on this thread remembers its answers (a pure function of the two
+// nodes, which the table holds): a kernel's heuristic and expander ask the same (load index, range)
+// pairs again and again (MobileNetV2's codegen spent 38% of its time there). to_program opens one
+// per kernel; nested ones share the outermost's table, which goes with it.
+class StrideMemo {
+ public:
+  StrideMemo();
+  ~StrideMemo();
+  StrideMemo(const StrideMemo&) = delete;
+  StrideMemo& operator=(const StrideMemo&) = delete;
+
+ private:
+  bool owner_;
+};
 // Whether PADTO on output axis `r` clamps a load at `idx` instead of gating it: the load steps
 // over r by more than kMaxShuffleStride elements, or at all where `target` has no masked vectors
 // (a gated vector there is gated lanes anyway; a null target has them) or where r can no longer
