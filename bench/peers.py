@@ -179,11 +179,22 @@ def extra_set():
   }
 
 
+def gpu_set():
+  def bigger(w, f):  # the first input's leading axis and the amount f times the default's
+    (shape, kind), rest = w["inputs"][0], w["inputs"][1:]
+    return {**w, "inputs": [((shape[0] * f,) + shape[1:], kind)] + rest, "amount": w["amount"] * f}
+  d, e = default_set(), extra_set()
+  return {"elementwise_128M": bigger(d["elementwise"], 8), "sum_128M": bigger(d["sum"], 8),
+          "softmax_32768": bigger(d["softmax"], 8), "layernorm_32768": bigger(e["layernorm"], 8),
+          "matmul4096": matmul_w(4096, 4096, 4096)}
+
+
 def workload_set(name):
   if name == "default": return default_set()
+  if name == "gpu": return gpu_set()
   if name == "sizes": return {f"matmul{n}": matmul_w(n, n, n) for n in SWEEP}
   if name == "extra": return extra_set()
-  sys.exit(f"unknown set {name!r}: default, sizes or extra")
+  sys.exit(f"unknown set {name!r}: default, sizes, extra or gpu")
 
 
 # ---- one framework, in this process
@@ -221,12 +232,22 @@ def worker(args):
     sync, lib, out_np = dev.synchronize, Tensor, (lambda y: y.numpy())
     convert = lambda a: Tensor(a).contiguous().realize()
   results = {}
+  if args.first_call:  # the device and the library warmed up by something else first
+    out_np(lib.ones(4) + 1 if fw == "tinygrad" else convert(np.ones(4, np.float32)) + 1)
   for name, w in workload_set(args.set).items():
     if args.only and name not in args.only.split(","): continue
     arrays = make_inputs(np, w["inputs"], 1234)
     inputs = [convert(a) for a in arrays]
     fn = w["fn"][fw]
     call = lambda: fn(lib, *inputs)
+    if args.first_call:  # the first eager call of this program, compiles included
+      sync()
+      t0 = time.perf_counter()
+      y = call()
+      if fw == "tinygrad": y.realize()
+      sync()
+      results[name] = (time.perf_counter() - t0) * 1e3
+      continue
     if fw == "tinygrad":
       jitted = TinyJit(lambda *xs: fn(lib, *xs).realize())
       call = lambda: jitted(*inputs)
@@ -364,7 +385,7 @@ def driver(args):
 def main():
   ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
   ap.add_argument("--kiln", help="path to the kiln CLI (without it, only the peers run)")
-  ap.add_argument("--set", default="extra", help="default, sizes or extra (default: extra)")
+  ap.add_argument("--set", default="extra", help="default, sizes, extra or gpu (default: extra)")
   ap.add_argument("--only", help="comma-separated workloads of the set")
   ap.add_argument("--device", default="cpu:0", help="kiln's device")
   ap.add_argument("--peers", default="numpy,torch,tinygrad")
@@ -379,6 +400,8 @@ def main():
                   help="run kiln and the peers workload by workload (order reversed every other round) and add paired ratios")
   ap.add_argument("--fresh-kiln-cache", action="store_true", help="give kiln an empty compile cache each round")
   ap.add_argument("--worker", help=argparse.SUPPRESS)  # internal: one framework in this process
+  ap.add_argument("--first-call", action="store_true",  # with --worker: each workload's first eager call
+                  help=argparse.SUPPRESS)  # (tinygrad: run with CACHELEVEL=0 for an empty compile cache)
   args = ap.parse_args()
   if args.worker: worker(args)
   else: driver(args)

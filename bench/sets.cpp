@@ -85,11 +85,13 @@ Workload sum_strided() {
           }};
 }
 
-// LayerNorm over the last axis of 4096x1024 with a gain and a bias (eps 1e-5, biased variance).
-Workload layernorm() {
-  constexpr int64_t R = 4096, C = 1024;
-  return {"layernorm", Roof::copy, 2.0 * R * C * 4,
-          [](const std::string& d) {
+}  // namespace
+
+// LayerNorm over the last axis of R x 1024 with a gain and a bias (eps 1e-5, biased variance).
+Workload layernorm(const std::string& name, int64_t R) {
+  constexpr int64_t C = 1024;
+  return {name, Roof::copy, 2.0 * double(R) * C * 4,
+          [R](const std::string& d) {
             return std::vector<Tensor>{Tensor::randn({R, C}, dtypes::float32, d), Tensor::rand({C}, dtypes::float32, d) + 0.5,
                                        centered({C}, d)};
           },
@@ -97,7 +99,7 @@ Workload layernorm() {
             const Tensor& x = in[0];
             return (x - x.mean({-1}, true)) * (x.var({-1}, true, 0) + 1e-5).rsqrt() * in[1] + in[2];
           },
-          [](const Host& h) {
+          [R](const Host& h) {
             std::vector<double> out(R * C);
             for (int64_t r = 0; r < R; r++) {
               const float* x = &h[0][r * C];
@@ -115,6 +117,8 @@ Workload layernorm() {
           // once, then the gain and bias
           [](const std::vector<Tensor>& in) { return in[0].layernorm({-1}, 1e-5) * in[1] + in[2]; }};
 }
+
+namespace {
 
 // softmax(q @ k^T / sqrt(d)) @ v over 1x8 heads of 256 tokens, head size 64.
 Workload attention() {
@@ -283,7 +287,7 @@ Workload gated_ffn() {
 std::vector<Workload> extra_set() {
   return {sum_axis0(),
           sum_strided(),
-          layernorm(),
+          layernorm("layernorm", 4096),
           attention(),
           attention_heads(),
           gelu_mlp("mlp_gelu", 512, 512, 2048),
@@ -320,6 +324,11 @@ std::vector<Workload> extra_set() {
           // few rows against a weight matrix past the L2 (small-batch inference): x @ W and x @ W.T
           matmul_workload("skinny64_4096", 64, 4096, 4096),
           matmul_workload("linear_t128_4096", 128, 4096, 4096, false, true)};
+}
+
+std::vector<Workload> gpu_set() {
+  return {elementwise("elementwise_128M", 128 * M), sum("sum_128M", 128 * M), softmax("softmax_32768", 32768),
+          layernorm("layernorm_32768", 32768), square_matmul(4096)};
 }
 
 }  // namespace kiln::bench

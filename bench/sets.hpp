@@ -23,9 +23,20 @@ Workload square_matmul(int64_t n);  // "matmul<n>"
 // conv2d without bias, `s.flops()` FLOPs.
 Workload conv2d_workload(const std::string& name, const ref::ConvShape& s);
 
+// The default set's memory-bound workloads at any size: ((x + 1) * 2).relu() and x.sum() over n
+// floats, softmax over `rows` rows of 1024.
+Workload elementwise(const std::string& name, int64_t n);
+Workload sum(const std::string& name, int64_t n);
+Workload softmax(const std::string& name, int64_t rows);
+// LayerNorm over `rows` rows of 1024 with a gain and a bias.
+Workload layernorm(const std::string& name, int64_t rows);
+
 // The matmul size sweep (n x n x n for n in kSweepSizes), and the workloads outside the eight.
 std::vector<Workload> sizes_set();
 std::vector<Workload> extra_set();
+// Sizes for a GPU (issue 48's targets): the memory-bound workloads with 8x the data, so that
+// they outgrow a 60 MB L2 and a launch is small beside them, and a float32 matmul 4096.
+std::vector<Workload> gpu_set();
 
 // The sweep's sizes: multiples of nothing, one off a power of two, powers of two.
 inline constexpr int64_t kSweepSizes[] = {127, 255, 500, 511, 999, 1000, 1001, 1023, 1024, 1536, 2048};

@@ -25,9 +25,11 @@ const char* unit(Roof roof) { return roof == Roof::fma ? "GFLOPS" : "GB/s"; }
 
 namespace {
 
-Workload elementwise() {
-  return {"elementwise", Roof::copy, 2.0 * 16 * M * 4,
-          [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({16 * M}, dtypes::float32, d)}; },
+}  // namespace
+
+Workload elementwise(const std::string& name, int64_t n) {
+  return {name, Roof::copy, 2.0 * double(n) * 4,
+          [n](const std::string& d) { return std::vector<Tensor>{Tensor::rand({n}, dtypes::float32, d)}; },
           [](const std::vector<Tensor>& in) { return ((in[0] + 1) * 2).relu(); },
           [](const Host& h) {
             std::vector<double> out(h[0].size());
@@ -38,9 +40,9 @@ Workload elementwise() {
           [](const std::vector<Tensor>& in) { return ((in[0] + 1) * 2).relu(); }};
 }
 
-Workload sum() {
-  return {"sum", Roof::read, 16.0 * M * 4,
-          [](const std::string& d) { return std::vector<Tensor>{Tensor::rand({16 * M}, dtypes::float32, d)}; },
+Workload sum(const std::string& name, int64_t n) {
+  return {name, Roof::read, double(n) * 4,
+          [n](const std::string& d) { return std::vector<Tensor>{Tensor::rand({n}, dtypes::float32, d)}; },
           [](const std::vector<Tensor>& in) { return in[0].sum(); },
           [](const Host& h) {
             double s = 0;
@@ -51,15 +53,17 @@ Workload sum() {
           [](const std::vector<Tensor>& in) { return in[0].cast(dtypes::float32).sum(); }};
 }
 
-Workload softmax() {
-  constexpr int64_t rows = 4096, cols = 1024;
-  return {"softmax", Roof::copy, 2.0 * rows * cols * 4,
-          [](const std::string& d) { return std::vector<Tensor>{Tensor::randn({rows, cols}, dtypes::float32, d)}; },
+Workload softmax(const std::string& name, int64_t rows) {
+  constexpr int64_t cols = 1024;
+  return {name, Roof::copy, 2.0 * double(rows) * cols * 4,
+          [rows](const std::string& d) { return std::vector<Tensor>{Tensor::randn({rows, cols}, dtypes::float32, d)}; },
           [](const std::vector<Tensor>& in) { return in[0].softmax(-1); },
-          [](const Host& h) { return ref::softmax_rows(ref::widen(h[0]), rows, cols); },
+          [rows](const Host& h) { return ref::softmax_rows(ref::widen(h[0]), rows, cols); },
           {},
           [](const std::vector<Tensor>& in) { return in[0].softmax(-1); }};
 }
+
+namespace {
 
 // 784-512-512-10, batch 256, relu; weights initialised like nn.Linear (uniform +-1/sqrt(in)).
 Workload mlp() {
@@ -107,11 +111,13 @@ double median(std::vector<double> v) {
 const std::vector<WorkloadSet>& workload_sets() {
   static const std::vector<WorkloadSet> sets = {
       {"default", "the eight peer workloads of ../shared/bench/tinygrad_bench.py",
-       {elementwise(), sum(), square_matmul(256), square_matmul(512), square_matmul(1024), softmax(), mlp(), conv2d()},
+       {elementwise("elementwise", 16 * M), sum("sum", 16 * M), square_matmul(256), square_matmul(512), square_matmul(1024),
+        softmax("softmax", 4096), mlp(), conv2d()},
        false},
       {"sizes", "matmul n x n x n over sizes that divide nothing and powers of two", sizes_set(), true},
       {"extra", "workloads outside the eight: layouts, normalisation, attention, convolutions, odd sizes", extra_set(),
        false},
+      {"gpu", "a GPU's sizes: memory-bound work 8x the default's (past a 60 MB L2), matmul 4096", gpu_set(), false},
   };
   return sets;
 }

@@ -12,8 +12,9 @@
 #   3. in parallel: kiln test cuda (the conformance kit); the op corpus on cuda:0 (sharded); the
 #      other end-to-end tests on cuda:0 (sweeps, Jit replay, multi-device with cpu:0); and, where
 #      NVIDIA's OpenCL driver is installed, the op corpus on opencl:0 (the GPU through OpenCL)
-#   4. kiln bench --device cuda:0 --json (alone on the GPU), then torch on the same workloads
-#      (bench/peers.py, TF32 off) where PyTorch sees the GPU; a table with both
+#   4. kiln bench --device cuda:0 --json --jit (alone on the GPU) on the default set and on the gpu
+#      set (issue 48's targets), then torch on the same workloads (bench/peers.py, TF32 off) where
+#      PyTorch sees the GPU, and tinygrad's first calls on CUDA where tinygrad imports; one table
 #   5. BEAM on cuda:0, if the deadline leaves time
 # then one summary: a line per step (PASS / FAIL / SKIP / TIMEOUT, seconds, the key line).
 # Exit status: 0 all ran steps passed, 1 something failed, 2 no CUDA device (or no bundle).
@@ -120,14 +121,19 @@ say "NVRTC: ${KILN_CUDA_NVRTC:-found by the plugin itself}"
 
 # NVIDIA's OpenCL: the ICD loader (the bundle's if the machine has none) and a vendor file naming
 # libnvidia-opencl.so.1 when the driver's is not registered in /etc/OpenCL/vendors
+# (by its full path where the loader's cache does not know it: a driver mounted at /usr/local/nvidia)
 opencl=""
-if ldconfig -p 2>/dev/null | grep -q 'libnvidia-opencl.so.1'; then
+nvocl="$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl.so.1 .*x86-64/ {print $NF; exit}')"
+[ -n "$nvocl" ] || nvocl="$(ls /usr/local/nvidia/lib64/libnvidia-opencl.so.1 /usr/local/nvidia/lib/libnvidia-opencl.so.1 \
+                              /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 2>/dev/null | head -1)"
+if [ -n "$nvocl" ]; then
   ldconfig -p | grep -q 'libOpenCL.so.1' || export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$bundle/lib/icd"
   if ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
-    mkdir -p "$work/vendors" && echo libnvidia-opencl.so.1 > "$work/vendors/nvidia.icd"
+    mkdir -p "$work/vendors" && echo "$nvocl" > "$work/vendors/nvidia.icd"
     export OCL_ICD_VENDORS="$work/vendors"
   fi
   opencl=yes
+  say "NVIDIA OpenCL: $nvocl${OCL_ICD_VENDORS:+ (vendor file $OCL_ICD_VENDORS/nvidia.icd)}"
 fi
 
 # ---- 2. kiln list ----
@@ -146,7 +152,7 @@ record "kiln list" PASS 0 "$(grep -E '^  cuda:0' "$logs/kiln-list.txt" | sed 's/
 nvidia-smi >"$logs/nvidia-smi.txt" 2>&1 || true
 
 # ---- 3. correctness, in parallel ----
-phase=$(( $(left) - 150 ))  # keep 150 s for the bench and the summary
+phase=$(( $(left) - 200 ))  # keep 200 s for the benches and the summary
 [ $phase -gt 240 ] && phase=240
 declare -A pids=() logsof=() began=()
 spawn() {  # name log cmd... (in the background)
@@ -176,35 +182,67 @@ done
 failing="$(grep -h '^\[  FAILED  \] [A-Za-z]' "$logs"/corpus-*.txt "$logs"/e2e-*.txt 2>/dev/null | sort -u | head -40)"
 [ -n "$failing" ] && { echo "$failing" > "$logs/failing-tests.txt"; say "failing tests:"; echo "$failing"; }
 
-# ---- 4. bench ----
-b=$(( $(left) - 30 )); [ $b -gt 150 ] && b=150
-run_step "kiln bench cuda:0" "$b" "$logs/bench-cuda.json" "$bundle/bin/kiln" bench --device cuda:0 --json
+# ---- 4. bench: kiln and torch on the same GPU, same workloads; tinygrad's first calls ----
+# the default set (with the Jit's replay cost), then the gpu set (issue 48's targets: memory-bound
+# work past the L2, layernorm, matmul 4096 — its float64 host reference would take half a minute,
+# so it runs unchecked: matmuls are checked by the corpus, the sweeps and matmul1024 above)
+bench_step() {  # name budget log kiln-bench-args...: leaves `budget` seconds for what follows
+  local name=$1 budget=$2 log=$3; shift 3
+  local b=$(( $(left) - budget )); [ $b -gt 150 ] && b=150
+  run_step "$name" "$b" "$log" "$bundle/bin/kiln" bench --device cuda:0 --json "$@"
+}
+bench_step "kiln bench cuda:0" 100 "$logs/bench-cuda.json" --jit
+bench_step "kiln bench gpu set" 70 "$logs/bench-gpu.json" --set gpu --only elementwise_128M,sum_128M,softmax_32768,layernorm_32768
+bench_step "kiln matmul4096" 60 "$logs/bench-mm4096.json" --set gpu --only matmul4096 --no-check
 # torch on the same GPU, the same workloads (bench/peers.py, TF32 off), where PyTorch sees the GPU
 if python3 -c 'import sys, torch, numpy; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-  b=$(( $(left) - 30 )); [ $b -gt 90 ] && b=90
-  run_step "torch cuda (peers.py)" "$b" "$logs/torch-cuda.json" \
-    python3 "$bundle/tools/peers.py" --worker torch --set default --torch-device cuda --min-time 0.3
+  for set in default gpu; do
+    b=$(( $(left) - 40 )); [ $b -gt 90 ] && b=90
+    run_step "torch cuda ($set set)" "$b" "$logs/torch-$set.json" \
+      python3 "$bundle/tools/peers.py" --worker torch --set $set --torch-device cuda --min-time 0.3
+  done
 else
-  record "torch cuda (peers.py)" SKIP 0 "python3 has no torch with CUDA (or no numpy)"
+  record "torch cuda" SKIP 0 "python3 has no torch with CUDA (or no numpy)"
 fi
-python3 - "$logs/bench-cuda.json" "$logs/torch-cuda.json" <<'EOF' 2>/dev/null | tee "$logs/bench-cuda.txt"
-import json, sys
-try:  # the log may hold stderr lines too: the JSON document starts at the first "{"
-    text = open(sys.argv[1]).read()
-    doc = json.JSONDecoder().raw_decode(text[text.index("{"):])[0]
-except Exception:
-    sys.exit(0)
-try:
-    torch = json.loads(open(sys.argv[2]).read().strip().splitlines()[-1])
-except Exception:
-    torch = {}
-if doc.get("workloads"):
-    print(f"  {'workload':<16} {'first ms':>9} {'steady ms':>10} {'rate':>14}  check  {'torch ms':>9}  kiln/torch speed")
-for w in doc.get("workloads", []):
+# tinygrad's CUDA backend, first calls with an empty compile cache (where tinygrad imports)
+if python3 -c 'import tinygrad' 2>/dev/null; then
+  b=$(( $(left) - 30 )); [ $b -gt 90 ] && b=90
+  DEV=CUDA CACHELEVEL=0 run_step "tinygrad first calls" "$b" "$logs/tinygrad-first.json" \
+    python3 "$bundle/tools/peers.py" --worker tinygrad --set default --first-call
+else
+  record "tinygrad first calls" SKIP 0 "python3 cannot import tinygrad"
+fi
+python3 - "$logs" <<'EOF' 2>&1 | tee "$logs/bench-cuda.txt"
+import json, os, sys
+logs = sys.argv[1]
+def kiln_doc(name):  # the log may hold stderr lines too: the JSON document starts at the first "{"
+    try:
+        text = open(os.path.join(logs, name)).read()
+        return json.JSONDecoder().raw_decode(text[text.index("{"):])[0]
+    except Exception:
+        return {}
+def peer_doc(name):
+    try:
+        return json.loads(open(os.path.join(logs, name)).read().strip().splitlines()[-1])
+    except Exception:
+        return {}
+torch = {**peer_doc("torch-default.json"), **peer_doc("torch-gpu.json")}
+tg_first = peer_doc("tinygrad-first.json")
+docs = [kiln_doc(n) for n in ("bench-cuda.json", "bench-gpu.json", "bench-mm4096.json")]
+rows = [w for d in docs for w in d.get("workloads", [])]
+if rows:
+    print(f"  {'workload':<17} {'first ms':>9} {'tg first':>9} {'steady ms':>10} {'jit ms':>8} {'rate':>15}  check  {'torch ms':>9}  kiln/torch speed")
+for w in rows:
     rate = f"{w['rate']:.1f} {w['unit']}" if w.get("rate") is not None else "-"
-    t = torch.get(w["name"])
+    t, f = torch.get(w["name"]), tg_first.get(w["name"])
     vs = f"{t:9.3f}  {t / w['steady_ms']:.2f}x" if t and w.get("steady_ms") else ""
-    print(f"  {w['name']:<16} {w['first_ms']:9.1f} {w['steady_ms']:10.3f} {rate:>14}  {'ok   ' if w.get('ok') else 'WRONG'}  {vs}")
+    jit = f"{w['jit_ms']:8.3f}" if w.get("jit_ms") is not None else f"{'-':>8}"
+    tgf = f"{f:9.1f}" if f else f"{'-':>9}"
+    check = {True: "ok   ", None: "-    "}.get(w.get("ok"), "WRONG")
+    print(f"  {w['name']:<17} {w['first_ms']:9.1f} {tgf} {w['steady_ms']:10.3f} {jit} {rate:>15}  {check}  {vs}")
+j = docs[0].get("jit_overhead") or {}
+if j:
+    print(f"  Jit replay {j.get('replay_us_per_kernel', 0):.2f} us per kernel (eager realize {j.get('eager_us_per_kernel', 0):.2f} us)")
 EOF
 
 # ---- 5. BEAM, if there is time ----
