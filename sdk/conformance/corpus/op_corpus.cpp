@@ -477,8 +477,11 @@ void add_tiled(std::vector<OpCase>& c) {
                [](const A& a) { return gather(a[0], 0, expand(a[1], {4, 2})); }});
   c.push_back({"tiled_matmul", {F({64, 96}, 60), F({96, 128}, 61)}, [](const T& t) { return t[0].matmul(t[1]); },
                [](const A& a) { return matmul(a[0], a[1]); }, 1e-4, 1e-5});
+  // (atol 1e-4: two float32 sums of 256 products of [-2, 2] values, in different orders, differ by
+  // up to ~sqrt(256) * 2^-24 * sum|a b| ~ 2.5e-4; an H200 summing in its own order is 5e-6 from the
+  // exact 0.0159944 at element 11656 where the sequential float32 sum is 9e-6 from it, 1.4e-5 apart)
   c.push_back({"tiled_matmul_wide", {F({8, 256}, 62), F({256, 2048}, 63)}, [](const T& t) { return t[0].matmul(t[1]); },
-               [](const A& a) { return matmul(a[0], a[1]); }, 1e-4, 1e-5});
+               [](const A& a) { return matmul(a[0], a[1]); }, 1e-4, 1e-4});
   c.push_back({"tiled_linear", {F({32, 256}, 64), F({64, 256}, 65), F({64}, 66)},
                [](const T& t) { return t[0].linear(t[1], t[2]).relu(); },
                [](const A& a) {
