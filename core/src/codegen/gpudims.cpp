@@ -3,8 +3,11 @@
 // CPU targets (HAS_THREADS): the THREAD ranges become digits of gidx0; each of global[0] work
 // items runs one chunk (of each threaded axis). GPU targets (HAS_LOCAL): the innermost output ranges become gidx0..2 (the workgroup
 // index) and LOCAL ranges split from them lidx0..2 (the index within the workgroup); GROUP_REDUCE
-// ranges (grouped reductions) take the first dimensions as lidx, one workgroup wide. Other
+// ranges (grouped reductions) take the first dimensions as lidx, one workgroup wide (reduces that
+// run one after the other share one). Other
 // output ranges stay loops inside each work item.
+#include <algorithm>
+
 #include "codegen/opt/opt.hpp"
 #include "codegen/passes.hpp"
 #include "ir/traverse.hpp"
@@ -69,13 +72,24 @@ UOp add_gpudims(const UOp& ast, const Target& target, LaunchDims& dims) {
     if (u.op() == Ops::END && (u.src(0).op() == Ops::STORE || u.src(0).op() == Ops::GROUP))
       for (size_t i = 1; i < u.nsrc(); ++i)
         if (range_type(u.src(i)) == AxisType::LOOP || range_type(u.src(i)) == AxisType::LOCAL) order.push_back(u.src(i));
-  // grouped reduces take the first dimensions (lidx0, ...); outputs use what is left (the rest
-  // stay loops)
+  // grouped reduces take the first dimensions (lidx0, ...), outputs what is left (the rest stay
+  // loops); a grouped reduce the same size as an earlier one that no value shares with it (a row
+  // kernel's reduces: softmax's max, then its sum) takes that one's index: the same items reduce
+  // the row again, one after the other
   int dim = 0;
+  std::vector<UOp> grouped, lidx;
   for (const UOp& r : toposort(ast)) {
     if (r.op() != Ops::RANGE || range_type(r) != AxisType::GROUP_REDUCE) continue;
+    auto same = std::find_if(grouped.begin(), grouped.end(),
+                             [&](const UOp& g) { return g.src(0) == r.src(0) && independent(ast, g, r); });
+    if (same != grouped.end()) {
+      subst.push_back({r, lidx[static_cast<size_t>(same - grouped.begin())]});
+      continue;
+    }
     KILN_CHECK(dim < 3, "at most three grouped reduce axes fit the launch dimensions");
-    subst.push_back({r, special("lidx" + std::to_string(dim), r.src(0))});
+    lidx.push_back(special("lidx" + std::to_string(dim), r.src(0)));
+    subst.push_back({r, lidx.back()});
+    grouped.push_back(r);
     dims.local[dim] = r.src(0);
     ++dim;
   }

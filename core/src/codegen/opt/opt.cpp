@@ -91,14 +91,6 @@ std::vector<UOp> ranges_of(const UOp& ast) {
   return out;
 }
 
-namespace {
-
-UOp make_range(const UOp& size, int64_t axis, AxisType t, bool vec = false) {
-  std::vector<int64_t> arg{axis, static_cast<int64_t>(t)};
-  if (vec) arg.push_back(1);
-  return UOp::make(Ops::RANGE, dtypes::index, {size}, Arg{arg});
-}
-
 // No value depends on both ranges while both are open (a REDUCE or END closes the ranges it lists):
 // softmax's max and its sum of exp each reduce the row in a loop of their own
 // (schedule/group.cpp), so each can have vector lanes.
@@ -114,6 +106,15 @@ bool independent(const UOp& ast, const UOp& a, const UOp& b) {
   }
   return true;
 }
+
+namespace {
+
+UOp make_range(const UOp& size, int64_t axis, AxisType t, bool vec = false) {
+  std::vector<int64_t> arg{axis, static_cast<int64_t>(t)};
+  if (vec) arg.push_back(1);
+  return UOp::make(Ops::RANGE, dtypes::index, {size}, Arg{arg});
+}
+
 
 // SWAP: exchanges two output ranges wherever an END lists both.
 UOp swap_loops(const UOp& ast, const UOp& a, const UOp& b) {
@@ -398,18 +399,33 @@ UOp pad_range(const UOp& ast, const UOp& r, int64_t amount, const Target* target
   return substitute(out, masked);
 }
 
+// Whether grouped reduce range r takes the group index of one in `earlier` (the same size, and no
+// value depends on both: a row kernel's reduces, one after the other; gpudims.cpp).
+bool shares_group(const UOp& ast, const UOp& r, const std::vector<UOp>& earlier) {
+  return std::any_of(earlier.begin(), earlier.end(),
+                     [&](const UOp& g) { return const_size(g) == const_size(r) && independent(ast, g, r); });
+}
+
 // Limits a target puts on an action (none for a null target: structure only).
 std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
   int64_t threads = 1, local = 1, locals = 0, groups = 0, lanes = 1, reduces = 0;
   for (const UOp& u : toposort(ast)) reduces += u.op() == Ops::REDUCE;
+  const OptAction& a = opt_action(opt.op);
+  const UOp axis = find_axis(ast, opt.axis);
+  std::vector<UOp> grouped;
   for (const UOp& r : ranges_of(ast)) {
     AxisType rt = range_type(r);
     if (rt == AxisType::THREAD) threads *= const_size(r);
+    // a grouped reduce sharing another's group index (gpudims) widens the workgroup once
+    if (rt == AxisType::GROUP_REDUCE && shares_group(ast, r, grouped)) continue;
+    if (rt == AxisType::GROUP_REDUCE) grouped.push_back(r);
     if (rt == AxisType::LOCAL || rt == AxisType::GROUP_REDUCE) local *= const_size(r), ++locals;
     groups += rt == AxisType::GROUP_REDUCE;
     if (rt == AxisType::UPCAST) lanes *= const_size(r);
   }
-  const OptAction& a = opt_action(opt.op);
+  if (a.makes == AxisType::GROUP_REDUCE && axis)
+    for (const UOp& g : grouped)
+      if (const_size(g) == opt.amount && independent(ast, g, axis)) return {};  // it joins g's group
   // what the action needs, in this order: threads, workgroups, shared memory
   if ((a.needs & KILN_TARGET_HAS_THREADS) && !t.has(KILN_TARGET_HAS_THREADS)) return "the target has no CPU threads";
   if ((a.needs & KILN_TARGET_HAS_LOCAL) && !t.has(KILN_TARGET_HAS_LOCAL)) return "the target has no workgroups";

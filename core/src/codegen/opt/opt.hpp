@@ -131,6 +131,9 @@ inline constexpr int64_t kMaxExpansion = 1024;
 // How many copies of a value expanding range r of `ast` by `amount` (UPCAST/UNROLL) would make,
 // with the expansions already there (the kMaxExpansion check; the search keeps a lower bound).
 int64_t copies_after(const UOp& ast, const UOp& r, int64_t amount);
+// No value depends on both ranges while both are open (a REDUCE or END closes the ranges it lists):
+// softmax's max and its sum of exp each reduce the row in a loop of their own (schedule/group.cpp).
+bool independent(const UOp& ast, const UOp& a, const UOp& b);
 
 // Why `opt` does not apply to `ast` as it stands, or "" when it does. With a target, also the
 // target's limits (threads, workgroup sizes, shared memory); without, only the kernel's structure.
