@@ -12,8 +12,9 @@
 // Grouped reduces (GROUP: some of the REDUCE's ranges became lidx SPECIALs) meet in local memory,
 // by two rules (split_grouped_reduce, gate_group_store):
 //   partial = REDUCE(body, its loop ranges)   each work item's share, as above
-//   local[lid] = partial; BARRIER
-//   value = REDUCE(local[j], j in 0..group size)   every item folds the partials
+//   local[row * size + lid] = partial; BARRIER    (row: the item's place among the workgroup's
+//                                                 other items, LOCAL outputs; 0 without)
+//   value = REDUCE(local[row * size + j], j in 0..group size)   every item folds its row's partials
 // and the kernel's stores to global memory that do not depend on the group index are gated to
 // lid == 0 (every item holds the same value).
 #include <algorithm>
@@ -67,13 +68,24 @@ UOp split_grouped_reduce(const Match& m, GroupCtx& ctx) {
     size *= l.src(0).arg_int();
     if (std::find(ctx.group_indices.begin(), ctx.group_indices.end(), l) == ctx.group_indices.end()) ctx.group_indices.push_back(l);
   }
-  UOp mem = UOp::make(Ops::DEFINE_LOCAL, u.dtype().ptr(size, AddrSpace::local), {}, Arg{ctx.local_id++});
-  UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, mem.dtype(), {mem, lid}), partial});
+  // the workgroup's other items (LOCAL outputs: lidx the reduce does not fold) each keep their own
+  // row of partials: without it items of different outputs would fold each other's
+  UOp row = UOp::cindex(0);
+  int64_t rows = 1;
+  for (const UOp& o : toposort(u.src(0)))
+    if (is_group_index(o) && std::find(lids.begin(), lids.end(), o) == lids.end()) {
+      KILN_CHECK(o.src(0).is_const(), "a workgroup item index needs a constant size");
+      row = row * o.src(0).arg_int() + o;
+      rows *= o.src(0).arg_int();
+    }
+  UOp base = rows == 1 ? UOp::cindex(0) : row * size;
+  UOp mem = UOp::make(Ops::DEFINE_LOCAL, u.dtype().ptr(size * rows, AddrSpace::local), {}, Arg{ctx.local_id++});
+  UOp put = UOp::make(Ops::STORE, dtypes::void_, {UOp::make(Ops::INDEX, mem.dtype(), {mem, rows == 1 ? lid : base + lid}), partial});
   UOp bar = UOp::make(Ops::BARRIER, dtypes::void_, {put});
   UOp j = UOp::make(Ops::RANGE, dtypes::index, {UOp::cindex(size)},
                     Arg{std::vector<int64_t>{ctx.fold_axis++, static_cast<int64_t>(AxisType::REDUCE)}});
   UOp ready = UOp::make(Ops::AFTER, mem.dtype(), {mem, bar});
-  UOp part = UOp::make(Ops::LOAD, u.dtype(), {UOp::make(Ops::INDEX, mem.dtype(), {ready, j})});
+  UOp part = UOp::make(Ops::LOAD, u.dtype(), {UOp::make(Ops::INDEX, mem.dtype(), {ready, rows == 1 ? j : base + j})});
   return UOp::make(Ops::REDUCE, u.dtype(), {part, j}, Arg{std::vector<int64_t>{u.arg_ints()[0]}});
 }
 

@@ -447,8 +447,8 @@ std::string target_problem(const UOp& ast, const Opt& opt, const Target& t) {
         return cat("a workgroup of ", local * opt.amount, " items exceeds the target's (", dim_max, " per axis, ",
                    t.local_prod_max, " in all)");
       // a grouped reduce keeps one partial per item, upcast copy and reduce in shared memory
-      // (8 bytes: the widest accumulator)
-      if (group && static_cast<uint64_t>(local * opt.amount * lanes * reduces * 8) > t.shared_max)
+      // (8 bytes: the widest accumulator), a workgroup item along an output (LOCAL) too
+      if ((group || groups > 0) && static_cast<uint64_t>(local * opt.amount * lanes * reduces * 8) > t.shared_max)
         return cat("its partial sums need more than the target's ", t.shared_max, " bytes of shared memory");
       return {};
     }
