@@ -22,6 +22,15 @@ const char* const kCudaPrelude =
     "#define sqrt __builtin_sqrt\n"
     "#define truncf __builtin_truncf\n"
     "#define trunc __builtin_trunc\n"
+    "#ifndef KILN_VECTORS\n"  // (compile_many joins kernels: the types once)
+    "#define KILN_VECTORS\n"
+    "#define KILN_V2(N, T) struct __attribute__((aligned(2 * sizeof(T)))) N##2 { T x, y; }; \\\n"
+    "  static __attribute__((device)) inline N##2 make_##N##2(T x, T y) { N##2 v; v.x = x; v.y = y; return v; }\n"
+    "#define KILN_V4(N, T) struct __attribute__((aligned(4 * sizeof(T)))) N##4 { T x, y, z, w; }; \\\n"
+    "  static __attribute__((device)) inline N##4 make_##N##4(T x, T y, T z, T w) { N##4 v; v.x = x; v.y = y; v.z = z; v.w = w; return v; }\n"
+    "KILN_V2(float, float) KILN_V4(float, float) KILN_V2(int, int) KILN_V4(int, int)\n"
+    "KILN_V2(uint, unsigned int) KILN_V4(uint, unsigned int)\n"
+    "#endif\n"
     "#endif\n";
 
 std::string CudaDialect::render_kernel(const kiln_lir& kernel) {
@@ -37,8 +46,39 @@ std::string CudaDialect::scalar_name(uint8_t s) const {
 }
 
 std::string CudaDialect::vector_name(uint8_t scalar, int count) const {
-  unsupported("the CUDA dialect renders no vectors (max_vector_width is 1), got " + std::to_string(count) +
-              " lanes of dtype " + std::to_string(scalar));
+  const char* base = scalar == KILN_LIR_DTYPE_FLOAT32 ? "float" : scalar == KILN_LIR_DTYPE_INT32 ? "int"
+                     : scalar == KILN_LIR_DTYPE_UINT32 ? "uint" : nullptr;
+  if (!base || (count != 2 && count != 4))
+    unsupported("the CUDA dialect's vectors are float, int and uint in 2 or 4 lanes (the target says "
+                "KILN_TARGET_VECTOR_MEMORY_ONLY), got " + std::to_string(count) + " lanes of dtype " + std::to_string(scalar));
+  return base + std::to_string(count);
+}
+
+std::string CudaDialect::vector_typedefs(const std::set<std::pair<uint8_t, int>>&) const { return ""; }  // (the prelude's)
+
+std::string CudaDialect::vector_splat(const std::string& vtype, const std::string& scalar) const {
+  return vector_make(vtype, std::vector<std::string>(vtype.back() - '0', scalar));
+}
+
+std::string CudaDialect::vector_make(const std::string& vtype, const std::vector<std::string>& lanes) const {
+  std::string s = "make_" + vtype + "(";
+  for (size_t i = 0; i < lanes.size(); ++i) s += (i ? ", " : "") + lanes[i];
+  return s + ")";
+}
+
+std::string CudaDialect::lane(const std::string& vec, int64_t i) const {
+  if (i < 0 || i > 3) unsupported("lane " + std::to_string(i) + " of a CUDA vector (x, y, z, w)");
+  return vec + "." + "xyzw"[i];
+}
+
+std::string CudaDialect::load(const std::string& addr, const kiln_lir_type& ptr) const {
+  if (ptr.count == 1) return CStyleRenderer::load(addr, ptr);
+  return "*((" + vector_name(ptr.scalar, ptr.count) + "*)(" + addr + "))";  // (aligned: the core proved it)
+}
+
+std::string CudaDialect::store(const std::string& addr, const std::string& value, const kiln_lir_type& ptr) const {
+  if (ptr.count == 1) return CStyleRenderer::store(addr, value, ptr);
+  return "*((" + vector_name(ptr.scalar, ptr.count) + "*)(" + addr + ")) = " + value + ";";
 }
 
 std::string CudaDialect::literal(uint8_t scalar, const kiln_lir_inst& in, double f) const {

@@ -14,14 +14,22 @@
 //    the toolkit's cuda_fp16.h/cuda_bf16.h (NVRTC has no _Float16, clang-15's NVPTX no _Float16
 //    arithmetic and no __bf16), so the target does not list float16/bfloat16: the core stores
 //    them as uint16 bits and computes in float32.
-//  - vectors: none (max_vector_width 1). CUDA's float4 & co. have no arithmetic and NVRTC has no
-//    ext_vector_type, so vectors would need a prelude of operator templates; not done yet.
+//  - vectors: float2/float4, int2/int4, uint2/uint4 in memory only (the target says
+//    KILN_TARGET_VECTOR_MEMORY_ONLY, max_vector_width 4): 8- and 16-byte loads and stores at
+//    indices the core proved aligned, make_float4(...) to build one, .x/.y/.z/.w to take it apart;
+//    the arithmetic is per lane. CUDA's vector types have no operators, and NVRTC takes
+//    ext_vector_type and vector_size without a word and compiles them as scalars (one ld.global.f32
+//    for a "float4" load, tried with NVRTC 13.0). NVRTC predefines the types and make_*; the
+//    prelude defines them for clang.
 // Kernel argument convention (the runtime's): buffers in slot order as T*, then every integer
 // variable as a long long in slot order; load() checks the launch's count against the PTX entry's.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kiln/sdk/cstyle.hpp"
 
@@ -34,6 +42,12 @@ class CudaDialect : public sdk::CStyleRenderer {
  protected:
   std::string scalar_name(uint8_t scalar) const override;
   std::string vector_name(uint8_t scalar, int count) const override;
+  std::string vector_typedefs(const std::set<std::pair<uint8_t, int>>& used) const override;
+  std::string vector_splat(const std::string& vtype, const std::string& scalar) const override;
+  std::string vector_make(const std::string& vtype, const std::vector<std::string>& lanes) const override;
+  std::string lane(const std::string& vec, int64_t i) const override;
+  std::string load(const std::string& addr, const kiln_lir_type& ptr) const override;
+  std::string store(const std::string& addr, const std::string& value, const kiln_lir_type& ptr) const override;
   std::string literal(uint8_t scalar, const kiln_lir_inst& in, double f) const override;
   std::string math(uint32_t op, const std::vector<std::string>& args, const kiln_lir_type& t) const override;
   std::string local_array(const std::string& name, const kiln_lir_type& ptr) const override;

@@ -83,7 +83,7 @@ sdk::DeviceProps CudaDevice::props() {
 
 sdk::Target CudaDevice::target() {
   sdk::Target t;
-  t.flags = KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED | KILN_TARGET_HAS_FMA;
+  t.flags = KILN_TARGET_HAS_LOCAL | KILN_TARGET_HAS_SHARED | KILN_TARGET_HAS_FMA | KILN_TARGET_VECTOR_MEMORY_ONLY;
   // every NVIDIA GPU since sm_30: 1024 threads per block (64 in z), 48 KiB of static shared memory
   t.local_max = {1024, 1024, 64};
   t.local_prod_max = 1024;
@@ -97,7 +97,7 @@ sdk::Target CudaDevice::target() {
     t.local_prod_max = static_cast<uint32_t>(attribute(kMaxThreadsPerBlock));
     t.shared_max = static_cast<uint64_t>(attribute(kMaxSharedMemoryPerBlock));
   }
-  t.max_vector_width = 1;  // cuda_c.hpp: the dialect renders no vectors yet
+  t.max_vector_width = 4;  // float4 loads and stores, arithmetic per lane (cuda_c.hpp)
   cuda_caps(t.ops.data(), t.dtypes);
   t.source_format = "cuda";
   return t;

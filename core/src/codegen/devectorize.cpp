@@ -7,7 +7,9 @@
 // kernel vectorized by 32 (512 bits of halves) computes in float32 once emulated, 2 x 16 lanes on
 // AVX-512, where k scalar lanes cost ~4000 instructions and seconds of LLVM time for `a * b + 1`.
 // On a target without masked vector accesses a lane-gated access (at most w lanes) still becomes
-// one scalar access per lane, each under its own gate.
+// one scalar access per lane, each under its own gate. On a target with vectors in memory only
+// (KILN_TARGET_VECTOR_MEMORY_ONLY: CUDA) every other op is cut into single lanes, and an access
+// stays a vector only where it is 4-byte lanes at an index known to be a multiple of their count.
 //
 // The lanes recombine by folding: GEP of a VECTORIZE picks its sources, and a VECTORIZE of lanes
 // 0..n-1 of one n-lane value is that value (lanes of one value in another order: one GEP, a
@@ -38,8 +40,30 @@ UOp lanes_of(const UOp& v, int64_t first, int64_t n) {
 
 struct Width {
   int max;
-  bool masked;  // the target has masked vector loads and stores (one gate per lane)
+  bool masked;               // the target has masked vector loads and stores (one gate per lane)
+  bool memory_only = false;  // vectors only in aligned accesses of 4-byte scalars (VECTOR_MEMORY_ONLY)
+  int alu() const { return memory_only ? 1 : max; }
 };
+
+// The largest power of two (up to 64) that `idx` is known to be a multiple of: from its constants'
+// factors through ADD, MUL and SHL (a launch index or a loop counter is a multiple of 1).
+int64_t known_multiple(const UOp& idx) {
+  constexpr int64_t kMax = 64;
+  if (idx.op() == Ops::CONST) {
+    const int64_t c = idx.arg_int();
+    return c == 0 ? kMax : std::min<int64_t>(kMax, c & -c);
+  }
+  if (idx.nsrc() != 2) return 1;
+  switch (idx.op()) {
+    case Ops::ADD: return std::min(known_multiple(idx.src(0)), known_multiple(idx.src(1)));
+    case Ops::MUL: return std::min<int64_t>(kMax, known_multiple(idx.src(0)) * known_multiple(idx.src(1)));
+    case Ops::SHL:
+      return idx.src(1).op() == Ops::CONST && idx.src(1).arg_int() >= 0 && idx.src(1).arg_int() < 7
+                 ? std::min<int64_t>(kMax, known_multiple(idx.src(0)) << idx.src(1).arg_int())
+                 : 1;
+    default: return 1;
+  }
+}
 
 // The pieces [first, first + n) a k-lane value is cut into: w lanes each, the last one the rest.
 template <typename F>
@@ -63,8 +87,8 @@ bool lane_gated(const UOp& index) { return index.op() == Ops::INDEX && index.nsr
 UOp split_alu(const Match& m, Width& w) {
   const UOp& x = m[r0];
   int k = x.dtype().count();
-  if (k <= w.max || x.dtype().is_ptr()) return {};
-  return joined(x.dtype(), pieces(k, w.max, [&](int first, int n) {
+  if (k <= w.alu() || x.dtype().is_ptr()) return {};
+  return joined(x.dtype(), pieces(k, w.alu(), [&](int first, int n) {
                   std::vector<UOp> src;
                   for (const UOp& s : x.src()) src.push_back(lanes_of(s, first, n));
                   return UOp::make(x.op(), x.dtype().scalar_type().vec(n), src, x.arg());
@@ -81,8 +105,20 @@ UOp piece_index(const UOp& index, int64_t first, int64_t n) {
 
 // The piece width of a k-lane access: the target's, or single lanes for a lane-gated access on a
 // target without masked vector accesses; 0 when the access stays whole.
+// With vectors in memory only, an access stays a vector where its lanes are 4-byte scalars and
+// its index a multiple of the lane count (buffers start aligned: a 16-byte float4 load from an
+// address 4 bytes past is a fault on a GPU, not a slow load); register arrays are of the vector
+// type itself.
 int access_piece(const Width& w, int k, const UOp& index) {
   if (!w.masked && lane_gated(index)) return 1;
+  if (w.memory_only && k > 1) {
+    const DType p = index.dtype();
+    if (p.base().scalar_size() != 4) return 1;
+    const int piece = std::min(k, w.max);
+    if ((piece & (piece - 1)) != 0) return 1;  // (2 or 4 lanes: float2/float4; no float3)
+    if (p.addrspace() != AddrSpace::reg && known_multiple(index.src(1)) % piece != 0) return 1;
+    return k > piece ? piece : 0;
+  }
   return k > w.max ? w.max : 0;
 }
 
@@ -107,8 +143,8 @@ UOp split_store(const Match& m, Width& w) {
 UOp split_reduce(const Match& m, Width& w) {
   const UOp& x = m[r0];
   int k = x.dtype().count();
-  if (k <= w.max) return {};
-  return joined(x.dtype(), pieces(k, w.max, [&](int first, int n) {
+  if (k <= w.alu()) return {};
+  return joined(x.dtype(), pieces(k, w.alu(), [&](int first, int n) {
                   std::vector<UOp> src{lanes_of(x.src(0), first, n)};
                   for (size_t i = 1; i < x.nsrc(); ++i) src.push_back(x.src(i));
                   return UOp::make(Ops::REDUCE, x.dtype().scalar_type().vec(n), src, x.arg());
@@ -177,10 +213,11 @@ const PatternMatcher& pm_vector_cleanup() {
 }
 
 UOp devectorize(const UOp& ast, const Target& target) {
-  Width w{static_cast<int>(std::max<uint32_t>(1, target.max_vector_width)), target.has(KILN_TARGET_HAS_MASKED_VECTORS)};
+  Width w{static_cast<int>(std::max<uint32_t>(1, target.max_vector_width)), target.has(KILN_TARGET_HAS_MASKED_VECTORS),
+          target.has(KILN_TARGET_VECTOR_MEMORY_ONLY)};
   bool any = false;
   for (const UOpNode* n : toposort_nodes(ast))
-    any |= (!n->dtype.is_ptr() && n->dtype.count() > w.max) || (!w.masked && lane_gated(UOpAccess::from_node(n)));
+    any |= (!n->dtype.is_ptr() && n->dtype.count() > (w.memory_only ? 1 : w.max)) || (!w.masked && lane_gated(UOpAccess::from_node(n)));
   if (!any) return ast;
   static const PatternMatcher pm{
       rule(UPat::ops(groups::Elementwise).allow_any_len().named(r0), split_alu),

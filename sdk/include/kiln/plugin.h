@@ -150,6 +150,11 @@ typedef struct kiln_device_props {
 #define KILN_TARGET_HAS_FMA (1u << 3)
 #define KILN_TARGET_HAS_MASKED_VECTORS (1u << 4) /* vector LOAD/STORE with a vector gate (one bool per lane;
                                                    without it the core splits such accesses into lanes) */
+#define KILN_TARGET_VECTOR_MEMORY_ONLY (1u << 5) /* vectors (up to max_vector_width lanes) only in LOAD/STORE of
+                                                   4-byte scalars at an index the core proves a multiple of
+                                                   the lane count, and the VECTORIZE/GEP that build and take
+                                                   them apart; every other vector op is split into lanes
+                                                   (CUDA's float4: 16-byte loads, no vector arithmetic) */
 
 /* What the core's code generator may emit for this device: it decomposes every LIR op and dtype
  * missing here before the renderer sees the kernel. Filled by the plugin, host-allocated. */
