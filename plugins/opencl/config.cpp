@@ -7,8 +7,8 @@ namespace kiln::opencl {
 
 OpenclConfig read_config(const sdk::Options& o) {
   OpenclConfig c;
-  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width", "frontend", "clang", "streaming_bytes", "pocl_kernel_cache"}))
-    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width, frontend, clang, streaming_bytes, pocl_kernel_cache)");
+  for (const std::string& key : o.unknown_keys({"devices", "build_options", "shared_memory", "prewarm", "vector_width", "frontend", "clang", "streaming_bytes", "pocl_kernel_cache", "vector_memory_only"}))
+    sdk::log(KILN_LOG_WARNING, "unknown option '" + key + "' (known: devices, build_options, shared_memory, prewarm, vector_width, frontend, clang, streaming_bytes, pocl_kernel_cache, vector_memory_only)");
   c.devices = static_cast<DeviceType>(o.get_choice("devices", "all", {"all", "gpu", "cpu", "accelerator"}));
   c.build_options = o.get_string("build_options", "");
   c.shared_memory = static_cast<SharedMemory>(o.get_choice("shared_memory", "auto", {"auto", "on", "off"}));
@@ -21,6 +21,7 @@ OpenclConfig read_config(const sdk::Options& o) {
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,
                      "option 'vector_width' must be 0 (the device's), 1, 2, 4, 8 or 16, got " + std::to_string(width)};
   c.vector_width = static_cast<uint32_t>(width);
+  c.vector_memory_only = o.get_bool("vector_memory_only", false);
   int64_t streaming = o.get_int("streaming_bytes", 0);
   if (streaming < 0)
     throw sdk::Error{KILN_STATUS_INVALID_ARGUMENT,

@@ -9,6 +9,9 @@
 //                           (CL_DEVICE_LOCAL_MEM_TYPE = CL_LOCAL), "on", "off"
 //   vector_width  = 0       widest vectors kernels use: 0 = the device's preferred float width
 //                           (at most 8 on CPU devices), else 1, 2, 4, 8 or 16
+//   vector_memory_only = false  true: vectors in loads and stores only, arithmetic per lane
+//                           (KILN_TARGET_VECTOR_MEMORY_ONLY, what CUDA's float4 gets), so that
+//                           path of the core runs on PoCL in CI (tests/opencl/vector_memory_only.toml)
 //   frontend      = "auto"  how OpenCL C becomes a program: "driver" = clBuildProgram from source
 //                           (any driver); "clang" = clang compiles it to LLVM bitcode that the driver
 //                           builds as a binary (PoCL CPU devices only: skips PoCL's ~150 ms front
@@ -46,6 +49,7 @@ struct OpenclConfig {
   std::string clang = "clang-15";
   bool prewarm = true;
   uint32_t vector_width = 0;
+  bool vector_memory_only = false;
   uint64_t streaming_bytes = 0;
   bool pocl_kernel_cache = true;
 };

@@ -162,6 +162,7 @@ sdk::Target OpenclDevice::target() {
   bool shared = config_.shared_memory == SharedMemory::on || (config_.shared_memory == SharedMemory::automatic && dedicated);
   if (shared && device_value<cl_ulong>(d, CL_DEVICE_LOCAL_MEM_SIZE) > 0) t.flags |= KILN_TARGET_HAS_SHARED;
   if (device_value<cl_device_fp_config>(d, CL_DEVICE_SINGLE_FP_CONFIG) & CL_FP_FMA) t.flags |= KILN_TARGET_HAS_FMA;
+  if (config_.vector_memory_only) t.flags |= KILN_TARGET_VECTOR_MEMORY_ONLY;
   size_t items[3] = {1, 1, 1};
   cl_check(cl().clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, nullptr), "clGetDeviceInfo");
   for (int i = 0; i < 3; ++i) {
