@@ -28,13 +28,16 @@ inline constexpr IdRange kFoldAxes{int64_t{1} << 20, kNoEnd};
 // DEFINE_REG ids
 //   accumulators: lower_reduce.cpp's reduce accumulators, numbered from 0.
 //   stage_panels: opt/stage.cpp's panels, first + the staged input's slot (opt.amount).
+//   block_partial: opt/block.cpp's float32 partial sums of a narrower output (one per kernel).
 //   row_buffers:  row_values.cpp's per-thread row buffers, numbered from first.
 inline constexpr IdRange kAccumulatorRegs{0, int64_t{1} << 20};
 inline constexpr IdRange kStagePanelRegs{int64_t{1} << 20, (int64_t{1} << 20) + (int64_t{1} << 16)};
+inline constexpr IdRange kBlockPartialRegs{kStagePanelRegs.end, kStagePanelRegs.end + 1};
 inline constexpr IdRange kRowBufferRegs{int64_t{1} << 21, kNoEnd};
 
 static_assert(kKernelAxes.end <= kFoldAxes.first, "axis id ranges overlap");
-static_assert(kAccumulatorRegs.end <= kStagePanelRegs.first && kStagePanelRegs.end <= kRowBufferRegs.first,
+static_assert(kAccumulatorRegs.end <= kStagePanelRegs.first && kStagePanelRegs.end <= kBlockPartialRegs.first &&
+                  kBlockPartialRegs.end <= kRowBufferRegs.first,
               "register id ranges overlap");
 
 }  // namespace kiln::ids

@@ -78,14 +78,17 @@ std::optional<OptPlan> channel_tile(const Kernel& c, const ChannelConv& v, int64
     return std::nullopt;
   if (std::optional<OptPlan> inner = panels_inside_rows(c, plan, v)) return inner;
   add_threads(k, c.target, plan, range_axis(v.channels_out), kChunksPerThread);
+  // (a 16-bit output's BLOCK keeps float32 partial sums in a stack array the size of the output,
+  // block.cpp: timed for matrix-vector products, not for convolutions, whose plans stay unblocked)
+  const bool narrow = k.stored == Scalar::float16 || k.stored == Scalar::bfloat16;
   // a pointwise panel past half the L1d: its input channels in blocks whose panel fits
   if (const int64_t fits = static_cast<int64_t>(c.target.l1d()) / 2 / (vecs * lanes * k.itemsize);
-      v.taps == 1 && v.channels_in && const_size(*v.channels_in) > fits)
+      !narrow && v.taps == 1 && v.channels_in && const_size(*v.channels_in) > fits)
     for (int64_t cb = fits; cb >= kMinPointwiseBlock; --cb)
       if (const_size(*v.channels_in) % cb == 0 && plan.add({OptOp::BLOCK, range_axis(*v.channels_in), cb})) break;
   // the weights staged at the outermost loop where the panel fits, else in blocks of input channels
   if (stage_outermost(k, plan, v.weight_slot)) return plan;
-  if (!v.channels_in) return std::nullopt;
+  if (!v.channels_in || narrow) return std::nullopt;
   const int64_t n = const_size(*v.channels_in);
   for (int64_t cb = std::min(n / 2, kConvPanelBytes / (vecs * lanes * v.taps * k.itemsize)); cb >= 1; --cb)
     if (n % cb == 0)
