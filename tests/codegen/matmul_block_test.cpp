@@ -107,10 +107,18 @@ TEST(Block, RulesSayWhyItDoesNotApply) {
       if (u.op() == Ops::RANGE && range_type(u) == AxisType::REDUCE) red = range_axis(u);
     return red;
   };
-  // a cast would round the partial sums; a max is no sum
-  for (const Tensor& t : {ref({16, 64}).matmul(ref({64, 48})).cast(dtypes::float16), ref({16, 64}).max({1})}) {
+  // a max is no sum; a float32 sum cast narrower keeps its partial sums in a float32 stack array the
+  // size of the output (rounding them in the output would change the answer): only where that fits
+  // kMaxStageBytes (512 x 256 floats do not), and only for float32 sums (float64's cast to float32
+  // would need a float64 array)
+  for (const Tensor& t : {ref({16, 64}).max({1}), ref({512, 64}).matmul(ref({64, 256})).cast(dtypes::float16),
+                          Tensor::empty({16, 64}, dtypes::float64, "ref").matmul(Tensor::empty({64, 48}, dtypes::float64, "ref")).cast(dtypes::float32)}) {
     UOp e = kernel_of(t);
     EXPECT_NE(problem(e, {OptOp::BLOCK, reduce_axis(e), 2}, cpu), "");
+  }
+  for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+    UOp e = kernel_of(ref({16, 64}).matmul(ref({64, 48})).cast(d));
+    EXPECT_EQ(problem(e, {OptOp::BLOCK, reduce_axis(e), 2}, cpu), "") << d.name();
   }
   // an epilogue (an activation, a mean's scale) runs in the last block
   for (const Tensor& t : {ref({16, 64}).matmul(ref({64, 48})).relu(), ref({16, 64}).mean({1})}) {
@@ -182,6 +190,9 @@ TEST(Block, BlockedKernelsComputeTheReference) {
   expect_reference([](const auto& in) { return in({3, 45}).mean({1}) - 0.25; }, cpu, &sum);
   const std::vector<Opt> conv{{OptOp::UPCAST, 0, 8, true}, {OptOp::BLOCK, 3, 4}, {OptOp::STAGE, 1, 2}};  // axes: f, y, x, c
   expect_reference([](const auto& in) { return in({1, 12, 5, 7}).conv2d(in({16, 12, 3, 3}), in({16})).relu(); }, cpu, &conv);
+  // a sum stored narrower: the blocks' float32 partial sums in a stack array, one rounding at the end
+  expect_reference_reducing([](const auto& in) { return in({13, 35}).matmul(in({35, 16})).cast(dtypes::bfloat16); }, cpu, odd);
+  expect_reference_reducing([](const auto& in) { return in({13, 35}).linear(in({16, 35}), in({16})).relu().cast(dtypes::float16); }, cpu, odd);
 }
 
 // A blocked kernel's first block must not read what its output buffer held before: memory the

@@ -38,12 +38,12 @@ using Program = std::function<Tensor(const std::function<Tensor(const Shape&)>&)
 
 // `program` on `device` with seeded random inputs; on cpu:0 lowered for `caps`, with `opts`
 // instead of the heuristic's when given.
-inline std::vector<float> run(const Program& program, const std::string& device, const Target* caps = nullptr,
-                       const std::vector<Opt>* opts = nullptr) {
+inline std::vector<float> run_chosen(const Program& program, const std::string& device, const Target* caps,
+                                     const runtime::OptsOverride& chooser) {
   std::mt19937_64 rng(7);
   Tensor out = program([&](const Shape& s) { return random_input(rng, s, device); });
   runtime::set_target_override(caps);
-  runtime::set_opts_override(every_kernel(opts));
+  runtime::set_opts_override(chooser);
   std::vector<float> got;
   std::string error;
   try {
@@ -56,6 +56,10 @@ inline std::vector<float> run(const Program& program, const std::string& device,
   EXPECT_EQ(error, "");
   return got;
 }
+inline std::vector<float> run(const Program& program, const std::string& device, const Target* caps = nullptr,
+                              const std::vector<Opt>* opts = nullptr) {
+  return run_chosen(program, device, caps, every_kernel(opts));
+}
 
 inline void expect_near(const std::vector<float>& got, const std::vector<float>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -65,6 +69,16 @@ inline void expect_near(const std::vector<float>& got, const std::vector<float>&
 // On cpu:0 (caps, opts) as on the reference device.
 inline void expect_reference(const Program& program, const Target& caps, const std::vector<Opt>* opts = nullptr) {
   expect_near(run(program, "cpu:0", &caps, opts), run(program, "ref"));
+}
+// The same with `opts` for the kernels that reduce only (the others get the heuristic's: a 16-bit
+// result's widening for the comparison is a kernel of its own).
+inline void expect_reference_reducing(const Program& program, const Target& caps, const std::vector<Opt>& opts) {
+  runtime::OptsOverride reducing = [opts](const UOp& ast, const Target&) -> std::optional<std::vector<Opt>> {
+    for (const UOp& u : toposort(ast))
+      if (u.op() == Ops::REDUCE) return opts;
+    return std::nullopt;
+  };
+  expect_near(run_chosen(program, "cpu:0", &caps, reducing), run(program, "ref"));
 }
 
 // A matmul on cpu:0 against a host loop (the reference device is slow at these sizes); with
