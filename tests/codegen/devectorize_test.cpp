@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "codegen/lir.hpp"
 #include "codegen/pipeline.hpp"
 #include "kiln/kiln.hpp"
 #include "llvm_ir.hpp"
@@ -138,4 +139,26 @@ TEST(Decompose, HalfTypesConvertNativelyWhereTheTargetStoresThem) {
     EXPECT_NE(i.type.scalar, KILN_LIR_DTYPE_BFLOAT16);
   // without the cap, no float16 reaches the renderer
   for (const kiln_lir_inst& i : to_program(k, wide_cpu()).lir.insts) EXPECT_NE(i.type.scalar, KILN_LIR_DTYPE_FLOAT16);
+}
+
+// KILN_TARGET_VECTOR_MEMORY_ONLY (CUDA's float4): 4-byte lanes load and store as vectors where
+// the index is a multiple of the lane count, and nothing else is a vector. A float4 load at an
+// address 4 bytes past alignment faults on a GPU, so rows of 1001 floats load lane by lane.
+TEST(Devectorize, VectorsInMemoryOnlyWhereAligned) {
+  Target t = kiln::testing::simulated_gpu(4);
+  t.flags |= KILN_TARGET_VECTOR_MEMORY_ONLY;
+  auto lir_of = [&](const Tensor& y) { return lir_text(to_program(kernel_of(y), t).lir.view()); };
+  const std::string aligned = lir_of(((in({64, 1024}) + 1.0) * 2.0).relu());
+  EXPECT_NE(aligned.find("LOAD float32x4"), std::string::npos) << aligned;
+  EXPECT_NE(aligned.find("STORE void"), std::string::npos);
+  for (const char* alu : {"ADD float32x", "MUL float32x", "MAX float32x", "CMPLT boolx", "WHERE float32x"})
+    EXPECT_EQ(aligned.find(alu), std::string::npos) << alu << " in\n" << aligned;
+  // rows of 1001 from the second column: the loads lane by lane, the (aligned) output still whole
+  const std::string odd = lir_of(in({64, 1001}).shrink({{0, 64}, {1, 1001}}) + 1.0);
+  EXPECT_EQ(odd.find("LOAD float32x"), std::string::npos) << odd;
+  EXPECT_NE(odd.find("INDEX float32x4*global[64000]"), std::string::npos) << odd;
+  const std::string halves = lir_of(in({64, 1024}, dtypes::float16) + 1.0);  // 2-byte lanes: scalar
+  for (const char* v : {"16x2", "16x4", "32x2", "32x4"}) EXPECT_EQ(halves.find(v), std::string::npos) << v << " in\n" << halves;
+  const std::string sums = lir_of(in({64, 1024}).sum({1}));
+  EXPECT_EQ(sums.find("ADD float32x"), std::string::npos) << sums;
 }
