@@ -31,6 +31,7 @@ struct Model::Impl {
   std::vector<ValueInfo> inputs, outputs;
   std::vector<const ::onnx::NodeProto*> order;  // nodes in dependency order
   std::unordered_map<std::string, Tensor> initializers;  // on the default device
+  std::unordered_map<std::string, detail::Layout> layouts;  // how each initializer is stored (absent: as given)
   mutable std::mutex cache_mu;
   mutable std::unordered_map<std::string, std::unordered_map<std::string, Tensor>> per_device;
   mutable detail::ConstantCache constants;  // attribute tensors, per device
@@ -49,6 +50,37 @@ struct Model::Impl {
 };
 
 namespace {
+
+// The initializers stored output channel innermost (Layout::out_channels_last): the weights of
+// ungrouped Convs whose window covers more than one position. kiln's plans for such convolutions
+// vector the output channels and copy a panel of the weight per block of input channels; from the
+// file's (O, I, k...) order that copy gathers one element from each of 16-32 output channels' rows
+// at a time, a stream per channel, which the prefetchers do not follow once the weights outgrow the
+// caches (ResNet-18 at batch 1: its 7 x 7 x 512 convolutions ran at 190 GFLOP/s, 320 stored this
+// way). 1 x 1 convolutions are matrix products whose plans broadcast weights along a row of W
+// (MobileNetV2's ran up to 1.6x slower transposed), and grouped ones read a channel's own few
+// weights: both keep the file's order. Values and shapes are the same either way (a view).
+std::unordered_set<std::string> packed_conv_weights(const ::onnx::GraphProto& g) {
+  std::unordered_map<std::string, const ::onnx::TensorProto*> inits;
+  for (const auto& t : g.initializer()) inits.emplace(t.name(), &t);
+  std::unordered_set<std::string> out;
+  for (const auto& n : g.node()) {
+    if (n.op_type() != "Conv" || !(n.domain().empty() || n.domain() == "ai.onnx") || n.input_size() < 2) continue;
+    int64_t group = 1;
+    for (const auto& a : n.attribute())
+      if (a.name() == "group") group = a.i();
+    auto it = inits.find(n.input(1));
+    if (group != 1 || it == inits.end() || it->second->dims_size() < 3) continue;
+    const auto& dims = it->second->dims();
+    bool window = false, empty = false;
+    for (int i = 0; i < dims.size(); ++i) {
+      empty = empty || dims[i] <= 0;  // (a bad shape is tensor_from_proto's to report)
+      window = window || (i >= 2 && dims[i] > 1);
+    }
+    if (window && !empty) out.insert(n.input(1));
+  }
+  return out;
+}
 
 ValueInfo value_info(const ::onnx::ValueInfoProto& v, const Model::Impl& m) {
   ValueInfo info{v.name(), dtypes::void_, {}};
@@ -175,10 +207,13 @@ const std::unordered_map<std::string, Tensor>& Model::Impl::initializers_on(cons
   auto it = per_device.find(dev);
   if (it != per_device.end()) return it->second;
   auto& moved = per_device[dev];
-  for (const auto& [k, t] : initializers) {  // flat copies, realized, viewed in their shape (as tensor_from_proto)
-    Tensor flat = t.reshape({t.numel()}).to(dev);
+  for (const auto& [k, t] : initializers) {  // flat copies of the storage, realized, viewed as tensor_from_proto views them
+    auto layout = layouts.find(k);
+    const detail::Layout how = layout == layouts.end() ? detail::Layout::as_given : layout->second;
+    Tensor stored = t.permute(detail::layout_storage(how, t.ndim()));
+    Tensor flat = stored.reshape({t.numel()}).to(dev);
     flat.realize();
-    moved.emplace(k, flat.reshape(t.shape()));
+    moved.emplace(k, flat.reshape(stored.shape()).permute(detail::layout_view(how, t.ndim())));
   }
   return moved;
 }
@@ -295,10 +330,13 @@ std::shared_ptr<const Model::Impl> Model::load_checked(std::shared_ptr<Impl> m) 
   m->check_nodes();
   m->sort_nodes();
   std::unordered_set<std::string> init_names;
+  const std::unordered_set<std::string> packed = packed_conv_weights(g);
   for (const auto& t : g.initializer()) {
     init_names.insert(t.name());
+    const auto layout = packed.count(t.name()) ? detail::Layout::out_channels_last : detail::Layout::as_given;
+    if (layout != detail::Layout::as_given) m->layouts[t.name()] = layout;
     m->initializers.emplace(t.name(), detail::tensor_from_proto(t, m->base_dir, m->name + ": initializer '" + t.name() + "'",
-                                                                 default_device()));
+                                                                 default_device(), layout));
   }
   if (g.sparse_initializer_size() > 0) m->fail("sparse initializers are not supported", ErrorCode::unimplemented);
   for (const auto& in : g.input()) {

@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <filesystem>
@@ -151,8 +152,49 @@ bool read_file(const std::string& path, std::string& out) {
   return static_cast<bool>(f.read(out.data(), size));
 }
 
+namespace {
+
+// rows x cols elements of `size` bytes each, transposed into cols x rows (blocks of 32 x 32 keep
+// both sides' cache lines in use; the copy is per element width so it compiles to moves).
+template <typename T>
+void transpose_as(const char* src, char* dst, int64_t rows, int64_t cols) {
+  constexpr int64_t B = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += B)
+    for (int64_t c0 = 0; c0 < cols; c0 += B)
+      for (int64_t r = r0; r < std::min(rows, r0 + B); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + B); ++c)
+          std::memcpy(dst + (c * rows + r) * int64_t(sizeof(T)), src + (r * cols + c) * int64_t(sizeof(T)), sizeof(T));
+}
+
+std::string transposed(std::string_view data, int64_t rows, int64_t cols, size_t size) {
+  std::string out(data.size(), '\0');
+  switch (size) {
+    case 1: transpose_as<uint8_t>(data.data(), out.data(), rows, cols); break;
+    case 2: transpose_as<uint16_t>(data.data(), out.data(), rows, cols); break;
+    case 4: transpose_as<uint32_t>(data.data(), out.data(), rows, cols); break;
+    default: transpose_as<uint64_t>(data.data(), out.data(), rows, cols); break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int> layout_view(Layout layout, int64_t ndim) {
+  std::vector<int> order(static_cast<size_t>(ndim));
+  for (int i = 0; i < int(ndim); ++i) order[size_t(i)] = i;
+  if (layout == Layout::out_channels_last && ndim >= 2) std::rotate(order.rbegin(), order.rbegin() + 1, order.rend());
+  return order;  // out_channels_last: (n-1, 0, 1, ..., n-2)
+}
+
+std::vector<int> layout_storage(Layout layout, int64_t ndim) {
+  std::vector<int> order(static_cast<size_t>(ndim));
+  for (int i = 0; i < int(ndim); ++i) order[size_t(i)] = i;
+  if (layout == Layout::out_channels_last && ndim >= 2) std::rotate(order.begin(), order.begin() + 1, order.end());
+  return order;  // out_channels_last: (1, 2, ..., n-1, 0)
+}
+
 Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir, const std::string& what,
-                         const std::string& device) {
+                         const std::string& device, Layout layout) {
   const auto dt = dtype_of(p.data_type());
   if (!dt)
     fail(what, std::string("element type ") + onnx_type_name(p.data_type()) + " is not supported by kiln",
@@ -201,6 +243,14 @@ Tensor tensor_from_proto(const TensorProto& p, const std::string& base_dir, cons
   // kernel indexes the view directly, while realizing the shaped tensor itself would run an
   // elementwise copy kernel (compiled once per distinct shape: a model's load compiled one per
   // weight shape, about a fifth of its first call).
+  if (layout == Layout::out_channels_last && shape.size() >= 2 && numel > 0) {
+    const std::string packed = transposed(data, shape[0], numel / shape[0], dt->itemsize());
+    Tensor flat = Tensor::from_bytes(packed.data(), nbytes, *dt, {numel}, device);
+    flat.realize();
+    Shape stored = shape;
+    std::rotate(stored.begin(), stored.begin() + 1, stored.end());
+    return flat.reshape(stored).permute(layout_view(layout, int64_t(shape.size())));
+  }
   Tensor flat = Tensor::from_bytes(data.data(), nbytes, *dt, {numel}, device);
   flat.realize();
   return flat.reshape(shape);
