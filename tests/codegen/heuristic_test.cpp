@@ -610,6 +610,31 @@ TEST(Heuristic, OddSizesKeepVectorsTilesAndThreads) {
   }
 }
 
+// Rows too short and odd for the lanes that divide or pad cheaply (5, 6, 9) take one masked vector
+// of the next power of two each on a CPU with masked vectors (ResNet's padded 9 x 9 maps), and stay
+// scalar without masks or when longer than a vector; an axis already vectored is not padded again.
+TEST(Heuristic, ShortOddRowsTakeOneMaskedVectorEach) {
+  auto lanes = [](const Chosen& c) {
+    for (const Opt& o : c.opts)
+      if (o.vectorize) return o.amount;
+    return int64_t{1};
+  };
+  for (auto [n, want] : {std::pair<int64_t, int64_t>{5, 8}, {6, 8}, {9, 16}, {3, 4}}) {
+    SCOPED_TRACE("rows of " + std::to_string(n));
+    Tensor y = (in({512, n - 2, n - 2}) + 1.0).relu().pad({{0, 0}, {1, 1}, {1, 1}});  // a padded map: rows stay rows
+    Chosen masked = main_kernel(y), plain = main_kernel(y, simulated_cpu(16, 8));
+    EXPECT_EQ(lanes(masked), want) << masked.str();
+    EXPECT_EQ(lanes(plain), 1) << "no masks: " << plain.str();
+  }
+  Chosen wide = main_kernel((in({64, 15, 15}) + 1.0).relu().pad({{0, 0}, {1, 1}, {1, 1}}),
+                            simulated_cpu(8, 8) /* AVX2-like: 8 lanes */);
+  EXPECT_NE(lanes(wide), 16) << "17 does not fit one 8-lane vector: " << wide.str();
+  // a row kernel's output axis (asked for lanes twice) keeps its first vector and one PADTO
+  Chosen row = main_kernel(in({64, 10, 10}).softmax(-1));
+  EXPECT_LE(std::count_if(row.opts.begin(), row.opts.end(), [](const Opt& o) { return o.op == OptOp::PADTO && o.axis == 1; }), 1)
+      << row.str();
+}
+
 // Without masked vector accesses a padded vector would load lane by lane: the vector axis takes
 // an amount that divides instead, while the rows of a tile (no vector gate) are still padded.
 TEST(Heuristic, VectorAxesArePaddedOnlyWithMaskedVectors) {

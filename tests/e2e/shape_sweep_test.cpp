@@ -133,6 +133,23 @@ void check_softmax(const std::string& device, int64_t rows, int64_t cols) {
   expect_close(got, want, want, 1e-5, 1e-7, "softmax " + dims(x.shape) + " over the last axis on " + device);
 }
 
+// relu(x + bias + r) written into a map padded by 1 (the next convolution's input, as ResNet's
+// epilogues are): rows of n + 2 (5, 6, 9: one masked vector each on AVX-512, short_row_lanes).
+void check_padded_epilogue(const std::string& device, int64_t channels, int64_t n) {
+  HostArray x = random({channels, n, n}, 7000 + n), r = random({channels, n, n}, 7100 + n), bias = random({channels}, 7200 + n);
+  const int64_t p = n + 2;
+  std::vector<double> want(size_t(channels * p * p), 0.0);
+  for (int64_t c = 0; c < channels; c++)
+    for (int64_t y = 0; y < n; y++)
+      for (int64_t w = 0; w < n; w++) {
+        const int64_t i = (c * n + y) * n + w;
+        want[size_t((c * p + y + 1) * p + w + 1)] = std::max(0.0, x.v[i] + bias.v[c] + r.v[i]);
+      }
+  Tensor b = upload(bias, device).reshape({channels, 1, 1});
+  Tensor y = (upload(x, device) + b + upload(r, device)).relu().pad({{0, 0}, {1, 1}, {1, 1}});
+  expect_close(y.to_vector<float>(), want, want, 1e-6, 1e-7, "padded epilogue " + dims(x.shape) + " on " + device);
+}
+
 class ShapeSweep : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -189,6 +206,10 @@ TEST_P(ShapeSweep, StridedConvolutions) {
   for (int stride : {2, 3, 4, 5})
     for (int64_t w : {13, 28, 64})
       for (int pad : {0, 1}) check_conv2d(GetParam(), 4, 7, w * stride + 2 - 2 * pad, 32, stride, pad);
+}
+
+TEST_P(ShapeSweep, PaddedEpiloguesWithShortRows) {
+  for (int64_t n : {1, 3, 4, 7, 14}) check_padded_epilogue(GetParam(), 37, n);
 }
 
 TEST_P(ShapeSweep, ReductionsOverLastAndLeadingAxes) {
