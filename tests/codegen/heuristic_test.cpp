@@ -611,8 +611,9 @@ TEST(Heuristic, OddSizesKeepVectorsTilesAndThreads) {
 }
 
 // Rows too short and odd for the lanes that divide or pad cheaply (5, 6, 9) take one masked vector
-// of the next power of two each on a CPU with masked vectors (ResNet's padded 9 x 9 maps), and stay
-// scalar without masks or when longer than a vector; an axis already vectored is not padded again.
+// of the next power of two each on a CPU with masked vectors (ResNet's padded 9 x 9 maps), two
+// where a row fits two (9 on 8 lanes), and stay scalar without masks; an axis already vectored is
+// not padded again.
 TEST(Heuristic, ShortOddRowsTakeOneMaskedVectorEach) {
   auto lanes = [](const Chosen& c) {
     for (const Opt& o : c.opts)
@@ -626,9 +627,13 @@ TEST(Heuristic, ShortOddRowsTakeOneMaskedVectorEach) {
     EXPECT_EQ(lanes(masked), want) << masked.str();
     EXPECT_EQ(lanes(plain), 1) << "no masks: " << plain.str();
   }
-  Chosen wide = main_kernel((in({64, 15, 15}) + 1.0).relu().pad({{0, 0}, {1, 1}, {1, 1}}),
-                            simulated_cpu(8, 8) /* AVX2-like: 8 lanes */);
-  EXPECT_NE(lanes(wide), 16) << "17 does not fit one 8-lane vector: " << wide.str();
+  // an AVX2-like target (8 lanes, masked): a row of 9 is padded to two whole vectors
+  Target avx2 = simulated_cpu(8, 8);
+  avx2.flags |= KILN_TARGET_HAS_MASKED_VECTORS;
+  Chosen two = main_kernel((in({512, 7, 7}) + 1.0).relu().pad({{0, 0}, {1, 1}, {1, 1}}), avx2);
+  EXPECT_EQ(lanes(two), 8) << two.str();
+  EXPECT_TRUE(std::any_of(two.opts.begin(), two.opts.end(), [](const Opt& o) { return o.op == OptOp::PADTO && o.amount == 16; }))
+      << two.str();
   // a row kernel's output axis (asked for lanes twice) keeps its first vector and one PADTO
   Chosen row = main_kernel(in({64, 10, 10}).softmax(-1));
   EXPECT_LE(std::count_if(row.opts.begin(), row.opts.end(), [](const Opt& o) { return o.op == OptOp::PADTO && o.axis == 1; }), 1)

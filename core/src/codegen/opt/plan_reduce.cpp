@@ -48,16 +48,18 @@ namespace {
 
 // A contiguous axis too short and odd for vector_lanes (9: padding to 12 or 16 adds more than
 // kPadShare allows, and no power of two of at least 4 lanes divides it) left scalar: on a CPU with
-// masked vectors the whole row fits one masked vector of the next power of two, one access where
-// the scalar loop makes n (ResNet's padded 9 x 9 maps: E_512_9_9 3.4x faster so, as BEAM found).
+// masked vectors a row that fits one vector takes one of the next power of two, and one that fits
+// two (9 on AVX2's 8 lanes) is padded to two whole vectors: one or two accesses where the scalar
+// loop makes n (ResNet's padded 9 x 9 maps: E_512_9_9 8x faster so; BEAM had found that plan).
 int64_t short_row_lanes(OptPlan& plan, const UOp& j, const Vectors& vectors) {
   const int64_t n = remaining(j, plan.opts());
   const bool vectored = std::any_of(plan.opts().begin(), plan.opts().end(),
                                     [&](const Opt& o) { return o.vectorize && o.axis == range_axis(j); });
-  if (vectored || !vectors.cpu || !vectors.masked || n < 3 || n > vectors.lanes) return 1;
-  const int64_t a = std::bit_ceil(static_cast<uint64_t>(std::max(n, vectors.narrowest())));
-  if (a > vectors.lanes || (n % a != 0 && !plan.add({OptOp::PADTO, range_axis(j), a}))) return 1;
-  return a;
+  if (vectored || !vectors.cpu || !vectors.masked || n < 3 || n > 2 * vectors.lanes) return 1;
+  const int64_t one = std::bit_ceil(static_cast<uint64_t>(std::max(n, vectors.narrowest())));
+  const int64_t padded = one <= vectors.lanes ? one : 2 * vectors.lanes, lanes = std::min(padded, vectors.lanes);
+  if (n % padded != 0 && !plan.add({OptOp::PADTO, range_axis(j), padded})) return 1;
+  return lanes;
 }
 
 }  // namespace
