@@ -114,3 +114,26 @@ TEST(PairProducts, ThePanelOfPairsIsFilledByVectorStores) {
   EXPECT_GT(panel_stores, 0);
   EXPECT_EQ(scalar, 0);
 }
+
+// A bfloat16 convolution over enough output positions (kPairedConvPositions) pairs its input
+// channels: the staged weights in pairs, the image's pair two loads a plane apart made one 32-bit
+// word; fewer positions, an odd channel count or float32 keep the plan they have without DOT2.
+TEST(PairProducts, ABfloat16ConvolutionPairsItsInputChannels) {
+  auto conv = [](int64_t n, int64_t c, int64_t hw, int64_t o, const Target& t, DType d = dtypes::bfloat16) {
+    Tensor x = in({n, c, hw + 2, hw + 2}, d), w = in({o, c, 3, 3}, d);  // (an unpadded input: no gates)
+    return to_program(kernel_of(x.conv2d(w)), t);
+  };
+  for (auto [n, c, hw, o] : {std::tuple{8, 64, 28, 64}, {8, 32, 24, 32}, {2, 16, 48, 32}}) {
+    SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(hw) + " -> " + std::to_string(o));
+    ProgramSpec p = conv(n, c, hw, o, avx512(true));
+    EXPECT_GT(count(p, KILN_LIR_OP_DOT2), 0) << opts_text(p.opts);
+    EXPECT_EQ(accumulating(p), count(p, KILN_LIR_OP_DOT2)) << "each accumulates in place";
+  }
+  for (auto [n, c, hw, o] : {std::tuple{1, 64, 14, 64}, {8, 33, 28, 64}}) {
+    SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(hw) + " -> " + std::to_string(o));
+    ProgramSpec with = conv(n, c, hw, o, avx512(true)), without = conv(n, c, hw, o, avx512(false));
+    EXPECT_EQ(count(with, KILN_LIR_OP_DOT2), 0) << opts_text(with.opts);
+    EXPECT_EQ(opts_text(with.opts), opts_text(without.opts));
+  }
+  EXPECT_EQ(count(conv(8, 64, 28, 64, avx512(true), dtypes::float32), KILN_LIR_OP_DOT2), 0);
+}

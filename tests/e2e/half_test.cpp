@@ -94,6 +94,61 @@ TEST(HalfProducts, Bfloat16MatmulsMatchFloat64) {
   }
 }
 
+// bfloat16 convolutions against float64 on the same inputs, the matmul's bound with K = C x 3 x 3.
+// Over kPairedConvPositions output positions with an even channel count the input channels go in
+// DOT2 pairs where cpu:0 has AVX512-BF16 (asserted), the image's pair two loads a plane apart
+// (padding 1: the pad is a kernel of its own, the convolution's loads ungated).
+TEST(HalfProducts, Bfloat16ConvolutionsMatchFloat64) {
+  const bool dot2 = runtime::open_device(kDevice)->target().supports_op(KILN_LIR_OP_DOT2);
+  struct Case {
+    int64_t n, c, hw, o;
+    bool pairs;
+  };
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (const Case& k : {Case{8, 32, 24, 32, true}, Case{2, 16, 48, 48, true}, Case{8, 6, 26, 48, true}, Case{8, 6, 26, 40, false}, Case{1, 16, 14, 32, false},
+                        Case{8, 33, 24, 32, false}}) {
+    SCOPED_TRACE(std::to_string(k.n) + "x" + std::to_string(k.c) + "x" + std::to_string(k.hw) + " -> " + std::to_string(k.o));
+    std::vector<float> x(static_cast<size_t>(k.n * k.c * k.hw * k.hw)), w(static_cast<size_t>(k.o * k.c * 9));
+    for (float& v : x) v = bf16_to_float(float_to_bf16(u(rng)));
+    for (float& v : w) v = bf16_to_float(float_to_bf16(u(rng)));
+    Tensor tx = Tensor::from_vector(x, {k.n, k.c, k.hw, k.hw}, kDevice).cast(dtypes::bfloat16).realize();
+    Tensor tw = Tensor::from_vector(w, {k.o, k.c, 3, 3}, kDevice).cast(dtypes::bfloat16).realize();
+    Tensor r = tx.conv2d(tw, std::nullopt, 1, 1);
+    int dots = 0;
+    for (const ExecItem& it : r.schedule())
+      if (!it.is_copy)
+        for (const kiln_lir_inst& i : runtime::get_kernel(runtime::open_device(kDevice), it.ast)->spec.lir.insts) dots += i.op == KILN_LIR_OP_DOT2;
+    if (dot2 && k.pairs) {
+      EXPECT_GT(dots, 0) << "vdpbf16ps expected on this host";
+    } else if (!dot2) {
+      EXPECT_EQ(dots, 0);
+    }
+    const std::vector<float> got = r.cast(dtypes::float32).to_vector<float>();
+    size_t wrong = 0;
+    for (int64_t b = 0; b < k.n; ++b)
+      for (int64_t o = 0; o < k.o; ++o)
+        for (int64_t y = 0; y < k.hw; ++y)
+          for (int64_t xx = 0; xx < k.hw; ++xx) {
+            double exact = 0, mag = 0;
+            for (int64_t c = 0; c < k.c; ++c)
+              for (int64_t ky = 0; ky < 3; ++ky)
+                for (int64_t kx = 0; kx < 3; ++kx) {
+                  const int64_t iy = y + ky - 1, ix = xx + kx - 1;
+                  if (iy < 0 || iy >= k.hw || ix < 0 || ix >= k.hw) continue;
+                  const double p = static_cast<double>(x[static_cast<size_t>(((b * k.c + c) * k.hw + iy) * k.hw + ix)]) *
+                                   w[static_cast<size_t>(((o * k.c + c) * 3 + ky) * 3 + kx)];
+                  exact += p, mag += std::fabs(p);
+                }
+            const double bound = std::ldexp(std::fabs(exact), -8) + static_cast<double>(k.c * 9 + 2) * std::ldexp(mag, -24) + 1e-30;
+            const double g = got[static_cast<size_t>(((b * k.o + o) * k.hw + y) * k.hw + xx)];
+            if (!(std::fabs(g - exact) <= bound) && wrong++ < 5)
+              ADD_FAILURE() << "[" << b << "][" << o << "][" << y << "][" << xx << "] = " << g << ", want " << exact << " +- " << bound;
+          }
+    EXPECT_EQ(wrong, 0u);
+  }
+}
+
 // Found with the matmul above: the heuristic counted 32 bfloat16 lanes to an AVX-512 vector, but
 // a target that computes half types in float32 holds 16, so the register tile took twice the
 // registers. The register tile (the UPCASTs) must equal float32's; the cache actions may differ

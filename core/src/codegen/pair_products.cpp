@@ -98,13 +98,20 @@ UOp load(const Element& e, int64_t count) {
   return UOp::make(Ops::LOAD, dtypes::bfloat16.vec(static_cast<int>(count)), {UOp::make(Ops::INDEX, vp, {e.ptr, at})});
 }
 
-// DOT2 of A's pair (one 2-element load), broadcast to every lane, and B's 2n elements.
-UOp dot2_of(const Product& even, int64_t n) {
-  UOp pair = load(even.a, 2);
-  std::vector<int64_t> pairs;
-  for (int64_t l = 0; l < n; ++l) pairs.insert(pairs.end(), {0, 1});
+// DOT2 of A's pair (one 2-element load, or two loads where the pair's elements are apart: a
+// convolution's image, paired along its input channels), broadcast to every lane, and B's 2n elements.
+UOp dot2_of(const Product& even, const Product& odd, int64_t n) {
   const DType u16 = dtypes::uint16.vec(static_cast<int>(2 * n)), f32 = dtypes::float32.vec(static_cast<int>(n));
-  UOp a = UOp::make(Ops::GEP, u16, {pair.bitcast(dtypes::uint16.vec(2))}, Arg{std::move(pairs)});
+  UOp a;
+  if (offset(even.a, odd.a) == 1) {
+    std::vector<int64_t> pairs;
+    for (int64_t l = 0; l < n; ++l) pairs.insert(pairs.end(), {0, 1});
+    a = UOp::make(Ops::GEP, u16, {load(even.a, 2).bitcast(dtypes::uint16.vec(2))}, Arg{std::move(pairs)});
+  } else {  // the pair's two elements as one 32-bit word (even in the low half), broadcast
+    auto bits = [](const UOp& h) { return h.bitcast(dtypes::uint16).cast(dtypes::uint32); };
+    UOp word = bits(load(even.a, 1)) | UOp::alu(Ops::SHL, {bits(load(odd.a, 1)), UOp::cvalue(dtypes::uint32, 16)});
+    a = UOp::make(Ops::VECTORIZE, dtypes::uint32.vec(static_cast<int>(n)), std::vector<UOp>(static_cast<size_t>(n), word)).bitcast(u16);
+  }
   return UOp::make(Ops::DOT2, f32, {a, load(even.b, 2 * n).bitcast(u16), UOp::cvalue(f32, 0)});
 }
 
@@ -115,8 +122,8 @@ UOp paired(const UOp& sum) {
   std::optional<Product> p = product(sum.src(0), n), q = product(sum.src(1), n);
   if (!p || !q) return {};
   if (offset(q->b, p->b) == 1) std::swap(p, q);
-  if (offset(p->b, q->b) != 1 || offset(p->a, q->a) != 1) return {};
-  return dot2_of(*p, n);
+  if (offset(p->b, q->b) != 1) return {};
+  return dot2_of(*p, *q, n);
 }
 
 }  // namespace

@@ -211,8 +211,39 @@ bool stages_pairs(const UOp& ast) {
   return false;
 }
 
+// The plan with `reduce` unrolled by 2 just before its first STAGE (nullopt where that does not apply).
+std::optional<OptPlan> unrolled_before_stage(const Kernel& c, const OptPlan& plan, const UOp& reduce) {
+  const std::vector<Opt>& opts = plan.opts();
+  const auto stage = std::find_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
+  OptPlan paired(c.ast, c.target);
+  for (auto it = opts.begin(); it != stage; ++it)
+    if (!paired.add(*it)) return std::nullopt;
+  if (!paired.add({OptOp::UNROLL, range_axis(reduce), 2})) return std::nullopt;
+  for (auto it = stage; it != opts.end(); ++it)
+    if (!paired.add(*it)) return std::nullopt;
+  return paired;
+}
+
 OptPlan in_pairs(const Kernel& c, OptPlan plan) {
-  if (!c.target.supports_op(KILN_LIR_OP_DOT2) || c.k.reduce.size() != 1 || !bf16_products(c.ast, c.k.reduce[0])) return plan;
+  if (!c.target.supports_op(KILN_LIR_OP_DOT2)) return plan;
+  // a convolution (several reduces, its weights staged): the pairs along an even reduce the staged
+  // weights move along (its input channels), its image's pair two loads (pair_products.cpp); only
+  // over kPairedConvPositions output positions or more, where the costlier fill of the panel in pairs
+  // (a gather across output channels, as unpaired) is repaid
+  if (c.k.reduce.size() > 1) {
+    int64_t positions = 1;
+    const std::optional<ChannelConv> conv = channel_conv_shape(c);
+    for (const UOp& r : c.k.out)
+      if (!conv || !(r == conv->channels_out)) positions *= std::max<int64_t>(1, const_size(r));
+    if (!conv || positions < kPairedConvPositions ||
+        std::none_of(plan.opts().begin(), plan.opts().end(), [](const Opt& o) { return o.op == OptOp::STAGE; }))
+      return plan;
+    for (const UOp& r : c.k.reduce)
+      if (const_size(r) % 2 == 0)
+        if (std::optional<OptPlan> paired = unrolled_before_stage(c, plan, r); paired && stages_pairs(paired->ast())) return *paired;
+    return plan;
+  }
+  if (c.k.reduce.size() != 1 || !bf16_products(c.ast, c.k.reduce[0])) return plan;
   const std::vector<Opt>& opts = plan.opts();
   const auto stage = std::find_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
   OptPlan paired(c.ast, c.target);
