@@ -19,6 +19,20 @@ using namespace kiln::testing;
 
 namespace {
 const char* kDevice = "cpu:0";
+
+// r's kernels sum products in DOT2 pairs where cpu:0 has it and `pairs` says they should, and never
+// where it has not.
+void expect_pairs(const Tensor& r, bool dot2, bool pairs) {
+  int dots = 0;
+  for (const ExecItem& it : r.schedule())
+    if (!it.is_copy)
+      for (const kiln_lir_inst& i : runtime::get_kernel(runtime::open_device(kDevice), it.ast)->spec.lir.insts) dots += i.op == KILN_LIR_OP_DOT2;
+  if (dot2 && pairs) {
+    EXPECT_GT(dots, 0) << "vdpbf16ps expected on this host";
+  } else if (!dot2) {
+    EXPECT_EQ(dots, 0);
+  }
+}
 }  // namespace
 
 TEST(HalfCasts, EveryPatternWidensExactly) { check_half_widening(kDevice); }
@@ -68,15 +82,7 @@ TEST(HalfProducts, Bfloat16MatmulsMatchFloat64) {
     Tensor ta = Tensor::from_vector(a, c.a_transposed ? Shape{c.k, c.m} : Shape{c.m, c.k}, kDevice).cast(dtypes::bfloat16).realize();
     Tensor tb = Tensor::from_vector(b, c.b_transposed ? Shape{c.n, c.k} : Shape{c.k, c.n}, kDevice).cast(dtypes::bfloat16).realize();
     Tensor r = (c.a_transposed ? ta.transpose() : ta).matmul(c.b_transposed ? tb.transpose() : tb);
-    int dots = 0;
-    for (const ExecItem& it : r.schedule())
-      if (!it.is_copy)
-        for (const kiln_lir_inst& i : runtime::get_kernel(runtime::open_device(kDevice), it.ast)->spec.lir.insts) dots += i.op == KILN_LIR_OP_DOT2;
-    if (dot2 && c.pairs) {
-      EXPECT_GT(dots, 0) << "vdpbf16ps expected on this host";
-    } else if (!dot2) {
-      EXPECT_EQ(dots, 0);
-    }
+    expect_pairs(r, dot2, c.pairs);
     const std::vector<float> got = r.cast(dtypes::float32).to_vector<float>();
     size_t wrong = 0;
     for (int64_t i = 0; i < c.m; ++i)
@@ -115,15 +121,7 @@ TEST(HalfProducts, Bfloat16ConvolutionsMatchFloat64) {
     Tensor tx = Tensor::from_vector(x, {k.n, k.c, k.hw, k.hw}, kDevice).cast(dtypes::bfloat16).realize();
     Tensor tw = Tensor::from_vector(w, {k.o, k.c, 3, 3}, kDevice).cast(dtypes::bfloat16).realize();
     Tensor r = tx.conv2d(tw, std::nullopt, 1, 1);
-    int dots = 0;
-    for (const ExecItem& it : r.schedule())
-      if (!it.is_copy)
-        for (const kiln_lir_inst& i : runtime::get_kernel(runtime::open_device(kDevice), it.ast)->spec.lir.insts) dots += i.op == KILN_LIR_OP_DOT2;
-    if (dot2 && k.pairs) {
-      EXPECT_GT(dots, 0) << "vdpbf16ps expected on this host";
-    } else if (!dot2) {
-      EXPECT_EQ(dots, 0);
-    }
+    expect_pairs(r, dot2, k.pairs);
     const std::vector<float> got = r.cast(dtypes::float32).to_vector<float>();
     size_t wrong = 0;
     for (int64_t b = 0; b < k.n; ++b)
