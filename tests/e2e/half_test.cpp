@@ -113,7 +113,9 @@ TEST(HalfProducts, Bfloat16ConvolutionsMatchFloat64) {
   std::mt19937 rng(12);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
   for (const Case& k : {Case{8, 32, 24, 32, true}, Case{2, 16, 48, 48, true}, Case{8, 6, 26, 48, true}, Case{8, 6, 26, 40, false}, Case{1, 16, 14, 32, false},
-                        Case{8, 33, 24, 32, false}}) {
+                        Case{8, 33, 24, 32, false},
+                        // a panel past a stage buffer: input channels in blocks, float32 partial sums (block.cpp)
+                        Case{1, 512, 7, 64, false}}) {
     SCOPED_TRACE(std::to_string(k.n) + "x" + std::to_string(k.c) + "x" + std::to_string(k.hw) + " -> " + std::to_string(k.o));
     std::vector<float> x(static_cast<size_t>(k.n * k.c * k.hw * k.hw)), w(static_cast<size_t>(k.o * k.c * 9));
     for (float& v : x) v = bf16_to_float(float_to_bf16(u(rng)));
