@@ -555,3 +555,36 @@ TEST(ManyInputs, CatAndSumOfManyTensorsSplitIntoKernelsThatFit) {
   float total = want_sum[0] + want_sum[1] + want_sum[2];
   EXPECT_EQ(Tensor::cat(parts, 0).sum().item<float>(), total);
 }
+
+// Found by the fuzzer (seed 202, case 124): an assign whose value is staged in a temporary (it
+// reads its own target across positions: b := b + a @ b) recorded every input of the staging
+// kernel as read at its original version, so an input an earlier assign had written (a := a + c)
+// was to be read before that write, and after it: "the kernels ... depend on each other in a cycle".
+// Both assigns apply, in order, on cpu:0 and on the reference device.
+TEST(FuzzFindings, AStagedAssignReadsAnInputAnEarlierAssignWrote) {
+  const std::vector<float> av{-0.671875f, 0.65625f, -1.078125f, 1.96875f}, cv{0.328125f, -0.421875f},
+      bv{-0.25f, 1.0f, -0.96875f, -1.640625f, -1.578125f, 0.40625f, 1.953125f, -0.8125f, 0.9375f, 0.6875f, -1.15625f, 1.75f, -1.625f, -0.09375f};
+  auto run = [&](const std::string& dev) {
+    Tensor a = Tensor::from_vector(av, {2, 2}, dev).realize(), c = Tensor::from_vector(cv, {1, 2}, dev).realize();
+    Tensor b = Tensor::from_vector(bv, {2, 7}, dev).realize();
+    a.assign(a + c);
+    b.assign(b + a.matmul(b));
+    std::vector<float> b_out = b.to_vector<float>();  // first: b's schedule holds both assigns
+    return std::pair{a.to_vector<float>(), b_out};
+  };
+  std::vector<double> a2(4), want(14);
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 2; ++k) a2[size_t(i * 2 + k)] = double(av[size_t(i * 2 + k)]) + cv[size_t(k)];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 7; ++j) {
+      double s = bv[size_t(i * 7 + j)];
+      for (int k = 0; k < 2; ++k) s += a2[size_t(i * 2 + k)] * bv[size_t(k * 7 + j)];
+      want[size_t(i * 7 + j)] = s;
+    }
+  for (const std::string dev : {kDevice, "ref"}) {
+    SCOPED_TRACE(dev);
+    auto [a, b] = run(dev);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], static_cast<float>(a2[i])) << "a[" << i << "]";
+    for (size_t i = 0; i < b.size(); ++i) EXPECT_NEAR(b[i], want[i], 1e-5) << "b[" << i << "]";
+  }
+}

@@ -571,8 +571,8 @@ void rangeify(ScheduleState& s) {
         tmp.after = k.after;
         BufRef staged = new_local(value, dev);
         tmp.body = rangeify_kernel(g, {{value, value, staged}}, realized, tmp.bufs);
-        for (const BufRef& b : tmp.bufs)
-          if (!b.local) input_reads.push_back({index, b.index, -1});
+        // (its reads are the value's, recorded above under `index`, this kernel's: each input at the
+        // version it reads, so an input an earlier assign wrote is read after that write, not before)
         realized[value.node()] = staged;
         producer[value.node()] = index;
         t.kernels.push_back(std::move(tmp));
