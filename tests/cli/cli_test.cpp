@@ -347,6 +347,22 @@ TEST(Cli, BeamSearchesAWorkloadsKernelsAndRemembersThem) {
   EXPECT_CONTAINS(r.out, "\"cached\": false");
   for (const char* key : {"heuristic_ms", "searched_ms", "actions", "candidates", "search_s"})
     EXPECT_CONTAINS(r.out, std::string("\"") + key + "\": ");
+  // not a terminal (a log): a progress line a round, so a long search still shows it is alive
+  EXPECT_CONTAINS(r.err, "kiln beam: sum: kernel 1 (");
+  EXPECT_CONTAINS(r.err, ", round 1, best ");
+  // --seconds bounds each kernel's search: past it no further round starts (round 0, the
+  // heuristic's list and its neighbours, is always timed, and the result still confirmed). An
+  // empty cache of its own: round 0 compiles its candidates, so it alone outlasts a millisecond.
+  const std::string fresh = cache + "-bounded";
+  std::filesystem::remove_all(fresh);
+  CliResult bounded = run_kiln({"beam", "--device", "cpu:0", "--width", "2", "--seconds", "0.001", "--json", "sum"}, {{"KILN_CACHE_DIR", fresh}});
+  std::filesystem::remove_all(fresh);
+  ASSERT_EQ(bounded.exit_code, 0) << bounded.err;
+  EXPECT_CONTAINS(bounded.out, "\"rounds\": 0");
+  EXPECT_EQ(bounded.out.find("\"rounds\": 1"), std::string::npos) << bounded.out;
+  CliResult zero = run_kiln({"beam", "--device", "cpu:0", "--seconds", "0", "sum"});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_CONTAINS(zero.err, "--seconds must be a positive number of seconds");
   CliResult again = run_kiln({"beam", "--device", "cpu:0", "--width", "1", "sum"}, env);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_CONTAINS(again.out, "heuristic ms");

@@ -3,9 +3,11 @@
 // Each workload's inputs are made with the heuristics; then its program is realized with
 // KILN_BEAM=width, so every kernel of it is searched (or found in the search cache) exactly as a
 // user's program would be. Prints per kernel the heuristic's time, the searched time and the
-// chosen actions; on a TTY a progress line shows the kernel, the round and the best time so far.
+// chosen actions. A progress line per round shows the kernel, the round and the best time so far
+// (rewritten in place on a TTY); --seconds bounds each kernel's search (a device lease).
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -34,13 +36,15 @@ int run_beam(const std::vector<std::string>& args) {
   options.add_options()("device", po::value<std::string>(), "device to search on (default: the default device)")(
       "width", po::value<int>()->default_value(4), "beam width")("json", "machine-readable output")(
       "no-cache", "search again even where the search cache has an entry (the entry is replaced)")(
+      "seconds", po::value<double>(), "stop each kernel's search after this many seconds (default 60) and keep the best "
+                                     "plan found by then (still confirmed against the heuristic's)")(
       "workload", po::value<std::vector<std::string>>(), "workloads (kiln bench's names), or all");
   po::positional_options_description positional;
   positional.add("workload", -1);
   po::variables_map vm;
   std::string names;
   for (const bench::Workload* w : bench::all_workloads()) names += (names.empty() ? "" : ", ") + w->name;
-  if (!parse_args(args, options, positional, vm, "kiln beam [--device D] [--width N] [--json] WORKLOAD...|all",
+  if (!parse_args(args, options, positional, vm, "kiln beam [--device D] [--width N] [--seconds S] [--json] WORKLOAD...|all",
                   "  kiln beam matmul512\n  kiln beam --width 2 mlp conv2d\n  kiln beam all --json\n\nworkloads: " + names +
                       "\nall: the default set (the eight peer workloads)\n"))
     return kOk;
@@ -59,17 +63,24 @@ int run_beam(const std::vector<std::string>& args) {
     selected.push_back(*it);
   }
   if (vm.count("no-cache")) set_knob(Knob::beam_cache, 0);
+  if (vm.count("seconds")) {  // (the process ends with the command: nothing to restore)
+    SearchLimits limits;
+    limits.seconds = vm["seconds"].as<double>();
+    if (!(limits.seconds > 0) || !std::isfinite(limits.seconds)) throw UsageError("--seconds must be a positive number of seconds");
+    runtime::set_beam_limits(limits);
+  }
   const std::string device = vm.count("device") ? vm["device"].as<std::string>() : default_device_or_config_error();
   const bool json = vm.count("json"), tty = isatty(STDERR_FILENO);
 
   std::vector<Row> rows;
   std::string current;
   runtime::set_beam_observer([&](const runtime::BeamReport& r) { rows.push_back({current, r}); });
-  if (tty)
-    runtime::set_beam_progress([&](const std::string& kernel, int round, double best) {
-      std::fprintf(stderr, "\033[K%s: kernel %zu (%s), round %d, best %.4f ms\r", current.c_str(), rows.size() + 1, kernel.c_str(),
-                   round, best * 1e3);
-    });
+  // a terminal sees one line rewritten in place; a log (a device check's output) a line a round,
+  // so a long search on a large kernel still shows it is alive
+  runtime::set_beam_progress([&](const std::string& kernel, int round, double best) {
+    std::fprintf(stderr, "%s%s: kernel %zu (%s), round %d, best %.4f ms%s", tty ? "\033[K" : "kiln beam: ", current.c_str(),
+                 rows.size() + 1, kernel.c_str(), round, best * 1e3, tty ? "\r" : "\n");
+  });
   for (const bench::Workload* w : selected) {
     current = w->name;
     bench::search(*w, device, width);
