@@ -8,8 +8,10 @@
 // with a(k) one A element broadcast to the lanes and b(k) lane l = panel[base + 2l] (k's element of
 // column l, its pair beside it). Both are float32 views (CASTs) of bfloat16 loads. Where the lanes'
 // addresses prove that shape, the sum is one DOT2 of A's pair (broadcast) and the panel's 2n
-// elements from base (one vector load); decompose folds the accumulator's add into it. Anything
-// else is left as it is: the same values, one multiply-add per product.
+// elements from base (one vector load); decompose folds the accumulator's add into it. A
+// convolution paired along its input channels has A's two elements a plane apart: they are loaded
+// apart and joined into one 32-bit word, broadcast. Anything else is left as it is: the same
+// values, one multiply-add per product.
 #include "codegen/passes.hpp"
 
 #include <optional>

@@ -203,12 +203,20 @@ OptPlan finish_plan(const Kernel& c, OptPlan plan, const PlanTail& tail) {
 // staged B panel holds each column's K pairs side by side (stage.cpp) and the inner loop becomes
 // one DOT2 per accumulator and K pair (codegen/pair_products.cpp). A plan that stages nothing (B
 // small enough to stay in cache) stages B in pairs around the first output loop it stays put
-// along (a row tile's loop: one copy of B per thread chunk). The plan as it was where no panel of
-// pairs results (an odd K, no vector lanes along B's columns).
+// along (a row tile's loop: one copy of B per thread chunk). A convolution pairs its input
+// channels the same way where its weights are staged and it has kPairedConvPositions output
+// positions. The plan as it was where no panel of pairs results (an odd K, no vector lanes along
+// B's columns).
 bool stages_pairs(const UOp& ast) {
   for (const UOpNode* n : toposort_nodes(ast))
     if (n->op == Ops::DEFINE_REG && n->dtype.base().scalar() == Scalar::bfloat16) return true;
   return false;
+}
+
+namespace {
+
+bool has_stage(const OptPlan& plan) {
+  return std::any_of(plan.opts().begin(), plan.opts().end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
 }
 
 // The plan with `reduce` unrolled by 2 just before its first STAGE (nullopt where that does not apply).
@@ -224,6 +232,8 @@ std::optional<OptPlan> unrolled_before_stage(const Kernel& c, const OptPlan& pla
   return paired;
 }
 
+}  // namespace
+
 OptPlan in_pairs(const Kernel& c, OptPlan plan) {
   if (!c.target.supports_op(KILN_LIR_OP_DOT2)) return plan;
   // a convolution (several reduces, its weights staged): the pairs along an even reduce the staged
@@ -235,24 +245,17 @@ OptPlan in_pairs(const Kernel& c, OptPlan plan) {
     const std::optional<ChannelConv> conv = channel_conv_shape(c);
     for (const UOp& r : c.k.out)
       if (!conv || !(r == conv->channels_out)) positions *= std::max<int64_t>(1, const_size(r));
-    if (!conv || positions < kPairedConvPositions ||
-        std::none_of(plan.opts().begin(), plan.opts().end(), [](const Opt& o) { return o.op == OptOp::STAGE; }))
-      return plan;
+    if (!conv || positions < kPairedConvPositions || !has_stage(plan)) return plan;
     for (const UOp& r : c.k.reduce)
       if (const_size(r) % 2 == 0)
         if (std::optional<OptPlan> paired = unrolled_before_stage(c, plan, r); paired && stages_pairs(paired->ast())) return *paired;
     return plan;
   }
   if (c.k.reduce.size() != 1 || !bf16_products(c.ast, c.k.reduce[0])) return plan;
-  const std::vector<Opt>& opts = plan.opts();
-  const auto stage = std::find_if(opts.begin(), opts.end(), [](const Opt& o) { return o.op == OptOp::STAGE; });
-  OptPlan paired(c.ast, c.target);
-  for (auto it = opts.begin(); it != stage; ++it)
-    if (!paired.add(*it)) return plan;
-  if (!paired.add({OptOp::UNROLL, range_axis(c.k.reduce[0]), 2})) return plan;
-  for (auto it = stage; it != opts.end(); ++it)
-    if (!paired.add(*it)) return plan;
-  if (stage == opts.end())
+  std::optional<OptPlan> unrolled = unrolled_before_stage(c, plan, c.k.reduce[0]);
+  if (!unrolled) return plan;
+  OptPlan& paired = *unrolled;
+  if (!has_stage(plan))
     for (const UOp& r : c.k.out)
       for (const UOp& u : toposort(c.ast))
         if (u.op() == Ops::PARAM && !stages_pairs(paired.ast()) && paired.add({OptOp::STAGE, range_axis(r), u.arg_int()}) &&

@@ -71,7 +71,7 @@ struct Kernel {
 inline constexpr int64_t kMaxGatherStride = 2;
 // A bfloat16 convolution's products go in DOT2 pairs over at least this many output positions
 // (batch x rows x columns): 8 x 28 x 28 and 8 x 56 x 56 ran 1.4-1.5x faster paired, 1 x 56 x 56,
-// 1 x 14 x 14 and 1 x 7 x 7 about 10% slower (docs/optimizer.md, "Half types").
+// 1 x 14 x 14 and 1 x 7 x 7 about 10% slower (docs/performance.md, "bfloat16 convolutions in DOT2 pairs").
 inline constexpr int64_t kPairedConvPositions = 4096;
 // Padding (PADTO) may add at most 1/kPadShare of an axis' iterations.
 inline constexpr int64_t kPadShare = 4;
