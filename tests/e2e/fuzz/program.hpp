@@ -120,14 +120,6 @@ struct Placement {
 // The dtype a step of dtype d runs in at `at` (the ref mode runs floats as float64).
 inline DType run_dtype(DType d, const Placement& at) { return at.f64 && d.is_float() ? dtypes::float64 : d; }
 
-// Whether step n averages an integer input (mean, var, std) in the ref mode: kiln's answer is
-// float32 there ("an integer mean is float32"), so the ref mode widens the input to float64 first
-// (exact for these integers) and the step runs in float64 as run_dtype says. (Found by the fuzzer,
-// seed 505 case 212: a log_softmax of an integer var held to float64's tolerance.)
-inline bool widens_integer_input(const Program& p, const Node& n, const Placement& at) {
-  return at.f64 && (n.k == K::Var || (n.k == K::Reduce && n.sub == kMean)) && !p.nodes[static_cast<size_t>(n.a)].dtype.is_float();
-}
-
 // ---- the reproducer: the program as C++ against the public API (reproducer.cpp) ----
 
 // The expression that makes input n with values v as `at` says (the values as literals; realized,

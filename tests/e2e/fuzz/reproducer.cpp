@@ -74,7 +74,6 @@ std::string steps_text(const Program& p, const Placement& at, const std::functio
     for (size_t q = 0; q + 1 < n.ints.size(); q += 2)
       pairs += (q ? ", " : "") + std::string("{") + std::to_string(n.ints[q]) + ", " + std::to_string(n.ints[q + 1]) + "}";
     const bool integer = n.dtype.is_int();
-    const std::string averaged = widens_integer_input(p, n, at) ? A + ".cast(dtypes::float64)" : A;
     o << indent;
     if (n.k == K::Assign) {
       o << A << ".assign(" << B << ");\n" << indent;
@@ -109,11 +108,9 @@ std::string steps_text(const Program& p, const Placement& at, const std::functio
       case K::Shrink: o << A << ".shrink({" << pairs << "})"; break;
       case K::Flip: o << A << ".flip(" << ints_text(n.ints) << ")"; break;
       case K::Expand: o << A << ".expand(" << ints_text(n.ints) << ")"; break;
-      case K::Reduce:
-        o << (n.sub == kMean ? averaged : A) << "." << kReduceName[n.sub] << "({" << n.axis << "}, " << (n.keep ? "true" : "false") << ")";
-        break;
+      case K::Reduce: o << A << "." << kReduceName[n.sub] << "({" << n.axis << "}, " << (n.keep ? "true" : "false") << ")"; break;
       case K::Softmax: o << A << (n.sub ? ".log_softmax(" : ".softmax(") << n.axis << ")"; break;
-      case K::Var: o << averaged << (n.sub ? ".std({" : ".var({") << n.axis << "}, " << (n.keep ? "true" : "false") << ")"; break;
+      case K::Var: o << A << (n.sub ? ".std({" : ".var({") << n.axis << "}, " << (n.keep ? "true" : "false") << ")"; break;
       case K::Matmul: o << A << ".matmul(" << B << ")"; break;
       case K::Assign: o << A; break;
       case K::Clone: o << A << ".clone()"; break;

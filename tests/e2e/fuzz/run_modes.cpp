@@ -52,7 +52,6 @@ std::vector<Tensor> kiln_eval(const Program& p, const std::vector<Tensor>& input
   size_t input = 0;
   for (const Node& n : p.nodes) {
     auto A = [&]() -> Tensor& { return r[static_cast<size_t>(n.a)]; };
-    auto averaged = [&]() { return widens_integer_input(p, n, at) ? A().cast(dtypes::float64) : A(); };
     auto B = [&]() -> const Tensor& { return r[static_cast<size_t>(n.b)]; };
     auto C = [&]() -> const Tensor& { return r[static_cast<size_t>(n.c)]; };
     const bool integer = n.dtype.is_int();
@@ -112,11 +111,11 @@ std::vector<Tensor> kiln_eval(const Program& p, const std::vector<Tensor>& input
           case kSum: r.push_back(A().sum({n.axis}, n.keep)); break;
           case kRMax: r.push_back(A().max({n.axis}, n.keep)); break;
           case kRMin: r.push_back(A().min({n.axis}, n.keep)); break;
-          default: r.push_back(averaged().mean({n.axis}, n.keep));
+          default: r.push_back(A().mean({n.axis}, n.keep));
         }
         break;
       case K::Softmax: r.push_back(n.sub ? A().log_softmax(n.axis) : A().softmax(n.axis)); break;
-      case K::Var: r.push_back(n.sub ? averaged().std({n.axis}, n.keep) : averaged().var({n.axis}, n.keep)); break;
+      case K::Var: r.push_back(n.sub ? A().std({n.axis}, n.keep) : A().var({n.axis}, n.keep)); break;
       case K::Matmul: r.push_back(A().matmul(B())); break;
       case K::Assign: A().assign(B()); r.push_back(A()); break;
       case K::Clone: r.push_back(A().clone()); break;
