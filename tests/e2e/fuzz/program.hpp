@@ -120,6 +120,17 @@ struct Placement {
 // The dtype a step of dtype d runs in at `at` (the ref mode runs floats as float64).
 inline DType run_dtype(DType d, const Placement& at) { return at.f64 && d.is_float() ? dtypes::float64 : d; }
 
+// Whether a step averages an integer input (mean, var, std): kiln's answer is float32 by rule (an
+// integer mean is float32, its sum wrapping in the integer's accumulator), also in the ref mode,
+// whose float64 tolerance such a value and what follows it cannot meet (seed 505 case 212: a
+// log_softmax of a uint8 var off by float32's rounding). Widening the input to float64 first
+// would not be the same program: it does not wrap (seed 1607 case 1597). The ref mode skips them.
+inline bool averages_an_integer(const Program& p) {
+  for (const Node& n : p.nodes)
+    if ((n.k == K::Var || (n.k == K::Reduce && n.sub == kMean)) && !p.nodes[static_cast<size_t>(n.a)].dtype.is_float()) return true;
+  return false;
+}
+
 // ---- the reproducer: the program as C++ against the public API (reproducer.cpp) ----
 
 // The expression that makes input n with values v as `at` says (the values as literals; realized,
