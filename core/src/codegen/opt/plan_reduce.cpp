@@ -42,10 +42,6 @@ PlanTail reduce_tail(const Kernel& c) {
   return tail;
 }
 
-}  // namespace
-
-namespace {
-
 // A contiguous axis too short and odd for vector_lanes (9: padding to 12 or 16 adds more than
 // kPadShare allows, and no power of two of at least 4 lanes divides it) left scalar: on a CPU with
 // masked vectors a row that fits one vector takes one of the next power of two, and one that fits
