@@ -231,6 +231,33 @@ void check_half_stored_cast_also_read(const std::string& device) {
   });
 }
 
+// Found by the fuzzer (seed 2002, sharded, then alone): pad(x) + s stores s itself in the padded
+// elements (0 + s folded away), the same scalar parameter node x + s also reads. With float16
+// stored natively the padded store wrote s widened to float32: 4 bytes into a 2-byte element
+// (0 read back, the next element or past the buffer overwritten).
+void check_half_moved_scalar_also_added(const std::string& device) {
+  for_each_variant(device, [&] {
+    for (DType d : {dtypes::float16, dtypes::bfloat16}) {
+      SCOPED_TRACE(d.name());
+      Tensor x = Tensor::from_vector<double>({1.34375, -0.5}, {2}, device).cast(d).realize();
+      for (int64_t before : {0, 1, 2})
+        for (int64_t after : {1, 2, 5}) {
+          SCOPED_TRACE("pad " + std::to_string(before) + ", " + std::to_string(after));
+          std::vector<float> want(size_t(before), 2.75f);
+          want.insert(want.end(), {4.09375f, 2.25f});
+          want.insert(want.end(), size_t(after), 2.75f);
+          EXPECT_EQ((x.pad({{before, after}}) + 2.75).realize().cast(dtypes::float32).to_vector<float>(), want);
+          // one element of x: the kernel has no loop left, each element its own store (realized
+          // in the half type first: a cast fused into the kernel would store float32)
+          std::vector<float> one(want.begin() + before, want.begin() + before + 1);
+          one.insert(one.begin(), size_t(before), 2.75f);
+          one.insert(one.end(), size_t(after), 2.75f);
+          EXPECT_EQ((x.shrink({{0, 1}}).pad({{before, after}}) + 2.75).realize().cast(dtypes::float32).to_vector<float>(), one);
+        }
+    }
+  });
+}
+
 // Found by the fuzzer with float16 stored natively: a view realized with the buffer it views
 // (t1 and its reshape in one schedule) read 0.
 void check_half_view_with_its_source(const std::string& device) {

@@ -19,6 +19,8 @@ void check_half_fused_chain(const std::string& device);
 void check_half_exact_stores(const std::string& device);
 // A stored cast also read by another op of the kernel (the softmax's rounding and a comparison).
 void check_half_stored_cast_also_read(const std::string& device);
+// A padded half tensor plus a scalar: the padded elements store the scalar's bits.
+void check_half_moved_scalar_also_added(const std::string& device);
 // A view realized with the buffer it views keeps its values.
 void check_half_view_with_its_source(const std::string& device);
 // Vector loads of half values at every alignment (views at offsets 0..8; a padded write).

@@ -40,6 +40,7 @@ TEST(HalfCasts, Float32RoundsToNearestEven) { check_half_rounding(kDevice); }
 TEST(HalfCasts, AFusedChainEqualsTheUnfusedOps) { check_half_fused_chain(kDevice); }
 TEST(HalfStores, ExactValuesKeepTheirBitsAndConstantsRound) { check_half_exact_stores(kDevice); }
 TEST(HalfStores, AStoredCastAlsoReadInTheKernel) { check_half_stored_cast_also_read(kDevice); }
+TEST(HalfStores, APaddedTensorPlusAScalarStoresItsBits) { check_half_moved_scalar_also_added(kDevice); }
 TEST(HalfCasts, AViewRealizedWithItsSourceKeepsItsValues) { check_half_view_with_its_source(kDevice); }
 TEST(HalfCasts, UnalignedVectors) { check_half_unaligned_vectors(kDevice); }
 TEST(HalfProducts, MatmulConvolutionAndEinsumRoundOnce) { check_half_products_round_once(kDevice); }

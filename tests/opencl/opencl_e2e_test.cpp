@@ -49,6 +49,7 @@ TEST(OpenclHalf, Float32RoundsToNearestEven) { check_half_rounding(kDevice); }
 TEST(OpenclHalf, AFusedChainEqualsTheUnfusedOps) { check_half_fused_chain(kDevice); }
 TEST(OpenclHalf, ExactValuesKeepTheirBitsAndConstantsRound) { check_half_exact_stores(kDevice); }
 TEST(OpenclHalf, AStoredCastAlsoReadInTheKernel) { check_half_stored_cast_also_read(kDevice); }
+TEST(OpenclHalf, APaddedTensorPlusAScalarStoresItsBits) { check_half_moved_scalar_also_added(kDevice); }
 TEST(OpenclHalf, AViewRealizedWithItsSourceKeepsItsValues) { check_half_view_with_its_source(kDevice); }
 TEST(OpenclHalf, UnalignedVectors) { check_half_unaligned_vectors(kDevice); }
 TEST(OpenclHalf, MatmulConvolutionAndEinsumRoundOnce) { check_half_products_round_once(kDevice); }

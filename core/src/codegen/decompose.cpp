@@ -302,7 +302,7 @@ UOp store_bits(const UOp& f, const UOp& original, DType h, Ctx& c) {
 }
 
 constexpr int32_t kStoreNarrowing = 1;  // the tag of a store's own native narrowing
-constexpr int32_t kMovedBits = 2;       // the tag of a natively stored half load only moved (its own node)
+constexpr int32_t kMovedBits = 2;       // the tag of natively stored half bits only moved (a node of its own)
 
 // A half value that only moves: loaded, a 16-bit integer's bits, lanes of those or a vector of
 // them (a copy's value). Its 16-bit patterns as they are, with no conversion (where the target
@@ -347,8 +347,11 @@ UOp emulate(const Match& m, Ctx& c) {
       return c.mark(u.replace_src(src));
     }
     // a copy moves the bits (a STAGE panel, a contiguous copy): no conversion, NaNs untouched
+    // The native type's view of them is a node of its own (tagged): bits.bitcast(h) can be an
+    // original node another reader converts to float32 (a scalar parameter's BITCAST also added
+    // elsewhere), and the store would then write that float32 into the 16-bit element.
     if (UOp bits = src[1].dtype().scalar() == h.scalar() ? moved_bits(src[1], c) : UOp(); bits.node()) {
-      src[1] = emulated(h, c) ? bits : c.mark(bits.bitcast(h));
+      src[1] = emulated(h, c) ? bits : c.mark(UOp::make(Ops::BITCAST, h, {bits}, {}, kMovedBits));
       return c.mark(u.replace_src(src));
     }
     UOp v = src[1].dtype().scalar() == Scalar::float32 ? src[1] : src[1].cast(widened(src[1].dtype()));
