@@ -392,6 +392,10 @@ TEST(Fusion, BigReduceIsSplit) {
 TEST(Fusion, OneHotSumsStayWholeMaskedSumsSplit) {
   Tensor table = input({40000, 4}), idx = Tensor::empty({3, 4}, dtypes::int32, "ref");
   EXPECT_EQ(kernels_of(table.gather(0, idx).schedule()).size(), 1u);
+  // indexing compares (N, V) and expands the comparison over the row: an embedding lookup,
+  // table[idx], on a GPT-2-sized vocabulary was split and read the whole table per token
+  Tensor vocab = input({50257, 64}), tokens = Tensor::empty({16}, dtypes::int32, "ref");
+  EXPECT_EQ(kernels_of(vocab.getitem({Tensor::Index::tensor(tokens)}).schedule()).size(), 1u);
   Tensor x = input({1 << 20}), y = input({1 << 20});
   EXPECT_EQ(kernels_of(Tensor::where(x.eq(y), x, Tensor::zeros({1 << 20}, dtypes::float32, "ref")).sum().schedule()).size(), 2u);
 }

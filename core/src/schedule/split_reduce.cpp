@@ -89,13 +89,19 @@ UOp reduce_last(UOp x, DType d, std::vector<int64_t> shape, Ops op, const std::s
 // A gather's one-hot sum, WHERE(index == arange, x, 0): it selects one term (nothing to bound),
 // and the codegen folds it into a load of that term (codegen/onehot.cpp). The arange is an IOTA
 // under movement ops and casts; a masked sum of data (where(x == y, z, 0)) is no such sum.
+// The comparison may itself sit under movement ops (indexing compares (N, V) and expands the
+// result over the row's other axes: an embedding's x[idx]).
 bool one_hot(const UOp& u) {
-  if (u.op() != Ops::WHERE || u.src(0).op() != Ops::CMPEQ) return false;
-  for (const UOp& side : u.src(0).src()) {
-    const UOp* x = &side;
+  auto through_movement = [](const UOp& v) {
+    const UOp* x = &v;
     while (groups::Movement.has(x->op()) || x->op() == Ops::CAST) x = &x->src(0);
-    if (x->op() == Ops::IOTA) return true;
-  }
+    return x;
+  };
+  if (u.op() != Ops::WHERE) return false;
+  const UOp* eq = through_movement(u.src(0));
+  if (eq->op() != Ops::CMPEQ) return false;
+  for (const UOp& side : eq->src())
+    if (through_movement(side)->op() == Ops::IOTA) return true;
   return false;
 }
 
