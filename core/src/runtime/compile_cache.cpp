@@ -9,11 +9,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <system_error>
+#include <thread>
 #include <unordered_map>
 
 #include "plugin/device.hpp"
@@ -163,12 +166,21 @@ Slot slot_of(Device& dev, const CompileJob& job) {
 // are deleted until they fill at most 3/4 of it (so a full cache is not rescanned on every
 // write). The size is counted once per directory per process, then kept up to date by the
 // writes of this process (other processes sharing the directory are seen at the next rescan).
+// The count is a stat of every entry: about a second for the 300 000 entries a cache near its
+// budget holds, which every process's first compile waited for. It runs on a thread of its own;
+// the writes made meanwhile are added when it is done (one written during the count may be counted
+// twice: the budget then errs early).
+struct DirBudget {
+  bool counted = false, counting = false;
+  uint64_t bytes = 0, pending = 0;
+};
 struct DiskBudget {
   std::mutex mu;
-  std::unordered_map<std::string, uint64_t> bytes;  // per directory
+  std::condition_variable settled;
+  std::unordered_map<std::string, DirBudget> dirs;
 };
 DiskBudget& disk_budget() {
-  static DiskBudget* b = new DiskBudget;
+  static DiskBudget* b = new DiskBudget;  // never destroyed: a count may still run at exit
   return *b;
 }
 
@@ -196,16 +208,12 @@ uint64_t total_size(const std::vector<DiskEntry>& entries) {
   return n;
 }
 
-// Records `written` new bytes in `dir`, evicting least recently used entries past the budget.
-void charge_disk(const std::string& dir, uint64_t written) {
-  uint64_t budget = static_cast<uint64_t>(std::max<int64_t>(0, knob(Knob::cache_max)));
-  if (!budget) return;
-  DiskBudget& b = disk_budget();
-  std::lock_guard<std::mutex> lock(b.mu);
-  auto [it, fresh] = b.bytes.emplace(dir, 0);
-  if (fresh) it->second = total_size(disk_entries(dir));
-  else it->second += written;
-  if (it->second <= budget) return;
+uint64_t disk_budget_bytes() { return static_cast<uint64_t>(std::max<int64_t>(0, knob(Knob::cache_max))); }
+
+// Deletes the least recently used entries of `dir` while it is past the budget (b.mu held).
+void evict_past_budget(const std::string& dir, DirBudget& d) {
+  const uint64_t budget = disk_budget_bytes();
+  if (!budget || d.bytes <= budget) return;
   std::vector<DiskEntry> entries = disk_entries(dir);
   std::sort(entries.begin(), entries.end(), [](const DiskEntry& a, const DiskEntry& b) { return a.mtime < b.mtime; });
   uint64_t total = total_size(entries), evicted = 0;
@@ -214,11 +222,58 @@ void charge_disk(const std::string& dir, uint64_t written) {
     std::error_code ec;
     if (std::filesystem::remove(e.path, ec)) total -= e.size, ++evicted;
   }
-  it->second = total;
+  d.bytes = total;
   if (debug_level() >= 1) log_line(cat("compile cache: ", dir, " passed KILN_CACHE_MAX (", budget, " bytes); evicted ", evicted, " entries"));
   std::lock_guard<std::mutex> stats_lock(cache().mu);
   cache().stats.disk_evictions += evicted;
 }
+
+void count_dir(const std::string& dir) {
+  const uint64_t counted = total_size(disk_entries(dir));
+  DiskBudget& b = disk_budget();
+  std::lock_guard<std::mutex> lock(b.mu);
+  DirBudget& d = b.dirs[dir];
+  d.bytes = counted + d.pending;
+  d.pending = 0;
+  d.counted = true;
+  d.counting = false;
+  evict_past_budget(dir, d);
+  b.settled.notify_all();
+}
+
+// Records `written` new bytes in `dir`, evicting least recently used entries past the budget.
+void charge_disk(const std::string& dir, uint64_t written) {
+  if (!disk_budget_bytes()) return;
+  DiskBudget& b = disk_budget();
+  std::unique_lock<std::mutex> lock(b.mu);
+  DirBudget& d = b.dirs[dir];
+  if (!d.counted) {
+    d.pending += written;
+    if (d.counting) return;
+    d.counting = true;
+    try {
+      std::thread([dir] { count_dir(dir); }).detach();
+    } catch (const std::system_error&) {  // no thread to spare: count here
+      lock.unlock();
+      count_dir(dir);
+    }
+    return;
+  }
+  d.bytes += written;
+  evict_past_budget(dir, d);
+}
+
+}  // namespace
+
+void settle_disk_budget() {
+  DiskBudget& b = disk_budget();
+  std::unique_lock<std::mutex> lock(b.mu);
+  b.settled.wait(lock, [&] {
+    return std::none_of(b.dirs.begin(), b.dirs.end(), [](const auto& kv) { return kv.second.counting; });
+  });
+}
+
+namespace {
 
 // The cached binary (memory, then disk), or nothing; `corrupt` says a disk entry was damaged.
 std::optional<std::string> lookup(const Slot& s, bool& corrupt) {

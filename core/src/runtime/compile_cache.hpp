@@ -58,6 +58,9 @@ bool read_compile_cache_entry(const std::string& path, std::string& data, bool& 
 CompileStats compile_stats();
 void clear_compile_memory_cache();   // tests: forget in-memory binaries (disk stays)
 size_t compile_memory_cache_size();
+// Tests: waits until the disk cache's size counts started in the background are done (and their
+// evictions with them).
+void settle_disk_budget();
 std::string compile_cache_dir();     // "" when the disk cache is off
 // Says once per directory, on stderr, that a cache directory cannot be written (`knob` names the
 // variable that chose it): the work it would keep is redone in every process.
