@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <random>
 
 #include "ops_check.hpp"
 
@@ -222,12 +223,58 @@ TEST(StructSort, TopkTakesTheFirstOfTiesAndChecksK) {
   EXPECT_ERROR(host_tensor(sample({4}, 1), {4}).topk(5), "k = 5");
 }
 
+// A few of a long row are picked by rounds of selection (scan.cpp, select_topk_indices) rather
+// than the sort: the same k indices as a stable sort with NaN largest, for ties, NaN, infinities,
+// the integer extremes and bool, along either axis, both ways.
+TEST(StructSort, TopkOfFewFromLongRowsIsAStableSortsFirstK) {
+  std::mt19937 rng(5);
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<DType, std::vector<double>>> pools = {
+      {dtypes::float32, {-2, -1, 0, 1, 2, NAN, inf, -inf}},
+      {dtypes::int32, {-2147483648.0, 2147483647.0, 0, 1, -1}},
+      {dtypes::uint8, {0, 1, 255}},
+      {dtypes::bool_, {0, 1}}};
+  for (const auto& [dtype, pool] : pools)
+    for (int64_t n : {97, 300})
+      for (int64_t k : {1, 16})
+        for (bool largest : {true, false})
+          for (int axis : {0, 1}) {
+            if ((n == 300 && (axis == 0 || dtype != dtypes::float32)) || (k == 1 && axis == 0)) continue;
+            SCOPED_TRACE(std::string(dtype.name()) + " n " + std::to_string(n) + " k " + std::to_string(k) +
+                         (largest ? " largest" : " smallest") + " axis " + std::to_string(axis));
+            const int64_t rows = 3;
+            std::vector<double> lines(size_t(rows * n));
+            for (double& v : lines) v = pool[rng() % pool.size()];
+            // the rows along `axis`: (rows, n) for axis 1, its transpose for axis 0
+            std::vector<double> x(lines.size());
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t j = 0; j < n; ++j) x[size_t(axis == 1 ? r * n + j : j * rows + r)] = lines[size_t(r * n + j)];
+            const Shape shape = axis == 1 ? Shape{rows, n} : Shape{n, rows};
+            std::vector<double> want(size_t(rows * k));
+            for (int64_t r = 0; r < rows; ++r) {
+              const double* l = &lines[size_t(r * n)];
+              std::vector<int64_t> p(static_cast<size_t>(n));
+              std::iota(p.begin(), p.end(), 0);
+              std::stable_sort(p.begin(), p.end(), [&](int64_t i, int64_t j) {
+                const bool ni = std::isnan(l[i]), nj = std::isnan(l[j]);
+                if (ni || nj) return largest ? ni && !nj : !ni && nj;
+                return largest ? l[i] > l[j] : l[i] < l[j];
+              });
+              for (int64_t q = 0; q < k; ++q) want[size_t(axis == 1 ? r * k + q : q * rows + r)] = double(p[size_t(q)]);
+            }
+            auto [v, i] = host_tensor(x, shape, dtype).topk(k, axis, largest);
+            EXPECT_EQ(compare(i, axis == 1 ? Shape{rows, k} : Shape{k, rows}, want, 0, 0), "");
+          }
+}
+
 TEST(StructSort, GradientsGoToThePickedElements) {
   Inputs in{{sample({2, 5}, 8), {2, 5}}};
   auto w = [](const Tensor& t) { return t * Tensor::arange(1, 1 + static_cast<double>(t.shape().back()), 1, dtypes::float64, kOpsDevice); };
   EXPECT_EQ(check_gradient([&](const std::vector<Tensor>& x) { return w(x[0].sort(1).first); }, in), "");
   EXPECT_EQ(check_gradient([&](const std::vector<Tensor>& x) { return w(x[0].sort(0, true).first); }, in), "");
   EXPECT_EQ(check_gradient([&](const std::vector<Tensor>& x) { return w(x[0].topk(3, 1).first); }, in), "");
+  Inputs row{{sample({2, 70}, 9), {2, 70}}};  // long enough for topk's selection rounds
+  EXPECT_EQ(check_gradient([&](const std::vector<Tensor>& x) { return w(x[0].topk(3, 1).first); }, row), "");
 }
 
 // ---- einsum ----

@@ -201,6 +201,55 @@ std::pair<Tensor, Tensor> Tensor::sort(int axis, bool descending) const {
 
 Tensor Tensor::argsort(int axis, bool descending) const { return sort(axis, descending).second; }
 
+namespace {
+
+// topk with few k (k <= kSelectTopK, rows longer than kSelectFrom): k rounds, each picking among
+// the elements after the previous pick in sort's order (NaN largest, ties to the lower position)
+// the one that comes first, so the result is sort's, bit for bit. O(k n) work a row where the
+// sort's ranks are O(n^2) (5 of 1000 in 64 rows: 3.6 -> 0.23 ms). A round reads only the
+// previous pick, so every round after the first is the same kernel.
+constexpr int64_t kSelectTopK = 16, kSelectFrom = 64;
+
+Tensor select_topk_indices(const Tensor& xl, int64_t k, bool largest) {
+  const int64_t n = xl.shape().back();
+  const Tensor x = xl.detach();
+  const DType d = x.dtype();
+  const Tensor pos = positions(n, x.ndim(), -1, x.device());
+  const bool floats = d.is_float();
+  const Tensor nan = floats ? x.ne(x) : Tensor::zeros(x.shape(), dtypes::bool_, x.device());
+  // what a NaN or an element already picked holds for the max (min): the dtype's lowest (highest)
+  // value, which never wins over an element still in the running (it only ties, and ties need
+  // `numbers`)
+  const double highest = floats ? std::numeric_limits<double>::infinity() : static_cast<double>(d.imax());
+  const Tensor out = d.is_bool() ? const_like(x, largest ? 0 : 1) : const_like(x, largest ? lowest(d) : highest);
+  std::vector<Tensor> picked;
+  Tensor avail = Tensor::ones(x.shape(), dtypes::bool_, x.device());
+  for (int64_t round = 0; round < k; ++round) {
+    if (round > 0) {
+      // after the previous pick (value pv at position pi) in the order
+      const Tensor& pi = picked.back();
+      Tensor pv = x.gather(-1, pi), later = pos.gt(pi);
+      Tensor pv_nan = floats ? pv.ne(pv) : Tensor::zeros(pv.shape(), dtypes::bool_, x.device());
+      Tensor beyond = largest ? x.lt(pv) : x.gt(pv);
+      Tensor tied = x.eq(pv) & later;
+      if (!floats) avail = beyond | tied;
+      else if (largest)  // NaNs first: after a NaN come the later NaNs and every number
+        avail = Tensor::where(pv_nan, nan.logical_not() | (nan & later), nan.logical_not() & (beyond | tied));
+      else  // NaNs last: after a NaN only the later NaNs
+        avail = Tensor::where(pv_nan, nan & later, nan | beyond | tied);
+    }
+    Tensor numbers = avail & nan.logical_not(), nans = avail & nan;
+    Tensor held = Tensor::where(numbers, x, out);
+    Tensor best = largest ? held.max({-1}, true) : held.min({-1}, true);
+    Tensor use_nans = largest ? nans.any({-1}, true) : numbers.any({-1}, true).logical_not();
+    Tensor candidates = Tensor::where(use_nans, nans, numbers & x.eq(best));
+    picked.push_back(Tensor::where(candidates, pos, const_like(pos, n)).min({-1}, true).contiguous());
+  }
+  return Tensor::cat(picked, -1);
+}
+
+}  // namespace
+
 std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int axis, bool largest, bool sorted) const {
   (void)sorted;  // the k values always come sorted (allowed for sorted=false too)
   int a = scan_axis(*this, axis, "topk");
@@ -208,6 +257,11 @@ std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int axis, bool largest, bool s
   if (k < 0 || k > n)
     fail(ErrorCode::invalid_argument, "topk: k = ", k, " is out of range for dimension ", a, " of size ", n, " in a tensor of shape ",
          shape_str(shape()), " (expected 0 <= k <= ", n, ")");
+  if (ndim() > 0 && k > 0 && k <= kSelectTopK && n > kSelectFrom) {
+    Tensor xl = transpose(a, -1);
+    Tensor idx = select_topk_indices(xl, k, largest);
+    return {xl.gather(-1, idx).transpose(a, -1), idx.transpose(a, -1)};
+  }
   auto [v, i] = sort(axis, largest);
   if (ndim() == 0) return {v, i};
   Pads keep;
