@@ -168,6 +168,16 @@ TEST(MathUnary, ClassificationAndDomainEdges) {
   expect_values(map({-400, 400}, [](double x) { return host_tensor({x}, {1}).erf().cast(dtypes::float64).item<double>(); }), {-1, 1});
   expect_values(map({-400, 400}, [](double x) { return host_tensor({x}, {1}).hardsigmoid().cast(dtypes::float64).item<double>(); }), {0, 1});
   expect_values(map({-400, 400}, [](double x) { return host_tensor({x}, {1}).gelu("none").cast(dtypes::float64).item<double>(); }), {0, 400});
+  // the tanh form's tail to float32's precision: 0.5 x (1 + tanh(u)) cancelled to 0 from about -5
+  // (gelu(-10) = -1.2e-37); computed as x sigmoid(2u) it keeps its digits
+  auto gelu_tanh = [](double x) {
+    const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+    return x / (1 + std::exp(-2 * u));
+  };
+  for (double x : {-10.0, -8.0, -6.0, -4.0}) {
+    const double got = host_tensor({x}, {1}).gelu("tanh").cast(dtypes::float64).item<double>();
+    EXPECT_NEAR(got, gelu_tanh(x), 1e-4 * std::abs(gelu_tanh(x))) << "gelu(" << x << ")";
+  }
 }
 
 TEST(MathUnary, GradientsAtTheKinksFollowTorch) {
