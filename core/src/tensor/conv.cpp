@@ -7,6 +7,7 @@
 // are these with the same graph as before.
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "tensor/tensor_state.hpp"
 #include "tensor/windows.hpp"
@@ -230,6 +231,109 @@ Tensor Tensor::conv2d(const Tensor& weight, const std::optional<Tensor>& bias, c
   return y + bias->reshape(b);
 }
 
+namespace {
+
+// One spatial axis of a strided transposed convolution split by output phase: the outputs
+// o = q s + r (q = 0 .. n - 1) take the taps t with t d = r + pad_before (mod s), the input
+// element i = q + (r + pad_before - t d) / s for each. Those taps are every `step`-th from `first`
+// (count of them), and on the input they are `dilation` apart: a stride-1 correlation of the input
+// (cropped or padded by `before`/`after`) with the phase's taps in reverse order.
+struct Phase {
+  int64_t n = 0;                           // outputs of this phase
+  int64_t first = 0, count = 0, step = 1;  // its taps
+  int64_t dilation = 1, before = 0, after = 0;
+};
+
+Phase phase_of(int64_t r, int64_t out, int64_t in, int64_t s, int64_t d, int64_t k, int64_t pad_before) {
+  Phase ph;
+  ph.n = r < out ? (out - r + s - 1) / s : 0;
+  const int64_t g = std::gcd(s, d);
+  ph.step = s / g;
+  ph.dilation = d / g;
+  auto reaches = [&](int64_t t) { return ((r + pad_before - t * d) % s + s) % s == 0; };
+  ph.first = -1;
+  for (int64_t t = 0; t < std::min(k, ph.step) && ph.first < 0; ++t)
+    if (reaches(t)) ph.first = t;
+  if (ph.first < 0 || ph.n == 0) return ph;
+  ph.count = (k - 1 - ph.first) / ph.step + 1;
+  const int64_t last = ph.first + (ph.count - 1) * ph.step;
+  const int64_t lowest = (r + pad_before - last * d) / s;  // the input offset of the last tap (exact)
+  ph.before = -lowest;
+  ph.after = ph.n + (ph.count - 1) * ph.dilation - (in + ph.before);
+  return ph;
+}
+
+// The transposed convolution with a stride as one stride-1 convolution per output phase (prod of
+// the strides of them) over the input as it is, interleaved. Spreading the input with stride - 1
+// zeros between elements and convolving that did stride^k times the multiply-adds, all but one in
+// stride^k on zeros (8 x 64 x 28 x 28 by 4 x 4, stride 2: 7.5 ms, torch 1.7).
+Tensor conv_transpose_by_phase(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, int64_t groups,
+                               const std::vector<int64_t>& s, const std::vector<int64_t>& d, const Pads& p,
+                               const std::vector<int64_t>& out) {
+  const size_t k = s.size();
+  const Shape& ks = w.shape();  // (Cout, Cin/g, *kernel): the taps in conv2d's layout, not turned around
+  const int64_t batch = x.shape()[0], cout = ks[0];
+  std::vector<int64_t> q(k);  // outputs per phase, padded up to the longest
+  for (size_t i = 0; i < k; ++i) q[i] = (out[i] + s[i] - 1) / s[i];
+  std::vector<int64_t> r(k, 0);
+  std::vector<Tensor> phases;
+  for (;;) {
+    std::vector<Phase> ph(k);
+    bool any_tap = true, any_output = true;
+    for (size_t i = 0; i < k; ++i) {
+      ph[i] = phase_of(r[i], out[i], x.shape()[2 + i], s[i], d[i], ks[2 + i], p[i].first);
+      any_tap &= ph[i].count > 0;
+      any_output &= ph[i].n > 0;
+    }
+    Shape full{batch, cout};
+    for (size_t i = 0; i < k; ++i) full.push_back(q[i]);
+    if (!any_tap || !any_output) {
+      phases.push_back(Tensor::zeros(full, x.dtype(), x.device()));
+    } else {
+      std::vector<Tensor::Index> taps{Tensor::Index::slice(), Tensor::Index::slice()};
+      Pads crop{{0, 0}, {0, 0}}, fill{{0, 0}, {0, 0}};
+      std::vector<int> spatial;
+      std::vector<int64_t> dil;
+      for (size_t i = 0; i < k; ++i) {
+        taps.push_back(Tensor::Index::slice(ph[i].first, ph[i].first + (ph[i].count - 1) * ph[i].step + 1, ph[i].step));
+        crop.push_back({ph[i].before, ph[i].after});
+        fill.push_back({0, q[i] - ph[i].n});
+        spatial.push_back(static_cast<int>(2 + i));
+        dil.push_back(ph[i].dilation);
+      }
+      Tensor part = x.pad(crop, "constant").conv2d(w.getitem(taps).flip(spatial), std::nullopt,
+                                                    Tensor::ConvOptions{.groups = static_cast<int>(groups), .stride = {1}, .dilation = dil});
+      phases.push_back(part.contiguous().pad(fill));  // (its own kernel: fused into the interleave it ran at the output's size, masked)
+    }
+    size_t i = k;  // the next phase, the last axis fastest
+    while (i > 0 && ++r[i - 1] == s[i - 1]) r[--i] = 0;
+    if (i == 0) break;
+  }
+  // (s_0, ..., s_k-1, N, C, q_0, ...) -> (N, C, q_0, s_0, q_1, s_1, ...) -> the output
+  Shape grid(s.begin(), s.end());
+  grid.push_back(batch);
+  grid.push_back(cout);
+  grid.insert(grid.end(), q.begin(), q.end());
+  std::vector<int> order{static_cast<int>(k), static_cast<int>(k + 1)};
+  Shape joined{batch, cout};
+  Pads keep{{0, batch}, {0, cout}};
+  for (size_t i = 0; i < k; ++i) {
+    order.push_back(static_cast<int>(k + 2 + i));
+    order.push_back(static_cast<int>(i));
+    joined.push_back(q[i] * s[i]);
+    keep.push_back({0, out[i]});
+  }
+  Tensor y = Tensor::stack(phases, 0).reshape(grid).permute(order).reshape(joined).shrink(keep);
+  if (bias) {
+    Shape b{1, cout};
+    b.insert(b.end(), k, 1);
+    y = y + bias->reshape(b);
+  }
+  return y;
+}
+
+}  // namespace
+
 Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor>& bias, const ConvOptions& o) const {
   const char* op = "conv_transpose2d";
   const size_t k = spatial_rank(*this, weight, op);
@@ -250,6 +354,7 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
   const Shape ks = last_dims(weight.shape(), k);
   check_at_least(ks, 1, op, "the weight's kernel size");
   Pads reach;  // the convolution's padding: the kernel's reach less the padding, output_padding at the end
+  std::vector<int64_t> outs;
   for (size_t i = 0; i < k; ++i) {
     const int64_t in = shape()[2 + i], span = d[i] * (ks[i] - 1);
     if (extra[i] >= std::max(s[i], d[i]))
@@ -260,21 +365,19 @@ Tensor Tensor::conv_transpose2d(const Tensor& weight, const std::optional<Tensor
       fail(ErrorCode::invalid_argument, op, ": input ", shape_str(shape()), " with weight ", shape_str(weight.shape()), ", stride ",
            shape_str(s), ", dilation ", shape_str(d), " and padding ", pads_str(p), " gives an empty output on spatial axis ", i);
     reach.push_back({span - p[i].first, span - p[i].second + extra[i]});
+    outs.push_back(out);
   }
   // (Cin, Cout/g, *k) -> (Cout, Cin/g, *k) within each group, the kernel turned around
   Shape split{groups, cg, og}, turned{cout, cg};
   split.insert(split.end(), ks.begin(), ks.end());
   turned.insert(turned.end(), ks.begin(), ks.end());
-  std::vector<int> spatial;
-  for (size_t i = 0; i < k; ++i) spatial.push_back(static_cast<int>(3 + i));
-  Tensor w = weight.reshape(split).transpose(1, 2).flip(spatial).reshape(turned);
-  Tensor x = *this;
-  if (std::any_of(s.begin(), s.end(), [](int64_t v) { return v > 1; })) {
-    Shape spread = shape();
-    for (size_t i = 0; i < k; ++i) spread[2 + i] = (spread[2 + i] - 1) * s[i] + 1;
-    x = place_tap(x, spread, std::vector<int64_t>(k, 0), s, std::vector<int64_t>(k, 1));
-  }
-  return x.conv2d(w, bias, ConvOptions{.groups = o.groups, .stride = {1}, .dilation = d, .padding = reach, .output_padding = {0}});
+  std::vector<int> spatial;  // the kernel's axes in (Cout, Cin/g, *k)
+  for (size_t i = 0; i < k; ++i) spatial.push_back(static_cast<int>(2 + i));
+  Tensor taps = weight.reshape(split).transpose(1, 2).reshape(turned);
+  if (std::any_of(s.begin(), s.end(), [](int64_t v) { return v > 1; }))
+    return conv_transpose_by_phase(*this, taps, bias, groups, s, d, p, outs);
+  return conv2d(taps.flip(spatial), bias,
+                ConvOptions{.groups = o.groups, .stride = {1}, .dilation = d, .padding = reach, .output_padding = {0}});
 }
 
 Tensor Tensor::max_pool2d(const PoolOptions& o) const {
