@@ -396,6 +396,28 @@ TEST(FuzzFindings, AReplicatedInputsGradientCountsEachPartOnce) {
   EXPECT_NEAR((x * c).sum().gradient({c})[0].item<float>(), std::accumulate(v.begin(), v.end(), 0.0) + 30, 1e-4);
 }
 
+// A max (min) over a softmax's output: its gradient goes to the elements equal to the maximum,
+// but the mask compared the forward's maximum with the input recomputed in another kernel, where
+// the softmax's sum rounded differently, so no element matched and the gradient was 0 (fuzzer,
+// seed 2020 case 463: a min over an axis of 1, the identity, lost its whole gradient).
+TEST(FuzzFindings, AMaxOfARecomputedSoftmaxKeepsItsGradient) {
+  const std::vector<float> a{0.645154f,  -0.417002f, -0.160744f, 0.71356f,   0.885571f,  -1.216179f, 1.37942f,   -0.754791f,
+                             -1.33725f,  -1.300671f, 0.988544f,  -0.856473f, 1.205208f,  -1.059979f, -0.041557f, -0.569259f,
+                             -1.455483f, -0.869472f, -0.288478f, 0.759563f,  0.176242f,  1.157689f,  0.192951f,  0.00194f,
+                             -0.579296f, -0.11064f,  -0.748752f, 0.759276f,  0.597026f,  -0.242315f, -1.417333f, 1.475354f,
+                             -0.375877f, 0.435801f,  -0.185452f, -1.322126f, -0.902287f, 1.302477f,  0.181015f,  0.823555f,
+                             -0.741904f, 0.213079f,  0.890508f,  0.297966f,  -1.398496f};
+  std::vector<float> w(49);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i) * 1.7f);
+  Tensor x = Tensor::from_vector<float>(a, {5, 3, 3}, kDevice).pad({{2, 0}, {2, 2}, {2, 2}}).contiguous().realize();
+  Tensor wt = Tensor::from_vector<float>(w, {7, 7}, kDevice);
+  Tensor p = x.var({1}, true).softmax(2);  // (7, 1, 7)
+  std::vector<float> through_min = grad_of((p.min({1}) * wt).sum(), x);
+  std::vector<float> plain = grad_of((p.reshape({7, 7}) * wt).sum(), x);  // a min over one element is the element
+  ASSERT_EQ(through_min.size(), plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(through_min[i], plain[i], 1e-6 + 1e-5 * std::abs(plain[i])) << "element " << i;
+}
+
 // std over a group of equal values: torch's gradient is 0; sqrt's inf times var's 0 gave NaN.
 TEST(GradientKinks, StdOfAConstantGroupHasAZeroGradient) {
   Tensor x = vec({0.5f, 0.5f, 0.5f});

@@ -182,9 +182,14 @@ const PatternMatcher& gradient_rules() {
         Ops op = static_cast<Ops>(c.node.arg_ints()[0]);
         if (op == Ops::ADD) return c.set({c.g.expand(in.shape())});
         if (op == Ops::MUL) return c.set({c.g.expand(in.shape()) * prod_others(in, reduced_axes(c.node))});
-        // MAX: the gradient is split evenly among the elements equal to the maximum
-        Tensor hit = in.eq(c.self().expand(in.shape())).cast(c.g.dtype());
-        return c.set({c.g.expand(in.shape()) * hit / hit.sum(reduced_axes(c.node), true).expand(in.shape())});
+        // MAX: the gradient is split evenly among the elements equal to the maximum. Both sides of
+        // that comparison are read from one realized copy of the input: recomputed in two kernels
+        // (the forward's max, this mask) an input with reduces of its own (a softmax's sum) can
+        // round differently, and the maximum then equaled no element: its gradient was lost.
+        const std::vector<int> axes = reduced_axes(c.node);
+        Tensor held = in.contiguous();
+        Tensor hit = held.eq(held.max(axes, true).expand(in.shape())).cast(c.g.dtype());
+        return c.set({c.g.expand(in.shape()) * hit / hit.sum(axes, true).expand(in.shape())});
       }),
   };
   return pm;
