@@ -105,6 +105,17 @@ double worst_error(const std::vector<float>& y, const std::vector<double>& want,
   return worst;
 }
 
+// A case's output size and its random input, weight and bias (seeds from `seed`).
+struct CaseData {
+  int64_t oh, ow;
+  std::vector<float> x, w, b;
+};
+CaseData case_data(const ConvCase& k, uint32_t seed) {
+  return {(k.h + 2 * k.pad - k.dilation * (k.kh - 1) - 1) / k.stride + 1,
+          (k.w + 2 * k.pad - k.dilation * (k.kw - 1) - 1) / k.stride + 1, random_floats(size_t(k.n * k.c * k.h * k.w), seed),
+          random_floats(size_t(k.o * (k.c / k.group) * k.kh * k.kw), seed + 1), random_floats(size_t(k.o), seed + 2)};
+}
+
 class ConvWeights : public ::testing::TestWithParam<ConvCase> {
  protected:
   void SetUp() override {
@@ -117,11 +128,7 @@ class ConvWeights : public ::testing::TestWithParam<ConvCase> {
 
 TEST_P(ConvWeights, MatchAPlainConvolutionOnEveryDevice) {
   const ConvCase k = GetParam();
-  const int64_t oh = (k.h + 2 * k.pad - k.dilation * (k.kh - 1) - 1) / k.stride + 1;
-  const int64_t ow = (k.w + 2 * k.pad - k.dilation * (k.kw - 1) - 1) / k.stride + 1;
-  const auto x = random_floats(size_t(k.n * k.c * k.h * k.w), 1);
-  const auto w = random_floats(size_t(k.o * (k.c / k.group) * k.kh * k.kw), 2);
-  const auto b = random_floats(size_t(k.o), 3);
+  const auto [oh, ow, x, w, b] = case_data(k, 1);
   const std::string path = write_model(k, oh, ow, w, b, dir_);
 
   const Model model = Model::load(path);
@@ -146,11 +153,7 @@ TEST_P(ConvWeights, MatchAPlainConvolutionOnEveryDevice) {
 // output realized after the model that loaded it is gone (ASan reports a use after free).
 TEST_P(ConvWeights, OutputsRealizedAfterTheModelIsGone) {
   const ConvCase k = GetParam();
-  const int64_t oh = (k.h + 2 * k.pad - k.dilation * (k.kh - 1) - 1) / k.stride + 1;
-  const int64_t ow = (k.w + 2 * k.pad - k.dilation * (k.kw - 1) - 1) / k.stride + 1;
-  const auto x = random_floats(size_t(k.n * k.c * k.h * k.w), 4);
-  const auto w = random_floats(size_t(k.o * (k.c / k.group) * k.kh * k.kw), 5);
-  const auto b = random_floats(size_t(k.o), 6);
+  const auto [oh, ow, x, w, b] = case_data(k, 4);
   std::map<std::string, Tensor> out;
   {
     const Model model = Model::load(write_model(k, oh, ow, w, b, dir_));
