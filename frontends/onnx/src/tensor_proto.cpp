@@ -183,7 +183,7 @@ void transpose_into(std::string_view data, char* out, int64_t rows, int64_t cols
 // elsewhere from_blob copies it once). Why not the device's allocator: it maps huge pages for
 // large buffers, and where free memory is fragmented, or a VM hands freed pages back to its host,
 // each first touch of a 2 MiB page waits for one to be assembled (2-3 ms a page measured here:
-// ResNet-18's 45 MB of weights took 110 ms of its 160-220 ms load). Weights are written once, here,
+// ResNet-18's 45 MB of weights took ~110 ms of a 160-240 ms load). Weights are written once, here,
 // and only read after; in 4 KiB pages the same bytes cost 15 ms.
 template <typename Fill>
 Tensor host_tensor(uint64_t nbytes, DType dt, int64_t numel, const std::string& device, const std::string& what,
