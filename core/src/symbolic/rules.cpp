@@ -474,6 +474,9 @@ const PatternMatcher& symbolic_simple() {
       rule(UPat(x).logical_not().where(y, z), UPat(x).where(z, y)),
       rule(UPat(a).where(UPat(b).where(x, y), y), (UPat(a) & UPat(b)).where(x, y)),
       rule(UPat(a).where(x, UPat(b).where(x, y)), (UPat(a) | UPat(b)).where(x, y)),
+      // a bool picked or false is an and: LLVM 15's instruction selection looped forever on the
+      // select form of a gated bool load summed in vectors (fuzzer, seed 2036)
+      rule(UPat(a).where(UPat(x).dtype(dts::boolean), UPat::cbool(false)), UPat(a) & UPat(x)),
       rule(UPat::op(Ops::INDEX, {x, y, UPat::cbool(true)}).named(r0), drop_true_gate),
       // ** casts **
       rule(UPat::ops({Ops::CAST, Ops::BITCAST}, {x}).named(r0), fold_noop_cast),
